@@ -1,0 +1,206 @@
+//! The command-line contract (clap derive). Flags are checked for form
+//! here; meaning and combinations are checked by [`crate::plan::Plan`].
+//! Every flag's help text lives here, once.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// versus: send one request stream to several endpoints at once; report how
+/// fast each answered and whether the answers agree.
+#[derive(Debug, Parser)]
+#[command(
+    name = "versus",
+    version,
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  ethspam | versus --stop-after=100 --concurrency=5 https://node.example/\n  versus demo\n  versus --stop-after=10s -c 50 http://127.0.0.1:8080/health"
+)]
+pub struct Cli {
+    /// A subcommand; without one, versus runs against the ENDPOINTs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of a run.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a self-contained demonstration: two JSON-RPC endpoints inside the
+    /// process, realistic Ethereum traffic, the full report. No network.
+    Demo(DemoArgs),
+}
+
+/// Options of `versus demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How long the demo sends requests.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Requests in flight per endpoint.
+    #[arg(short = 'c', long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Print each mismatched request (-v).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Options of a run.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// Endpoints to send every request to, as URL or NAME=URL. The first is
+    /// the reference the others are compared with. Schemes: http:// and
+    /// https:// POST each input line as the body; http+get:// and
+    /// https+get:// send a GET to the URL joined with the line;
+    /// http+post:// and https+post:// POST explicitly.
+    #[arg(value_name = "ENDPOINT")]
+    pub endpoints: Vec<String>,
+
+    /// Give up on a request after this long (connect, send, answer).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Stop after N requests per endpoint, or after a duration (10s, 2m).
+    #[arg(long, value_name = "N|DURATION")]
+    pub stop_after: Option<String>,
+
+    /// Requests in flight per endpoint.
+    #[arg(short = 'c', long, default_value_t = 1)]
+    pub concurrency: usize,
+
+    /// Show more: -v prints each mismatched request with every endpoint's
+    /// answer; -vv also prints a timing line per request on stderr.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// A header for every endpoint, as 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+
+    /// A header for one endpoint, as 'NAME=Name: value' where NAME is the
+    /// endpoint's label or its position from 0 (repeatable).
+    #[arg(long = "endpoint-header", value_name = "NAME=HEADER")]
+    pub endpoint_headers: Vec<String>,
+
+    /// Single-request mode: send this method to every endpoint repeatedly
+    /// instead of reading a request stream.
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+
+    /// Single-request mode: send this body (or @FILE) repeatedly; the
+    /// method defaults to POST.
+    #[arg(short = 'd', long)]
+    pub body: Option<String>,
+
+    /// What counts as the same answer: auto (bytes, then JSON structure),
+    /// bytes, json, status, or none (no comparison).
+    #[arg(long, default_value = "auto", value_name = "MODE")]
+    pub compare: String,
+
+    /// Speak HTTP/1.1 only (no h2 via ALPN on https://).
+    #[arg(long, conflicts_with = "http2")]
+    pub http1: bool,
+
+    /// Speak HTTP/2 only: ALPN h2 on https://, prior knowledge (h2c) on
+    /// http://.
+    #[arg(long)]
+    pub http2: bool,
+
+    /// Do not verify TLS certificates.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+
+    /// Trust the certificates in this PEM file too.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+
+    /// Open a new connection for every request; its connect time is then
+    /// part of the request's latency.
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Longest input line, in bytes (K, M, G suffixes: 16M). Longer lines
+    /// are skipped and reported.
+    #[arg(long, default_value = "16M", value_parser = parse_size, value_name = "SIZE")]
+    pub max_line: u64,
+
+    /// Largest response body accepted; larger ones fail as "body too large".
+    #[arg(long, default_value = "64M", value_parser = parse_size, value_name = "SIZE")]
+    pub max_body: u64,
+
+    /// Stop at the first malformed input record instead of skipping it.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Show secrets (API keys in URLs, credential headers) in reports
+    /// instead of masking them.
+    #[arg(long)]
+    pub show_secrets: bool,
+
+    /// After the run is stopped, wait this long for requests in flight.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub drain: Duration,
+
+    /// Cores to use (default: all).
+    #[arg(long)]
+    pub threads: Option<usize>,
+
+    /// How far (in requests) the fastest endpoint may run ahead of the
+    /// slowest on each core; bounds memory.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub lead: usize,
+}
+
+/// Parse a duration such as `30s`, `500ms`, `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 30s, 500ms, 2m)"))
+}
+
+/// Parse a size such as `1024`, `64K`, `16M`, `1G` (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, mult) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        None => (t, 1),
+        Some((i, _)) => {
+            let unit = t[i..].trim().to_ascii_uppercase();
+            let m = match unit.trim_end_matches("IB").trim_end_matches('B') {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                _ => return Err(format!("bad size {s:?}: use a number with K, M or G")),
+            };
+            (&t[..i], m)
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("bad size {s:?}: use a positive number with K, M or G"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_size("2KiB"), Ok(2048));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,265 @@
+//! Opening connections: name resolution (once, before the run), TCP, TLS
+//! with rustls (verified by default), and the HTTP handshake on hyper's
+//! connection API. The connection driver runs as a local task on the
+//! calling core.
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::TokioIo;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use tokio::net::TcpStream;
+
+use super::{Failure, HttpVersion, Scheme};
+
+/// The body type versus sends.
+pub(crate) type Body = Full<Bytes>;
+
+/// A ready connection.
+pub(crate) enum Connected {
+    H1(http1::SendRequest<Body>),
+    H2(http2::SendRequest<Body>),
+}
+
+/// TLS settings from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// Accept any server certificate (`--insecure`).
+    pub insecure: bool,
+    /// Extra trusted roots, PEM (`--cacert`).
+    pub ca_file: Option<PathBuf>,
+}
+
+/// Resolve `host:port` once; connections then go to the first address that
+/// accepts.
+///
+/// # Errors
+/// When the name does not resolve.
+pub fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "no addresses"));
+    }
+    Ok(addrs)
+}
+
+/// Build the rustls client configuration for one ALPN policy.
+///
+/// # Errors
+/// When `--cacert` cannot be read or holds no certificate.
+pub fn tls_config(opts: &TlsOptions, version: HttpVersion) -> Result<Arc<ClientConfig>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("tls: {e}"))?;
+    let mut config = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = &opts.ca_file {
+            use rustls::pki_types::pem::PemObject;
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                .map_err(|e| format!("--cacert {}: {e}", path.display()))?
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "--cacert {}: no PEM certificate in the file",
+                    path.display()
+                ));
+            }
+            for c in certs {
+                roots
+                    .add(c)
+                    .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = match version {
+        HttpVersion::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
+        HttpVersion::Http2 => vec![b"h2".to_vec()],
+    };
+    Ok(Arc::new(config))
+}
+
+/// Where and how to connect: the part of an endpoint the transport needs.
+pub(crate) struct Dialer {
+    pub addrs: Vec<SocketAddr>,
+    pub scheme: Scheme,
+    pub server_name: Option<ServerName<'static>>,
+    pub tls: Option<tokio_rustls::TlsConnector>,
+    pub version: HttpVersion,
+}
+
+impl Dialer {
+    /// Open one connection and run its HTTP handshake; the connection's
+    /// driver is spawned on the current `LocalSet`.
+    pub async fn connect(&self) -> Result<Connected, Failure> {
+        let tcp = self.tcp().await?;
+        match (self.scheme, &self.tls, &self.server_name) {
+            (Scheme::Https, Some(tls), Some(name)) => {
+                let stream = tls
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|e| classify_io(&e, Failure::Tls))?;
+                let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                handshake(stream, h2).await
+            }
+            _ => handshake(tcp, self.version == HttpVersion::Http2).await,
+        }
+    }
+
+    async fn tcp(&self) -> Result<TcpStream, Failure> {
+        let mut last = Failure::Connect;
+        for addr in &self.addrs {
+            match TcpStream::connect(addr).await {
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    return Ok(s);
+                }
+                Err(e) => last = classify_io(&e, Failure::Connect),
+            }
+        }
+        Err(last)
+    }
+}
+
+async fn handshake<I>(io: I, h2: bool) -> Result<Connected, Failure>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+{
+    let io = TokioIo::new(io);
+    if h2 {
+        let (sender, conn) = http2::Builder::new(LocalExec)
+            .initial_stream_window_size(4 << 20)
+            .initial_connection_window_size(8 << 20)
+            .handshake(io)
+            .await
+            .map_err(|e| classify_hyper(&e))?;
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+        });
+        Ok(Connected::H2(sender))
+    } else {
+        let (sender, conn) = http1::Builder::new()
+            .handshake(io)
+            .await
+            .map_err(|e| classify_hyper(&e))?;
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+        });
+        Ok(Connected::H1(sender))
+    }
+}
+
+/// Runs hyper's HTTP/2 stream tasks on the current core.
+#[derive(Clone, Copy)]
+struct LocalExec;
+
+impl<F> hyper::rt::Executor<F> for LocalExec
+where
+    F: std::future::Future + 'static,
+{
+    fn execute(&self, fut: F) {
+        tokio::task::spawn_local(fut);
+    }
+}
+
+/// Map an I/O error to a failure kind; `fallback` for the rest.
+pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
+    use io::ErrorKind::*;
+    match e.kind() {
+        ConnectionRefused => Failure::Refused,
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Failure::Reset,
+        TimedOut => Failure::Timeout,
+        InvalidData if fallback == Failure::Tls => Failure::Tls,
+        _ => fallback,
+    }
+}
+
+/// Map a hyper error to a failure kind.
+pub(crate) fn classify_hyper(e: &hyper::Error) -> Failure {
+    if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
+        return Failure::Protocol;
+    }
+    if e.is_timeout() {
+        return Failure::Timeout;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<io::Error>() {
+            return classify_io(io, Failure::Io);
+        }
+        if let Some(h2) = s.downcast_ref::<hyper::Error>() {
+            return classify_hyper(h2);
+        }
+        source = s.source();
+    }
+    if e.is_incomplete_message() || e.is_closed() || e.is_canceled() {
+        return Failure::Reset;
+    }
+    Failure::Protocol
+}
+
+/// `--insecure`: any certificate is accepted, but the handshake signatures
+/// are still checked so the session keys are real.
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

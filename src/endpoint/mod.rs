@@ -1,0 +1,138 @@
+//! Transports: how one request reaches one endpoint and what came back.
+//! This module owns connections (TCP, TLS, HTTP/1.1, HTTP/2 on hyper's
+//! connection API, no pool), the per-request timeout, and the
+//! classification of faults. It knows nothing about other endpoints,
+//! comparison or statistics.
+
+mod connect;
+mod http;
+pub mod secret;
+pub mod spec;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+
+pub use self::connect::{resolve, tls_config, TlsOptions};
+pub use self::http::{Link, Slot};
+pub use self::spec::{EndpointSpec, Scheme, SpecError, Style};
+
+/// Which HTTP version to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HttpVersion {
+    /// HTTP/1.1 on `http://`; on `https://`, what ALPN negotiates (h2 or 1.1).
+    #[default]
+    Auto,
+    /// HTTP/1.1 only.
+    Http1,
+    /// HTTP/2 only: ALPN `h2` over TLS, prior knowledge (h2c) over TCP.
+    Http2,
+}
+
+/// The result of one request at one endpoint: an outcome.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The response, or why there was none.
+    pub result: Result<Response, Failure>,
+    /// From the start of the request to the end of the body (or the fault).
+    pub latency: Duration,
+    /// Time spent opening a connection for this request, if one was opened.
+    pub connect: Option<Duration>,
+    /// Request body bytes sent.
+    pub bytes_out: u64,
+}
+
+/// What an endpoint answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    /// HTTP status code.
+    pub status: u16,
+    /// The body, kept only when something needs it (comparison, `-v`).
+    pub body: Bytes,
+    /// Body length in bytes, whether or not the body was kept.
+    pub body_len: u64,
+    /// Time from the start of the request to the response head.
+    pub ttfb: Duration,
+}
+
+/// Why a request got no response. Each kind is counted and reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Failure {
+    /// The host name did not resolve.
+    Dns,
+    /// The connection was refused.
+    Refused,
+    /// Connecting failed otherwise (unreachable, no route, ...).
+    Connect,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// No complete answer within `--timeout`.
+    Timeout,
+    /// The connection was reset or closed before the answer was complete.
+    Reset,
+    /// The answer was not valid HTTP.
+    Protocol,
+    /// The body was larger than `--max-body`.
+    BodyTooLarge,
+    /// The request could not be formed for this endpoint (bad target).
+    BadRequest,
+    /// Any other I/O error.
+    Io,
+}
+
+impl Failure {
+    /// Every kind, in report order.
+    pub const ALL: [Failure; 10] = [
+        Failure::Dns,
+        Failure::Refused,
+        Failure::Connect,
+        Failure::Tls,
+        Failure::Timeout,
+        Failure::Reset,
+        Failure::Protocol,
+        Failure::BodyTooLarge,
+        Failure::BadRequest,
+        Failure::Io,
+    ];
+
+    /// Index into [`Failure::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Short name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Failure::Dns => "dns lookup failed",
+            Failure::Refused => "connection refused",
+            Failure::Connect => "connect failed",
+            Failure::Tls => "tls handshake failed",
+            Failure::Timeout => "timeout",
+            Failure::Reset => "connection reset",
+            Failure::Protocol => "malformed response",
+            Failure::BodyTooLarge => "body too large",
+            Failure::BadRequest => "bad request target",
+            Failure::Io => "i/o error",
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Settings shared by every connection of a run.
+#[derive(Clone, Debug)]
+pub struct TransportOptions {
+    /// Whole-request timeout (connect, send, head and body).
+    pub timeout: Duration,
+    /// Largest body kept or accepted; larger bodies fail as `BodyTooLarge`.
+    pub max_body: u64,
+    /// Reuse connections (the default). Off: a new connection per request,
+    /// and its connect time is part of the request's latency.
+    pub keepalive: bool,
+    /// HTTP version policy.
+    pub version: HttpVersion,
+}

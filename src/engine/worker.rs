@@ -1,0 +1,370 @@
+//! One core's share of the run: a single-threaded runtime whose tasks are
+//! one feeder (input into the lead window), one task per in-flight slot per
+//! endpoint (claim, send, deliver), and the stop watcher. Everything here is
+//! local to the core: statistics are recorded without locks and handed back
+//! when the core finishes.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::window::{Claim, Window};
+use super::Stop;
+use crate::endpoint::{Link, Outcome, Slot};
+use crate::input::Request;
+use crate::plan::Plan;
+use crate::report;
+use crate::stats::RunStats;
+
+/// Where a core's requests come from.
+pub(crate) enum WorkerInput {
+    /// The same request, `remaining` more times (`None`: until stopped).
+    Repeat {
+        request: Request,
+        remaining: Option<u64>,
+    },
+    /// Batches from the input thread.
+    Batches(async_channel::Receiver<Vec<Request>>),
+}
+
+/// Everything a core needs, moved into its thread.
+pub(crate) struct WorkerJob {
+    pub plan: Arc<Plan>,
+    pub links: Vec<Link>,
+    /// Slots per endpoint on this core.
+    pub slots: usize,
+    pub input: WorkerInput,
+    pub stop: Stop,
+    pub start_barrier: Arc<std::sync::Barrier>,
+}
+
+/// What a core hands back.
+pub(crate) struct WorkerResult {
+    pub stats: RunStats,
+    pub started: Instant,
+    pub ended: Instant,
+}
+
+struct Core {
+    plan: Arc<Plan>,
+    window: RefCell<Window>,
+    stats: RefCell<RunStats>,
+    /// Slots waiting for a request.
+    work: Notify,
+    /// The feeder waiting for room in the window, or for the leading
+    /// endpoint to use up what is ready.
+    space: Notify,
+    /// Requests the feeder keeps ready ahead of the leading endpoint.
+    prefetch: usize,
+    /// The main task waiting for slots to end.
+    done: Notify,
+    stopping: Cell<Option<Instant>>,
+    live_slots: Cell<usize>,
+    inflight: RefCell<Vec<u32>>,
+    held_since: RefCell<Vec<Option<Instant>>>,
+    held: RefCell<Vec<Duration>>,
+    last_done: RefCell<Vec<Option<Instant>>>,
+    keep_body: bool,
+}
+
+/// Run one core to completion. Blocking; call on the core's own thread.
+pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let local = tokio::task::LocalSet::new();
+    let WorkerJob {
+        plan,
+        links,
+        slots: per_endpoint,
+        input,
+        stop,
+        start_barrier,
+    } = job;
+    let endpoints = links.len();
+    let links: Vec<Rc<Link>> = links.into_iter().map(Rc::new).collect();
+
+    // Open every connection before the clock starts. The first slot of an
+    // endpoint connects alone so that an HTTP/2 endpoint shares it.
+    let slots: Vec<Vec<Slot>> = local.block_on(&rt, async {
+        let mut all = Vec::new();
+        for link in &links {
+            let mut first = Slot::new(link.clone());
+            let _ = first.warm().await;
+            let warming: Vec<_> = (1..per_endpoint)
+                .map(|_| {
+                    let mut slot = Slot::new(link.clone());
+                    tokio::task::spawn_local(async move {
+                        let _ = slot.warm().await;
+                        slot
+                    })
+                })
+                .collect();
+            let mut slots = vec![first];
+            for w in warming {
+                // A warm-up task cannot panic; a lost slot would only mean
+                // less concurrency, so it is replaced by a cold one.
+                slots.push(w.await.unwrap_or_else(|_| Slot::new(link.clone())));
+            }
+            all.push(slots);
+        }
+        all
+    });
+    start_barrier.wait();
+    let started = Instant::now();
+
+    let keep_body = endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
+    let core = Rc::new(Core {
+        window: RefCell::new(Window::new(plan.window, endpoints)),
+        stats: RefCell::new(RunStats::new(endpoints)),
+        work: Notify::new(),
+        space: Notify::new(),
+        done: Notify::new(),
+        stopping: Cell::new(None),
+        live_slots: Cell::new(endpoints * per_endpoint),
+        inflight: RefCell::new(vec![0; endpoints]),
+        held_since: RefCell::new(vec![None; endpoints]),
+        held: RefCell::new(vec![Duration::ZERO; endpoints]),
+        last_done: RefCell::new(vec![None; endpoints]),
+        keep_body,
+        prefetch: (2 * per_endpoint).max(8),
+        plan,
+    });
+
+    local.block_on(&rt, async {
+        tokio::task::spawn_local(feed(core.clone(), input));
+        tokio::task::spawn_local(watch_stop(core.clone(), stop, started));
+        for (e, endpoint_slots) in slots.into_iter().enumerate() {
+            for slot in endpoint_slots {
+                tokio::task::spawn_local(drive(core.clone(), e, slot));
+            }
+        }
+        wait_for_slots(&core).await;
+    });
+    let ended = Instant::now();
+    let mut stats = core.stats.replace(RunStats::new(endpoints));
+    stats.verdicts.incomplete += core.window.borrow().incomplete();
+    let inflight = core.inflight.borrow();
+    let held_since = core.held_since.borrow();
+    let held = core.held.borrow();
+    let last_done = core.last_done.borrow();
+    for (e, s) in stats.endpoints.iter_mut().enumerate() {
+        s.abandoned += u64::from(inflight[e]);
+        let mut h = held[e];
+        if let Some(since) = held_since[e] {
+            h += ended.saturating_duration_since(since);
+        }
+        s.held = h;
+        let active = last_done[e]
+            .map(|t| t.saturating_duration_since(started))
+            .unwrap_or_default()
+            .saturating_sub(h);
+        let done = s.completed();
+        s.rate = if active.is_zero() {
+            0.0
+        } else {
+            done as f64 / active.as_secs_f64()
+        };
+    }
+    Ok(WorkerResult {
+        stats,
+        started,
+        ended,
+    })
+}
+
+/// Wait for every slot to end; once the run is stopping, wait at most the
+/// drain period.
+async fn wait_for_slots(core: &Core) {
+    loop {
+        let notified = core.done.notified();
+        if core.live_slots.get() == 0 {
+            return;
+        }
+        match core.stopping.get() {
+            Some(at) => {
+                let deadline = tokio::time::Instant::from_std(at + core.plan.drain);
+                if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                    return;
+                }
+            }
+            None => notified.await,
+        }
+    }
+}
+
+impl Core {
+    /// True when the feeder should add requests to the window.
+    fn wants_input(&self) -> bool {
+        let w = self.window.borrow();
+        w.has_space() && w.unclaimed() < self.prefetch
+    }
+}
+
+/// Mark the run as stopping and wake everyone.
+fn begin_stop(core: &Core) {
+    if core.stopping.get().is_none() {
+        core.stopping.set(Some(Instant::now()));
+    }
+    core.work.notify_waiters();
+    core.space.notify_waiters();
+    core.done.notify_waiters();
+}
+
+async fn watch_stop(core: Rc<Core>, stop: Stop, started: Instant) {
+    match core.plan.stop_after.duration {
+        Some(d) => {
+            let deadline = tokio::time::Instant::from_std(started + d);
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = stop.stopped() => {}
+            }
+        }
+        None => stop.stopped().await,
+    }
+    begin_stop(&core);
+}
+
+/// Move requests from the input into the window as room appears.
+async fn feed(core: Rc<Core>, mut input: WorkerInput) {
+    let mut batch = Vec::new().into_iter();
+    'outer: loop {
+        // Wait for room.
+        loop {
+            let notified = core.space.notified();
+            if core.stopping.get().is_some() {
+                break 'outer;
+            }
+            if core.wants_input() {
+                break;
+            }
+            notified.await;
+        }
+        let mut pushed = false;
+        {
+            let mut w = core.window.borrow_mut();
+            while w.has_space() && w.unclaimed() < core.prefetch {
+                let next = match &mut input {
+                    WorkerInput::Repeat { request, remaining } => match remaining {
+                        Some(0) => None,
+                        Some(n) => {
+                            *n -= 1;
+                            Some(request.clone())
+                        }
+                        None => Some(request.clone()),
+                    },
+                    WorkerInput::Batches(_) => batch.next(),
+                };
+                match next {
+                    Some(r) => {
+                        w.push(r);
+                        pushed = true;
+                    }
+                    None => break,
+                }
+            }
+        }
+        if pushed {
+            core.work.notify_waiters();
+        }
+        if !core.wants_input() {
+            continue;
+        }
+        // The window wants more and the current batch is used up.
+        match &mut input {
+            WorkerInput::Repeat { .. } => break,
+            WorkerInput::Batches(rx) => {
+                let stopped = core.done.notified();
+                tokio::select! {
+                    b = rx.recv() => match b {
+                        Ok(b) => batch = b.into_iter(),
+                        Err(_) => break,
+                    },
+                    _ = stopped, if core.stopping.get().is_none() => {}
+                }
+            }
+        }
+    }
+    core.window.borrow_mut().finish_input();
+    core.work.notify_waiters();
+}
+
+/// One slot: claim the endpoint's next request, send it, deliver the outcome.
+async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
+    while let Some((i, req)) = claim(&core, e).await {
+        core.inflight.borrow_mut()[e] += 1;
+        core.stats.borrow_mut().endpoints[e].sent += 1;
+        let outcome = slot.send(&req, core.keep_body).await;
+        core.inflight.borrow_mut()[e] -= 1;
+        deliver(&core, e, i, &req, outcome);
+    }
+    core.live_slots.set(core.live_slots.get() - 1);
+    core.done.notify_waiters();
+}
+
+async fn claim(core: &Core, e: usize) -> Option<(u64, Request)> {
+    loop {
+        let notified = core.work.notified();
+        if core.stopping.get().is_some() {
+            return None;
+        }
+        let claim = core.window.borrow_mut().claim(e);
+        match claim {
+            Claim::Got(i, req) => {
+                if core.window.borrow().unclaimed() * 2 < core.prefetch {
+                    core.space.notify_waiters();
+                }
+                if let Some(since) = core.held_since.borrow_mut()[e].take() {
+                    core.held.borrow_mut()[e] += since.elapsed();
+                }
+                return Some((i, req));
+            }
+            Claim::Done => return None,
+            Claim::Wait => notified.await,
+        }
+    }
+}
+
+fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome) {
+    let now = Instant::now();
+    core.last_done.borrow_mut()[e] = Some(now);
+    let plan = &core.plan;
+    if plan.verbose >= 2 {
+        report::verbose::timing_line(&mut std::io::stderr().lock(), plan, e, req, &outcome);
+    }
+    core.stats.borrow_mut().endpoints[e].record(&outcome);
+    let mut w = core.window.borrow_mut();
+    w.complete(e, i, outcome);
+    if core.inflight.borrow()[e] == 0 && w.holds_back(e) {
+        core.held_since.borrow_mut()[e].get_or_insert(now);
+    }
+    let mut stats = core.stats.borrow_mut();
+    let left = w.drain_ready(|req, outcomes| {
+        stats.verdicts.compared += 1;
+        if outcomes.len() < 2 || !plan.comparer.enabled() {
+            return;
+        }
+        let Some(Some(reference)) = outcomes.first() else {
+            return;
+        };
+        let differs = outcomes[1..]
+            .iter()
+            .flatten()
+            .any(|o| !plan.comparer.agree(reference, o));
+        if differs {
+            stats.verdicts.mismatched += 1;
+            if plan.verbose >= 1 {
+                let mut err = std::io::stderr().lock();
+                report::verbose::mismatch(&mut err, plan, req, outcomes);
+                let _ = err.flush();
+            }
+        }
+    });
+    if left > 0 {
+        core.space.notify_waiters();
+    }
+}

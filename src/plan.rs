@@ -1,0 +1,338 @@
+//! The validated run configuration. [`Plan::from_args`] turns the parsed
+//! command line into a plan or a usage error naming the flag and the fix;
+//! nothing is sent before it succeeds. The engine takes a `Plan` and never
+//! sees the command-line types.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+
+use crate::cli::RunArgs;
+use crate::compare::{CompareMode, Comparer};
+use crate::endpoint::{
+    tls_config, EndpointSpec, HttpVersion, Scheme, TlsOptions, TransportOptions,
+};
+use crate::input::Request;
+
+/// When to stop sending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StopAfter {
+    /// Requests per endpoint.
+    pub count: Option<u64>,
+    /// Time from the start of sending.
+    pub duration: Option<Duration>,
+}
+
+impl std::str::FromStr for StopAfter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<StopAfter, String> {
+        let s = s.trim();
+        if let Ok(n) = s.parse::<u64>() {
+            if n == 0 {
+                return Err("--stop-after: 0 requests would send nothing; give N >= 1 or a duration like 10s".into());
+            }
+            return Ok(StopAfter {
+                count: Some(n),
+                duration: None,
+            });
+        }
+        match humantime::parse_duration(s) {
+            Ok(d) if !d.is_zero() => Ok(StopAfter {
+                count: None,
+                duration: Some(d),
+            }),
+            _ => Err(format!(
+                "--stop-after: {s:?} is neither a request count nor a duration (examples: 1000, 10s, 2m)"
+            )),
+        }
+    }
+}
+
+/// Where requests come from, as the command line decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestMode {
+    /// Read a request stream (stdin).
+    Stream,
+    /// Send this request over and over.
+    Single(Request),
+}
+
+/// A bad command line: the message names the flag and the fix (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// A validated run.
+#[derive(Debug)]
+pub struct Plan {
+    /// Endpoints in command-line order; the first is the reference.
+    pub endpoints: Vec<Arc<EndpointSpec>>,
+    /// Connection and request settings.
+    pub transport: TransportOptions,
+    /// TLS client configuration, when an endpoint uses TLS.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Requests in flight per endpoint.
+    pub concurrency: usize,
+    /// Cores to use.
+    pub threads: usize,
+    /// When to stop.
+    pub stop_after: StopAfter,
+    /// Grace period for requests in flight after a stop.
+    pub drain: Duration,
+    /// The comparison of answers.
+    pub comparer: Comparer,
+    /// Verbosity (`-v` count).
+    pub verbose: u8,
+    /// Lead window per core, in requests.
+    pub window: usize,
+    /// First malformed record ends the run.
+    pub strict: bool,
+    /// Do not mask secrets.
+    pub show_secrets: bool,
+    /// Longest input line.
+    pub max_line: usize,
+    /// Stream or single request.
+    pub mode: RequestMode,
+}
+
+impl Plan {
+    /// Validate the command line. `stdin_is_terminal` selects single-request
+    /// mode when no stream can be read.
+    ///
+    /// # Errors
+    /// A [`UsageError`] naming the flag or argument and the fix.
+    pub fn from_args(args: &RunArgs, stdin_is_terminal: bool) -> Result<Plan, UsageError> {
+        let usage = |m: String| UsageError(m);
+        if args.endpoints.is_empty() {
+            return Err(usage(
+                "no endpoint given: name at least one URL, e.g. `versus http://127.0.0.1:8545/` (or try `versus demo`)".into(),
+            ));
+        }
+        if args.concurrency == 0 {
+            return Err(usage("--concurrency must be at least 1".into()));
+        }
+        if args.timeout.is_zero() {
+            return Err(usage("--timeout must be more than 0 (example: 30s)".into()));
+        }
+        if args.lead == 0 {
+            return Err(usage("--lead must be at least 1".into()));
+        }
+        let mut stop_after = match &args.stop_after {
+            Some(s) => s.parse::<StopAfter>().map_err(usage)?,
+            None => StopAfter::default(),
+        };
+        let comparer = Comparer::new(
+            args.compare
+                .parse::<CompareMode>()
+                .map_err(|e| usage(format!("--compare: {e}")))?,
+        );
+
+        let global: Vec<(HeaderName, HeaderValue)> = args
+            .headers
+            .iter()
+            .map(|h| parse_header(h).map_err(|e| usage(format!("--header {h:?}: {e}"))))
+            .collect::<Result<_, _>>()?;
+        let mut endpoints = Vec::with_capacity(args.endpoints.len());
+        for arg in &args.endpoints {
+            let mut spec =
+                EndpointSpec::parse(arg, args.show_secrets).map_err(|e| usage(e.to_string()))?;
+            for (n, v) in &global {
+                spec.set_header(n.clone(), v.clone());
+            }
+            endpoints.push(spec);
+        }
+        for (i, a) in endpoints.iter().enumerate() {
+            if endpoints[..i].iter().any(|b| b.label == a.label) {
+                return Err(usage(format!(
+                    "two endpoints are labelled {:?}: give them different names (NAME=URL)",
+                    a.label
+                )));
+            }
+        }
+        for eh in &args.endpoint_headers {
+            let (who, header) = eh.split_once('=').ok_or_else(|| {
+                usage(format!(
+                    "--endpoint-header {eh:?}: expected NAME=Header: value"
+                ))
+            })?;
+            let (n, v) = parse_header(header)
+                .map_err(|e| usage(format!("--endpoint-header {eh:?}: {e}")))?;
+            let index = who.parse::<usize>().ok().filter(|i| *i < endpoints.len());
+            let target = endpoints
+                .iter_mut()
+                .enumerate()
+                .find(|(i, s)| s.label == who || Some(*i) == index)
+                .map(|(_, s)| s)
+                .ok_or_else(|| {
+                    usage(format!(
+                        "--endpoint-header {eh:?}: no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
+                    ))
+                })?;
+            target.set_header(n, v);
+        }
+
+        let single = args.method.is_some() || args.body.is_some() || stdin_is_terminal;
+        let mode = if single {
+            let body = match &args.body {
+                Some(b) => match b.strip_prefix('@') {
+                    Some(path) => Bytes::from(
+                        std::fs::read(path).map_err(|e| usage(format!("--body @{path}: {e}")))?,
+                    ),
+                    None => Bytes::from(b.clone()),
+                },
+                None => Bytes::new(),
+            };
+            let method = match &args.method {
+                Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+                    .map_err(|_| usage(format!("--method {m:?}: not an HTTP method")))?,
+                None if args.body.is_some() => Method::POST,
+                None => Method::GET,
+            };
+            if stop_after == StopAfter::default() {
+                stop_after.duration = Some(Duration::from_secs(10));
+            }
+            RequestMode::Single(Request {
+                seq: 0,
+                method: Some(method),
+                target: None,
+                headers: Vec::new(),
+                body,
+            })
+        } else {
+            RequestMode::Stream
+        };
+
+        let version = match (args.http1, args.http2) {
+            (true, _) => HttpVersion::Http1,
+            (_, true) => HttpVersion::Http2,
+            _ => HttpVersion::Auto,
+        };
+        let tls = if endpoints.iter().any(|e| e.scheme == Scheme::Https) {
+            let opts = TlsOptions {
+                insecure: args.insecure,
+                ca_file: args.cacert.clone(),
+            };
+            Some(tls_config(&opts, version).map_err(usage)?)
+        } else {
+            None
+        };
+        let threads = args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        Ok(Plan {
+            endpoints: endpoints.into_iter().map(Arc::new).collect(),
+            transport: TransportOptions {
+                timeout: args.timeout,
+                max_body: args.max_body,
+                keepalive: !args.no_keepalive,
+                version,
+            },
+            tls,
+            concurrency: args.concurrency,
+            threads,
+            stop_after,
+            drain: args.drain,
+            comparer,
+            verbose: args.verbose,
+            window: args.lead,
+            strict: args.strict,
+            show_secrets: args.show_secrets,
+            max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
+            mode,
+        })
+    }
+}
+
+/// Parse `Name: value`.
+fn parse_header(h: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let (name, value) = h.split_once(':').ok_or("expected 'Name: value'")?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("{:?} is not a valid header name", name.trim()))?;
+    let value = HeaderValue::from_str(value.trim())
+        .map_err(|_| "the value has characters not allowed in a header".to_string())?;
+    Ok((name, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> RunArgs {
+        use clap::Parser;
+        let mut v = vec!["versus"];
+        v.extend_from_slice(list);
+        crate::cli::Cli::try_parse_from(v).unwrap().run
+    }
+
+    #[test]
+    fn stop_after_takes_counts_and_durations() {
+        assert_eq!("100".parse::<StopAfter>().unwrap().count, Some(100));
+        assert_eq!(
+            "2s".parse::<StopAfter>().unwrap().duration,
+            Some(Duration::from_secs(2))
+        );
+        assert!("0".parse::<StopAfter>().is_err());
+        assert!("soon".parse::<StopAfter>().is_err());
+    }
+
+    #[test]
+    fn endpoint_headers_go_to_their_endpoint_only() {
+        let p = Plan::from_args(
+            &args(&[
+                "-H",
+                "X-All: 1",
+                "--endpoint-header",
+                "b=Authorization: Bearer k",
+                "--endpoint-header",
+                "0=X-First: yes",
+                "a=http://127.0.0.1:1/",
+                "b=http://127.0.0.1:2/",
+            ]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.endpoints[0].headers["x-all"], "1");
+        assert_eq!(p.endpoints[1].headers["x-all"], "1");
+        assert_eq!(p.endpoints[1].headers["authorization"], "Bearer k");
+        assert!(!p.endpoints[0].headers.contains_key("authorization"));
+        assert_eq!(p.endpoints[0].headers["x-first"], "yes");
+        assert_eq!(p.mode, RequestMode::Stream);
+    }
+
+    #[test]
+    fn single_request_mode_when_a_method_or_body_is_given_or_stdin_is_a_terminal() {
+        let p = Plan::from_args(&args(&["-d", "{}", "http://127.0.0.1:1/"]), false).unwrap();
+        let RequestMode::Single(r) = &p.mode else {
+            panic!("not single")
+        };
+        assert_eq!(r.method, Some(Method::POST));
+        assert_eq!(p.stop_after.duration, Some(Duration::from_secs(10)));
+        let p = Plan::from_args(&args(&["http://127.0.0.1:1/"]), true).unwrap();
+        assert!(matches!(&p.mode, RequestMode::Single(r) if r.method == Some(Method::GET)));
+    }
+
+    #[test]
+    fn usage_errors_name_the_flag() {
+        for (list, want) in [
+            (vec![], "no endpoint"),
+            (vec!["-c", "0", "http://h/"], "--concurrency"),
+            (vec!["--stop-after", "x", "http://h/"], "--stop-after"),
+            (vec!["--compare", "fuzzy", "http://h/"], "--compare"),
+            (vec!["-H", "nocolon", "http://h/"], "--header"),
+            (
+                vec!["--endpoint-header", "zz=A: b", "http://h/"],
+                "no endpoint is named",
+            ),
+            (vec!["a=http://h/", "a=http://i/"], "labelled"),
+            (vec!["--body", "@/nonexistent/file", "http://h/"], "--body"),
+        ] {
+            let err = Plan::from_args(&args(&list), false)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{list:?}: {err}");
+        }
+    }
+}

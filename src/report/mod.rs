@@ -1,0 +1,87 @@
+//! Rendering: turns merged statistics into what the user reads. Renderers
+//! take the stats and a writer; they compute nothing that the stats do not
+//! hold. This module owns formatting, escaping and layout only.
+
+pub mod text;
+pub mod verbose;
+
+use std::time::Duration;
+
+/// Seconds with the original's four decimals, or six below 10 ms so that
+/// loopback latencies do not all read 0.0001s.
+pub fn seconds(micros: u64) -> String {
+    let s = micros as f64 / 1e6;
+    if micros >= 10_000 {
+        format!("{s:.4}s")
+    } else {
+        format!("{s:.6}s")
+    }
+}
+
+/// A duration the way Go prints one (`71.347768ms`, `10.092800734s`), as
+/// the original report did.
+pub fn go_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    let (value, unit) = if ns < 1_000 {
+        return format!("{ns}ns");
+    } else if ns < 1_000_000 {
+        (ns as f64 / 1e3, "µs")
+    } else if ns < 1_000_000_000 {
+        (ns as f64 / 1e6, "ms")
+    } else {
+        (ns as f64 / 1e9, "s")
+    };
+    let mut s = format!("{value:.9}");
+    while s.ends_with('0') {
+        s.pop();
+    }
+    if s.ends_with('.') {
+        s.pop();
+    }
+    format!("{s}{unit}")
+}
+
+/// Percent with two decimals; `-` when there is nothing to divide.
+pub fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// Make text safe to print on a terminal: control characters (other than
+/// newline and tab) are shown escaped, so a body cannot move the cursor or
+/// change colours.
+pub fn escape_terminal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(seconds(55_500), "0.0555s");
+        assert_eq!(seconds(250), "0.000250s");
+        assert_eq!(go_duration(Duration::from_nanos(71_347_768)), "71.347768ms");
+        assert_eq!(
+            go_duration(Duration::from_nanos(10_092_800_734)),
+            "10.092800734s"
+        );
+        assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
+        assert_eq!(go_duration(Duration::from_secs(2)), "2s");
+        assert_eq!(percent(1, 3), "33.33%");
+        assert_eq!(percent(0, 0), "-");
+        assert_eq!(escape_terminal("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\nc");
+    }
+}

@@ -1,0 +1,87 @@
+//! Verbose output on stderr: each mismatched request with every endpoint's
+//! answer (`-v`), and a timing line per request (`-vv`). Bodies are pretty
+//! printed when they are JSON, cut when long, and escaped for the terminal.
+
+use std::io::Write;
+
+use super::{escape_terminal, go_duration};
+use crate::endpoint::Outcome;
+use crate::input::Request;
+use crate::plan::Plan;
+
+/// Longest body shown, in bytes.
+const BODY_LIMIT: usize = 2000;
+
+/// Print one mismatched request and every endpoint's answer.
+pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Option<Outcome>]) {
+    let _ = writeln!(out, "--- mismatch: request {}", req.seq);
+    if let Some(m) = &req.method {
+        let _ = writeln!(out, "    {m} {}", req.target.as_deref().unwrap_or(""));
+    }
+    let _ = writeln!(out, "    request: {}", show_body(&req.body, false));
+    for (i, (spec, o)) in plan.endpoints.iter().zip(outcomes).enumerate() {
+        let Some(o) = o else { continue };
+        match &o.result {
+            Ok(r) => {
+                let _ = writeln!(
+                    out,
+                    "  {i}. {}: HTTP {}, {} bytes",
+                    spec.label, r.status, r.body_len
+                );
+                for line in show_body(&r.body, true).lines() {
+                    let _ = writeln!(out, "    {line}");
+                }
+            }
+            Err(f) => {
+                let _ = writeln!(
+                    out,
+                    "  {i}. {}: {f} after {}",
+                    spec.label,
+                    go_duration(o.latency)
+                );
+            }
+        }
+    }
+}
+
+/// Print one request's timing at one endpoint.
+pub fn timing_line(out: &mut dyn Write, plan: &Plan, e: usize, req: &Request, o: &Outcome) {
+    let label = &plan.endpoints[e].label;
+    let _ = match &o.result {
+        Ok(r) => writeln!(
+            out,
+            "request={} endpoint={label} status={} latency={} bytes={}",
+            req.seq,
+            r.status,
+            go_duration(o.latency),
+            r.body_len
+        ),
+        Err(f) => writeln!(
+            out,
+            "request={} endpoint={label} error=\"{f}\" latency={}",
+            req.seq,
+            go_duration(o.latency)
+        ),
+    };
+}
+
+/// A body for display: pretty JSON when `pretty` and it parses, cut at
+/// [`BODY_LIMIT`] bytes with a note, escaped for the terminal.
+fn show_body(body: &[u8], pretty: bool) -> String {
+    let text = match (pretty, serde_json::from_slice::<serde_json::Value>(body)) {
+        (true, Ok(v)) => serde_json::to_string_pretty(&v).unwrap_or_default(),
+        _ => String::from_utf8_lossy(body).into_owned(),
+    };
+    if text.len() <= BODY_LIMIT {
+        return escape_terminal(&text);
+    }
+    let mut cut = BODY_LIMIT;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}\n... ({} more bytes not shown)",
+        escape_terminal(&text[..cut]),
+        text.len() - cut
+    )
+}

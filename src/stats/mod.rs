@@ -1,0 +1,251 @@
+//! Statistics in constant memory: per endpoint HDR histograms (latency,
+//! time to first byte, connect) and counters (status codes, failures by
+//! kind, bytes), and per run the verdict counters. Each core records into
+//! its own [`RunStats`]; cores' stats are merged with [`RunStats::merge`].
+//! Rendering lives in `report`, not here.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::endpoint::{Failure, Outcome};
+
+/// Highest latency a histogram holds: one hour, in microseconds. Longer
+/// values are clamped to it (and still counted).
+const MAX_MICROS: u64 = 3_600_000_000;
+
+/// A latency histogram in microseconds, 3 significant figures.
+pub fn new_histogram() -> Histogram<u64> {
+    // Bounds are constants within hdrhistogram's limits.
+    Histogram::new_with_bounds(1, MAX_MICROS, 3).unwrap_or_else(|_| unreachable!())
+}
+
+fn record(h: &mut Histogram<u64>, d: Duration) {
+    let us = u64::try_from(d.as_micros())
+        .unwrap_or(MAX_MICROS)
+        .clamp(1, MAX_MICROS);
+    h.saturating_record(us);
+}
+
+/// Everything recorded about one endpoint.
+#[derive(Clone, Debug)]
+pub struct EndpointStats {
+    /// Requests started.
+    pub sent: u64,
+    /// Requests that got an HTTP response (any status).
+    pub responses: u64,
+    /// Requests without a response, by [`Failure`] kind.
+    pub failures: [u64; Failure::ALL.len()],
+    /// Responses by status code (index = code, 0..1000).
+    pub status: Vec<u64>,
+    /// Response body bytes received.
+    pub bytes_in: u64,
+    /// Request body bytes sent.
+    pub bytes_out: u64,
+    /// Latency of every response, µs.
+    pub latency: Histogram<u64>,
+    /// Time to the response head, µs.
+    pub ttfb: Histogram<u64>,
+    /// Connection set-up time, µs (one sample per connection opened).
+    pub connect: Histogram<u64>,
+    /// Connections opened during the run (not counting warm-up connects).
+    pub reconnects: u64,
+    /// Requests still in flight when the run was stopped, abandoned.
+    pub abandoned: u64,
+    /// Time this endpoint could not send because it was a full lead window
+    /// ahead of a slower endpoint.
+    pub held: Duration,
+    /// Requests per second while the endpoint was not held back, summed over
+    /// cores.
+    pub rate: f64,
+}
+
+impl Default for EndpointStats {
+    fn default() -> Self {
+        EndpointStats {
+            sent: 0,
+            responses: 0,
+            failures: [0; Failure::ALL.len()],
+            status: vec![0; 1000],
+            bytes_in: 0,
+            bytes_out: 0,
+            latency: new_histogram(),
+            ttfb: new_histogram(),
+            connect: new_histogram(),
+            reconnects: 0,
+            abandoned: 0,
+            held: Duration::ZERO,
+            rate: 0.0,
+        }
+    }
+}
+
+impl EndpointStats {
+    /// Record one outcome.
+    pub fn record(&mut self, outcome: &Outcome) {
+        self.bytes_out += outcome.bytes_out;
+        if let Some(c) = outcome.connect {
+            record(&mut self.connect, c);
+            self.reconnects += 1;
+        }
+        match &outcome.result {
+            Ok(r) => {
+                self.responses += 1;
+                self.status[usize::from(r.status).min(999)] += 1;
+                self.bytes_in += r.body_len;
+                record(&mut self.latency, outcome.latency);
+                record(&mut self.ttfb, r.ttfb);
+            }
+            Err(f) => self.failures[f.index()] += 1,
+        }
+    }
+
+    /// Requests that completed: a response or a failure.
+    pub fn completed(&self) -> u64 {
+        self.responses + self.failures.iter().sum::<u64>()
+    }
+
+    /// Responses with status 400 or above.
+    pub fn error_statuses(&self) -> u64 {
+        self.status[400..].iter().sum()
+    }
+
+    /// Errors: failures plus responses with status 400 or above.
+    pub fn errors(&self) -> u64 {
+        self.failures.iter().sum::<u64>() + self.error_statuses()
+    }
+
+    /// Add another core's stats of the same endpoint.
+    pub fn merge(&mut self, other: &EndpointStats) {
+        self.sent += other.sent;
+        self.responses += other.responses;
+        for (a, b) in self.failures.iter_mut().zip(other.failures) {
+            *a += b;
+        }
+        for (a, b) in self.status.iter_mut().zip(&other.status) {
+            *a += b;
+        }
+        self.bytes_in += other.bytes_in;
+        self.bytes_out += other.bytes_out;
+        // Same bounds everywhere, so adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+        let _ = self.ttfb.add(&other.ttfb);
+        let _ = self.connect.add(&other.connect);
+        self.reconnects += other.reconnects;
+        self.abandoned += other.abandoned;
+        self.held = self.held.max(other.held);
+        self.rate += other.rate;
+    }
+}
+
+/// Counters of the input stream.
+#[derive(Clone, Debug, Default)]
+pub struct InputStats {
+    /// Requests read and accepted.
+    pub requests: u64,
+    /// Blank lines skipped.
+    pub blank: u64,
+    /// Records skipped as malformed.
+    pub malformed: u64,
+    /// The first few malformed records, for the report.
+    pub samples: Vec<crate::input::Malformed>,
+}
+
+/// How many malformed records the report names one by one.
+pub const MALFORMED_SAMPLES: usize = 5;
+
+/// Counters of the comparison of requests across endpoints.
+#[derive(Clone, Debug, Default)]
+pub struct VerdictStats {
+    /// Requests answered (or failed) by every endpoint and compared.
+    pub compared: u64,
+    /// Requests where at least one endpoint disagreed with the first.
+    pub mismatched: u64,
+    /// Requests not answered by every endpoint when the run stopped.
+    pub incomplete: u64,
+}
+
+impl VerdictStats {
+    /// Add another core's counters.
+    pub fn merge(&mut self, other: &VerdictStats) {
+        self.compared += other.compared;
+        self.mismatched += other.mismatched;
+        self.incomplete += other.incomplete;
+    }
+}
+
+/// One core's, or a whole run's, statistics.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    /// Per endpoint, in command-line order.
+    pub endpoints: Vec<EndpointStats>,
+    /// Comparison counters.
+    pub verdicts: VerdictStats,
+}
+
+impl RunStats {
+    /// Empty stats for `n` endpoints.
+    pub fn new(n: usize) -> RunStats {
+        RunStats {
+            endpoints: (0..n).map(|_| EndpointStats::default()).collect(),
+            verdicts: VerdictStats::default(),
+        }
+    }
+
+    /// Add another core's stats (same endpoints in the same order).
+    pub fn merge(&mut self, other: &RunStats) {
+        for (a, b) in self.endpoints.iter_mut().zip(&other.endpoints) {
+            a.merge(b);
+        }
+        self.verdicts.merge(&other.verdicts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::endpoint::Response;
+
+    fn ok(status: u16, ms: u64) -> Outcome {
+        Outcome {
+            result: Ok(Response {
+                status,
+                body: bytes::Bytes::new(),
+                body_len: 10,
+                ttfb: Duration::from_millis(ms / 2),
+            }),
+            latency: Duration::from_millis(ms),
+            connect: None,
+            bytes_out: 3,
+        }
+    }
+
+    #[test]
+    fn records_and_merges_exactly() {
+        let mut a = EndpointStats::default();
+        let mut b = EndpointStats::default();
+        for ms in 1..=100 {
+            a.record(&ok(200, ms));
+        }
+        b.record(&ok(503, 7));
+        b.record(&Outcome {
+            result: Err(Failure::Timeout),
+            latency: Duration::from_secs(1),
+            connect: Some(Duration::from_micros(300)),
+            bytes_out: 3,
+        });
+        a.merge(&b);
+        assert_eq!(a.responses, 101);
+        assert_eq!(a.completed(), 102);
+        assert_eq!(a.errors(), 2);
+        assert_eq!(a.status[200], 100);
+        assert_eq!(a.status[503], 1);
+        assert_eq!(a.failures[Failure::Timeout.index()], 1);
+        assert_eq!(a.latency.len(), 101);
+        assert_eq!(a.connect.len(), 1);
+        assert_eq!(a.bytes_in, 1010);
+        assert_eq!(a.bytes_out, 306);
+        let p50 = a.latency.value_at_quantile(0.5);
+        assert!((50_000..=51_100).contains(&p50), "{p50}");
+    }
+}

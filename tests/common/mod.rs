@@ -1,0 +1,254 @@
+//! Test support: an HTTP server on 127.0.0.1:0 running on its own thread
+//! and runtime, with a handler per test, that counts requests and the
+//! highest number in flight at once; and helpers to run versus in-process
+//! or as a process.
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+
+/// What a test server saw of one request.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+/// What the handler answers.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Bytes,
+    pub delay: Duration,
+}
+
+impl Reply {
+    pub fn ok(body: impl Into<Bytes>) -> Reply {
+        Reply {
+            status: 200,
+            body: body.into(),
+            delay: Duration::ZERO,
+        }
+    }
+    pub fn status(mut self, s: u16) -> Reply {
+        self.status = s;
+        self
+    }
+    pub fn after(mut self, d: Duration) -> Reply {
+        self.delay = d;
+        self
+    }
+}
+
+type Handler = Arc<dyn Fn(&Seen) -> Reply + Send + Sync>;
+
+/// Counters kept by a server.
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub requests: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub max_in_flight: AtomicU64,
+    pub connections: AtomicU64,
+}
+
+/// A running test server; dropped at the end of the test process.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub counters: Arc<Counters>,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Server {
+    /// Start a server whose handler maps each request to a reply.
+    pub fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
+        let handler: Handler = Arc::new(handler);
+        let counters = Arc::new(Counters::default());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let c = counters.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                let accept = async {
+                    loop {
+                        let Ok((stream, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let _ = stream.set_nodelay(true);
+                        c.connections.fetch_add(1, Ordering::Relaxed);
+                        let handler = handler.clone();
+                        let c = c.clone();
+                        tokio::spawn(async move {
+                            let svc =
+                                service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                                    serve(handler.clone(), c.clone(), req)
+                                });
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), svc)
+                                .await;
+                        });
+                    }
+                };
+                tokio::select! {
+                    _ = accept => {}
+                    _ = rx => {}
+                }
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        Server {
+            addr,
+            counters,
+            _shutdown: tx,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.counters.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn max_in_flight(&self) -> u64 {
+        self.counters.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+async fn serve(
+    handler: Handler,
+    c: Arc<Counters>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    {
+        let now = c.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        c.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let (parts, body) = req.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let seen = Seen {
+            method: parts.method.to_string(),
+            path: parts.uri.to_string(),
+            headers: parts.headers,
+            body,
+        };
+        let reply = handler(&seen);
+        if !reply.delay.is_zero() {
+            tokio::time::sleep(reply.delay).await;
+        }
+        c.requests.fetch_add(1, Ordering::SeqCst);
+        c.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let mut resp = hyper::Response::new(Full::new(reply.body));
+        *resp.status_mut() = http::StatusCode::from_u16(reply.status).unwrap();
+        Ok(resp)
+    }
+}
+
+/// A port on 127.0.0.1 where nothing listens.
+pub fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Run versus in-process over `input` lines; returns the run and its text
+/// report.
+pub fn run_lib(args: &[&str], input: &[u8]) -> (versus::engine::RunOutput, String) {
+    use clap::Parser;
+    let mut argv = vec!["versus"];
+    argv.extend_from_slice(args);
+    let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
+    let plan = Arc::new(versus::plan::Plan::from_args(&cli.run, false).expect("plan"));
+    let input = match &plan.mode {
+        versus::plan::RequestMode::Single(r) => versus::engine::Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Stream => {
+            versus::engine::Input::Stream(Box::new(versus::input::lines::LinesSource::new(
+                std::io::Cursor::new(input.to_vec()),
+                plan.max_line,
+            )))
+        }
+    };
+    let out = versus::engine::run(&plan, input, &versus::engine::Stop::new()).expect("run");
+    let mut report = Vec::new();
+    versus::report::text::write(&mut report, &plan, &out).unwrap();
+    (out, String::from_utf8(report).unwrap())
+}
+
+/// Run the versus binary with `stdin` as its input.
+pub fn run_bin(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// The number after `label` on the first line of `report` that has it.
+pub fn number_after(report: &str, label: &str) -> f64 {
+    let line = report
+        .lines()
+        .find(|l| l.contains(label))
+        .unwrap_or_else(|| panic!("no {label:?} in report:\n{report}"));
+    let rest = &line[line.find(label).unwrap() + label.len()..];
+    let num: String = rest
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    num.parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in {line:?}"))
+}
+
+/// `n` JSON-RPC-like lines, `{"id":N,...}`.
+pub fn lines(n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        writeln!(
+            out,
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"eth_blockNumber","params":[]}}"#
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// The `id` of a JSON-RPC-like body.
+pub fn id_of(body: &[u8]) -> u64 {
+    let v: serde_json::Value = serde_json::from_slice(body).expect("JSON body");
+    v["id"]
+        .as_u64()
+        .or_else(|| v["id"].as_str().and_then(|s| s.parse().ok()))
+        .expect("id")
+}

@@ -1,0 +1,270 @@
+//! The core contract of a run, against real servers on 127.0.0.1: every
+//! request reaches every endpoint byte-exact, concurrency is exact,
+//! mismatches are counted once per request, a slow endpoint does not slow a
+//! fast one, faults are counted by kind, and stopping is exact.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+
+#[test]
+fn mismatches_are_counted_once_per_request_however_many_endpoints_differ() {
+    let reference =
+        Server::start(|s| Reply::ok(format!(r#"{{"id":{},"result":"0x1"}}"#, id_of(&s.body))));
+    let differs_on_tenth = |s: &Seen| {
+        let id = id_of(&s.body);
+        let result = if id % 10 == 3 { "0x2" } else { "0x1" };
+        // Same JSON, other key order and spacing: not a difference.
+        Reply::ok(format!(r#"{{ "result": "{result}", "id": {id} }}"#))
+    };
+    let b = Server::start(differs_on_tenth);
+    let c = Server::start(differs_on_tenth);
+    let input = lines(1000);
+
+    let (out, report) = run_lib(&["-c", "8", &reference.url(), &b.url()], &input);
+    assert_eq!(out.stats.verdicts.compared, 1000);
+    assert_eq!(out.stats.verdicts.mismatched, 100);
+    assert!(report.contains("   Mismatched: 100\n"), "{report}");
+    assert!(
+        report.contains("   Completed:  1000 results with 2000 total requests\n"),
+        "{report}"
+    );
+
+    let (out, report) = run_lib(&["-c", "8", &reference.url(), &b.url(), &c.url()], &input);
+    assert_eq!(out.stats.verdicts.mismatched, 100, "{report}");
+    assert!(report.contains("** Summary for 3 endpoints:"), "{report}");
+    assert_eq!(reference.requests(), 2000);
+    assert_eq!(c.requests(), 1000);
+}
+
+#[test]
+fn every_body_arrives_byte_exact_at_every_endpoint_under_concurrency() {
+    for concurrency in [1usize, 20, 400] {
+        // Lines of many lengths, each naming its own checksum.
+        let mut input = Vec::new();
+        let mut expected = HashSet::new();
+        for i in 0..2000u64 {
+            let pad: String = (0..(i * 7919 % 3000))
+                .map(|k| (b'a' + (k % 26) as u8) as char)
+                .collect();
+            let line = format!(r#"{{"id":{i},"pad":"{pad}"}}"#);
+            expected.insert(line.clone());
+            input.extend_from_slice(line.as_bytes());
+            input.push(b'\n');
+        }
+        let expected = Arc::new(expected);
+        let bad = Arc::new(Mutex::new(Vec::new()));
+        let make = |expected: Arc<HashSet<String>>, bad: Arc<Mutex<Vec<String>>>| {
+            Server::start(move |s| {
+                let body = String::from_utf8_lossy(&s.body).into_owned();
+                if !expected.contains(&body) || s.method != "POST" {
+                    bad.lock().unwrap().push(body.chars().take(80).collect());
+                }
+                Reply::ok(s.body.clone())
+            })
+        };
+        let a = make(expected.clone(), bad.clone());
+        let b = make(expected.clone(), bad.clone());
+        let c = concurrency.to_string();
+        let (out, report) = run_lib(&["-c", &c, &a.url(), &b.url()], &input);
+        assert!(
+            bad.lock().unwrap().is_empty(),
+            "corrupted bodies at -c {c}: {:?}",
+            bad.lock().unwrap()
+        );
+        assert_eq!(a.requests(), 2000, "-c {c}");
+        assert_eq!(b.requests(), 2000, "-c {c}");
+        assert_eq!(out.stats.verdicts.mismatched, 0, "-c {c}: {report}");
+        assert_eq!(out.stats.endpoints[0].responses, 2000);
+    }
+}
+
+#[test]
+fn never_more_than_concurrency_requests_in_flight_per_endpoint() {
+    for concurrency in [1u64, 3, 16] {
+        let a = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(3)));
+        let b = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(1)));
+        let c = concurrency.to_string();
+        let (out, _) = run_lib(&["-c", &c, &a.url(), &b.url()], &lines(300));
+        assert_eq!(out.stats.endpoints[0].responses, 300);
+        assert!(
+            a.max_in_flight() <= concurrency,
+            "{} > {concurrency}",
+            a.max_in_flight()
+        );
+        assert!(
+            b.max_in_flight() <= concurrency,
+            "{} > {concurrency}",
+            b.max_in_flight()
+        );
+        // And the concurrency is really used.
+        assert_eq!(
+            a.max_in_flight(),
+            concurrency,
+            "slow endpoint should fill every slot"
+        );
+    }
+}
+
+#[test]
+fn stop_after_n_sends_exactly_n_per_endpoint() {
+    let a = Server::start(|_| Reply::ok("{}"));
+    let b = Server::start(|_| Reply::ok("{}"));
+    let (out, report) = run_lib(
+        &["--stop-after=137", "-c", "7", &a.url(), &b.url()],
+        &lines(1000),
+    );
+    assert_eq!(a.requests(), 137);
+    assert_eq!(b.requests(), 137);
+    assert_eq!(out.stats.verdicts.compared, 137, "{report}");
+    // Single-request mode splits N over the cores exactly too.
+    let (out, _) = run_lib(
+        &["--stop-after=101", "-c", "4", "--method", "GET", &a.url()],
+        &[],
+    );
+    assert_eq!(out.stats.endpoints[0].sent, 101);
+    assert_eq!(a.requests(), 137 + 101);
+}
+
+#[test]
+fn throughput_is_measured_and_a_slow_endpoint_does_not_change_a_fast_ones_latency() {
+    let fast = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(10)));
+    let (alone, report) = run_lib(&["--stop-after=1000", "-c", "5", &fast.url()], &lines(1000));
+    let rate = alone.stats.endpoints[0].rate;
+    // 5 in flight, 10 ms each: 500 per second, less the server's overhead.
+    assert!((400.0..=520.0).contains(&rate), "rate {rate}\n{report}");
+    assert!((number_after(&report, "Requests:") - rate).abs() < 0.01);
+
+    let slow = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(100)));
+    let (both, report) = run_lib(
+        &[
+            "--stop-after=2s",
+            "-c",
+            "5",
+            "--lead",
+            "200",
+            &fast.url(),
+            &slow.url(),
+        ],
+        &lines(100_000),
+    );
+    let f = &both.stats.endpoints[0];
+    let s = &both.stats.endpoints[1];
+    let (p50a, p99a) = (
+        alone.stats.endpoints[0].latency.value_at_quantile(0.5),
+        alone.stats.endpoints[0].latency.value_at_quantile(0.99),
+    );
+    let (p50b, p99b) = (
+        f.latency.value_at_quantile(0.5),
+        f.latency.value_at_quantile(0.99),
+    );
+    assert!(
+        p50b < p50a + 3_000 && p99b < p99a + 10_000,
+        "fast endpoint slowed: p50 {p50a}->{p50b} p99 {p99a}->{p99b}\n{report}"
+    );
+    assert!(s.latency.value_at_quantile(0.5) >= 100_000);
+    // The fast endpoint ran ahead by the lead window, then waited; its rate
+    // counts only the time it could run.
+    assert!(f.completed() > s.completed(), "{report}");
+    assert!(!f.held.is_zero(), "{report}");
+    assert!(
+        (350.0..=520.0).contains(&f.rate),
+        "fast rate {}\n{report}",
+        f.rate
+    );
+    assert!(
+        (35.0..=52.0).contains(&s.rate),
+        "slow rate {}\n{report}",
+        s.rate
+    );
+}
+
+#[test]
+fn timeouts_refusals_and_5xx_are_counted_by_kind_and_the_run_goes_on() {
+    let ok = Server::start(|s| {
+        let id = id_of(&s.body);
+        if id % 4 == 1 {
+            Reply::ok("slow").after(Duration::from_millis(400))
+        } else if id % 4 == 2 {
+            Reply::ok("oops").status(503)
+        } else {
+            Reply::ok("fine")
+        }
+    });
+    let refused = format!("http://127.0.0.1:{}/", closed_port());
+    let (out, report) = run_lib(
+        &["-c", "4", "--timeout", "150ms", &ok.url(), &refused],
+        &lines(40),
+    );
+    let a = &out.stats.endpoints[0];
+    assert_eq!(
+        a.failures[versus::endpoint::Failure::Timeout.index()],
+        10,
+        "{report}"
+    );
+    assert_eq!(a.status[503], 10);
+    assert_eq!(a.status[200], 20);
+    assert_eq!(a.completed(), 40);
+    assert!(report.contains("     timeout: 10\n"), "{report}");
+    assert!(report.contains("     HTTP 503: 10\n"), "{report}");
+    assert!(report.contains("   Errors: 50.00%\n"), "{report}");
+    let b = &out.stats.endpoints[1];
+    assert_eq!(
+        b.failures[versus::endpoint::Failure::Refused.index()],
+        40,
+        "{report}"
+    );
+    assert!(report.contains("     connection refused: 40\n"), "{report}");
+    // Every request differs from the refused endpoint's failure.
+    assert_eq!(out.stats.verdicts.mismatched, 40);
+}
+
+#[test]
+fn get_endpoints_join_the_line_to_the_url_and_headers_reach_their_endpoint() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let a = Server::start(move |s| {
+        s2.lock()
+            .unwrap()
+            .push((s.method.clone(), s.path.clone(), s.headers.clone()));
+        Reply::ok("ok")
+    });
+    let url = format!("http+get://{}/api/", a.addr);
+    let (out, _) = run_lib(
+        &[
+            "-H",
+            "X-All: 1",
+            "--endpoint-header",
+            "0=Authorization: Bearer k",
+            &url,
+        ],
+        b"users?id=1\n/items/2\n",
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 2);
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(seen[0].0, "GET");
+    assert_eq!(seen[0].1, "/api/items/2");
+    assert_eq!(seen[1].1, "/api/users?id=1");
+    assert_eq!(seen[0].2["x-all"], "1");
+    assert_eq!(seen[0].2["authorization"], "Bearer k");
+    assert_eq!(seen[0].2["host"], a.addr.to_string());
+}
+
+#[test]
+fn connections_are_reused() {
+    let a = Server::start(|_| Reply::ok("{}"));
+    let (out, _) = run_lib(&["-c", "4", "--threads", "2", &a.url()], &lines(500));
+    assert_eq!(out.stats.endpoints[0].responses, 500);
+    assert_eq!(
+        a.counters
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst),
+        4
+    );
+    assert_eq!(out.stats.endpoints[0].reconnects, 0);
+}
