@@ -14,13 +14,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 
 /// What a test server saw of one request.
 #[derive(Clone, Debug)]
 pub struct Seen {
+    pub version: http::Version,
     pub method: String,
     pub path: String,
     pub headers: http::HeaderMap,
@@ -72,8 +73,36 @@ pub struct Server {
 }
 
 impl Server {
-    /// Start a server whose handler maps each request to a reply.
+    /// Start a plain HTTP server (HTTP/1.1, and HTTP/2 with prior
+    /// knowledge) whose handler maps each request to a reply.
     pub fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
+        Server::start_with(None, handler)
+    }
+
+    /// The same over TLS with this certificate; ALPN offers h2 and http/1.1.
+    pub fn start_tls(
+        cert: &TestCert,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der.clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key.clone_key()),
+            )
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Server::start_with(
+            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+            handler,
+        )
+    }
+
+    fn start_with(
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
         let handler: Handler = Arc::new(handler);
         let counters = Arc::new(Counters::default());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -97,14 +126,26 @@ impl Server {
                         c.connections.fetch_add(1, Ordering::Relaxed);
                         let handler = handler.clone();
                         let c = c.clone();
+                        let tls = tls.clone();
                         tokio::spawn(async move {
                             let svc =
                                 service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                                     serve(handler.clone(), c.clone(), req)
                                 });
-                            let _ = http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .await;
+                            let builder = auto::Builder::new(TokioExecutor::new());
+                            match tls {
+                                Some(acceptor) => {
+                                    let Ok(stream) = acceptor.accept(stream).await else {
+                                        return;
+                                    };
+                                    let _ =
+                                        builder.serve_connection(TokioIo::new(stream), svc).await;
+                                }
+                                None => {
+                                    let _ =
+                                        builder.serve_connection(TokioIo::new(stream), svc).await;
+                                }
+                            }
                         });
                     }
                 };
@@ -150,6 +191,7 @@ async fn serve(
             .map(|b| b.to_bytes())
             .unwrap_or_default();
         let seen = Seen {
+            version: parts.version,
             method: parts.method.to_string(),
             path: parts.uri.to_string(),
             headers: parts.headers,
@@ -251,4 +293,34 @@ pub fn id_of(body: &[u8]) -> u64 {
         .as_u64()
         .or_else(|| v["id"].as_str().and_then(|s| s.parse().ok()))
         .expect("id")
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost.
+pub struct TestCert {
+    pub der: rustls::pki_types::CertificateDer<'static>,
+    pub key: rustls::pki_types::PrivatePkcs8KeyDer<'static>,
+    pub pem: String,
+}
+
+impl TestCert {
+    pub fn new() -> TestCert {
+        let c = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+            .unwrap();
+        TestCert {
+            der: c.cert.der().clone(),
+            key: rustls::pki_types::PrivatePkcs8KeyDer::from(c.key_pair.serialize_der()),
+            pem: c.cert.pem(),
+        }
+    }
+
+    /// Write the certificate as PEM to a temporary file.
+    pub fn pem_file(&self) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "versus-test-{}-{}.pem",
+            std::process::id(),
+            self.der.len() ^ self.pem.len()
+        ));
+        std::fs::write(&path, &self.pem).unwrap();
+        path
+    }
 }

@@ -1,0 +1,108 @@
+//! Transports against real servers: TLS verified by default, `--cacert` and
+//! `--insecure`, HTTP/2 negotiated by ALPN, h2c with prior knowledge, and
+//! HTTP/1.1 forced.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::*;
+
+fn versions() -> (
+    Arc<Mutex<Vec<http::Version>>>,
+    impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    (seen, move |r: &Seen| {
+        s.lock().unwrap().push(r.version);
+        Reply::ok(r.body.clone())
+    })
+}
+
+#[test]
+fn tls_is_verified_by_default() {
+    let cert = TestCert::new();
+    let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
+    let url = format!("https://127.0.0.1:{}/", server.addr.port());
+    let (out, report) = run_lib(&[&url], &lines(3));
+    assert_eq!(
+        out.stats.endpoints[0].failures[versus::endpoint::Failure::Tls.index()],
+        3,
+        "{report}"
+    );
+    assert!(report.contains("tls handshake failed: 3"), "{report}");
+    assert_eq!(server.requests(), 0);
+
+    let pem = cert.pem_file();
+    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), &url], &lines(3));
+    assert_eq!(out.stats.endpoints[0].responses, 3, "{report}");
+
+    let (out, _) = run_lib(&["--insecure", &url], &lines(3));
+    assert_eq!(out.stats.endpoints[0].responses, 3);
+    let _ = std::fs::remove_file(pem);
+}
+
+#[test]
+fn https_negotiates_http2_by_alpn_unless_http1_is_forced() {
+    let cert = TestCert::new();
+    let (seen, handler) = versions();
+    let server = Server::start_tls(&cert, handler);
+    let url = format!("https://localhost:{}/", server.addr.port());
+    let (out, _) = run_lib(&["-k", "-c", "8", &url], &lines(200));
+    assert_eq!(out.stats.endpoints[0].responses, 200);
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|v| *v == http::Version::HTTP_2));
+    // One HTTP/2 connection per core carries all the streams.
+    assert!(
+        server
+            .counters
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+            <= 2
+    );
+    assert!(server.max_in_flight() <= 8);
+
+    seen.lock().unwrap().clear();
+    let (out, _) = run_lib(&["-k", "--http1", &url], &lines(20));
+    assert_eq!(out.stats.endpoints[0].responses, 20);
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|v| *v == http::Version::HTTP_11));
+}
+
+#[test]
+fn cleartext_http2_with_prior_knowledge() {
+    let (seen, handler) = versions();
+    let server = Server::start(handler);
+    let (a, b) = (format!("a={}", server.url()), format!("b={}", server.url()));
+    let (out, report) = run_lib(&["--http2", "-c", "16", &a, &b], &lines(500));
+    assert_eq!(out.stats.endpoints[0].responses, 500, "{report}");
+    assert_eq!(out.stats.endpoints[1].responses, 500, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 0);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1000);
+    assert!(seen.iter().all(|v| *v == http::Version::HTTP_2));
+    assert!(server.max_in_flight() <= 32);
+}
+
+#[test]
+fn without_keepalive_every_request_opens_a_connection() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let (out, report) = run_lib(&["--no-keepalive", "-c", "2", &server.url()], &lines(50));
+    assert_eq!(out.stats.endpoints[0].responses, 50, "{report}");
+    // Two warm-up connections, then one per request.
+    assert!(
+        server
+            .counters
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+            >= 50
+    );
+    assert!(report.contains("Connects:"), "{report}");
+}
