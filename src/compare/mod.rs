@@ -3,8 +3,15 @@
 //! JSON comparison. This module owns the verdict; it knows nothing about
 //! sockets or timing.
 
+pub mod json;
+pub mod jsonrpc;
+pub mod number;
+pub mod path;
+pub mod rules;
+
 use std::str::FromStr;
 
+use self::rules::RuleSet;
 use crate::endpoint::Outcome;
 
 /// What counts as the same answer (`--compare`).
@@ -46,12 +53,16 @@ impl FromStr for CompareMode {
 #[derive(Clone, Debug, Default)]
 pub struct Comparer {
     mode: CompareMode,
+    rules: RuleSet,
 }
 
 impl Comparer {
-    /// A comparer for `mode`.
+    /// A comparer for `mode` with strict structural rules.
     pub fn new(mode: CompareMode) -> Comparer {
-        Comparer { mode }
+        Comparer {
+            mode,
+            rules: RuleSet::default(),
+        }
     }
 
     /// True when verdicts need response bodies.
@@ -80,20 +91,15 @@ impl Comparer {
                     CompareMode::Status | CompareMode::None => true,
                     CompareMode::Bytes => a.body == b.body,
                     CompareMode::Auto | CompareMode::Json => {
-                        a.body == b.body || json_equal(&a.body, &b.body).unwrap_or(false)
+                        a.body == b.body
+                            || json::compare(&self.rules, &a.body, &b.body)
+                                .is_ok_and(|d| d.is_empty())
                     }
                 }
             }
             _ => false,
         }
     }
-}
-
-/// Structural equality of two JSON documents; `None` when either is not JSON.
-fn json_equal(a: &[u8], b: &[u8]) -> Option<bool> {
-    let a: serde_json::Value = serde_json::from_slice(a).ok()?;
-    let b: serde_json::Value = serde_json::from_slice(b).ok()?;
-    Some(a == b)
 }
 
 #[cfg(test)]

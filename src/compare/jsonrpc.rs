@@ -1,0 +1,198 @@
+//! Cheap JSON-RPC inspection of raw bodies: the method(s) a request calls (to pick
+//! per-method rules) and what kind of answer a response is. Neither builds a tree:
+//! everything but the few fields read is skipped by the parser without allocating.
+
+use serde::de::{Deserializer, IgnoredAny};
+use serde::Deserialize;
+
+/// The method of a JSON-RPC request, or of each call in a batch (in order); `None` if
+/// the body is not a JSON-RPC request (not JSON, or some call lacks a string `method`).
+pub fn request_methods(body: &[u8]) -> Option<Vec<String>> {
+    match first_byte(body)? {
+        b'{' => serde_json::from_slice::<Call>(body)
+            .ok()
+            .map(|call| vec![call.method]),
+        b'[' => serde_json::from_slice::<Vec<Call>>(body)
+            .ok()
+            .filter(|calls| !calls.is_empty())
+            .map(|calls| calls.into_iter().map(|call| call.method).collect()),
+        _ => None,
+    }
+}
+
+/// What kind of answer a JSON-RPC response body is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResponseClass {
+    /// A response with a `result` (which may be `null`).
+    Result,
+    /// A response with an `error` object.
+    Error {
+        /// `error.code` (0 if absent).
+        code: i64,
+        /// `error.message` (empty if absent).
+        message: String,
+    },
+    /// A batch: how many of its responses are errors and how many results.
+    Batch {
+        /// Responses with an `error`.
+        errors: usize,
+        /// Responses with a `result`.
+        results: usize,
+    },
+    /// Not JSON, or not a JSON-RPC response (an object with an `id` and a `result` or
+    /// an `error` object; every element of a non-empty array for a batch).
+    NotJsonRpc,
+}
+
+/// Classifies a response body.
+pub fn classify_response(body: &[u8]) -> ResponseClass {
+    let classified = match first_byte(body) {
+        Some(b'{') => serde_json::from_slice::<Response>(body)
+            .ok()
+            .and_then(Response::class),
+        Some(b'[') => serde_json::from_slice::<Vec<Response>>(body)
+            .ok()
+            .filter(|batch| !batch.is_empty())
+            .and_then(|batch| {
+                batch
+                    .into_iter()
+                    .try_fold((0, 0), |(errors, results), response| {
+                        match response.class()? {
+                            ResponseClass::Error { .. } => Some((errors + 1, results)),
+                            _ => Some((errors, results + 1)),
+                        }
+                    })
+            })
+            .map(|(errors, results)| ResponseClass::Batch { errors, results }),
+        _ => None,
+    };
+    classified.unwrap_or(ResponseClass::NotJsonRpc)
+}
+
+fn first_byte(body: &[u8]) -> Option<u8> {
+    body.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// A request call: only `method` is kept.
+#[derive(Deserialize)]
+struct Call {
+    method: String,
+}
+
+/// A response: which members are present, and the error if any.
+#[derive(Deserialize)]
+struct Response {
+    #[serde(default)]
+    id: Present,
+    #[serde(default)]
+    result: Present,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+#[derive(Deserialize)]
+struct ErrorObject {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+impl Response {
+    fn class(self) -> Option<ResponseClass> {
+        if !self.id.0 {
+            return None;
+        }
+        match (self.error, self.result.0) {
+            (Some(error), _) => Some(ResponseClass::Error {
+                code: error.code,
+                message: error.message,
+            }),
+            (None, true) => Some(ResponseClass::Result),
+            (None, false) => None,
+        }
+    }
+}
+
+/// Whether a member is present (even as `null`); its value is skipped.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_of_single_and_batch_requests() {
+        assert_eq!(
+            request_methods(br#" {"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}"#),
+            Some(vec!["eth_blockNumber".to_string()])
+        );
+        assert_eq!(
+            request_methods(
+                br#"[{"id":1,"method":"eth_call","params":[{"to":"0x1"},"latest"]},
+                     {"id":2,"method":"eth_get\u0042alance"}]"#
+            ),
+            Some(vec!["eth_call".to_string(), "eth_getBalance".to_string()])
+        );
+    }
+
+    #[test]
+    fn non_requests_have_no_methods() {
+        for body in [
+            &b""[..],
+            b"GET / HTTP/1.1",
+            b"[]",
+            br#"{"id":1}"#,
+            br#"{"method":5}"#,
+            br#"[{"method":"a"},{"id":2}]"#,
+            br#"{"method":"a""#,
+            b"\"eth_call\"",
+        ] {
+            assert_eq!(
+                request_methods(body),
+                None,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    #[test]
+    fn classifies_responses() {
+        let cases: &[(&[u8], ResponseClass)] = &[
+            (br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#, ResponseClass::Result),
+            (br#"{"jsonrpc":"2.0","id":1,"result":null}"#, ResponseClass::Result),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"result":null,"error":{"code":-32601,"message":"no such method"}}"#,
+                ResponseClass::Error { code: -32601, message: "no such method".into() },
+            ),
+            (br#"{"id":1,"result":7,"error":null}"#, ResponseClass::Result),
+            (
+                br#"[{"id":1,"result":1},{"id":2,"error":{"code":3,"message":"x"}},{"id":3,"result":[]}]"#,
+                ResponseClass::Batch { errors: 1, results: 2 },
+            ),
+            (br#"{"result":1}"#, ResponseClass::NotJsonRpc),
+            (br#"{"id":1}"#, ResponseClass::NotJsonRpc),
+            (br#"[{"id":1,"result":1},{"id":2}]"#, ResponseClass::NotJsonRpc),
+            (b"[]", ResponseClass::NotJsonRpc),
+            (br#"{"id":1,"error":{"code":"bad"}}"#, ResponseClass::NotJsonRpc),
+            (b"<html>", ResponseClass::NotJsonRpc),
+            (br#"{"id":1,"result":"#, ResponseClass::NotJsonRpc),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(
+                &classify_response(body),
+                expected,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+}
