@@ -1,0 +1,130 @@
+//! `versus demo` and `versus gen`: the embedded default runs with no set-up
+//! and shows a slower, sometimes different candidate; the generator keeps
+//! its method mix exactly and follows a node's head.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::*;
+
+#[test]
+fn the_demo_runs_offline_and_reports_both_endpoints() {
+    let out = run_bin(&["demo", "--duration", "1s"], b"");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("0. reference \"http://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1. candidate \"http://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("** Summary for 2 endpoints:"));
+    let compared = number_after(&stdout, "Completed:");
+    let mismatched = number_after(&stdout, "Mismatched:");
+    assert!(compared > 500.0, "{stdout}");
+    // The candidate answers about 2% of requests differently.
+    let share = mismatched / compared;
+    assert!(
+        (0.005..0.05).contains(&share),
+        "mismatch share {share}\n{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo:"));
+}
+
+fn method_counts(lines: &str) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for line in lines.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("valid JSON line");
+        assert_eq!(v["jsonrpc"], "2.0");
+        *counts
+            .entry(v["method"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    counts
+}
+
+#[test]
+fn gen_honours_the_method_weights_exactly() {
+    let out = run_bin(
+        &[
+            "gen",
+            "ethereum",
+            "-n",
+            "100000",
+            "-m",
+            "eth_call:40",
+            "-m",
+            "eth_getLogs:5",
+            "-m",
+            "eth_blockNumber:55",
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let counts = method_counts(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(counts.values().sum::<usize>(), 100_000);
+    assert_eq!(counts.len(), 3);
+    for (m, w) in [
+        ("eth_call", 40.0),
+        ("eth_getLogs", 5.0),
+        ("eth_blockNumber", 55.0),
+    ] {
+        let share = counts[m] as f64 / 1000.0;
+        assert!(
+            (share - w).abs() / w < 0.01,
+            "{m}: {share}% for weight {w}%"
+        );
+    }
+    let bad = run_bin(&["gen", "ethereum", "-m", "eth_nothing:3"], b"");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("eth_nothing"));
+}
+
+#[test]
+fn gen_follows_a_nodes_head_and_only_warns_when_it_is_unreachable() {
+    let node = Server::start(|_| Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1000000"}"#));
+    let out = run_bin(
+        &[
+            "gen",
+            "ethereum",
+            "-n",
+            "200",
+            "-m",
+            "eth_getBlockByNumber:1",
+            "--rpc",
+            &node.url(),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let numbers: Vec<u64> = stdout
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            let tag = v["params"][0].as_str()?.strip_prefix("0x")?.to_string();
+            u64::from_str_radix(&tag, 16).ok()
+        })
+        .collect();
+    assert!(!numbers.is_empty(), "{stdout}");
+    assert!(
+        numbers
+            .iter()
+            .all(|n| *n <= 0x100_0001 && *n > 0x100_0000 - 200_000),
+        "{numbers:?}"
+    );
+
+    let closed = format!("http://127.0.0.1:{}/", closed_port());
+    let out = run_bin(&["gen", "ethereum", "-n", "5", "--rpc", &closed], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 5);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: --rpc"));
+}
