@@ -31,6 +31,41 @@ pub enum Command {
     /// Run a self-contained demonstration: two JSON-RPC endpoints inside the
     /// process, realistic Ethereum traffic, the full report. No network.
     Demo(DemoArgs),
+    /// Write generated requests to stdout, one per line, for piping into
+    /// versus: `versus gen ethereum | versus URL...`.
+    Gen(GenArgs),
+}
+
+/// Options of `versus gen`.
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// What to generate.
+    #[arg(value_enum)]
+    pub generator: Generator,
+    /// Method weight as METHOD:WEIGHT (repeatable); when given, these
+    /// methods alone make the mix, in exactly these proportions.
+    #[arg(short = 'm', long = "method", value_name = "METHOD:WEIGHT")]
+    pub methods: Vec<String>,
+    /// Lines per second (default: as fast as they are read).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Stop after this many lines (default: never).
+    #[arg(short = 'n', long)]
+    pub count: Option<u64>,
+    /// Seed: the same seed gives the same lines.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Follow the chain head of this JSON-RPC node (polled with
+    /// eth_blockNumber); if it cannot be reached, a warning, not an error.
+    #[arg(long, value_name = "URL")]
+    pub rpc: Option<String>,
+}
+
+/// Built-in generators.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Generator {
+    /// Ethereum JSON-RPC with the method mix of mainnet traffic.
+    Ethereum,
 }
 
 /// Options of `versus demo`.
@@ -93,6 +128,16 @@ pub struct RunArgs {
     /// method defaults to POST.
     #[arg(short = 'd', long)]
     pub body: Option<String>,
+
+    /// Input format: lines (one body per line, the default), jsonl, har,
+    /// curl, vegeta or pcap. Without it, a --input-file's format is
+    /// detected from its name and first bytes; stdin is read as lines.
+    #[arg(long = "input", value_name = "FORMAT")]
+    pub input_format: Option<String>,
+
+    /// Read requests from this file instead of stdin (`-` is stdin).
+    #[arg(long, value_name = "PATH")]
+    pub input_file: Option<PathBuf>,
 
     /// What counts as the same answer: auto (bytes, then JSON structure),
     /// bytes, json, status, or none (no comparison).

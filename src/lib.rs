@@ -22,6 +22,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod demo;
 pub mod endpoint;
 pub mod engine;
 pub mod input;

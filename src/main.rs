@@ -2,14 +2,13 @@
 //! map the outcome to an exit code (0 done, 1 could not be carried out,
 //! 2 bad arguments, 130 second Ctrl-C).
 
-use std::io::{BufReader, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
 use versus::cli::{Cli, Command, RunArgs};
 use versus::engine::{self, Input, Stop};
-use versus::input::lines::LinesSource;
 use versus::plan::{Plan, RequestMode};
 use versus::report;
 
@@ -26,7 +25,8 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Some(Command::Demo(_args)) => ExitCode::from(FAILED), // INTERIM until demo lands
+        Some(Command::Demo(args)) => demo(&args),
+        Some(Command::Gen(args)) => generate(&args),
         None => run(&cli.run),
     }
 }
@@ -50,10 +50,16 @@ fn run(args: &RunArgs) -> ExitCode {
         return ExitCode::from(FAILED);
     }
     let input = match &plan.mode {
-        RequestMode::Stream => Input::Stream(Box::new(LinesSource::new(
-            BufReader::with_capacity(1 << 16, std::io::stdin()),
-            plan.max_line,
-        ))),
+        RequestMode::Stream => {
+            match versus::input::open(plan.input_format, plan.input_file.as_deref(), plan.max_line)
+            {
+                Ok(source) => Input::Stream(source),
+                Err(e) => {
+                    eprintln!("versus: cannot read the input: {e}");
+                    return ExitCode::from(FAILED);
+                }
+            }
+        }
         RequestMode::Single(r) => Input::Repeat(r.clone()),
     };
     let out = match engine::run(&plan, input, &stop) {
@@ -65,7 +71,7 @@ fn run(args: &RunArgs) -> ExitCode {
     };
     if plan.mode == RequestMode::Stream && out.input.requests == 0 && out.input_error.is_none() {
         eprintln!(
-            "versus: no requests: the input had no request lines ({} malformed records skipped)",
+            "versus: no requests: the input had no requests ({} malformed records skipped)",
             out.input.malformed
         );
         for m in &out.input.samples {
@@ -91,6 +97,42 @@ fn run(args: &RunArgs) -> ExitCode {
         return ExitCode::from(FAILED);
     }
     ExitCode::SUCCESS
+}
+
+fn generate(args: &versus::cli::GenArgs) -> ExitCode {
+    let versus::cli::Generator::Ethereum = args.generator;
+    let opts = versus::input::generate::GenOptions {
+        methods: args.methods.clone(),
+        rate: args.rate,
+        count: args.count,
+        seed: args.seed,
+        rpc: args.rpc.clone(),
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match versus::input::generate::ethereum(&opts, &mut out, &|w| eprintln!("versus: warning: {w}"))
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("versus: gen: {e}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
+
+fn demo(args: &versus::cli::DemoArgs) -> ExitCode {
+    let stop = Stop::new();
+    if let Err(e) = watch_signals(&stop, std::time::Duration::from_secs(1)) {
+        eprintln!("versus: cannot watch for Ctrl-C: {e}");
+        return ExitCode::from(FAILED);
+    }
+    let mut stdout = std::io::stdout().lock();
+    match versus::demo::run(args, &mut stdout, &mut std::io::stderr(), &stop) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("versus: demo: {e}");
+            ExitCode::from(FAILED)
+        }
+    }
 }
 
 /// First SIGINT or SIGTERM: stop sending and report. Second: exit 130 at

@@ -14,7 +14,8 @@ use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, Scheme, TlsOptions, TransportOptions,
 };
-use crate::input::Request;
+use crate::input::{Format, Request};
+use std::path::PathBuf;
 
 /// When to stop sending.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,6 +96,10 @@ pub struct Plan {
     pub max_line: usize,
     /// Stream or single request.
     pub mode: RequestMode,
+    /// Format of the request stream.
+    pub input_format: Format,
+    /// File of the request stream; `None` is stdin.
+    pub input_file: Option<PathBuf>,
 }
 
 impl Plan {
@@ -173,7 +178,29 @@ impl Plan {
             target.set_header(n, v);
         }
 
-        let single = args.method.is_some() || args.body.is_some() || stdin_is_terminal;
+        let input_file = args.input_file.clone().filter(|p| p.as_os_str() != "-");
+        let input_format = match (&args.input_format, &input_file) {
+            (Some(f), _) => f
+                .parse::<Format>()
+                .map_err(|e| usage(format!("--input: {e}")))?,
+            (None, Some(path)) => crate::input::detect_file(path)
+                .map_err(|e| usage(format!("--input-file {}: {e}", path.display())))?,
+            (None, None) => Format::Lines,
+        };
+        if let Some(path) = &input_file {
+            std::fs::metadata(path)
+                .map_err(|e| usage(format!("--input-file {}: {e}", path.display())))?;
+        }
+        if (args.method.is_some() || args.body.is_some())
+            && (args.input_file.is_some() || args.input_format.is_some())
+        {
+            return Err(usage(
+                "--method/--body send one request repeatedly; they cannot be combined with --input or --input-file".into(),
+            ));
+        }
+        let single = args.method.is_some()
+            || args.body.is_some()
+            || (stdin_is_terminal && input_file.is_none() && args.input_format.is_none());
         let mode = if single {
             let body = match &args.body {
                 Some(b) => match b.strip_prefix('@') {
@@ -242,6 +269,8 @@ impl Plan {
             show_secrets: args.show_secrets,
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
+            input_format,
+            input_file,
         })
     }
 }

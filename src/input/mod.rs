@@ -69,7 +69,64 @@ pub trait Source: Send {
     /// Only for I/O failures of the underlying reader; bad records are
     /// reported as [`Next::Malformed`].
     fn next(&mut self) -> std::io::Result<Next>;
+
+    /// A line for the report about what the input held beyond requests
+    /// and malformed records (a capture's streams, say), once it ended.
+    fn summary(&self) -> Option<String> {
+        None
+    }
 }
 
+pub mod curl;
+pub mod detect;
+pub mod ethereum;
+pub mod generate;
+pub mod har;
+pub mod jsonl;
 pub mod lines;
+pub mod pcap;
 pub mod reader;
+pub mod vegeta;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+pub use self::detect::Format;
+
+/// Open a request source: `path` (`-` or `None` is stdin) in `format`.
+/// `max_record` bounds a line or record of the line-based formats.
+///
+/// # Errors
+/// When the file cannot be opened.
+pub fn open(
+    format: Format,
+    path: Option<&Path>,
+    max_record: usize,
+) -> std::io::Result<Box<dyn Source>> {
+    let reader: Box<dyn Read + Send> = match path {
+        Some(p) if p != Path::new("-") => Box::new(std::fs::File::open(p)?),
+        _ => Box::new(std::io::stdin()),
+    };
+    let buffered: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, reader));
+    Ok(match format {
+        Format::Lines => Box::new(lines::LinesSource::new(buffered, max_record)),
+        Format::Jsonl => Box::new(jsonl::JsonlSource::new(buffered, max_record)),
+        Format::Har => Box::new(har::HarSource::new(buffered)),
+        Format::Curl => Box::new(curl::CurlSource::new(buffered, max_record)),
+        Format::Vegeta => Box::new(vegeta::VegetaSource::new(buffered, max_record)),
+        Format::Pcap => Box::new(pcap::PcapSource::new(Box::new(buffered))),
+    })
+}
+
+/// The format of a file: from its name or its first bytes; plain lines
+/// when nothing else fits.
+///
+/// # Errors
+/// When the file cannot be read.
+pub fn detect_file(path: &Path) -> std::io::Result<Format> {
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)?
+        .take(4096)
+        .read_to_end(&mut head)?;
+    Ok(detect::detect(&head, Some(path)).unwrap_or(Format::Lines))
+}

@@ -84,7 +84,11 @@ pub fn spawn(
                     Err(e) => break Some(InputError::Io(e.to_string())),
                 }
             };
-            update(&mut |s| s.stats.requests = seq);
+            let summary = source.summary();
+            update(&mut |s| {
+                s.stats.requests = seq;
+                s.stats.summary = summary.clone();
+            });
             if !batch.is_empty() {
                 let _ = tx.send_blocking(batch);
             }

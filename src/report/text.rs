@@ -182,6 +182,9 @@ fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> 
             )?;
         }
     }
+    if let Some(summary) = &input.summary {
+        writeln!(out, "   Source:     {}", super::escape_terminal(summary))?;
+    }
     if run.interrupted {
         writeln!(
             out,

@@ -143,12 +143,12 @@ impl EndpointStats {
 pub struct InputStats {
     /// Requests read and accepted.
     pub requests: u64,
-    /// Blank lines skipped.
-    pub blank: u64,
     /// Records skipped as malformed.
     pub malformed: u64,
     /// The first few malformed records, for the report.
     pub samples: Vec<crate::input::Malformed>,
+    /// What the source says it held, once it ended (e.g. capture streams).
+    pub summary: Option<String>,
 }
 
 /// How many malformed records the report names one by one.

@@ -1,0 +1,257 @@
+//! Request streams users already have, replayed through versus to servers
+//! that check what arrives: a HAR written by real Chromium, a capture
+//! recorded by real tcpdump (from a file and from a live pipe), and JSON
+//! lines, curl commands and vegeta targets.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+/// A server that records every request it sees.
+fn recorder() -> (Server, Arc<Mutex<Vec<Seen>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let server = Server::start(move |r| {
+        s.lock().unwrap().push(r.clone());
+        Reply::ok("{}")
+    });
+    (server, seen)
+}
+
+fn by_path(seen: &Arc<Mutex<Vec<Seen>>>, path: &str) -> Seen {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.path == path)
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "{path} never arrived; got {:?}",
+                seen.lock()
+                    .unwrap()
+                    .iter()
+                    .map(|s| &s.path)
+                    .collect::<Vec<_>>()
+            )
+        })
+}
+
+#[test]
+fn a_har_from_chromium_is_replayed_to_each_endpoint_under_its_base_path() {
+    let (a, seen_a) = recorder();
+    let (b, seen_b) = recorder();
+    let base_b = format!("{}v1/", b.url());
+    let out = run_bin(
+        &[
+            "--input-file",
+            &format!("{FIXTURES}/chromium.har"),
+            &a.url(),
+            &base_b,
+        ],
+        b"",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(a.requests(), 3);
+    assert_eq!(b.requests(), 3);
+
+    let get = by_path(&seen_a, "/api/search?q=caf%C3%A9&n=2");
+    assert_eq!(get.method, "GET");
+    assert!(get.body.is_empty());
+    let post = by_path(&seen_a, "/api/items");
+    assert_eq!(post.method, "POST");
+    assert_eq!(
+        &post.body[..],
+        br#"{"name":"widget","count":3,"tags":["a","b"]}"#
+    );
+    assert_eq!(post.headers["x-versus-test"], "fixture-1");
+    assert_eq!(post.headers["content-type"], "application/json");
+    assert_eq!(post.headers["content-length"], post.body.len().to_string());
+    // Host is the endpoint's, not the recorded 127.0.0.1:36707.
+    assert_eq!(post.headers["host"], a.addr.to_string());
+    assert!(post.headers["user-agent"]
+        .to_str()
+        .unwrap()
+        .contains("HeadlessChrome"));
+
+    let post_b = by_path(&seen_b, "/v1/api/items");
+    assert_eq!(post_b.body, post.body);
+    assert_eq!(post_b.headers["host"], b.addr.to_string());
+    by_path(&seen_b, "/v1/api/search?q=caf%C3%A9&n=2");
+}
+
+fn check_capture_requests(seen: &Arc<Mutex<Vec<Seen>>>) {
+    let get = by_path(seen, "/status?verbose=1&id=42");
+    assert_eq!(get.method, "GET");
+    assert_eq!(get.headers["user-agent"], "curl/7.88.1");
+    let rpc = by_path(seen, "/rpc");
+    assert_eq!(rpc.method, "POST");
+    assert_eq!(
+        &rpc.body[..],
+        br#"{"jsonrpc":"2.0","method":"eth_blockNumber","params":[],"id":1}"#
+    );
+    assert_eq!(rpc.headers["content-type"], "application/json");
+    let upload = by_path(seen, "/upload");
+    assert_eq!(
+        &upload.body[..],
+        b"first line of the upload\nsecond line\n",
+        "chunked body de-chunked"
+    );
+    assert!(
+        !upload.headers.contains_key("transfer-encoding")
+            || upload.headers["content-length"] == "37"
+    );
+    by_path(seen, "/pipelined/1?x=1");
+    let p2 = by_path(seen, "/pipelined/2");
+    assert_eq!(&p2.body[..], b"hello");
+}
+
+#[test]
+fn a_tcpdump_capture_of_curl_is_replayed_exactly() {
+    let (server, seen) = recorder();
+    let out = run_bin(
+        &[
+            "--input-file",
+            &format!("{FIXTURES}/curl-loopback.pcap"),
+            &server.url(),
+        ],
+        b"",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(server.requests(), 5);
+    check_capture_requests(&seen);
+    assert!(
+        stdout.contains("5 requests extracted, 0 streams incomplete, 0 not HTTP"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_live_capture_pipe_is_replayed_while_it_is_written() {
+    let (server, seen) = recorder();
+    let capture = std::fs::read(format!("{FIXTURES}/curl-loopback.pcap")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
+        .args(["--input", "pcap", &server.url()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Write the capture up to the end of its second connection, then wait
+    // until the requests in it have been replayed while the pipe is open.
+    let half = capture.len() * 2 / 3;
+    stdin.write_all(&capture[..half]).unwrap();
+    stdin.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.requests() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "nothing replayed from the open pipe"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stdin.write_all(&capture[half..]).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.requests(), 5);
+    check_capture_requests(&seen);
+}
+
+#[test]
+fn jsonl_curl_and_vegeta_files() {
+    let dir = std::env::temp_dir().join(format!("versus-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let jsonl = dir.join("r.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"method\":\"PUT\",\"path\":\"/j?x=1\",\"headers\":{\"X-K\":\"v\"},\"json\":{\"a\":1}}\nnot json\n",
+    )
+    .unwrap();
+    let curl = dir.join("r.curl");
+    std::fs::write(
+        &curl,
+        "curl 'http://old.example/c' -H 'X-C: 1' --data-raw 'a=b'\n",
+    )
+    .unwrap();
+    let vegeta = dir.join("targets.txt");
+    std::fs::write(&vegeta, "DELETE http://old.example/v/1\nX-V: 2\n\n").unwrap();
+
+    let (server, seen) = recorder();
+    let out = run_bin(
+        &["--input-file", jsonl.to_str().unwrap(), &server.url()],
+        b"",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let j = by_path(&seen, "/j?x=1");
+    assert_eq!(
+        (j.method.as_str(), &j.body[..]),
+        ("PUT", &br#"{"a":1}"#[..])
+    );
+    assert_eq!(j.headers["x-k"], "v");
+    assert!(
+        stdout.contains("1 requests read, 1 malformed records skipped"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("line 2:"), "{stdout}");
+
+    let out = run_bin(
+        &["--input-file", curl.to_str().unwrap(), &server.url()],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let c = by_path(&seen, "/c");
+    assert_eq!((c.method.as_str(), &c.body[..]), ("POST", &b"a=b"[..]));
+    assert_eq!(c.headers["x-c"], "1");
+    assert_eq!(c.headers["host"], server.addr.to_string());
+
+    let out = run_bin(
+        &[
+            "--input",
+            "vegeta",
+            "--input-file",
+            vegeta.to_str().unwrap(),
+            &server.url(),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let v = by_path(&seen, "/v/1");
+    assert_eq!(v.method, "DELETE");
+    assert_eq!(v.headers["x-v"], "2");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bad_input_flags_fail_before_anything_is_sent() {
+    let (server, _) = recorder();
+    let out = run_bin(&["--input", "xml", &server.url()], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--input"));
+    let out = run_bin(
+        &["--input-file", "/nonexistent/requests.har", &server.url()],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/requests.har"));
+    assert_eq!(server.requests(), 0);
+}
