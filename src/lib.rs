@@ -15,7 +15,7 @@
 //! let plan = Arc::new(Plan::from_args(&cli.run, false)?);
 //! let lines = &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}\n"[..];
 //! let input = engine::Input::Stream(Box::new(LinesSource::new(lines, plan.max_line)));
-//! let run = engine::run(&plan, input, &engine::Stop::new())?;
+//! let run = engine::run(&plan, input, &engine::Stop::new(), &mut engine::Quiet)?;
 //! versus::report::text::write(&mut std::io::stdout(), &plan, &run)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -62,7 +62,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
         RequestMode::Single(r) => Input::Repeat(r.clone()),
     };
-    let out = match engine::run(&plan, input, &stop) {
+    let out = match engine::run(&plan, input, &stop, &mut engine::Quiet) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("versus: {e}");

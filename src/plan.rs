@@ -96,6 +96,9 @@ pub struct Plan {
     pub max_line: usize,
     /// Stream or single request.
     pub mode: RequestMode,
+    /// Length of the intervals the statistics are reported in while the
+    /// run goes (progress, live view, saved runs).
+    pub interval: Duration,
     /// Format of the request stream.
     pub input_format: Format,
     /// File of the request stream; `None` is stdin.
@@ -269,6 +272,7 @@ impl Plan {
             show_secrets: args.show_secrets,
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
+            interval: Duration::from_secs(1),
             input_format,
             input_file,
         })

@@ -268,3 +268,97 @@ fn connections_are_reused() {
     );
     assert_eq!(out.stats.endpoints[0].reconnects, 0);
 }
+
+#[test]
+fn interval_statistics_arrive_in_order_and_add_up_to_the_totals() {
+    struct Collect {
+        indices: Vec<u64>,
+        responses: u64,
+        compared: u64,
+        histogram_count: u64,
+    }
+    impl versus::engine::Observer for Collect {
+        fn interval(
+            &mut self,
+            index: u64,
+            delta: &versus::stats::RunStats,
+            total: &versus::stats::RunStats,
+        ) {
+            self.indices.push(index);
+            self.responses += delta.endpoints[0].responses;
+            self.compared += delta.verdicts.compared;
+            self.histogram_count += delta.endpoints[1].latency.len();
+            assert_eq!(
+                total.endpoints[0].responses, self.responses,
+                "totals so far include this interval"
+            );
+        }
+    }
+    let a = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(1)));
+    let b = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(2)));
+    let mut seen = Collect {
+        indices: Vec::new(),
+        responses: 0,
+        compared: 0,
+        histogram_count: 0,
+    };
+    let (out, _) = run_lib_observed(
+        &["--stop-after=2500ms", "-c", "4", &a.url(), &b.url()],
+        &lines(1_000_000),
+        &mut seen,
+    );
+    assert!(seen.indices.len() >= 3, "{:?}", seen.indices);
+    assert!(
+        seen.indices.windows(2).all(|w| w[0] < w[1]),
+        "{:?}",
+        seen.indices
+    );
+    assert_eq!(seen.responses, out.stats.endpoints[0].responses);
+    assert_eq!(seen.compared, out.stats.verdicts.compared);
+    assert_eq!(seen.histogram_count, out.stats.endpoints[1].latency.len());
+    assert!(out.stats.endpoints[0].responses > 500);
+}
+
+#[test]
+fn a_paused_run_sends_nothing_until_resumed() {
+    let a = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(1)));
+    let stop = versus::engine::Stop::new();
+    let (url, handle) = (a.url(), stop.clone());
+    let run = std::thread::spawn(move || {
+        run_lib_with(
+            &["--method", "GET", "--stop-after=1h", "-c", "4", &url],
+            b"",
+            &mut versus::engine::Quiet,
+            &handle,
+        )
+        .0
+    });
+    let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !cond() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    wait_for("requests", &|| a.requests() > 50);
+    stop.set_paused(true);
+    wait_for("in-flight requests to finish", &|| {
+        a.counters
+            .in_flight
+            .load(std::sync::atomic::Ordering::SeqCst)
+            == 0
+    });
+    let before = a.requests();
+    // Absence can only be observed over time: nothing may arrive while paused.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(a.requests(), before, "requests were sent while paused");
+    stop.set_paused(false);
+    wait_for("requests after resuming", &|| a.requests() > before + 50);
+    stop.stop();
+    let out = run.join().unwrap();
+    assert!(out.interrupted);
+    assert_eq!(out.stats.endpoints[0].responses, a.requests());
+}

@@ -93,7 +93,12 @@ pub fn run(
         CANDIDATE_LATENCY.as_micros(),
         CANDIDATE_MISMATCH_SHARE * 100.0,
     );
-    let output = engine::run(&plan, Input::Stream(Box::new(generator)), stop)?;
+    let output = engine::run(
+        &plan,
+        Input::Stream(Box::new(generator)),
+        stop,
+        &mut engine::Quiet,
+    )?;
     report::text::write(out, &plan, &output).map_err(DemoError::Report)?;
     Ok(output)
 }

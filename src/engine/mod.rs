@@ -1,23 +1,41 @@
 //! The engine owns a run: one OS thread per core, each with its own
 //! single-threaded runtime, its own connections to every endpoint, its own
 //! share of the requests and its own statistics. Nothing is shared between
-//! cores per request; input arrives in batches and statistics are merged
-//! when the cores finish.
+//! cores per request; input arrives in batches, and each core hands its
+//! statistics to the collector (the calling thread) once per interval,
+//! where they are merged and shown to an [`Observer`].
 
 mod stop;
 mod window;
 mod worker;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use self::stop::Stop;
-use self::worker::{WorkerInput, WorkerJob};
+use self::worker::{CoreMsg, WorkerInput, WorkerJob};
 use crate::endpoint::{self, Link};
 use crate::input::reader::{self, InputError, InputState};
 use crate::input::{Request, Source};
 use crate::plan::Plan;
 use crate::stats::{InputStats, RunStats};
+
+/// Watches a run as it goes: called on the thread that called [`run`],
+/// never on a core, so it cannot slow requests down.
+pub trait Observer {
+    /// One interval of the run (`plan.interval` long, from the start;
+    /// the last may be shorter), merged over cores, and the totals so far
+    /// (including it).
+    fn interval(&mut self, index: u64, delta: &RunStats, total: &RunStats) {
+        let _ = (index, delta, total);
+    }
+}
+
+/// An observer that does nothing.
+pub struct Quiet;
+
+impl Observer for Quiet {}
 
 /// Where a run's requests come from.
 pub enum Input {
@@ -64,12 +82,82 @@ pub enum RunError {
     Start(#[from] std::io::Error),
 }
 
-/// Carry out a run. Blocking: returns when every core has finished.
+/// Merge the cores' intervals in order as they complete, show each to the
+/// observer, and return the totals and the run's wall time.
+fn collect(
+    plan: &Plan,
+    cores: usize,
+    from: &std::sync::mpsc::Receiver<CoreMsg>,
+    observer: &mut dyn Observer,
+) -> Result<(RunStats, Duration), RunError> {
+    let n = plan.endpoints.len();
+    let mut total = RunStats::new(n);
+    // Interval index -> (merged stats, cores that reported it).
+    let mut pending: BTreeMap<u64, (RunStats, usize)> = BTreeMap::new();
+    let mut active = cores;
+    let mut finished = 0;
+    let mut span: Option<(Instant, Instant)> = None;
+    let mut failure = None;
+    for msg in from.iter() {
+        match msg {
+            CoreMsg::Tick { index, stats } => {
+                let slot = pending
+                    .entry(index)
+                    .or_insert_with(|| (RunStats::new(n), 0));
+                slot.0.merge(&stats);
+                slot.1 += 1;
+            }
+            CoreMsg::Done(result) => {
+                active -= 1;
+                finished += 1;
+                match result {
+                    Ok(r) => {
+                        let slot = pending
+                            .entry(r.index)
+                            .or_insert_with(|| (RunStats::new(n), 0));
+                        slot.0.merge(&r.stats);
+                        span = Some(match span {
+                            None => (r.started, r.ended),
+                            Some((s, e)) => (s.min(r.started), e.max(r.ended)),
+                        });
+                    }
+                    Err(e) => failure = Some(e),
+                }
+            }
+        }
+        // An interval is complete when every core still running reported it.
+        while let Some(entry) = pending.first_entry() {
+            if entry.get().1 < active {
+                break;
+            }
+            let (index, (delta, _)) = entry.remove_entry();
+            total.merge(&delta);
+            observer.interval(index, &delta, &total);
+        }
+    }
+    if let Some(e) = failure {
+        return Err(RunError::Start(e));
+    }
+    if finished < cores {
+        return Err(RunError::Start(std::io::Error::other(
+            "a core stopped unexpectedly",
+        )));
+    }
+    Ok((total, span.map_or(Duration::ZERO, |(s, e)| e - s)))
+}
+
+/// Carry out a run. Blocking: returns when every core has finished, after
+/// showing each interval to `observer`.
 ///
 /// # Errors
 /// When an endpoint does not resolve or the engine's threads cannot start;
 /// faults of requests are counted, never returned.
-pub fn run(plan: &Arc<Plan>, input: Input, stop: &Stop) -> Result<RunOutput, RunError> {
+pub fn run(
+    plan: &Arc<Plan>,
+    input: Input,
+    stop: &Stop,
+    observer: &mut dyn Observer,
+) -> Result<RunOutput, RunError> {
     let mut addrs = Vec::with_capacity(plan.endpoints.len());
     for spec in &plan.endpoints {
         let a = endpoint::resolve(&spec.host, spec.port).map_err(|e| RunError::Resolve {
@@ -117,7 +205,7 @@ pub fn run(plan: &Arc<Plan>, input: Input, stop: &Stop) -> Result<RunOutput, Run
     }
 
     let barrier = Arc::new(Barrier::new(cores));
-    let mut handles = Vec::with_capacity(cores);
+    let (ticks, collector) = std::sync::mpsc::channel();
     for (c, input) in inputs.into_iter().enumerate() {
         let mut links = Vec::with_capacity(plan.endpoints.len());
         for (spec, a) in plan.endpoints.iter().zip(&addrs) {
@@ -132,6 +220,7 @@ pub fn run(plan: &Arc<Plan>, input: Input, stop: &Stop) -> Result<RunOutput, Run
             );
         }
         let slots = plan.concurrency / cores + usize::from(c < plan.concurrency % cores);
+        let done = ticks.clone();
         let job = WorkerJob {
             plan: plan.clone(),
             links,
@@ -139,31 +228,17 @@ pub fn run(plan: &Arc<Plan>, input: Input, stop: &Stop) -> Result<RunOutput, Run
             input,
             stop: stop.clone(),
             start_barrier: barrier.clone(),
+            ticks: ticks.clone(),
         };
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("versus-core-{c}"))
-                .spawn(move || worker::run(job))?,
-        );
+        std::thread::Builder::new()
+            .name(format!("versus-core-{c}"))
+            .spawn(move || {
+                let result = worker::run(job);
+                let _ = done.send(CoreMsg::Done(result));
+            })?;
     }
-
-    let mut stats = RunStats::new(plan.endpoints.len());
-    let mut first_start = None;
-    let mut last_end = None;
-    for h in handles {
-        let result = h
-            .join()
-            .map_err(|_| RunError::Start(std::io::Error::other("a core panicked")))??;
-        stats.merge(&result.stats);
-        first_start = Some(first_start.map_or(result.started, |s: std::time::Instant| {
-            s.min(result.started)
-        }));
-        last_end = Some(last_end.map_or(result.ended, |e: std::time::Instant| e.max(result.ended)));
-    }
-    let elapsed = match (first_start, last_end) {
-        (Some(s), Some(e)) => e - s,
-        _ => Duration::ZERO,
-    };
+    drop(ticks);
+    let (stats, elapsed) = collect(plan, cores, &collector, observer)?;
     let (input, input_error) = match state.lock() {
         Ok(s) => (s.stats.clone(), s.error.clone()),
         Err(_) => (InputStats::default(), None),

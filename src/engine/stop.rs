@@ -1,16 +1,19 @@
-//! Stopping a run from outside: Ctrl-C, a failed input, a test. One
-//! [`Stop`] is shared by every core; each core watches it without touching
-//! it per request.
+//! Steering a run from outside: stop (Ctrl-C, `q`, a failed input, a test)
+//! and pause/resume (the live view). One [`Stop`] is shared by every core;
+//! each core watches it from a task of its own and keeps a local copy, so
+//! no request touches it.
 
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
-/// A handle that stops a run: sending ends, requests in flight get the
-/// drain period, then the report is made.
+/// A handle that stops or pauses a run. Stopping: sending ends, requests
+/// in flight get the drain period, then the report is made. Pausing: no
+/// new request starts until resumed; paused time does not count in rates.
 #[derive(Clone, Debug)]
 pub struct Stop {
-    tx: Arc<watch::Sender<bool>>,
+    stop: Arc<watch::Sender<bool>>,
+    pause: Arc<watch::Sender<bool>>,
 }
 
 impl Default for Stop {
@@ -23,23 +26,39 @@ impl Stop {
     /// A handle that has not fired.
     pub fn new() -> Stop {
         Stop {
-            tx: Arc::new(watch::Sender::new(false)),
+            stop: Arc::new(watch::Sender::new(false)),
+            pause: Arc::new(watch::Sender::new(false)),
         }
     }
 
     /// Stop the run. Idempotent.
     pub fn stop(&self) {
-        self.tx.send_replace(true);
+        self.stop.send_replace(true);
     }
 
     /// True once [`Stop::stop`] was called.
     pub fn is_stopped(&self) -> bool {
-        *self.tx.borrow()
+        *self.stop.borrow()
     }
 
     /// Wait until the run is stopped.
     pub async fn stopped(&self) {
-        let mut rx = self.tx.subscribe();
+        let mut rx = self.stop.subscribe();
         let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Pause (`true`) or resume (`false`) sending.
+    pub fn set_paused(&self, paused: bool) {
+        self.pause.send_replace(paused);
+    }
+
+    /// True while paused.
+    pub fn is_paused(&self) -> bool {
+        *self.pause.borrow()
+    }
+
+    /// A receiver of pause changes, for a core's watcher task.
+    pub(crate) fn pause_changes(&self) -> watch::Receiver<bool> {
+        self.pause.subscribe()
     }
 }

@@ -40,13 +40,27 @@ pub(crate) struct WorkerJob {
     pub input: WorkerInput,
     pub stop: Stop,
     pub start_barrier: Arc<std::sync::Barrier>,
+    /// Where interval statistics go.
+    pub ticks: std::sync::mpsc::Sender<CoreMsg>,
 }
 
-/// What a core hands back.
+/// What a core hands back at its end: the statistics since its last tick,
+/// with the end-of-run figures (rate, held-back time, abandoned and
+/// incomplete requests) filled in.
 pub(crate) struct WorkerResult {
     pub stats: RunStats,
+    /// The tick the final statistics belong to.
+    pub index: u64,
     pub started: Instant,
     pub ended: Instant,
+}
+
+/// What a core sends to the collector.
+pub(crate) enum CoreMsg {
+    /// The statistics of one finished interval.
+    Tick { index: u64, stats: RunStats },
+    /// The core finished.
+    Done(std::io::Result<WorkerResult>),
 }
 
 struct Core {
@@ -63,11 +77,18 @@ struct Core {
     /// The main task waiting for slots to end.
     done: Notify,
     stopping: Cell<Option<Instant>>,
+    /// Since when the run is paused (a local copy of the shared flag).
+    paused_since: Cell<Option<Instant>>,
+    /// Time spent paused so far.
+    paused: Cell<Duration>,
     live_slots: Cell<usize>,
     inflight: RefCell<Vec<u32>>,
     held_since: RefCell<Vec<Option<Instant>>>,
     held: RefCell<Vec<Duration>>,
     last_done: RefCell<Vec<Option<Instant>>>,
+    /// Requests completed per endpoint since the start (the interval
+    /// statistics are handed off at every tick).
+    completed: RefCell<Vec<u64>>,
     keep_body: bool,
 }
 
@@ -84,6 +105,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         input,
         stop,
         start_barrier,
+        ticks,
     } = job;
     let endpoints = links.len();
     let links: Vec<Rc<Link>> = links.into_iter().map(Rc::new).collect();
@@ -125,11 +147,14 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         space: Notify::new(),
         done: Notify::new(),
         stopping: Cell::new(None),
+        paused_since: Cell::new(None),
+        paused: Cell::new(Duration::ZERO),
         live_slots: Cell::new(endpoints * per_endpoint),
         inflight: RefCell::new(vec![0; endpoints]),
         held_since: RefCell::new(vec![None; endpoints]),
         held: RefCell::new(vec![Duration::ZERO; endpoints]),
         last_done: RefCell::new(vec![None; endpoints]),
+        completed: RefCell::new(vec![0; endpoints]),
         keep_body,
         prefetch: (2 * per_endpoint).max(8),
         plan,
@@ -137,7 +162,9 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
 
     local.block_on(&rt, async {
         tokio::task::spawn_local(feed(core.clone(), input));
+        tokio::task::spawn_local(watch_pause(core.clone(), stop.pause_changes()));
         tokio::task::spawn_local(watch_stop(core.clone(), stop, started));
+        tokio::task::spawn_local(tick(core.clone(), ticks, started));
         for (e, endpoint_slots) in slots.into_iter().enumerate() {
             for slot in endpoint_slots {
                 tokio::task::spawn_local(drive(core.clone(), e, slot));
@@ -146,12 +173,18 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         wait_for_slots(&core).await;
     });
     let ended = Instant::now();
+    let index = tick_index(ended.saturating_duration_since(started), core.plan.interval);
     let mut stats = core.stats.replace(RunStats::new(endpoints));
+    let completed = core.completed.borrow();
     stats.verdicts.incomplete += core.window.borrow().incomplete();
     let inflight = core.inflight.borrow();
     let held_since = core.held_since.borrow();
     let held = core.held.borrow();
     let last_done = core.last_done.borrow();
+    let mut paused = core.paused.get();
+    if let Some(since) = core.paused_since.get() {
+        paused += ended.saturating_duration_since(since);
+    }
     for (e, s) in stats.endpoints.iter_mut().enumerate() {
         s.abandoned += u64::from(inflight[e]);
         let mut h = held[e];
@@ -162,19 +195,40 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         let active = last_done[e]
             .map(|t| t.saturating_duration_since(started))
             .unwrap_or_default()
-            .saturating_sub(h);
-        let done = s.completed();
+            .saturating_sub(h)
+            .saturating_sub(paused);
         s.rate = if active.is_zero() {
             0.0
         } else {
-            done as f64 / active.as_secs_f64()
+            completed[e] as f64 / active.as_secs_f64()
         };
     }
     Ok(WorkerResult {
         stats,
+        index,
         started,
         ended,
     })
+}
+
+/// The interval a moment of the run falls in.
+pub(crate) fn tick_index(elapsed: Duration, interval: Duration) -> u64 {
+    (elapsed.as_nanos() / interval.as_nanos().max(1)) as u64
+}
+
+/// Hand the statistics of each finished interval to the collector. The
+/// swap is the only cost to the run: no request waits for it.
+async fn tick(core: Rc<Core>, to: std::sync::mpsc::Sender<CoreMsg>, started: Instant) {
+    let every = core.plan.interval;
+    let endpoints = core.stats.borrow().endpoints.len();
+    for index in 0u64.. {
+        let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+        let stats = core.stats.replace(RunStats::new(endpoints));
+        if to.send(CoreMsg::Tick { index, stats }).is_err() {
+            return;
+        }
+    }
 }
 
 /// Wait for every slot to end; once the run is stopping, wait at most the
@@ -213,6 +267,25 @@ fn begin_stop(core: &Core) {
     core.work.notify_waiters();
     core.space.notify_waiters();
     core.done.notify_waiters();
+}
+
+/// Keep the core's copy of the pause flag; time paused is kept apart.
+async fn watch_pause(core: Rc<Core>, mut changes: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let paused = *changes.borrow_and_update();
+        match (paused, core.paused_since.get()) {
+            (true, None) => core.paused_since.set(Some(Instant::now())),
+            (false, Some(since)) => {
+                core.paused_since.set(None);
+                core.paused.set(core.paused.get() + since.elapsed());
+                core.work.notify_waiters();
+            }
+            _ => {}
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 async fn watch_stop(core: Rc<Core>, stop: Stop, started: Instant) {
@@ -312,6 +385,10 @@ async fn claim(core: &Core, e: usize) -> Option<(u64, Request)> {
         if core.stopping.get().is_some() {
             return None;
         }
+        if core.paused_since.get().is_some() {
+            notified.await;
+            continue;
+        }
         let claim = core.window.borrow_mut().claim(e);
         match claim {
             Claim::Got(i, req) => {
@@ -337,6 +414,7 @@ fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome) {
         report::verbose::timing_line(&mut std::io::stderr().lock(), plan, e, req, &outcome);
     }
     core.stats.borrow_mut().endpoints[e].record(&outcome);
+    core.completed.borrow_mut()[e] += 1;
     let mut w = core.window.borrow_mut();
     w.complete(e, i, outcome);
     if core.inflight.borrow()[e] == 0 && w.holds_back(e) {

@@ -218,6 +218,25 @@ pub fn closed_port() -> u16 {
 /// Run versus in-process over `input` lines; returns the run and its text
 /// report.
 pub fn run_lib(args: &[&str], input: &[u8]) -> (versus::engine::RunOutput, String) {
+    run_lib_observed(args, input, &mut versus::engine::Quiet)
+}
+
+/// [`run_lib`] with an observer of the intervals.
+pub fn run_lib_observed(
+    args: &[&str],
+    input: &[u8],
+    observer: &mut dyn versus::engine::Observer,
+) -> (versus::engine::RunOutput, String) {
+    run_lib_with(args, input, observer, &versus::engine::Stop::new())
+}
+
+/// [`run_lib`] with an observer and a stop handle.
+pub fn run_lib_with(
+    args: &[&str],
+    input: &[u8],
+    observer: &mut dyn versus::engine::Observer,
+    stop: &versus::engine::Stop,
+) -> (versus::engine::RunOutput, String) {
     use clap::Parser;
     let mut argv = vec!["versus"];
     argv.extend_from_slice(args);
@@ -232,7 +251,7 @@ pub fn run_lib(args: &[&str], input: &[u8]) -> (versus::engine::RunOutput, Strin
             )))
         }
     };
-    let out = versus::engine::run(&plan, input, &versus::engine::Stop::new()).expect("run");
+    let out = versus::engine::run(&plan, input, stop, observer).expect("run");
     let mut report = Vec::new();
     versus::report::text::write(&mut report, &plan, &out).unwrap();
     (out, String::from_utf8(report).unwrap())
