@@ -163,14 +163,105 @@ pub struct VerdictStats {
     pub mismatched: u64,
     /// Requests not answered by every endpoint when the run stopped.
     pub incomplete: u64,
+    /// Mismatches grouped by request method and field, most frequent first
+    /// once sorted; bounded in number.
+    pub groups: Vec<MismatchGroup>,
+}
+
+/// Most mismatch groups kept; later new groups are counted in the last one.
+pub const MAX_GROUPS: usize = 200;
+/// Samples kept per mismatch group.
+pub const GROUP_SAMPLES: usize = 3;
+
+/// Mismatches of one kind: the same request method (JSON-RPC method, or
+/// HTTP method and path) differing at the same place.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MismatchGroup {
+    /// `eth_getBlockByNumber`, or `GET /users/{id}`.
+    pub method: String,
+    /// Where the answers differ: a JSON path with indices as `[*]`
+    /// (`$.result.transactions[*].nonce`), or `status`, `body` (not JSON),
+    /// `outcome` (a failure against a response), `header NAME`.
+    pub field: String,
+    /// What kind of difference: `changed`, `missing`, `added`, `type`,
+    /// `result vs error`, ...
+    pub kind: String,
+    /// The endpoint (label) that differed from the reference.
+    pub endpoint: String,
+    /// Requests in this group.
+    pub count: u64,
+    /// The first few requests in this group.
+    pub samples: Vec<MismatchSample>,
+}
+
+/// One request of a mismatch group, as shown with `-v` and saved.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MismatchSample {
+    /// The request's position in the input.
+    pub seq: u64,
+    /// The request body (or line), as text, cut when long.
+    pub request: String,
+    /// Each endpoint's value at the differing field (compact JSON, status,
+    /// or failure), in endpoint order.
+    pub values: Vec<String>,
 }
 
 impl VerdictStats {
-    /// Add another core's counters.
+    /// Add another core's counters and groups.
     pub fn merge(&mut self, other: &VerdictStats) {
         self.compared += other.compared;
         self.mismatched += other.mismatched;
         self.incomplete += other.incomplete;
+        for g in &other.groups {
+            self.add_group(g);
+        }
+    }
+
+    /// Count `g` into the matching group, or keep it as a new one while
+    /// fewer than [`MAX_GROUPS`] exist (beyond that it is counted in an
+    /// `(other)` group, so no mismatch goes uncounted).
+    pub fn add_group(&mut self, g: &MismatchGroup) {
+        let same = |h: &&mut MismatchGroup| {
+            h.method == g.method
+                && h.field == g.field
+                && h.kind == g.kind
+                && h.endpoint == g.endpoint
+        };
+        if let Some(h) = self.groups.iter_mut().find(same) {
+            h.count += g.count;
+            let room = GROUP_SAMPLES.saturating_sub(h.samples.len());
+            h.samples.extend(g.samples.iter().take(room).cloned());
+            return;
+        }
+        if self.groups.len() < MAX_GROUPS {
+            self.groups.push(g.clone());
+            return;
+        }
+        let other = MismatchGroup {
+            method: "(other)".into(),
+            field: "(other)".into(),
+            kind: "(other)".into(),
+            endpoint: "(other)".into(),
+            count: 0,
+            samples: Vec::new(),
+        };
+        if !self.groups.iter().any(|h| h.method == "(other)") {
+            self.groups.push(other);
+        }
+        if let Some(h) = self.groups.iter_mut().find(|h| h.method == "(other)") {
+            h.count += g.count;
+        }
+    }
+
+    /// Groups, most frequent first (ties by method and field).
+    pub fn sorted_groups(&self) -> Vec<&MismatchGroup> {
+        let mut v: Vec<&MismatchGroup> = self.groups.iter().collect();
+        v.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| (&a.method, &a.field).cmp(&(&b.method, &b.field)))
+        });
+        v
     }
 }
 
