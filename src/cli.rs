@@ -144,6 +144,69 @@ pub struct RunArgs {
     #[arg(long, default_value = "auto", value_name = "MODE")]
     pub compare: String,
 
+    /// Leave this JSON path out of the comparison (repeatable), with
+    /// wildcards: `$.result.timestamp`, `$..blockHash`, `$.result[*].nonce`.
+    #[arg(long = "ignore", value_name = "PATH")]
+    pub ignore: Vec<String>,
+
+    /// Later endpoints may add object fields the first one lacks.
+    #[arg(long)]
+    pub subset: bool,
+
+    /// Compare the array at this path as a multiset: order does not count
+    /// (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub unordered: Vec<String>,
+
+    /// Match the elements of the array at PATH by their FIELD instead of
+    /// by position (repeatable): `$.result.logs=logIndex`.
+    #[arg(long, value_name = "PATH=FIELD")]
+    pub array_key: Vec<String>,
+
+    /// Numbers at PATH may differ by VALUE (absolute) or VALUE% (relative)
+    /// (repeatable): `$.result.gasPrice=5%`.
+    #[arg(long, value_name = "PATH=VALUE")]
+    pub tolerance: Vec<String>,
+
+    /// `0xAB` and `0xab` are equal: hex strings compared without case.
+    #[arg(long)]
+    pub ignore_hex_case: bool,
+
+    /// Comparison rules from a TOML file, with sections per JSON-RPC method
+    /// or per HTTP method and path (see the README).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+
+    /// JSON-RPC: a different `error.message` does not count when the
+    /// `error.code`s match.
+    #[arg(long)]
+    pub ignore_error_message: bool,
+
+    /// Do not treat JSON-RPC requests specially (no error classes, no
+    /// batches matched by id, no result-vs-error kind).
+    #[arg(long)]
+    pub no_jsonrpc: bool,
+
+    /// Compare this response header too (repeatable); other headers never
+    /// count.
+    #[arg(long, value_name = "NAME")]
+    pub compare_header: Vec<String>,
+
+    /// Noise cancellation: send every request twice to the reference (or,
+    /// with a label, treat that endpoint as a second copy of the
+    /// reference); differences the two reference answers also show are
+    /// noise, not mismatches.
+    #[arg(long, value_name = "LABEL", num_args = 0..=1, default_missing_value = "")]
+    pub noise: Option<String>,
+
+    /// Write every mismatched request as a JSON line to this file.
+    #[arg(long, value_name = "FILE")]
+    pub mismatches: Option<PathBuf>,
+
+    /// Most lines written to --mismatches.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub mismatch_limit: u64,
+
     /// Speak HTTP/1.1 only (no h2 via ALPN on https://).
     #[arg(long, conflicts_with = "http2")]
     pub http1: bool,

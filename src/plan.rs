@@ -10,11 +10,13 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 
 use crate::cli::RunArgs;
+use crate::compare::rules::{self as compare_rules, RuleSet, Rules};
 use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, Scheme, TlsOptions, TransportOptions,
 };
 use crate::input::{Format, Request};
+use crate::report::mismatch_log::MismatchLog;
 use std::path::PathBuf;
 
 /// When to stop sending.
@@ -99,6 +101,8 @@ pub struct Plan {
     /// Length of the intervals the statistics are reported in while the
     /// run goes (progress, live view, saved runs).
     pub interval: Duration,
+    /// Where mismatched requests are written (`--mismatches`).
+    pub mismatch_log: Option<Arc<MismatchLog>>,
     /// Format of the request stream.
     pub input_format: Format,
     /// File of the request stream; `None` is stdin.
@@ -131,11 +135,10 @@ impl Plan {
             Some(s) => s.parse::<StopAfter>().map_err(usage)?,
             None => StopAfter::default(),
         };
-        let comparer = Comparer::new(
-            args.compare
-                .parse::<CompareMode>()
-                .map_err(|e| usage(format!("--compare: {e}")))?,
-        );
+        let compare_mode = args
+            .compare
+            .parse::<CompareMode>()
+            .map_err(|e| usage(format!("--compare: {e}")))?;
 
         let global: Vec<(HeaderName, HeaderValue)> = args
             .headers
@@ -234,6 +237,51 @@ impl Plan {
             RequestMode::Stream
         };
 
+        let twin = match args.noise.as_deref() {
+            None => None,
+            Some("") => {
+                let mut again = endpoints[0].clone();
+                again.label = format!("{} (again)", endpoints[0].label);
+                again.named = true;
+                endpoints.push(again);
+                Some(endpoints.len() - 1)
+            }
+            Some(label) => match endpoints.iter().position(|e| e.label == label) {
+                Some(0) => {
+                    return Err(usage(format!(
+                        "--noise={label}: that is the reference itself; name a second copy of it, or give --noise alone"
+                    )))
+                }
+                Some(i) => Some(i),
+                None => return Err(usage(format!("--noise={label}: no endpoint is named {label:?}"))),
+            },
+        };
+        let compare_headers = args
+            .compare_header
+            .iter()
+            .map(|h| {
+                HeaderName::from_bytes(h.trim().as_bytes())
+                    .map_err(|_| usage(format!("--compare-header {h:?}: not a valid header name")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let comparer = Comparer::new(compare_mode)
+            .with_rules(rules(args).map_err(usage)?)
+            .with_jsonrpc(!args.no_jsonrpc)
+            .with_headers(compare_headers.clone())
+            .with_twin(twin);
+        if twin.is_some() && !comparer.enabled() {
+            return Err(usage(
+                "--noise needs a comparison: not with --compare none".into(),
+            ));
+        }
+        let mismatch_log = match &args.mismatches {
+            Some(path) => Some(Arc::new(
+                MismatchLog::create(path, args.mismatch_limit)
+                    .map_err(|e| usage(format!("--mismatches {}: {e}", path.display())))?,
+            )),
+            None => None,
+        };
+
         let version = match (args.http1, args.http2) {
             (true, _) => HttpVersion::Http1,
             (_, true) => HttpVersion::Http2,
@@ -259,6 +307,7 @@ impl Plan {
                 max_body: args.max_body,
                 keepalive: !args.no_keepalive,
                 version,
+                keep_headers: compare_headers,
             },
             tls,
             concurrency: args.concurrency,
@@ -273,9 +322,46 @@ impl Plan {
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
             interval: Duration::from_secs(1),
+            mismatch_log,
             input_format,
             input_file,
         })
+    }
+}
+
+/// The comparison rules from the command line and `--rules`.
+fn rules(args: &RunArgs) -> Result<Rules, String> {
+    let path = |flag: &str, p: &str| {
+        p.parse::<crate::compare::path::PathPattern>()
+            .map_err(|e| format!("{flag} {p:?}: {e}"))
+    };
+    let mut base = RuleSet {
+        subset: args.subset,
+        hex_case_insensitive: args.ignore_hex_case,
+        ignore_error_message: args.ignore_error_message,
+        ..RuleSet::default()
+    };
+    for p in &args.ignore {
+        base.ignore.push(path("--ignore", p)?);
+    }
+    for p in &args.unordered {
+        base.unordered.push(path("--unordered", p)?);
+    }
+    for a in &args.array_key {
+        base.array_keys
+            .push(compare_rules::parse_array_key(a).map_err(|e| format!("--array-key: {e}"))?);
+    }
+    for t in &args.tolerance {
+        base.tolerances
+            .push(compare_rules::parse_tolerance(t).map_err(|e| format!("--tolerance: {e}"))?);
+    }
+    match &args.rules {
+        None => Ok(Rules::new(base)),
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| format!("--rules {}: {e}", file.display()))?;
+            Rules::from_toml(&text, base).map_err(|e| format!("--rules {}: {e}", file.display()))
+        }
     }
 }
 

@@ -345,11 +345,19 @@ fn a_paused_run_sends_nothing_until_resumed() {
     };
     wait_for("requests", &|| a.requests() > 50);
     stop.set_paused(true);
+    wait_for("every core to pause", &|| stop.paused_everywhere());
+    // Requests claimed before the pause may still be on their way: wait
+    // until the server has had none in flight for a while.
+    let quiet_since = std::cell::Cell::new(std::time::Instant::now());
     wait_for("in-flight requests to finish", &|| {
-        a.counters
+        if a.counters
             .in_flight
             .load(std::sync::atomic::Ordering::SeqCst)
-            == 0
+            > 0
+        {
+            quiet_since.set(std::time::Instant::now());
+        }
+        quiet_since.get().elapsed() > Duration::from_millis(200)
     });
     let before = a.requests();
     // Absence can only be observed over time: nothing may arrive while paused.

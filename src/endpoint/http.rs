@@ -311,6 +311,19 @@ impl Slot {
         .map_err(|e| classify_hyper(&e))?;
         let ttfb = start.elapsed();
         let status = response.status().as_u16();
+        let headers = self
+            .link
+            .opts
+            .keep_headers
+            .iter()
+            .flat_map(|name| {
+                response
+                    .headers()
+                    .get_all(name)
+                    .iter()
+                    .map(move |v| (name.clone(), v.clone()))
+            })
+            .collect();
         let mut body = response.into_body();
         let max = self.link.opts.max_body;
         let mut len: u64 = 0;
@@ -345,6 +358,7 @@ impl Slot {
         };
         Ok(Response {
             status,
+            headers,
             body,
             body_len: len,
             ttfb,

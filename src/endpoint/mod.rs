@@ -47,6 +47,9 @@ pub struct Outcome {
 pub struct Response {
     /// HTTP status code.
     pub status: u16,
+    /// The response headers that are compared (`--compare-header`), in
+    /// order; empty otherwise.
+    pub headers: Vec<(::http::HeaderName, ::http::HeaderValue)>,
     /// The body, kept only when something needs it (comparison, `-v`).
     pub body: Bytes,
     /// Body length in bytes, whether or not the body was kept.
@@ -135,4 +138,6 @@ pub struct TransportOptions {
     pub keepalive: bool,
     /// HTTP version policy.
     pub version: HttpVersion,
+    /// Response headers to keep for comparison.
+    pub keep_headers: Vec<::http::HeaderName>,
 }

@@ -5,6 +5,7 @@
 //! statistics to the collector (the calling thread) once per interval,
 //! where they are merged and shown to an [`Observer`].
 
+mod judge;
 mod stop;
 mod window;
 mod worker;
@@ -13,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+pub use self::judge::jsonrpc_error_name;
 pub use self::stop::Stop;
 use self::worker::{CoreMsg, WorkerInput, WorkerJob};
 use crate::endpoint::{self, Link};

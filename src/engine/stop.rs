@@ -3,6 +3,7 @@
 //! each core watches it from a task of its own and keeps a local copy, so
 //! no request touches it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -14,6 +15,8 @@ use tokio::sync::watch;
 pub struct Stop {
     stop: Arc<watch::Sender<bool>>,
     pause: Arc<watch::Sender<bool>>,
+    /// Cores running, and cores that have applied a pause.
+    cores: Arc<(AtomicUsize, AtomicUsize)>,
 }
 
 impl Default for Stop {
@@ -28,6 +31,7 @@ impl Stop {
         Stop {
             stop: Arc::new(watch::Sender::new(false)),
             pause: Arc::new(watch::Sender::new(false)),
+            cores: Arc::new((AtomicUsize::new(0), AtomicUsize::new(0))),
         }
     }
 
@@ -55,6 +59,31 @@ impl Stop {
     /// True while paused.
     pub fn is_paused(&self) -> bool {
         *self.pause.borrow()
+    }
+
+    /// True when paused and every running core has stopped starting
+    /// requests (those in flight may still finish).
+    pub fn paused_everywhere(&self) -> bool {
+        let (running, paused) = &*self.cores;
+        self.is_paused() && paused.load(Ordering::SeqCst) >= running.load(Ordering::SeqCst)
+    }
+
+    /// A core starts (`true`) or ends (`false`) running.
+    pub(crate) fn core_running(&self, running: bool) {
+        if running {
+            self.cores.0.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.cores.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A core applied (`true`) or lifted (`false`) a pause.
+    pub(crate) fn core_paused(&self, paused: bool) {
+        if paused {
+            self.cores.1.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.cores.1.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// A receiver of pause changes, for a core's watcher task.

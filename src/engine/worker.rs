@@ -5,13 +5,13 @@
 //! when the core finishes.
 
 use std::cell::{Cell, RefCell};
-use std::io::Write;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use super::judge;
 use super::window::{Claim, Window};
 use super::Stop;
 use crate::endpoint::{Link, Outcome, Slot};
@@ -139,7 +139,8 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     start_barrier.wait();
     let started = Instant::now();
 
-    let keep_body = endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
+    let keep_body = plan.comparer.jsonrpc()
+        || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
     let core = Rc::new(Core {
         window: RefCell::new(Window::new(plan.window, endpoints)),
         stats: RefCell::new(RunStats::new(endpoints)),
@@ -162,8 +163,9 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
 
     local.block_on(&rt, async {
         tokio::task::spawn_local(feed(core.clone(), input));
-        tokio::task::spawn_local(watch_pause(core.clone(), stop.pause_changes()));
-        tokio::task::spawn_local(watch_stop(core.clone(), stop, started));
+        stop.core_running(true);
+        tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
+        tokio::task::spawn_local(watch_stop(core.clone(), stop.clone(), started));
         tokio::task::spawn_local(tick(core.clone(), ticks, started));
         for (e, endpoint_slots) in slots.into_iter().enumerate() {
             for slot in endpoint_slots {
@@ -172,6 +174,10 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         }
         wait_for_slots(&core).await;
     });
+    if core.paused_since.get().is_some() {
+        stop.core_paused(false);
+    }
+    stop.core_running(false);
     let ended = Instant::now();
     let index = tick_index(ended.saturating_duration_since(started), core.plan.interval);
     let mut stats = core.stats.replace(RunStats::new(endpoints));
@@ -270,14 +276,19 @@ fn begin_stop(core: &Core) {
 }
 
 /// Keep the core's copy of the pause flag; time paused is kept apart.
-async fn watch_pause(core: Rc<Core>, mut changes: tokio::sync::watch::Receiver<bool>) {
+async fn watch_pause(core: Rc<Core>, stop: Stop) {
+    let mut changes = stop.pause_changes();
     loop {
         let paused = *changes.borrow_and_update();
         match (paused, core.paused_since.get()) {
-            (true, None) => core.paused_since.set(Some(Instant::now())),
+            (true, None) => {
+                core.paused_since.set(Some(Instant::now()));
+                stop.core_paused(true);
+            }
             (false, Some(since)) => {
                 core.paused_since.set(None);
                 core.paused.set(core.paused.get() + since.elapsed());
+                stop.core_paused(false);
                 core.work.notify_waiters();
             }
             _ => {}
@@ -413,7 +424,11 @@ fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome) {
     if plan.verbose >= 2 {
         report::verbose::timing_line(&mut std::io::stderr().lock(), plan, e, req, &outcome);
     }
-    core.stats.borrow_mut().endpoints[e].record(&outcome);
+    {
+        let mut stats = core.stats.borrow_mut();
+        stats.endpoints[e].record(&outcome);
+        judge::classify(plan, &mut stats, e, req, &outcome);
+    }
     core.completed.borrow_mut()[e] += 1;
     let mut w = core.window.borrow_mut();
     w.complete(e, i, outcome);
@@ -421,27 +436,7 @@ fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome) {
         core.held_since.borrow_mut()[e].get_or_insert(now);
     }
     let mut stats = core.stats.borrow_mut();
-    let left = w.drain_ready(|req, outcomes| {
-        stats.verdicts.compared += 1;
-        if outcomes.len() < 2 || !plan.comparer.enabled() {
-            return;
-        }
-        let Some(Some(reference)) = outcomes.first() else {
-            return;
-        };
-        let differs = outcomes[1..]
-            .iter()
-            .flatten()
-            .any(|o| !plan.comparer.agree(reference, o));
-        if differs {
-            stats.verdicts.mismatched += 1;
-            if plan.verbose >= 1 {
-                let mut err = std::io::stderr().lock();
-                report::verbose::mismatch(&mut err, plan, req, outcomes);
-                let _ = err.flush();
-            }
-        }
-    });
+    let left = w.drain_ready(|req, outcomes| judge::verdict(plan, &mut stats, req, outcomes));
     if left > 0 {
         core.space.notify_waiters();
     }

@@ -601,6 +601,11 @@ impl EthereumGenerator {
 }
 
 impl Source for EthereumGenerator {
+    fn buffered(&self) -> bool {
+        // Generated on demand: never waits.
+        true
+    }
+
     /// Yields one request per line, forever.
     fn next(&mut self) -> std::io::Result<Next> {
         let mut line = Vec::with_capacity(320);

@@ -126,6 +126,7 @@ fn follow_head(
         max_body: 1 << 20,
         keepalive: true,
         version: HttpVersion::Http1,
+        keep_headers: Vec::new(),
     };
     let tls = match spec.scheme {
         endpoint::Scheme::Https => Some(endpoint::tls_config(

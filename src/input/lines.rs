@@ -4,7 +4,7 @@
 //! reported with its number, never truncated; a line that is not UTF-8 is
 //! skipped and reported.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, BufReader, Read};
 
 use bytes::Bytes;
 
@@ -12,18 +12,23 @@ use super::{Malformed, Next, Request, Source};
 
 /// Reads one request per line.
 pub struct LinesSource<R> {
-    reader: R,
+    reader: BufReader<R>,
     max_line: usize,
     line_no: u64,
     buf: Vec<u8>,
 }
 
-impl<R: BufRead + Send> LinesSource<R> {
+impl<R: Read + Send> LinesSource<R> {
     /// Read lines from `reader`; lines longer than `max_line` bytes
     /// (without the line ending) are skipped.
     pub fn new(reader: R, max_line: usize) -> Self {
+        Self::with_capacity(1 << 16, reader, max_line)
+    }
+
+    /// The same with a read buffer of `capacity` bytes.
+    pub fn with_capacity(capacity: usize, reader: R, max_line: usize) -> Self {
         LinesSource {
-            reader,
+            reader: BufReader::with_capacity(capacity, reader),
             max_line,
             line_no: 0,
             buf: Vec::new(),
@@ -66,7 +71,12 @@ impl<R: BufRead + Send> LinesSource<R> {
     }
 }
 
-impl<R: BufRead + Send> Source for LinesSource<R> {
+impl<R: Read + Send> Source for LinesSource<R> {
+    fn buffered(&self) -> bool {
+        // A whole next line is in the buffer: reading it will not wait.
+        memchr::memchr(b'\n', self.reader.buffer()).is_some()
+    }
+
     fn next(&mut self) -> io::Result<Next> {
         loop {
             let (any, too_long) = self.read_line()?;
@@ -113,8 +123,7 @@ mod tests {
 
     fn all(input: &[u8], max: usize) -> Vec<Result<String, String>> {
         // A tiny buffer so that lines span many reads.
-        let reader = io::BufReader::with_capacity(4, input);
-        let mut src = LinesSource::new(reader, max);
+        let mut src = LinesSource::with_capacity(4, input, max);
         let mut out = Vec::new();
         loop {
             match src.next().unwrap() {
@@ -148,6 +157,18 @@ mod tests {
     fn a_line_exactly_at_the_limit_is_kept_and_crlf_does_not_count() {
         assert_eq!(all(b"0123456789\r\n", 10), [Ok("0123456789".into())]);
         assert!(all(b"01234567890\n", 10)[0].is_err());
+    }
+
+    #[test]
+    fn buffered_says_whether_the_next_line_is_in_memory() {
+        let mut src = LinesSource::new(&b"a\nb\nc"[..], 10);
+        assert!(matches!(src.next().unwrap(), Next::Request(_)));
+        assert!(src.buffered(), "b\n is buffered");
+        assert!(matches!(src.next().unwrap(), Next::Request(_)));
+        assert!(
+            !src.buffered(),
+            "c has no newline yet: the next read may wait"
+        );
     }
 
     #[test]

@@ -70,6 +70,14 @@ pub trait Source: Send {
     /// reported as [`Next::Malformed`].
     fn next(&mut self) -> std::io::Result<Next>;
 
+    /// True when the next record is already in memory, so [`Source::next`]
+    /// will not wait for input. The reader sends a partial batch to the
+    /// cores whenever this is false, so that a request is never held back
+    /// while the source waits (a live pipe). The default is false.
+    fn buffered(&self) -> bool {
+        false
+    }
+
     /// A line for the report about what the input held beyond requests
     /// and malformed records (a capture's streams, say), once it ended.
     fn summary(&self) -> Option<String> {
@@ -107,9 +115,12 @@ pub fn open(
         Some(p) if p != Path::new("-") => Box::new(std::fs::File::open(p)?),
         _ => Box::new(std::io::stdin()),
     };
+    if format == Format::Lines {
+        return Ok(Box::new(lines::LinesSource::new(reader, max_record)));
+    }
     let buffered: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, reader));
     Ok(match format {
-        Format::Lines => Box::new(lines::LinesSource::new(buffered, max_record)),
+        Format::Lines => unreachable!("handled above"),
         Format::Jsonl => Box::new(jsonl::JsonlSource::new(buffered, max_record)),
         Format::Har => Box::new(har::HarSource::new(buffered)),
         Format::Curl => Box::new(curl::CurlSource::new(buffered, max_record)),

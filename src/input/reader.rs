@@ -1,7 +1,9 @@
 //! The input thread: drains a [`Source`] into batches for the engine's
 //! cores, numbers the requests, counts malformed records, and stops at
-//! `--stop-after=N`. Batches grow only while the cores are busy, so a slow
-//! trickle of input is never held back waiting for a batch to fill.
+//! `--stop-after=N`. A partial batch is sent whenever the cores are idle or
+//! the source may have to wait for input, so a request is never held back
+//! waiting for a batch to fill; batches grow only while the cores are busy
+//! and the input is flowing.
 
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -62,7 +64,7 @@ pub fn spawn(
                         r.seq = seq;
                         seq += 1;
                         batch.push(r);
-                        if batch.len() >= MAX_BATCH || tx.is_empty() {
+                        if batch.len() >= MAX_BATCH || tx.is_empty() || !source.buffered() {
                             update(&mut |s| s.stats.requests = seq);
                             if tx.send_blocking(std::mem::take(&mut batch)).is_err() {
                                 return;

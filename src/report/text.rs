@@ -5,11 +5,11 @@
 
 use std::io::{self, Write};
 
-use super::{go_duration, percent, seconds};
+use super::{escape_terminal, go_duration, percent, seconds};
 use crate::endpoint::Failure;
 use crate::engine::RunOutput;
 use crate::plan::Plan;
-use crate::stats::EndpointStats;
+use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
 
 /// The percentiles the report lists.
 const PERCENTILES: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
@@ -66,6 +66,13 @@ fn endpoint(out: &mut dyn Write, plan: &Plan, s: &EndpointStats) -> io::Result<(
         if *n > 0 {
             writeln!(out, "     HTTP {code}: {n}")?;
         }
+    }
+    for (code, n) in &s.jsonrpc_errors {
+        writeln!(
+            out,
+            "     {}: {n}",
+            crate::engine::jsonrpc_error_name(*code)
+        )?;
     }
     writeln!(out)?;
     let statuses: Vec<String> = s
@@ -149,8 +156,30 @@ fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> 
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
     if plan.comparer.enabled() || eps.len() < 2 {
         writeln!(out, "   Mismatched: {}", v.mismatched)?;
+        groups(out, plan, v)?;
     } else {
         writeln!(out, "   Mismatched: - (comparison off)")?;
+    }
+    error_groups(out, v)?;
+    noise(out, plan, v)?;
+    if v.fell_back > 0 {
+        writeln!(
+            out,
+            "   As bytes:   {} requests compared byte for byte because a body was not JSON",
+            v.fell_back
+        )?;
+    }
+    if let Some(log) = &plan.mismatch_log {
+        let (seen, written) = log.counts();
+        writeln!(
+            out,
+            "   Logged:     {written} of {seen} mismatched requests written to --mismatches{}",
+            if written < seen {
+                " (--mismatch-limit reached)"
+            } else {
+                ""
+            }
+        )?;
     }
     if v.incomplete > 0 {
         writeln!(
@@ -192,4 +221,181 @@ fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> 
         )?;
     }
     Ok(())
+}
+
+/// Most groups listed; the rest are summed up in one line.
+const GROUPS_SHOWN: usize = 20;
+
+/// Mismatches by method and field, most frequent first, with each group's
+/// share of its method's requests; with `-v`, up to three samples each.
+fn groups(out: &mut dyn Write, plan: &Plan, v: &VerdictStats) -> io::Result<()> {
+    let groups = v.sorted_groups();
+    if groups.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "     by method and field (requests, share of the method's requests):"
+    )?;
+    let rows: Vec<[String; 5]> = groups
+        .iter()
+        .take(GROUPS_SHOWN)
+        .map(|g| {
+            [
+                g.count.to_string(),
+                percent(g.count, v.method_count(&g.method)),
+                g.endpoint.clone(),
+                g.method.clone(),
+                format!("{} {}", g.field, g.kind),
+            ]
+        })
+        .collect();
+    let widths = column_widths(&rows);
+    for (row, g) in rows.iter().zip(&groups) {
+        writeln!(out, "       {}", escape_terminal(&pad(row, &widths)))?;
+        if plan.verbose >= 1 {
+            samples(out, plan, g)?;
+        }
+    }
+    if groups.len() > GROUPS_SHOWN {
+        let rest: u64 = groups[GROUPS_SHOWN..].iter().map(|g| g.count).sum();
+        writeln!(
+            out,
+            "       ... {} more groups with {rest} requests",
+            groups.len() - GROUPS_SHOWN
+        )?;
+    }
+    Ok(())
+}
+
+fn samples(out: &mut dyn Write, plan: &Plan, g: &MismatchGroup) -> io::Result<()> {
+    for s in &g.samples {
+        writeln!(
+            out,
+            "         request {}: {}",
+            s.seq,
+            escape_terminal(&s.request)
+        )?;
+        let values: Vec<String> = plan
+            .endpoints
+            .iter()
+            .zip(&s.values)
+            .map(|(e, v)| format!("{}: {v}", e.label))
+            .collect();
+        writeln!(out, "           {}", escape_terminal(&values.join("   ")))?;
+        for line in s.diff.lines() {
+            writeln!(out, "           {}", escape_terminal(line))?;
+        }
+    }
+    Ok(())
+}
+
+/// Errors by method, endpoint and kind.
+fn error_groups(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
+    let groups = v.sorted_error_groups();
+    if groups.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "   Errors by method (requests, share of the method's requests):"
+    )?;
+    let rows: Vec<[String; 5]> = groups
+        .iter()
+        .take(GROUPS_SHOWN)
+        .map(|g| {
+            [
+                g.count.to_string(),
+                percent(g.count, v.method_count(&g.method)),
+                g.endpoint.clone(),
+                g.method.clone(),
+                g.field.clone(),
+            ]
+        })
+        .collect();
+    let widths = column_widths(&rows);
+    for row in &rows {
+        writeln!(out, "       {}", escape_terminal(&pad(row, &widths)))?;
+    }
+    if groups.len() > GROUPS_SHOWN {
+        writeln!(
+            out,
+            "       ... {} more groups",
+            groups.len() - GROUPS_SHOWN
+        )?;
+    }
+    Ok(())
+}
+
+/// Noise mode: how often each field differs between the two reference
+/// answers and at the candidates; fields that are only noise apart.
+fn noise(out: &mut dyn Write, plan: &Plan, v: &VerdictStats) -> io::Result<()> {
+    let Some(twin) = plan.comparer.twin() else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "   Noise:      {} is a second copy of the reference; {} requests differed only where the two reference answers differ",
+        plan.endpoints[twin].label, v.noise_only
+    )?;
+    let mut fields: Vec<_> = v.noise.iter().collect();
+    fields.sort_by(|a, b| {
+        b.reference_pair
+            .cmp(&a.reference_pair)
+            .then_with(|| a.field.cmp(&b.field))
+    });
+    let row = |f: &NoiseField| {
+        [
+            f.field.clone(),
+            percent(f.reference_pair, v.compared),
+            percent(f.candidate, v.compared),
+        ]
+    };
+    let (noisy, mixed): (Vec<_>, Vec<_>) = fields
+        .into_iter()
+        .filter(|f| f.reference_pair > 0)
+        .partition(|f| f.candidate == f.cancelled);
+    for (title, list) in [
+        (
+            "noisy fields (every candidate difference there was noise)",
+            noisy,
+        ),
+        ("fields that are noisy and also really differ", mixed),
+    ] {
+        if list.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "     {title}: field, reference vs reference, reference vs candidate"
+        )?;
+        let rows: Vec<[String; 3]> = list.iter().map(|f| row(f)).collect();
+        let widths = column_widths(&rows);
+        for r in &rows {
+            writeln!(out, "       {}", escape_terminal(&pad(r, &widths)))?;
+        }
+    }
+    Ok(())
+}
+
+fn column_widths<const N: usize>(rows: &[[String; N]]) -> [usize; N] {
+    let mut w = [0; N];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    w
+}
+
+fn pad<const N: usize>(row: &[String; N], widths: &[usize; N]) -> String {
+    let mut s = String::new();
+    for (i, (c, w)) in row.iter().zip(widths).enumerate() {
+        if i + 1 == N {
+            s.push_str(c);
+        } else {
+            s.push_str(&format!("{c:<w$}  "));
+        }
+    }
+    s
 }

@@ -10,6 +10,9 @@ use hdrhistogram::Histogram;
 
 use crate::endpoint::{Failure, Outcome};
 
+/// The code under which a JSON-RPC batch answer holding errors is counted.
+pub const BATCH_ERROR: i64 = i64::MIN;
+
 /// Highest latency a histogram holds: one hour, in microseconds. Longer
 /// values are clamped to it (and still counted).
 const MAX_MICROS: u64 = 3_600_000_000;
@@ -38,6 +41,9 @@ pub struct EndpointStats {
     pub failures: [u64; Failure::ALL.len()],
     /// Responses by status code (index = code, 0..1000).
     pub status: Vec<u64>,
+    /// JSON-RPC error answers (inside HTTP 2xx) by error code; a batch
+    /// holding errors counts under [`BATCH_ERROR`].
+    pub jsonrpc_errors: std::collections::BTreeMap<i64, u64>,
     /// Response body bytes received.
     pub bytes_in: u64,
     /// Request body bytes sent.
@@ -67,6 +73,7 @@ impl Default for EndpointStats {
             responses: 0,
             failures: [0; Failure::ALL.len()],
             status: vec![0; 1000],
+            jsonrpc_errors: std::collections::BTreeMap::new(),
             bytes_in: 0,
             bytes_out: 0,
             latency: new_histogram(),
@@ -110,9 +117,12 @@ impl EndpointStats {
         self.status[400..].iter().sum()
     }
 
-    /// Errors: failures plus responses with status 400 or above.
+    /// Errors: failures, responses with status 400 or above, and JSON-RPC
+    /// error answers.
     pub fn errors(&self) -> u64 {
-        self.failures.iter().sum::<u64>() + self.error_statuses()
+        self.failures.iter().sum::<u64>()
+            + self.error_statuses()
+            + self.jsonrpc_errors.values().sum::<u64>()
     }
 
     /// Add another core's stats of the same endpoint.
@@ -124,6 +134,9 @@ impl EndpointStats {
         }
         for (a, b) in self.status.iter_mut().zip(&other.status) {
             *a += b;
+        }
+        for (code, n) in &other.jsonrpc_errors {
+            *self.jsonrpc_errors.entry(*code).or_default() += n;
         }
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;
@@ -166,7 +179,22 @@ pub struct VerdictStats {
     /// Mismatches grouped by request method and field, most frequent first
     /// once sorted; bounded in number.
     pub groups: Vec<MismatchGroup>,
+    /// Errors grouped by request method, endpoint and kind (`field` holds
+    /// the error kind, `kind` is `error`); bounded in number.
+    pub error_groups: Vec<MismatchGroup>,
+    /// Requests per method (JSON-RPC method, or HTTP method and path),
+    /// bounded in number (the rest under `(other)`).
+    pub methods: Vec<(String, u64)>,
+    /// Requests whose bodies were not JSON and were compared as bytes.
+    pub fell_back: u64,
+    /// Noise mode: requests whose candidate differences were all noise.
+    pub noise_only: u64,
+    /// Noise mode: per field, reference-pair and candidate differences.
+    pub noise: Vec<NoiseField>,
 }
+
+/// Most methods counted by name.
+pub const MAX_METHODS: usize = 200;
 
 /// Most mismatch groups kept; later new groups are counted in the last one.
 pub const MAX_GROUPS: usize = 200;
@@ -204,6 +232,23 @@ pub struct MismatchSample {
     /// Each endpoint's value at the differing field (compact JSON, status,
     /// or failure), in endpoint order.
     pub values: Vec<String>,
+    /// A unified diff of the pretty-printed reference and candidate bodies.
+    #[serde(default)]
+    pub diff: String,
+}
+
+/// How one field fares in noise mode: how often the two reference answers
+/// differ there, and how often a candidate does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NoiseField {
+    /// The grouped field.
+    pub field: String,
+    /// Requests where the two reference answers differ here.
+    pub reference_pair: u64,
+    /// Candidate differences here (noise or not).
+    pub candidate: u64,
+    /// Of those, cancelled as noise.
+    pub cancelled: u64,
 }
 
 impl VerdictStats {
@@ -213,55 +258,139 @@ impl VerdictStats {
         self.mismatched += other.mismatched;
         self.incomplete += other.incomplete;
         for g in &other.groups {
-            self.add_group(g);
+            count_group(
+                &mut self.groups,
+                &g.method,
+                &g.field,
+                &g.kind,
+                &g.endpoint,
+                g.count,
+                || g.samples.clone(),
+            );
+        }
+        for g in &other.error_groups {
+            count_group(
+                &mut self.error_groups,
+                &g.method,
+                &g.field,
+                &g.kind,
+                &g.endpoint,
+                g.count,
+                Vec::new,
+            );
+        }
+        for (m, n) in &other.methods {
+            self.count_method(m, *n);
+        }
+        self.fell_back += other.fell_back;
+        self.noise_only += other.noise_only;
+        for f in &other.noise {
+            let mine = self.noise_field(&f.field);
+            mine.reference_pair += f.reference_pair;
+            mine.candidate += f.candidate;
+            mine.cancelled += f.cancelled;
         }
     }
 
-    /// Count `g` into the matching group, or keep it as a new one while
-    /// fewer than [`MAX_GROUPS`] exist (beyond that it is counted in an
-    /// `(other)` group, so no mismatch goes uncounted).
-    pub fn add_group(&mut self, g: &MismatchGroup) {
-        let same = |h: &&mut MismatchGroup| {
-            h.method == g.method
-                && h.field == g.field
-                && h.kind == g.kind
-                && h.endpoint == g.endpoint
-        };
-        if let Some(h) = self.groups.iter_mut().find(same) {
-            h.count += g.count;
-            let room = GROUP_SAMPLES.saturating_sub(h.samples.len());
-            h.samples.extend(g.samples.iter().take(room).cloned());
-            return;
-        }
-        if self.groups.len() < MAX_GROUPS {
-            self.groups.push(g.clone());
-            return;
-        }
-        let other = MismatchGroup {
-            method: "(other)".into(),
-            field: "(other)".into(),
-            kind: "(other)".into(),
-            endpoint: "(other)".into(),
-            count: 0,
-            samples: Vec::new(),
-        };
-        if !self.groups.iter().any(|h| h.method == "(other)") {
-            self.groups.push(other);
-        }
-        if let Some(h) = self.groups.iter_mut().find(|h| h.method == "(other)") {
-            h.count += g.count;
+    /// Count `n` requests of `method`.
+    pub fn count_method(&mut self, method: &str, n: u64) {
+        if let Some(m) = self.methods.iter_mut().find(|(m, _)| m == method) {
+            m.1 += n;
+        } else if self.methods.len() < MAX_METHODS || method == crate::compare::method::OTHER {
+            self.methods.push((method.to_string(), n));
+        } else {
+            self.count_method(crate::compare::method::OTHER, n);
         }
     }
 
-    /// Groups, most frequent first (ties by method and field).
+    /// Requests counted for `method`.
+    pub fn method_count(&self, method: &str) -> u64 {
+        self.methods
+            .iter()
+            .find(|(m, _)| m == method)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// The noise record of `field`, created when new (bounded like groups;
+    /// beyond the bound, fields share an `(other)` record).
+    pub fn noise_field(&mut self, field: &str) -> &mut NoiseField {
+        let known = self.noise.iter().position(|f| f.field == field);
+        let field = if known.is_none() && self.noise.len() >= MAX_GROUPS {
+            crate::compare::method::OTHER
+        } else {
+            field
+        };
+        let i = match self.noise.iter().position(|f| f.field == field) {
+            Some(i) => i,
+            None => {
+                self.noise.push(NoiseField {
+                    field: field.to_string(),
+                    ..NoiseField::default()
+                });
+                self.noise.len() - 1
+            }
+        };
+        &mut self.noise[i]
+    }
+
+    /// Mismatch groups, most frequent first (ties by method and field).
     pub fn sorted_groups(&self) -> Vec<&MismatchGroup> {
-        let mut v: Vec<&MismatchGroup> = self.groups.iter().collect();
-        v.sort_by(|a, b| {
-            b.count
-                .cmp(&a.count)
-                .then_with(|| (&a.method, &a.field).cmp(&(&b.method, &b.field)))
-        });
-        v
+        sorted(&self.groups)
+    }
+
+    /// Error groups, most frequent first.
+    pub fn sorted_error_groups(&self) -> Vec<&MismatchGroup> {
+        sorted(&self.error_groups)
+    }
+}
+
+fn sorted(groups: &[MismatchGroup]) -> Vec<&MismatchGroup> {
+    let mut v: Vec<&MismatchGroup> = groups.iter().collect();
+    v.sort_by(|a, b| {
+        b.count.cmp(&a.count).then_with(|| {
+            (&a.method, &a.field, &a.endpoint).cmp(&(&b.method, &b.field, &b.endpoint))
+        })
+    });
+    v
+}
+
+/// Count `n` into the group with this key, creating it while fewer than
+/// [`MAX_GROUPS`] exist (beyond that it is counted in an `(other)` group, so
+/// nothing goes uncounted). `samples` is called only when the group has
+/// room for more samples.
+pub fn count_group(
+    groups: &mut Vec<MismatchGroup>,
+    method: &str,
+    field: &str,
+    kind: &str,
+    endpoint: &str,
+    n: u64,
+    samples: impl FnOnce() -> Vec<MismatchSample>,
+) {
+    let other = crate::compare::method::OTHER;
+    let found = groups.iter().position(|h| {
+        h.method == method && h.field == field && h.kind == kind && h.endpoint == endpoint
+    });
+    let i = match found {
+        Some(i) => i,
+        None if groups.len() < MAX_GROUPS || method == other => {
+            groups.push(MismatchGroup {
+                method: method.to_string(),
+                field: field.to_string(),
+                kind: kind.to_string(),
+                endpoint: endpoint.to_string(),
+                count: 0,
+                samples: Vec::new(),
+            });
+            groups.len() - 1
+        }
+        None => return count_group(groups, other, other, other, other, n, Vec::new),
+    };
+    let g = &mut groups[i];
+    g.count += n;
+    if g.samples.len() < GROUP_SAMPLES {
+        let room = GROUP_SAMPLES - g.samples.len();
+        g.samples.extend(samples().into_iter().take(room));
     }
 }
 
@@ -301,6 +430,7 @@ mod tests {
         Outcome {
             result: Ok(Response {
                 status,
+                headers: Vec::new(),
                 body: bytes::Bytes::new(),
                 body_len: 10,
                 ttfb: Duration::from_millis(ms / 2),

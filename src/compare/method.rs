@@ -1,0 +1,173 @@
+//! What a request is, for grouping and per-method rules: its JSON-RPC
+//! method, or its HTTP method and path. Cheap: a JSON-RPC method is read by
+//! a byte scan, not a parse.
+
+use crate::endpoint::{EndpointSpec, Style};
+use crate::input::Request;
+
+/// Requests whose kind could not be named (beyond the method cap).
+pub const OTHER: &str = "(other)";
+
+/// The JSON-RPC method of a request body, read by a byte scan: `batch` for
+/// a batch, `None` when the body is not a JSON-RPC call.
+pub fn quick_jsonrpc_method(body: &[u8]) -> Option<&str> {
+    let start = body.iter().position(|b| !b.is_ascii_whitespace())?;
+    match body[start] {
+        b'[' => return memchr::memmem::find(body, b"\"jsonrpc\"").map(|_| "batch"),
+        b'{' => {}
+        _ => return None,
+    }
+    memchr::memmem::find(body, b"\"jsonrpc\"")?;
+    let at = memchr::memmem::find(body, b"\"method\"")? + 8;
+    let rest = &body[at..];
+    let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
+    if rest[colon] != b':' {
+        return None;
+    }
+    let rest = &rest[colon + 1..];
+    let quote = rest.iter().position(|b| !b.is_ascii_whitespace())?;
+    if rest[quote] != b'"' {
+        return None;
+    }
+    let name = &rest[quote + 1..];
+    let end = name.iter().position(|b| *b == b'"' || *b == b'\\')?;
+    if name[end] == b'\\' {
+        return None;
+    }
+    std::str::from_utf8(&name[..end]).ok()
+}
+
+/// How a request is named in groups, and the selector its per-method rules
+/// are chosen by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// The group name: `eth_getBalance`, `batch`, or `GET /users/{id}`.
+    pub group: String,
+    /// The rules selector: the JSON-RPC method, or `GET /users/42`.
+    pub selector: String,
+    /// True for JSON-RPC requests.
+    pub jsonrpc: bool,
+}
+
+/// Name a request as the reference endpoint would receive it.
+pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
+    if req.target.is_none() {
+        if let Some(m) = quick_jsonrpc_method(&req.body) {
+            return Kind {
+                group: m.to_string(),
+                selector: m.to_string(),
+                jsonrpc: true,
+            };
+        }
+    }
+    let (method, path) = match (&req.target, reference.style) {
+        (Some(t), _) => (
+            req.method.as_ref().map_or("GET", |m| m.as_str()),
+            path_of(t).to_string(),
+        ),
+        (None, Style::Get) => (
+            req.method.as_ref().map_or("GET", |m| m.as_str()),
+            format!(
+                "{}{}",
+                reference.base_path.split('?').next().unwrap_or("/"),
+                String::from_utf8_lossy(&req.body)
+            ),
+        ),
+        (None, Style::Post) => (
+            req.method.as_ref().map_or("POST", |m| m.as_str()),
+            reference.base_path.clone(),
+        ),
+    };
+    let path = path.split('?').next().unwrap_or("/").to_string();
+    Kind {
+        group: format!("{method} {}", normalize(&path)),
+        selector: format!("{method} {path}"),
+        jsonrpc: false,
+    }
+}
+
+/// The path of a target that may be an absolute URL.
+fn path_of(target: &str) -> &str {
+    match target.find("://") {
+        Some(i) => {
+            let after = &target[i + 3..];
+            after.find('/').map_or("/", |j| &after[j..])
+        }
+        None => target,
+    }
+}
+
+/// Replace path segments that look like identifiers (numbers, hex, UUIDs,
+/// long tokens) with `{id}`, so `/users/42` and `/users/43` group together.
+pub fn normalize(path: &str) -> String {
+    path.split('/')
+        .map(|seg| {
+            let digits = !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit());
+            let hexish = seg.len() >= 8
+                && seg
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() || b == b'-' || b == b'x');
+            let token = seg.len() >= 20 && seg.bytes().any(|b| b.is_ascii_digit());
+            if digits || hexish || token {
+                "{id}"
+            } else {
+                seg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonrpc_methods_by_scan() {
+        assert_eq!(
+            quick_jsonrpc_method(br#"{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[]}"#),
+            Some("eth_call")
+        );
+        assert_eq!(
+            quick_jsonrpc_method(br#" { "method" : "a_b", "jsonrpc": "2.0" }"#),
+            Some("a_b")
+        );
+        assert_eq!(
+            quick_jsonrpc_method(br#"[{"jsonrpc":"2.0","method":"x"}]"#),
+            Some("batch")
+        );
+        assert_eq!(quick_jsonrpc_method(br#"{"method":"x"}"#), None);
+        assert_eq!(
+            quick_jsonrpc_method(br#"{"jsonrpc":"2.0","method":"a\"b"}"#),
+            None
+        );
+        assert_eq!(quick_jsonrpc_method(b"hello"), None);
+    }
+
+    #[test]
+    fn http_paths_group_by_shape() {
+        assert_eq!(
+            normalize("/users/42/orders/0xdeadbeef01"),
+            "/users/{id}/orders/{id}"
+        );
+        assert_eq!(normalize("/api/v1/items"), "/api/v1/items");
+        let spec = EndpointSpec::parse("http://h/v1/", false).unwrap();
+        let mut r = Request::line(0, bytes::Bytes::new());
+        r.target = Some("https://old.example/users/7?x=1".into());
+        r.method = Some(http::Method::DELETE);
+        let k = kind(&r, &spec);
+        assert_eq!(
+            (k.group.as_str(), k.selector.as_str(), k.jsonrpc),
+            ("DELETE /users/{id}", "DELETE /users/7", false)
+        );
+        let line = Request::line(
+            0,
+            bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","method":"eth_chainId"}"#),
+        );
+        assert_eq!(kind(&line, &spec).group, "eth_chainId");
+        assert_eq!(
+            kind(&Request::line(0, "plain".into()), &spec).group,
+            "POST /v1/"
+        );
+    }
+}

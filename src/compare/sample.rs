@@ -1,0 +1,150 @@
+//! Samples of a mismatch, for `-v` and saved runs: the request, each
+//! endpoint's value at the differing field, and a unified diff of the
+//! pretty-printed bodies. Built only for the first few requests of a group.
+
+use super::json::value_at;
+use super::verdict::{describe, Finding};
+use crate::endpoint::Outcome;
+use crate::input::Request;
+use crate::stats::MismatchSample;
+
+/// Longest request text kept in a sample.
+const REQUEST_LIMIT: usize = 500;
+/// Longest value kept per endpoint.
+const VALUE_LIMIT: usize = 300;
+/// Most diff lines kept.
+const DIFF_LINES: usize = 40;
+
+/// A sample of `finding` in this request.
+pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) -> MismatchSample {
+    let values = outcomes
+        .iter()
+        .map(|o| match o {
+            None => "-".to_string(),
+            Some(o) => cut(&value(o, finding), VALUE_LIMIT),
+        })
+        .collect();
+    let diff = match (outcomes.first(), outcomes.get(finding.endpoint)) {
+        (Some(Some(a)), Some(Some(b))) => diff(a, b),
+        _ => String::new(),
+    };
+    MismatchSample {
+        seq: req.seq,
+        request: cut(&String::from_utf8_lossy(&req.body), REQUEST_LIMIT),
+        values,
+        diff,
+    }
+}
+
+/// What an outcome holds at the finding's field.
+fn value(o: &Outcome, finding: &Finding) -> String {
+    match (&o.result, &finding.path) {
+        (Ok(r), Some(path)) => value_at(&r.body, path).unwrap_or_else(|| "(absent)".to_string()),
+        (Ok(r), None) if finding.field == "body" => String::from_utf8_lossy(&r.body).into_owned(),
+        (Ok(r), None) if finding.field.starts_with("header ") => {
+            let name = &finding.field["header ".len()..];
+            let v: Vec<&str> = r
+                .headers
+                .iter()
+                .filter(|(n, _)| n == name)
+                .filter_map(|(_, v)| v.to_str().ok())
+                .collect();
+            if v.is_empty() {
+                "(absent)".to_string()
+            } else {
+                v.join(", ")
+            }
+        }
+        _ => describe(o),
+    }
+}
+
+/// A unified diff of the two bodies, pretty-printed when they are JSON.
+fn diff(a: &Outcome, b: &Outcome) -> String {
+    let (Ok(a), Ok(b)) = (&a.result, &b.result) else {
+        return String::new();
+    };
+    let (pa, pb) = (pretty(&a.body), pretty(&b.body));
+    let text = similar::TextDiff::from_lines(&pa, &pb)
+        .unified_diff()
+        .context_radius(2)
+        .header("reference", "candidate")
+        .to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut s = lines[..lines.len().min(DIFF_LINES)].join("\n");
+    if lines.len() > DIFF_LINES {
+        s.push_str(&format!(
+            "\n... ({} more diff lines)",
+            lines.len() - DIFF_LINES
+        ));
+    }
+    s
+}
+
+/// Pretty JSON, or the text as it is.
+pub fn pretty(body: &[u8]) -> String {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_default(),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    }
+}
+
+/// Cut `s` to at most `limit` bytes on a character boundary, with a note.
+pub fn cut(s: &str, limit: usize) -> String {
+    if s.len() <= limit {
+        return s.to_string();
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} more bytes)", &s[..end], s.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::endpoint::Response;
+    use std::time::Duration;
+
+    fn resp(body: &str) -> Option<Outcome> {
+        Some(Outcome {
+            result: Ok(Response {
+                status: 200,
+                headers: Vec::new(),
+                body: bytes::Bytes::copy_from_slice(body.as_bytes()),
+                body_len: body.len() as u64,
+                ttfb: Duration::ZERO,
+            }),
+            latency: Duration::ZERO,
+            connect: None,
+            bytes_out: 0,
+        })
+    }
+
+    #[test]
+    fn a_sample_has_each_value_at_the_path_and_a_diff() {
+        let c = crate::compare::Comparer::new(crate::compare::CompareMode::Auto);
+        let outcomes = [
+            resp(r#"{"result":{"balance":"0x10","n":1}}"#),
+            resp(r#"{"result":{"n":1,"balance":"0x11"}}"#),
+        ];
+        let kind = || crate::compare::method::Kind {
+            group: "m".into(),
+            selector: "m".into(),
+            jsonrpc: false,
+        };
+        let j = c.judge(&kind, &outcomes);
+        let s = sample(
+            &Request::line(7, "{\"q\":1}".into()),
+            &outcomes,
+            &j.findings[0],
+        );
+        assert_eq!(s.seq, 7);
+        assert_eq!(s.request, "{\"q\":1}");
+        assert_eq!(s.values, ["\"0x10\"", "\"0x11\""]);
+        assert!(s.diff.contains("-    \"balance\": \"0x10\""), "{}", s.diff);
+        assert!(s.diff.contains("+    \"balance\": \"0x11\""), "{}", s.diff);
+        assert_eq!(cut("héllo", 2), "h... (5 more bytes)");
+    }
+}

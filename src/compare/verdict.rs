@@ -1,0 +1,445 @@
+//! The verdict on one request: every endpoint's outcome against the
+//! reference's, under the rules for the request's method, with noise
+//! cancelled. The findings say where each endpoint differs, for grouping.
+//! Equal answers cost a byte comparison and allocate nothing.
+
+use http::HeaderName;
+
+use super::json::{self, Difference};
+use super::method::Kind;
+use super::path::{render, render_grouped, Segment};
+use super::rules::Rules;
+use super::CompareMode;
+use crate::endpoint::{Outcome, Response};
+
+/// One place where an endpoint's answer differs from the reference's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The endpoint that differs.
+    pub endpoint: usize,
+    /// The field, grouped (`$.result.logs[*].data`, `status`, `body`,
+    /// `outcome`, `header etag`).
+    pub field: String,
+    /// The concrete location (`$.result.logs[3].data`), for noise matching.
+    pub at: String,
+    /// The JSON path, when the field is one.
+    pub path: Option<Vec<Segment>>,
+    /// How it differs (`changed`, `missing`, `200 vs timeout`, ...).
+    pub kind: String,
+}
+
+/// The judgement of one request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Judgement {
+    /// Some endpoint really differs from the reference.
+    pub mismatched: bool,
+    /// Real differences (noise removed).
+    pub findings: Vec<Finding>,
+    /// Grouped fields where the two reference answers differ (noise mode).
+    pub reference_pair: Vec<String>,
+    /// Grouped fields of candidate differences cancelled as noise.
+    pub cancelled: Vec<String>,
+    /// A body was not JSON and was compared as bytes.
+    pub fell_back: bool,
+}
+
+/// Decides verdicts: the comparison mode, the rules, the compared headers,
+/// and the reference's twin for noise cancellation.
+#[derive(Clone, Debug)]
+pub struct Comparer {
+    mode: CompareMode,
+    rules: Rules,
+    jsonrpc: bool,
+    headers: Vec<HeaderName>,
+    twin: Option<usize>,
+}
+
+impl Default for Comparer {
+    fn default() -> Self {
+        Comparer::new(CompareMode::Auto)
+    }
+}
+
+impl Comparer {
+    /// A comparer for `mode` with strict structural rules, JSON-RPC aware.
+    pub fn new(mode: CompareMode) -> Comparer {
+        Comparer {
+            mode,
+            rules: Rules::new(Default::default()),
+            jsonrpc: true,
+            headers: Vec::new(),
+            twin: None,
+        }
+    }
+
+    /// Use these rules (from the command line and `--rules`).
+    pub fn with_rules(mut self, rules: Rules) -> Comparer {
+        self.rules = rules;
+        self
+    }
+
+    /// Turn JSON-RPC awareness on or off.
+    pub fn with_jsonrpc(mut self, on: bool) -> Comparer {
+        self.jsonrpc = on;
+        self
+    }
+
+    /// Compare these response headers too.
+    pub fn with_headers(mut self, headers: Vec<HeaderName>) -> Comparer {
+        self.headers = headers;
+        self
+    }
+
+    /// Endpoint `twin` is a second copy of the reference: differences the
+    /// two copies also show are noise.
+    pub fn with_twin(mut self, twin: Option<usize>) -> Comparer {
+        self.twin = twin;
+        self
+    }
+
+    /// The headers compared.
+    pub fn headers(&self) -> &[HeaderName] {
+        &self.headers
+    }
+
+    /// The reference's twin, in noise mode.
+    pub fn twin(&self) -> Option<usize> {
+        self.twin
+    }
+
+    /// True when JSON-RPC awareness is on.
+    pub fn jsonrpc(&self) -> bool {
+        self.jsonrpc && self.enabled()
+    }
+
+    /// True when verdicts need response bodies.
+    pub fn needs_body(&self) -> bool {
+        matches!(
+            self.mode,
+            CompareMode::Auto | CompareMode::Bytes | CompareMode::Json
+        )
+    }
+
+    /// True when comparison is on at all.
+    pub fn enabled(&self) -> bool {
+        self.mode != CompareMode::None
+    }
+
+    /// Do two outcomes agree by the cheap test (status, compared headers,
+    /// bytes)? `false` means "look closer", not "differ".
+    fn same(&self, a: &Outcome, b: &Outcome) -> bool {
+        match (&a.result, &b.result) {
+            (Err(x), Err(y)) => x == y,
+            (Ok(x), Ok(y)) => {
+                x.status == y.status
+                    && x.headers == y.headers
+                    && (!self.needs_body() || x.body == y.body)
+            }
+            _ => false,
+        }
+    }
+
+    /// Judge one request. `kind` names it (computed only when answers
+    /// differ); `outcomes` are in endpoint order, the first the reference.
+    pub fn judge(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<Outcome>]) -> Judgement {
+        let mut j = Judgement::default();
+        if !self.enabled() {
+            return j;
+        }
+        let Some(Some(reference)) = outcomes.first() else {
+            return j;
+        };
+        let twin = self
+            .twin
+            .and_then(|t| outcomes.get(t)?.as_ref().map(|o| (t, o)));
+        let differs = |i: usize, o: &Option<Outcome>| {
+            Some(i) != self.twin && i > 0 && o.as_ref().is_some_and(|o| !self.same(reference, o))
+        };
+        let twin_differs = twin.is_some_and(|(_, o)| !self.same(reference, o));
+        if !twin_differs && !outcomes.iter().enumerate().any(|(i, o)| differs(i, o)) {
+            return j;
+        }
+        let kind = kind();
+        let rules = self.rules.for_method(&kind.selector);
+        let mut rules = rules.into_owned();
+        rules.jsonrpc |= self.jsonrpc && kind.jsonrpc;
+        let mut noise = Vec::new();
+        if let Some((t, o)) = twin.filter(|_| twin_differs) {
+            noise = self.findings(&rules, t, reference, o, &mut j.fell_back);
+            j.reference_pair = noise.iter().map(|f| f.field.clone()).collect();
+        }
+        for (i, o) in outcomes.iter().enumerate() {
+            let Some(o) = o.as_ref().filter(|_| differs(i, &outcomes[i])) else {
+                continue;
+            };
+            for f in self.findings(&rules, i, reference, o, &mut j.fell_back) {
+                if noise.iter().any(|n| covers(&n.at, &f.at)) {
+                    j.cancelled.push(f.field);
+                } else {
+                    j.findings.push(f);
+                }
+            }
+        }
+        j.mismatched = !j.findings.is_empty();
+        j
+    }
+
+    /// Where `candidate` (endpoint `e`) differs from `reference`.
+    fn findings(
+        &self,
+        rules: &super::rules::RuleSet,
+        e: usize,
+        reference: &Outcome,
+        candidate: &Outcome,
+        fell_back: &mut bool,
+    ) -> Vec<Finding> {
+        let simple = |field: &str, kind: String| Finding {
+            endpoint: e,
+            field: field.to_string(),
+            at: field.to_string(),
+            path: None,
+            kind,
+        };
+        let (a, b) = match (&reference.result, &candidate.result) {
+            (Err(x), Err(y)) if x == y => return Vec::new(),
+            (Ok(a), Ok(b)) => (a, b),
+            _ => {
+                return vec![simple(
+                    "outcome",
+                    format!("{} vs {}", describe(reference), describe(candidate)),
+                )]
+            }
+        };
+        if a.status != b.status {
+            return vec![simple("status", format!("{} vs {}", a.status, b.status))];
+        }
+        let mut out = Vec::new();
+        for name in &self.headers {
+            let va: Vec<_> = a
+                .headers
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v)
+                .collect();
+            let vb: Vec<_> = b
+                .headers
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v)
+                .collect();
+            if va != vb {
+                out.push(simple(&format!("header {name}"), "changed".into()));
+            }
+        }
+        match self.mode {
+            CompareMode::Status | CompareMode::None => {}
+            _ if a.body == b.body => {}
+            CompareMode::Bytes => out.push(simple("body", "changed".into())),
+            CompareMode::Auto | CompareMode::Json => match json::compare(rules, &a.body, &b.body) {
+                Ok(diffs) => out.extend(diffs.into_iter().map(|d| json_finding(e, d))),
+                Err(_) => {
+                    *fell_back = true;
+                    out.push(simple("body", "changed (not JSON)".into()));
+                }
+            },
+        }
+        out
+    }
+}
+
+fn json_finding(endpoint: usize, d: Difference) -> Finding {
+    Finding {
+        endpoint,
+        field: render_grouped(&d.path),
+        at: render(&d.path),
+        kind: d.kind.to_string(),
+        path: Some(d.path),
+    }
+}
+
+/// Noise at `noise` covers a difference at `at` when it is the same place
+/// or an ancestor of it.
+fn covers(noise: &str, at: &str) -> bool {
+    at == noise
+        || at
+            .strip_prefix(noise)
+            .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+}
+
+/// A short description of an outcome: the status, or the failure.
+pub fn describe(o: &Outcome) -> String {
+    match &o.result {
+        Ok(Response { status, .. }) => status.to_string(),
+        Err(f) => f.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::endpoint::Failure;
+    use std::time::Duration;
+
+    fn resp(status: u16, body: &str) -> Option<Outcome> {
+        Some(Outcome {
+            result: Ok(Response {
+                status,
+                headers: Vec::new(),
+                body: bytes::Bytes::copy_from_slice(body.as_bytes()),
+                body_len: body.len() as u64,
+                ttfb: Duration::ZERO,
+            }),
+            latency: Duration::ZERO,
+            connect: None,
+            bytes_out: 0,
+        })
+    }
+
+    fn fail(f: Failure) -> Option<Outcome> {
+        Some(Outcome {
+            result: Err(f),
+            latency: Duration::ZERO,
+            connect: None,
+            bytes_out: 0,
+        })
+    }
+
+    fn rpc() -> Kind {
+        Kind {
+            group: "eth_x".into(),
+            selector: "eth_x".into(),
+            jsonrpc: true,
+        }
+    }
+
+    fn fields(j: &Judgement) -> Vec<(usize, String, String)> {
+        j.findings
+            .iter()
+            .map(|f| (f.endpoint, f.field.clone(), f.kind.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn equal_answers_cost_nothing_and_find_nothing() {
+        let c = Comparer::new(CompareMode::Auto);
+        let called = std::cell::Cell::new(false);
+        let kind = || {
+            called.set(true);
+            rpc()
+        };
+        let j = c.judge(
+            &kind,
+            &[resp(200, "{}"), resp(200, "{}"), fail(Failure::Timeout)].map(|o| o)[..2],
+        );
+        assert_eq!(j, Judgement::default());
+        assert!(!called.get(), "no kind needed for equal answers");
+    }
+
+    #[test]
+    fn findings_name_the_endpoint_field_and_kind() {
+        let c = Comparer::new(CompareMode::Auto);
+        let j = c.judge(
+            &rpc,
+            &[
+                resp(200, r#"{"id":1,"result":{"a":1,"b":[1,2]}}"#),
+                resp(200, r#"{"result":{"b":[1,3],"a":1},"id":1}"#),
+                resp(500, "x"),
+                fail(Failure::Timeout),
+                resp(200, "not json"),
+            ],
+        );
+        assert!(j.mismatched);
+        assert_eq!(
+            fields(&j),
+            [
+                (1, "$.result.b[*]".to_string(), "changed".to_string()),
+                (2, "status".to_string(), "200 vs 500".to_string()),
+                (3, "outcome".to_string(), "200 vs timeout".to_string()),
+                (4, "body".to_string(), "changed (not JSON)".to_string()),
+            ]
+        );
+        assert!(j.fell_back);
+        // JSON-RPC awareness: result against error is its own kind.
+        let j = c.judge(&rpc, &[
+            resp(200, r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#),
+            resp(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"header not found"}}"#),
+        ]);
+        assert!(
+            j.findings.iter().any(|f| f.kind == "result vs error"),
+            "{:?}",
+            j.findings
+        );
+    }
+
+    #[test]
+    fn noise_seen_between_the_reference_twins_is_not_a_mismatch() {
+        let c = Comparer::new(CompareMode::Auto).with_twin(Some(1));
+        let j = c.judge(
+            &rpc,
+            &[
+                resp(200, r#"{"result":{"ts":1,"v":"a","n":{"x":1}}}"#),
+                resp(200, r#"{"result":{"ts":2,"v":"a","n":{"x":2}}}"#),
+                resp(200, r#"{"result":{"ts":3,"v":"b","n":{"x":3}}}"#),
+            ],
+        );
+        assert!(j.mismatched);
+        assert_eq!(
+            fields(&j),
+            [(2, "$.result.v".to_string(), "changed".to_string())]
+        );
+        assert_eq!(j.reference_pair, ["$.result.n.x", "$.result.ts"]);
+        assert_eq!(j.cancelled, ["$.result.n.x", "$.result.ts"]);
+        // Only noise: not mismatched, still counted as noise.
+        let j = c.judge(
+            &rpc,
+            &[
+                resp(200, r#"{"ts":1}"#),
+                resp(200, r#"{"ts":2}"#),
+                resp(200, r#"{"ts":3}"#),
+            ],
+        );
+        assert!(!j.mismatched);
+        assert_eq!(j.cancelled, ["$.ts"]);
+        assert!(covers("$.a", "$.a.b") && covers("$.a", "$.a[3]") && !covers("$.a", "$.ab"));
+    }
+
+    #[test]
+    fn compared_headers_and_modes() {
+        let mut a = resp(200, "{}");
+        let mut b = resp(200, "{}");
+        if let (Some(Ok(x)), Some(Ok(y))) = (
+            a.as_mut().map(|o| o.result.as_mut()),
+            b.as_mut().map(|o| o.result.as_mut()),
+        ) {
+            x.headers
+                .push((HeaderName::from_static("etag"), "1".parse().unwrap()));
+            y.headers
+                .push((HeaderName::from_static("etag"), "2".parse().unwrap()));
+        }
+        let c =
+            Comparer::new(CompareMode::Auto).with_headers(vec![HeaderName::from_static("etag")]);
+        assert_eq!(
+            fields(&c.judge(&rpc, &[a.clone(), b.clone()])),
+            [(1, "header etag".to_string(), "changed".to_string())]
+        );
+        let status_only = Comparer::new(CompareMode::Status);
+        assert!(
+            !status_only
+                .judge(&rpc, &[resp(200, "a"), resp(200, "b")])
+                .mismatched
+        );
+        assert!(
+            !Comparer::new(CompareMode::None)
+                .judge(&rpc, &[resp(200, "a"), resp(500, "b")])
+                .mismatched
+        );
+        assert!(
+            Comparer::new(CompareMode::Bytes)
+                .judge(
+                    &rpc,
+                    &[resp(200, r#"{"a":1,"b":2}"#), resp(200, r#"{"b":2,"a":1}"#)]
+                )
+                .mismatched
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! On the core, after a request leaves the lead window: the verdict across
+//! endpoints recorded into the core's statistics (mismatch groups with
+//! samples, noise, per-method counts), and per outcome the error class
+//! (failures, HTTP 4xx/5xx, JSON-RPC errors inside HTTP 2xx) by method.
+//! Equal answers cost a byte comparison and a method scan.
+
+use std::cell::OnceCell;
+use std::io::Write;
+
+use crate::compare::jsonrpc::{classify_response, ResponseClass};
+use crate::compare::method::{self, Kind};
+use crate::compare::sample::sample;
+use crate::endpoint::Outcome;
+use crate::input::Request;
+use crate::plan::Plan;
+use crate::report;
+use crate::stats::{count_group, RunStats, BATCH_ERROR};
+
+/// Record what kind of error `outcome` (endpoint `e`) is, if any: JSON-RPC
+/// error answers are counted by code, and every error is grouped by the
+/// request's method.
+pub(crate) fn classify(
+    plan: &Plan,
+    stats: &mut RunStats,
+    e: usize,
+    req: &Request,
+    outcome: &Outcome,
+) {
+    let error = match &outcome.result {
+        Err(f) => Some(f.name().to_string()),
+        Ok(r) if r.status >= 400 => Some(format!("HTTP {}", r.status)),
+        Ok(r)
+            if plan.comparer.jsonrpc()
+                && r.status < 300
+                && memchr::memmem::find(&r.body, b"\"error\"").is_some() =>
+        {
+            let code = match classify_response(&r.body) {
+                ResponseClass::Error { code, .. } => Some(code),
+                ResponseClass::Batch { errors, .. } if errors > 0 => Some(BATCH_ERROR),
+                _ => None,
+            };
+            code.map(|code| {
+                *stats.endpoints[e].jsonrpc_errors.entry(code).or_default() += 1;
+                jsonrpc_error_name(code)
+            })
+        }
+        Ok(_) => None,
+    };
+    if let Some(error) = error {
+        let kind = method::kind(req, &plan.endpoints[0]);
+        count_group(
+            &mut stats.verdicts.error_groups,
+            &kind.group,
+            &error,
+            "error",
+            &plan.endpoints[e].label,
+            1,
+            Vec::new,
+        );
+    }
+}
+
+/// How a JSON-RPC error code is named in reports.
+pub fn jsonrpc_error_name(code: i64) -> String {
+    if code == BATCH_ERROR {
+        "JSON-RPC batch with errors".to_string()
+    } else {
+        format!("JSON-RPC error {code}")
+    }
+}
+
+/// Judge one request whose outcomes are all in, and record the verdict.
+pub(crate) fn verdict(
+    plan: &Plan,
+    stats: &mut RunStats,
+    req: &Request,
+    outcomes: &[Option<Outcome>],
+) {
+    let v = &mut stats.verdicts;
+    v.compared += 1;
+    let kind: OnceCell<Kind> = OnceCell::new();
+    let kind_of = || {
+        kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
+            .clone()
+    };
+    match req
+        .target
+        .is_none()
+        .then(|| method::quick_jsonrpc_method(&req.body))
+        .flatten()
+    {
+        Some(m) => v.count_method(m, 1),
+        None => v.count_method(&kind_of().group, 1),
+    }
+    if outcomes.len() < 2 {
+        return;
+    }
+    let j = plan.comparer.judge(&kind_of, outcomes);
+    if j.fell_back {
+        v.fell_back += 1;
+    }
+    if plan.comparer.twin().is_some() {
+        for f in unique(j.reference_pair.iter()) {
+            v.noise_field(f).reference_pair += 1;
+        }
+        for f in unique(j.cancelled.iter()) {
+            let n = v.noise_field(f);
+            n.candidate += 1;
+            n.cancelled += 1;
+        }
+        for f in unique(j.findings.iter().map(|f| &f.field)) {
+            v.noise_field(f).candidate += 1;
+        }
+        if !j.mismatched && !j.cancelled.is_empty() {
+            v.noise_only += 1;
+        }
+    }
+    if !j.mismatched {
+        return;
+    }
+    v.mismatched += 1;
+    let group = kind_of().group;
+    for (n, f) in j.findings.iter().enumerate() {
+        let seen_before = j.findings[..n]
+            .iter()
+            .any(|g| g.endpoint == f.endpoint && g.field == f.field && g.kind == f.kind);
+        if seen_before {
+            continue;
+        }
+        let label = &plan.endpoints[f.endpoint].label;
+        count_group(&mut v.groups, &group, &f.field, &f.kind, label, 1, || {
+            vec![sample(req, outcomes, f)]
+        });
+    }
+    if plan.verbose >= 1 {
+        let mut err = std::io::stderr().lock();
+        report::verbose::mismatch(&mut err, plan, req, outcomes);
+        let _ = err.flush();
+    }
+    if let Some(log) = &plan.mismatch_log {
+        log.record(plan, req, &group, outcomes, &j.findings);
+    }
+}
+
+/// The distinct strings of `items`, in first-seen order.
+fn unique<'a>(items: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
+    let mut out: Vec<&String> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}

@@ -1,0 +1,138 @@
+//! `--mismatches FILE`: every mismatched request as one JSON line (the
+//! request, each endpoint's status, compared headers and body, and the
+//! differing fields), up to `--mismatch-limit` lines. Each line is written
+//! whole and flushed, so a killed run leaves a readable file. Cores write
+//! only on a mismatch, never per request.
+
+use std::fs::File;
+use std::io::{LineWriter, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+use crate::compare::Finding;
+use crate::endpoint::{secret, Outcome};
+use crate::input::Request;
+use crate::plan::Plan;
+
+/// The open mismatch file.
+#[derive(Debug)]
+pub struct MismatchLog {
+    out: Mutex<LineWriter<File>>,
+    limit: u64,
+    seen: AtomicU64,
+}
+
+impl MismatchLog {
+    /// Create (truncate) the file.
+    ///
+    /// # Errors
+    /// When the file cannot be created.
+    pub fn create(path: &Path, limit: u64) -> std::io::Result<MismatchLog> {
+        Ok(MismatchLog {
+            out: Mutex::new(LineWriter::new(File::create(path)?)),
+            limit,
+            seen: AtomicU64::new(0),
+        })
+    }
+
+    /// Mismatches seen, and how many of them were written.
+    pub fn counts(&self) -> (u64, u64) {
+        let seen = self.seen.load(Ordering::Relaxed);
+        (seen, seen.min(self.limit))
+    }
+
+    /// Write one mismatched request, unless the limit is reached.
+    pub fn record(
+        &self,
+        plan: &Plan,
+        req: &Request,
+        method: &str,
+        outcomes: &[Option<Outcome>],
+        findings: &[Finding],
+    ) {
+        if self.seen.fetch_add(1, Ordering::Relaxed) >= self.limit {
+            return;
+        }
+        let line = line(plan, req, method, outcomes, findings);
+        if let Ok(mut out) = self.out.lock() {
+            // A failed write loses this line only; the run goes on.
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+fn line(
+    plan: &Plan,
+    req: &Request,
+    method: &str,
+    outcomes: &[Option<Outcome>],
+    findings: &[Finding],
+) -> Value {
+    let headers: Map<String, Value> = req
+        .headers
+        .iter()
+        .map(|(n, v)| {
+            let v = String::from_utf8_lossy(v.as_bytes());
+            (
+                n.to_string(),
+                Value::from(secret::show_header(n.as_str(), &v, plan.show_secrets)),
+            )
+        })
+        .collect();
+    let endpoints: Vec<Value> = plan
+        .endpoints
+        .iter()
+        .zip(outcomes)
+        .map(|(spec, o)| {
+            let mut e = json!({ "label": spec.label });
+            match o.as_ref().map(|o| &o.result) {
+                Some(Ok(r)) => {
+                    e["status"] = r.status.into();
+                    let h: Map<String, Value> = r
+                        .headers
+                        .iter()
+                        .map(|(n, v)| {
+                            (
+                                n.to_string(),
+                                Value::from(String::from_utf8_lossy(v.as_bytes())),
+                            )
+                        })
+                        .collect();
+                    e["headers"] = Value::Object(h);
+                    e["body"] = body(&r.body);
+                }
+                Some(Err(f)) => e["error"] = f.name().into(),
+                None => e["error"] = "no outcome".into(),
+            }
+            e
+        })
+        .collect();
+    let differences: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({ "endpoint": plan.endpoints[f.endpoint].label, "field": f.field, "at": f.at, "kind": f.kind }))
+        .collect();
+    json!({
+        "seq": req.seq,
+        "method": method,
+        "request": {
+            "method": req.method.as_ref().map(|m| m.as_str()),
+            "target": req.target,
+            "headers": headers,
+            "body": body(&req.body),
+        },
+        "endpoints": endpoints,
+        "differences": differences,
+    })
+}
+
+/// A body as a JSON string when it is UTF-8, else `{"base64": ...}`.
+fn body(b: &[u8]) -> Value {
+    match std::str::from_utf8(b) {
+        Ok(s) => Value::from(s),
+        Err(_) => json!({ "base64": base64::engine::general_purpose::STANDARD.encode(b) }),
+    }
+}

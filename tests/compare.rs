@@ -1,0 +1,395 @@
+//! Comparison end to end, against real servers: noise cancellation with a
+//! two-copy reference, mismatches grouped by method and field, JSON-RPC
+//! errors inside HTTP 200, rules from flags and files, compared headers, the
+//! mismatch log, and bodies that are not JSON.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::*;
+
+fn method_of(body: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    v["method"].as_str().unwrap_or("").to_string()
+}
+
+fn rpc_lines(n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let m = if i % 2 == 0 {
+            "eth_getBalance"
+        } else {
+            "eth_blockNumber"
+        };
+        out.extend_from_slice(
+            format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"{m}","params":[]}}"#).as_bytes(),
+        );
+        out.push(b'\n');
+    }
+    out
+}
+
+#[test]
+fn noise_on_a_two_copy_reference_is_not_a_mismatch_but_a_real_difference_is() {
+    let clock = Arc::new(AtomicU64::new(0));
+    let (c1, c2) = (clock.clone(), clock.clone());
+    // Every answer carries a fresh timestamp: noise. The candidate also
+    // answers every 10th request with another value: a real difference.
+    let reference = Server::start(move |s| {
+        let ts = c1.fetch_add(1, Ordering::SeqCst);
+        Reply::ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"value":"0x1","timestamp":{ts}}}}}"#,
+            id_of(&s.body)
+        ))
+    });
+    let candidate = Server::start(move |s| {
+        let ts = c2.fetch_add(1, Ordering::SeqCst);
+        let id = id_of(&s.body);
+        let value = if id % 10 == 0 { "0x2" } else { "0x1" };
+        Reply::ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"value":"{value}","timestamp":{ts}}}}}"#
+        ))
+    });
+    let (out, report) = run_lib(
+        &[
+            "--noise",
+            "-c",
+            "4",
+            &format!("ref={}", reference.url()),
+            &format!("new={}", candidate.url()),
+        ],
+        &rpc_lines(1000),
+    );
+    let v = &out.stats.verdicts;
+    assert_eq!(
+        reference.requests(),
+        2000,
+        "the reference gets every request twice"
+    );
+    assert_eq!(v.mismatched, 100, "{report}");
+    // Every 10th id is even: all of them are eth_getBalance calls.
+    let groups = v.sorted_groups();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let g = groups[0];
+    assert_eq!(
+        (
+            g.method.as_str(),
+            g.field.as_str(),
+            g.kind.as_str(),
+            g.endpoint.as_str()
+        ),
+        ("eth_getBalance", "$.result.value", "changed", "new")
+    );
+    assert_eq!(g.count, 100);
+    assert!(
+        report.contains("100  20.00%  new  eth_getBalance  $.result.value changed"),
+        "{report}"
+    );
+    assert_eq!(v.noise_only, 900, "{report}");
+    let ts = v
+        .noise
+        .iter()
+        .find(|f| f.field == "$.result.timestamp")
+        .expect("timestamp noise");
+    assert_eq!(
+        (ts.reference_pair, ts.candidate, ts.cancelled),
+        (1000, 1000, 1000)
+    );
+    assert!(
+        report.contains("noisy fields (every candidate difference there was noise)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("$.result.timestamp  100.00%  100.00%"),
+        "{report}"
+    );
+    // Without noise cancellation every request is a mismatch.
+    let (out, _) = run_lib(
+        &["-c", "4", &reference.url(), &candidate.url()],
+        &rpc_lines(200),
+    );
+    assert_eq!(out.stats.verdicts.mismatched, 200);
+}
+
+#[test]
+fn json_rpc_errors_in_http_200_are_errors_by_code_and_result_vs_error_is_its_own_kind() {
+    let ok = Server::start(|s| {
+        Reply::ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":"0x1"}}"#,
+            id_of(&s.body)
+        ))
+    });
+    let flaky = Server::start(|s| {
+        let id = id_of(&s.body);
+        if id % 5 == 0 {
+            Reply::ok(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":"header not found"}}}}"#
+            ))
+        } else {
+            Reply::ok(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#))
+        }
+    });
+    let (out, report) = run_lib(
+        &[
+            "-c",
+            "2",
+            &format!("a={}", ok.url()),
+            &format!("b={}", flaky.url()),
+        ],
+        &rpc_lines(100),
+    );
+    let b = &out.stats.endpoints[1];
+    assert_eq!(b.jsonrpc_errors.get(&-32000), Some(&20), "{report}");
+    assert_eq!(b.errors(), 20);
+    assert!(
+        report.contains("   Errors: 20.00%\n     JSON-RPC error -32000: 20\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("10  20.00%  b  eth_getBalance   JSON-RPC error -32000"),
+        "{report}"
+    );
+    let g = out.stats.verdicts.sorted_groups();
+    assert!(
+        g.iter()
+            .all(|g| g.kind == "result vs error" && g.field == "$"),
+        "{g:?}"
+    );
+    assert_eq!(out.stats.verdicts.mismatched, 20);
+}
+
+#[test]
+fn rules_from_flags_and_a_rules_file() {
+    let a = Server::start(|s| {
+        let id = id_of(&s.body);
+        Reply::ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"hash":"0xAB","ts":1,"gas":100,"list":[1,2,3],"logs":[{{"i":1,"v":"x"}},{{"i":2,"v":"y"}}]}}}}"#
+        ))
+    });
+    let b = Server::start(|s| {
+        let id = id_of(&s.body);
+        Reply::ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"hash":"0xab","ts":2,"gas":104,"list":[3,2,1],"logs":[{{"i":2,"v":"y"}},{{"i":1,"v":"x"}}],"extra":true}}}}"#
+        ))
+    });
+    let (strict, _) = run_lib(&[&a.url(), &format!("b={}", b.url())], &rpc_lines(10));
+    assert_eq!(strict.stats.verdicts.mismatched, 10);
+    let fields: Vec<String> = strict
+        .stats
+        .verdicts
+        .sorted_groups()
+        .iter()
+        .map(|g| g.field.clone())
+        .collect();
+    for f in [
+        "$.result.hash",
+        "$.result.ts",
+        "$.result.gas",
+        "$.result.extra",
+    ] {
+        assert!(fields.iter().any(|g| g == f), "{f} not in {fields:?}");
+    }
+    let relaxed = [
+        "--ignore-hex-case",
+        "--ignore",
+        "$..ts",
+        "--tolerance",
+        "$.result.gas=5%",
+        "--unordered",
+        "$.result.list",
+        "--array-key",
+        "$.result.logs=i",
+        "--subset",
+    ];
+    let mut args: Vec<&str> = relaxed.to_vec();
+    let (ua, ub) = (a.url(), format!("b={}", b.url()));
+    args.extend([ua.as_str(), ub.as_str()]);
+    let (out, report) = run_lib(&args, &rpc_lines(10));
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+
+    // The same from a file, with a section for one method only.
+    let dir = std::env::temp_dir().join(format!("versus-rules-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rules = dir.join("rules.toml");
+    std::fs::write(
+        &rules,
+        r#"
+hex_case_insensitive = true
+ignore = ["$..ts"]
+subset = true
+[method.eth_getBalance]
+tolerance = { "$.result.gas" = "5%" }
+unordered = ["$.result.list"]
+array_keys = { "$.result.logs" = "i" }
+"#,
+    )
+    .unwrap();
+    let (out, report) = run_lib(
+        &["--rules", rules.to_str().unwrap(), &ua, &ub],
+        &rpc_lines(10),
+    );
+    // eth_getBalance (even ids) is relaxed by its section; eth_blockNumber is not.
+    assert_eq!(out.stats.verdicts.mismatched, 5, "{report}");
+    assert!(out
+        .stats
+        .verdicts
+        .groups
+        .iter()
+        .all(|g| g.method == "eth_blockNumber"));
+
+    // Bad rules fail before anything is sent, naming the path.
+    std::fs::write(&rules, "ignore = [\"$.a[\"]\n").unwrap();
+    let bad = run_bin(&["--rules", rules.to_str().unwrap(), &ua], b"x\n");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("$.a["),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    let bad = run_bin(&["--ignore", "result.x", &ua], b"x\n");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--ignore \"result.x\""));
+    let bad = run_bin(&["--tolerance", "$.a=lots", &ua], b"x\n");
+    assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_mismatch_log_holds_every_mismatch_up_to_the_limit_and_headers_can_be_compared() {
+    let a = Server::start(|s| Reply::ok(format!(r#"{{"id":{},"v":1}}"#, id_of(&s.body))));
+    let b = Server::start(|s| {
+        let id = id_of(&s.body);
+        Reply::ok(format!(
+            r#"{{"id":{id},"v":{}}}"#,
+            if id < 30 { 2 } else { 1 }
+        ))
+    });
+    let dir = std::env::temp_dir().join(format!("versus-mlog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("m.jsonl");
+    let (out, report) = run_lib(
+        &[
+            "--mismatches",
+            log.to_str().unwrap(),
+            "--mismatch-limit",
+            "25",
+            &a.url(),
+            &format!("b={}", b.url()),
+        ],
+        &lines(100),
+    );
+    assert_eq!(out.stats.verdicts.mismatched, 30);
+    assert!(report.contains("Logged:     25 of 30 mismatched requests written to --mismatches (--mismatch-limit reached)"), "{report}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 25);
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["method"], "eth_blockNumber");
+        assert!(v["request"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("eth_blockNumber"));
+        assert_eq!(v["endpoints"][1]["label"], "b");
+        assert_eq!(v["endpoints"][1]["status"], 200);
+        assert_eq!(v["differences"][0]["field"], "$.v");
+        assert_eq!(v["differences"][0]["kind"], "changed");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = method_of;
+}
+
+#[test]
+fn bodies_that_are_not_json_fall_back_to_bytes_without_panic() {
+    let deep = "[".repeat(100_000);
+    let huge = format!("{{\"n\":1{}}}", "0".repeat(5000));
+    let bodies: Vec<Vec<u8>> = vec![
+        b"plain text".to_vec(),
+        br#"{"truncated": [1, 2"#.to_vec(),
+        deep.into_bytes(),
+        huge.into_bytes(),
+        b"\xff\xfe{\"a\":1}".to_vec(),
+    ];
+    let n = bodies.len();
+    let bodies = Arc::new(bodies);
+    let b1 = bodies.clone();
+    let a = Server::start(move |s| Reply::ok(b1[id_of(&s.body) as usize % n].clone()));
+    let b2 = bodies.clone();
+    let b = Server::start(move |s| {
+        let id = id_of(&s.body) as usize;
+        let mut body = b2[id % n].clone();
+        if id >= n {
+            body.push(b' ');
+        }
+        Reply::ok(body)
+    });
+    let (out, report) = run_lib(&[&a.url(), &b.url()], &lines(2 * n));
+    let v = &out.stats.verdicts;
+    // The first n are byte-equal; the second n differ by a trailing space:
+    // JSON-equal for the huge number, byte-different (and counted) for the rest.
+    assert_eq!(v.compared, 2 * n as u64);
+    assert_eq!(v.mismatched, n as u64 - 1, "{report}");
+    assert_eq!(v.fell_back, n as u64 - 1, "{report}");
+    assert!(
+        report.contains("As bytes:   4 requests compared byte for byte"),
+        "{report}"
+    );
+}
+
+#[test]
+fn verbose_reports_up_to_three_samples_per_group_with_a_diff() {
+    let a = Server::start(|s| {
+        Reply::ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"balance":"0x10","n":1}}}}"#,
+            id_of(&s.body)
+        ))
+    });
+    let b = Server::start(|s| {
+        Reply::ok(format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"balance":"0x11","n":1}}}}"#,
+            id_of(&s.body)
+        ))
+    });
+    let (a, b) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    // Samples are kept whatever the verbosity; -v shows them.
+    let (out, report) = run_lib(&["-c", "1", &a, &b], &rpc_lines(10));
+    assert_eq!(out.stats.verdicts.mismatched, 10);
+    let g = out.stats.verdicts.sorted_groups();
+    assert!(g.iter().all(|g| g.samples.len() == 3), "{g:?}");
+    assert!(!report.contains("         request "), "{report}");
+    let run = run_bin(&["-v", "-c", "1", &a, &b], &rpc_lines(10));
+    let report = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(report.matches("         request ").count(), 6, "{report}");
+    assert!(report.contains(r#"a: "0x10"   b: "0x11""#), "{report}");
+    assert!(report.contains(r#"-    "balance": "0x10","#), "{report}");
+    assert!(report.contains(r#"+    "balance": "0x11","#), "{report}");
+}
+
+#[test]
+fn compared_headers_count_and_others_do_not() {
+    let a = Server::start(|_| Reply::ok("{}"));
+    let b = Server::start(|_| Reply::ok("{}"));
+    // The test server sends a Date header that may tick between answers:
+    // not compared by default; compared on request.
+    let (out, _) = run_lib(&[&a.url(), &b.url()], &lines(5));
+    assert_eq!(out.stats.verdicts.mismatched, 0);
+    let (out, report) = run_lib(
+        &["--compare-header", "content-length", &a.url(), &b.url()],
+        &lines(5),
+    );
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+    let c = Server::start(|_| Reply::ok("{ }"));
+    let (out, _) = run_lib(
+        &["--compare-header", "content-length", &a.url(), &c.url()],
+        &lines(5),
+    );
+    let fields: Vec<_> = out
+        .stats
+        .verdicts
+        .sorted_groups()
+        .iter()
+        .map(|g| g.field.clone())
+        .collect();
+    assert_eq!(fields, ["header content-length"]);
+}
