@@ -123,6 +123,8 @@ pub(crate) struct WsSlot {
     pending: Vec<(u64, Bytes)>,
     /// A message with an unknown id arrived during the current exchange.
     stray: bool,
+    /// Reused: where the ids of the request being sent are.
+    ids: Vec<Range<usize>>,
 }
 
 impl WsSlot {
@@ -253,26 +255,32 @@ impl WsSlot {
     /// The message for `body`: ids rewritten to this slot's counter (and
     /// remembered in `pending`) when it has any.
     fn message(&mut self, body: &Bytes) -> Message {
+        use std::io::Write;
         self.pending.clear();
-        let ids: Vec<Range<usize>> = match scan(body) {
-            Some(Shape::Object(o)) => o.id.into_iter().collect(),
-            Some(Shape::Array(items)) => items.into_iter().filter_map(|o| o.id).collect(),
-            _ => Vec::new(),
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        match scan(body) {
+            Some(Shape::Object(o)) => ids.extend(o.id),
+            Some(Shape::Array(items)) => ids.extend(items.into_iter().filter_map(|o| o.id)),
+            _ => {}
+        }
+        let message = if ids.is_empty() {
+            text_or_binary(body.clone())
+        } else {
+            let mut out = Vec::with_capacity(body.len() + ids.len() * 20);
+            let mut at = 0;
+            for r in &ids {
+                out.extend_from_slice(&body[at..r.start]);
+                self.next_id += 1;
+                let _ = write!(out, "{}", self.next_id);
+                self.pending.push((self.next_id, body.slice(r.clone())));
+                at = r.end;
+            }
+            out.extend_from_slice(&body[at..]);
+            text_or_binary(Bytes::from(out))
         };
-        if ids.is_empty() {
-            return text_or_binary(body.clone());
-        }
-        let mut out = Vec::with_capacity(body.len() + ids.len() * 20);
-        let mut at = 0;
-        for r in ids {
-            out.extend_from_slice(&body[at..r.start]);
-            self.next_id += 1;
-            out.extend_from_slice(self.next_id.to_string().as_bytes());
-            self.pending.push((self.next_id, body.slice(r.clone())));
-            at = r.end;
-        }
-        out.extend_from_slice(&body[at..]);
-        text_or_binary(Bytes::from(out))
+        self.ids = ids;
+        message
     }
 }
 
