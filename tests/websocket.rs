@@ -357,6 +357,7 @@ fn wss_is_verified_by_default_and_speaks_http1_over_tls() {
     assert_eq!(out.stats.endpoints[1].responses, 50, "{report}");
     assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
     let alpn = ws.alpn.lock().unwrap();
+    assert!(!alpn.is_empty());
     assert!(
         alpn.iter().all(|p| p.as_deref() == Some(&b"http/1.1"[..])),
         "{alpn:?}"
@@ -419,4 +420,16 @@ fn lines_without_an_id_take_the_next_message_as_the_answer() {
     let (out, report) = run_lib(&["-c", "2", &http.url(), &ws.url()], &input);
     assert_eq!(out.stats.endpoints[1].responses, 20, "{report}");
     assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+}
+
+#[test]
+fn without_keepalive_every_request_opens_its_own_socket() {
+    let ws = WsServer::start(None, |req, _| vec![Act::Send(answer(req))]);
+    let (out, report) = run_lib(&["-c", "2", "--no-keepalive", &ws.url()], &requests(20));
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.responses, 20, "{report}");
+    // Two sockets are opened before the clock; after that, one per request
+    // (a core may take every request, leaving its peer's socket unused).
+    assert!(e.reconnects >= 18, "{report}");
+    assert_eq!(ws.connections(), 2 + e.reconnects);
 }
