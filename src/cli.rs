@@ -89,7 +89,8 @@ pub struct RunArgs {
     /// the reference the others are compared with. Schemes: http:// and
     /// https:// POST each input line as the body; http+get:// and
     /// https+get:// send a GET to the URL joined with the line;
-    /// http+post:// and https+post:// POST explicitly.
+    /// http+post:// and https+post:// POST explicitly; ws:// and wss://
+    /// send each line as a JSON-RPC message on a WebSocket.
     #[arg(value_name = "ENDPOINT")]
     pub endpoints: Vec<String>,
 

@@ -73,7 +73,7 @@ pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
                 String::from_utf8_lossy(&req.body)
             ),
         ),
-        (None, Style::Post) => (
+        (None, Style::Post | Style::WebSocket) => (
             req.method.as_ref().map_or("POST", |m| m.as_str()),
             reference.base_path.clone(),
         ),

@@ -22,6 +22,11 @@ use super::{Failure, HttpVersion, Scheme};
 /// The body type versus sends.
 pub(crate) type Body = Full<Bytes>;
 
+/// A byte stream, TCP or TLS.
+pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
 /// A ready connection.
 pub(crate) enum Connected {
     H1(http1::SendRequest<Body>),
@@ -119,6 +124,22 @@ impl Dialer {
                 handshake(stream, h2).await
             }
             _ => handshake(tcp, self.version == HttpVersion::Http2).await,
+        }
+    }
+
+    /// Open one connection, TCP or TLS, without any HTTP handshake (for
+    /// WebSocket, whose handshake is its own).
+    pub async fn open(&self) -> Result<Box<dyn Io>, Failure> {
+        let tcp = self.tcp().await?;
+        match (self.scheme, &self.tls, &self.server_name) {
+            (Scheme::Https, Some(tls), Some(name)) => {
+                let stream = tls
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|e| classify_io(&e, Failure::Tls))?;
+                Ok(Box::new(stream))
+            }
+            _ => Ok(Box::new(tcp)),
         }
     }
 

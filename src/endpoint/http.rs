@@ -1,7 +1,9 @@
 //! Sending requests: a [`Link`] is one core's view of one endpoint (how to
 //! connect, the prepared headers and URI, the shared HTTP/2 connection); a
 //! [`Slot`] is one request in flight at a time on it (its own HTTP/1.1
-//! connection, or a stream of the shared HTTP/2 one).
+//! connection, or a stream of the shared HTTP/2 one). WebSocket endpoints
+//! (`ws://`, `wss://`) use the same two types; their exchange is in
+//! `ws.rs`.
 //!
 //! Cancellation: a timeout drops the request future. On HTTP/1.1 that
 //! leaves the connection unusable, so the slot drops it and reconnects on
@@ -21,6 +23,7 @@ use hyper::client::conn::{http1, http2};
 use rustls::pki_types::ServerName;
 
 use super::connect::{classify_hyper, Body, Connected, Dialer};
+use super::ws::{WsLink, WsSlot};
 use super::{EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
 use crate::input::Request;
 
@@ -40,6 +43,8 @@ pub struct Link {
     line_headers_h2: HeaderMap,
     /// Once a connection negotiated HTTP/2, every slot shares it.
     h2: RefCell<H2State>,
+    /// Set for WebSocket endpoints: every request goes through it.
+    ws: Option<WsLink>,
 }
 
 #[derive(Default)]
@@ -81,6 +86,19 @@ impl Link {
             HOST,
             HeaderValue::from_str(&spec.authority).map_err(|e| format!("{}: {e}", spec.label))?,
         );
+        let ws = match spec.style {
+            Style::WebSocket => Some(WsLink::new(&spec, &opts)?),
+            Style::Post | Style::Get => None,
+        };
+        let tls = match (tls, &ws) {
+            // The upgrade is an HTTP/1.1 request: never negotiate h2.
+            (Some(config), Some(_)) => {
+                let mut config = (*config).clone();
+                config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                Some(Arc::new(config))
+            }
+            (tls, _) => tls,
+        };
         let dialer = Dialer {
             addrs,
             scheme: spec.scheme,
@@ -97,6 +115,7 @@ impl Link {
             line_headers_h1,
             line_headers_h2,
             h2: RefCell::new(H2State::default()),
+            ws,
         })
     }
 
@@ -105,7 +124,7 @@ impl Link {
         let style = self.spec.style;
         let line = req.target.is_none() && req.headers.is_empty();
         let (method, uri, body) = match (&req.target, style) {
-            (None, Style::Post) => (
+            (None, Style::Post | Style::WebSocket) => (
                 req.method.clone().unwrap_or(Method::POST),
                 if h2 {
                     self.absolute_uri.clone()
@@ -209,6 +228,7 @@ fn join_target(base: &str, target: &str) -> String {
 pub struct Slot {
     link: Rc<Link>,
     h1: Option<http1::SendRequest<Body>>,
+    ws: WsSlot,
 }
 
 enum Sender {
@@ -219,7 +239,11 @@ enum Sender {
 impl Slot {
     /// A slot with no connection yet.
     pub fn new(link: Rc<Link>) -> Slot {
-        Slot { link, h1: None }
+        Slot {
+            link,
+            h1: None,
+            ws: WsSlot::default(),
+        }
     }
 
     /// Open the connection ahead of the run, so that connect time is not in
@@ -228,6 +252,10 @@ impl Slot {
     /// # Errors
     /// The failure kind; the slot then connects again on its first request.
     pub async fn warm(&mut self) -> Result<Option<Duration>, Failure> {
+        let link = &*self.link;
+        if let Some(ws) = &link.ws {
+            return self.ws.warm(ws, &link.dialer, &link.opts).await;
+        }
         let timeout = self.link.opts.timeout;
         match tokio::time::timeout(timeout, self.sender()).await {
             Ok(Ok((sender, connect))) => {
@@ -246,6 +274,13 @@ impl Slot {
     /// is counted. Cancel safe: dropping the future loses the connection of
     /// an HTTP/1.1 slot, which reconnects on its next request.
     pub async fn send(&mut self, req: &Request, keep_body: bool) -> Outcome {
+        let link = &*self.link;
+        if let Some(ws) = &link.ws {
+            return self
+                .ws
+                .send(ws, &link.dialer, &link.opts, req, keep_body)
+                .await;
+        }
         let start = Instant::now();
         let bytes_out = req.body.len() as u64;
         let timeout = self.link.opts.timeout;

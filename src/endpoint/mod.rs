@@ -1,6 +1,7 @@
 //! Transports: how one request reaches one endpoint and what came back.
 //! This module owns connections (TCP, TLS, HTTP/1.1, HTTP/2 on hyper's
-//! connection API, no pool), the per-request timeout, and the
+//! connection API, no pool; WebSocket on tokio-tungstenite), the
+//! per-request timeout, and the
 //! classification of faults. It knows nothing about other endpoints,
 //! comparison or statistics.
 
@@ -8,6 +9,7 @@ mod connect;
 mod http;
 pub mod secret;
 pub mod spec;
+mod ws;
 
 use std::time::Duration;
 

@@ -15,14 +15,17 @@ pub enum Style {
     Post,
     /// GET the base URL joined with the line (`http+get://`, `https+get://`).
     Get,
+    /// Send the body as a message on a WebSocket opened at the URL and take
+    /// the JSON-RPC answer with the same `id` (`ws://`, `wss://`).
+    WebSocket,
 }
 
 /// Transport security of an endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheme {
-    /// Plain TCP.
+    /// Plain TCP (`http://`, `ws://`).
     Http,
-    /// TLS (rustls).
+    /// TLS (rustls) (`https://`, `wss://`).
     Https,
 }
 
@@ -75,7 +78,7 @@ impl EndpointSpec {
                 Some(eq) => (Some(&arg[..eq]), &arg[eq + 1..]),
                 None => (None, arg),
             },
-            None => return Err(fail("not a URL: expected http://, https://, http+get://, https+get://, http+post:// or https+post://")),
+            None => return Err(fail("not a URL: expected http://, https://, http+get://, https+get://, http+post://, https+post://, ws:// or wss://")),
         };
         if let Some(n) = name {
             if n.is_empty() || n.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -90,9 +93,11 @@ impl EndpointSpec {
             "https" | "https+post" => (Scheme::Https, Style::Post),
             "http+get" => (Scheme::Http, Style::Get),
             "https+get" => (Scheme::Https, Style::Get),
+            "ws" => (Scheme::Http, Style::WebSocket),
+            "wss" => (Scheme::Https, Style::WebSocket),
             other => {
                 return Err(fail(&format!(
-                    "unknown scheme {other:?}: use http, https, http+get, https+get, http+post or https+post"
+                    "unknown scheme {other:?}: use http, https, http+get, https+get, http+post, https+post, ws or wss"
                 )))
             }
         };
@@ -261,6 +266,17 @@ mod tests {
         assert_eq!((e.host.as_str(), e.port), ("::1", 9));
         assert_eq!(e.authority, "[::1]:9");
 
+        let e = EndpointSpec::parse("node=ws://127.0.0.1:8546", false).unwrap();
+        assert_eq!(
+            (e.scheme, e.style, e.port, e.base_path.as_str()),
+            (Scheme::Http, Style::WebSocket, 8546, "/")
+        );
+        let e = EndpointSpec::parse("WSS://h/v3/key", false).unwrap();
+        assert_eq!(
+            (e.scheme, e.style, e.port, e.authority.as_str()),
+            (Scheme::Https, Style::WebSocket, 443, "h")
+        );
+
         let e = EndpointSpec::parse("a=http://h/x?k=v=w", false).unwrap();
         assert_eq!((e.label.as_str(), e.base_path.as_str()), ("a", "/x?k=v=w"));
     }
@@ -277,6 +293,8 @@ mod tests {
         for (arg, want) in [
             ("localhost:8080", "not a URL"),
             ("ftp://h/", "unknown scheme"),
+            ("ftp://h/", "ws or wss"),
+            ("localhost:8546", "ws:// or wss://"),
             ("http://h:99999/", "bad port"),
             ("http://:80/", "no host"),
             ("=http://h/", "name before"),
