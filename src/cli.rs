@@ -106,6 +106,17 @@ pub struct RunArgs {
     #[arg(short = 'c', long, default_value_t = 1)]
     pub concurrency: usize,
 
+    /// Open model: start requests on a schedule, this many per second per
+    /// endpoint (`500`, `500/s`, `30000/m`); latency counts from the time
+    /// each request was due.
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+
+    /// Open model: most requests in flight per endpoint; a request due when
+    /// none is free starts late and is counted.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_in_flight: usize,
+
     /// Show more: -v prints each mismatched request with every endpoint's
     /// answer; -vv also prints a timing line per request on stderr.
     #[arg(short, long, action = clap::ArgAction::Count)]

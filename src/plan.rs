@@ -76,8 +76,13 @@ pub struct Plan {
     pub transport: TransportOptions,
     /// TLS client configuration, when an endpoint uses TLS.
     pub tls: Option<Arc<rustls::ClientConfig>>,
-    /// Requests in flight per endpoint.
+    /// Requests in flight per endpoint (closed model); connections opened
+    /// before the clock starts (open model).
     pub concurrency: usize,
+    /// Open model: requests per second per endpoint, on a schedule.
+    pub rate: Option<crate::engine::pace::Rate>,
+    /// Open model: most requests in flight per endpoint.
+    pub max_in_flight: usize,
     /// Cores to use.
     pub threads: usize,
     /// When to stop.
@@ -140,6 +145,15 @@ impl Plan {
             .parse::<CompareMode>()
             .map_err(|e| usage(format!("--compare: {e}")))?;
 
+        let rate = args
+            .rate
+            .as_deref()
+            .map(str::parse::<crate::engine::pace::Rate>)
+            .transpose()
+            .map_err(usage)?;
+        if args.max_in_flight == 0 {
+            return Err(usage("--max-in-flight must be at least 1".into()));
+        }
         let global: Vec<(HeaderName, HeaderValue)> = args
             .headers
             .iter()
@@ -311,6 +325,8 @@ impl Plan {
             },
             tls,
             concurrency: args.concurrency,
+            rate,
+            max_in_flight: args.max_in_flight,
             threads,
             stop_after,
             drain: args.drain,

@@ -117,6 +117,8 @@ mod tests {
                 ttfb: Duration::ZERO,
             }),
             latency: Duration::ZERO,
+            uncorrected: Duration::ZERO,
+            lag: None,
             connect: None,
             bytes_out: 0,
         })

@@ -290,6 +290,8 @@ mod tests {
                 ttfb: Duration::ZERO,
             }),
             latency: Duration::ZERO,
+            uncorrected: Duration::ZERO,
+            lag: None,
             connect: None,
             bytes_out: 0,
         })
@@ -299,6 +301,8 @@ mod tests {
         Some(Outcome {
             result: Err(f),
             latency: Duration::ZERO,
+            uncorrected: Duration::ZERO,
+            lag: None,
             connect: None,
             bytes_out: 0,
         })

@@ -43,6 +43,10 @@ pub struct Link {
     line_headers_h2: HeaderMap,
     /// Once a connection negotiated HTTP/2, every slot shares it.
     h2: RefCell<H2State>,
+    /// Idle HTTP/1.1 connections, shared by the slots: a slot takes one for
+    /// a request and gives it back after (so in the open model the many
+    /// slots share the few connections that traffic needs).
+    pool: RefCell<Vec<http1::SendRequest<Body>>>,
     /// Set for WebSocket endpoints: every request goes through it.
     ws: Option<WsLink>,
 }
@@ -115,8 +119,22 @@ impl Link {
             line_headers_h1,
             line_headers_h2,
             h2: RefCell::new(H2State::default()),
+            pool: RefCell::new(Vec::new()),
             ws,
         })
+    }
+
+    /// Keep a new connection: an HTTP/1.1 one idle in the pool, an HTTP/2
+    /// one as the core's shared connection.
+    fn adopt(&self, connected: Connected) {
+        match connected {
+            Connected::H1(s) => self.pool.borrow_mut().push(s),
+            Connected::H2(s) => {
+                let mut h2 = self.h2.borrow_mut();
+                h2.negotiated = true;
+                h2.sender = Some(s);
+            }
+        }
     }
 
     /// Build the HTTP request for `req` at this endpoint.
@@ -227,6 +245,7 @@ fn join_target(base: &str, target: &str) -> String {
 /// One request in flight at a time on a link.
 pub struct Slot {
     link: Rc<Link>,
+    /// The connection of the request in flight (back in the pool after).
     h1: Option<http1::SendRequest<Body>>,
     ws: WsSlot,
 }
@@ -256,13 +275,15 @@ impl Slot {
         if let Some(ws) = &link.ws {
             return self.ws.warm(ws, &link.dialer, &link.opts).await;
         }
-        let timeout = self.link.opts.timeout;
-        match tokio::time::timeout(timeout, self.sender()).await {
-            Ok(Ok((sender, connect))) => {
-                if let Sender::H1(s) = sender {
-                    self.h1 = Some(s);
-                }
-                Ok(connect)
+        if link.h2.borrow().negotiated {
+            // One HTTP/2 connection per core serves every slot.
+            return Ok(None);
+        }
+        let t0 = Instant::now();
+        match tokio::time::timeout(link.opts.timeout, link.dialer.connect()).await {
+            Ok(Ok(connected)) => {
+                link.adopt(connected);
+                Ok(Some(t0.elapsed()))
             }
             Ok(Err(f)) => Err(f),
             Err(_) => Err(Failure::Timeout),
@@ -271,14 +292,15 @@ impl Slot {
 
     /// Send one request and read the whole answer, within `--timeout`.
     /// `keep_body` keeps the body for comparison; otherwise only its length
-    /// is counted. Cancel safe: dropping the future loses the connection of
+    /// is counted. `due` is the open model's scheduled time (latency counts
+    /// from it). Cancel safe: dropping the future loses the connection of
     /// an HTTP/1.1 slot, which reconnects on its next request.
-    pub async fn send(&mut self, req: &Request, keep_body: bool) -> Outcome {
+    pub async fn send(&mut self, req: &Request, keep_body: bool, due: Option<Instant>) -> Outcome {
         let link = &*self.link;
         if let Some(ws) = &link.ws {
             return self
                 .ws
-                .send(ws, &link.dialer, &link.opts, req, keep_body)
+                .send(ws, &link.dialer, &link.opts, req, keep_body, due)
                 .await;
         }
         let start = Instant::now();
@@ -295,22 +317,14 @@ impl Slot {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout),
         };
-        if result.is_err() {
+        match self.h1.take() {
             // An HTTP/1.1 connection is unusable after a failed exchange.
-            self.h1 = None;
-        } else if !self.link.opts.keepalive {
-            self.h1 = None;
+            Some(s) if result.is_ok() && self.link.opts.keepalive => {
+                self.link.pool.borrow_mut().push(s)
+            }
+            _ => {}
         }
-        let end = Instant::now();
-        Outcome {
-            result: result.map(|mut r| {
-                r.ttfb = r.ttfb.saturating_sub(clock - start);
-                r
-            }),
-            latency: end - clock,
-            connect,
-            bytes_out,
-        }
+        Outcome::timed(result, start, clock, connect, bytes_out, due)
     }
 
     async fn exchange(
@@ -408,9 +422,13 @@ impl Slot {
             if let Some(s) = link.h2.borrow().sender.as_ref().filter(|s| !s.is_closed()) {
                 return Ok((Sender::H2(s.clone()), None));
             }
-        } else if let Some(mut s) = self.h1.take() {
-            if s.ready().await.is_ok() {
-                return Ok((Sender::H1(s), None));
+        } else {
+            // The most recently used idle connection first (LIFO keeps the
+            // warm ones busy); closed ones are dropped.
+            while let Some(mut s) = self.h1.take().or_else(|| link.pool.borrow_mut().pop()) {
+                if s.ready().await.is_ok() {
+                    return Ok((Sender::H1(s), None));
+                }
             }
         }
         let t0 = Instant::now();
@@ -419,9 +437,7 @@ impl Slot {
         match connected {
             Connected::H1(s) => Ok((Sender::H1(s), took)),
             Connected::H2(s) => {
-                let mut h2 = link.h2.borrow_mut();
-                h2.negotiated = true;
-                h2.sender = Some(s.clone());
+                link.adopt(Connected::H2(s.clone()));
                 Ok((Sender::H2(s), took))
             }
         }

@@ -11,7 +11,7 @@ pub mod secret;
 pub mod spec;
 mod ws;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -36,12 +36,48 @@ pub enum HttpVersion {
 pub struct Outcome {
     /// The response, or why there was none.
     pub result: Result<Response, Failure>,
-    /// From the start of the request to the end of the body (or the fault).
+    /// From the start of the request to the end of the body (or the fault);
+    /// in the open model, from the time the request was due.
     pub latency: Duration,
+    /// From the actual start of sending to the end: the latency a
+    /// closed-loop tool would report (differs from `latency` only in the
+    /// open model).
+    pub uncorrected: Duration,
+    /// Open model: how late the request started against its schedule.
+    pub lag: Option<Duration>,
     /// Time spent opening a connection for this request, if one was opened.
     pub connect: Option<Duration>,
     /// Request body bytes sent.
     pub bytes_out: u64,
+}
+
+impl Outcome {
+    /// The outcome of an exchange that began at `start`, whose clock began
+    /// at `clock` (later than `start` when a reconnect is not counted in the
+    /// latency) and that ends now. `due` is the open model's scheduled
+    /// time: latency and time to first byte then count from it.
+    pub(crate) fn timed(
+        result: Result<Response, Failure>,
+        start: Instant,
+        clock: Instant,
+        connect: Option<Duration>,
+        bytes_out: u64,
+        due: Option<Instant>,
+    ) -> Outcome {
+        let end = Instant::now();
+        let origin = due.map_or(clock, |d| d.min(clock));
+        Outcome {
+            result: result.map(|mut r| {
+                r.ttfb = (start + r.ttfb).saturating_duration_since(origin);
+                r
+            }),
+            latency: end - origin,
+            uncorrected: end - clock,
+            lag: due.map(|d| start.saturating_duration_since(d)),
+            connect,
+            bytes_out,
+        }
+    }
 }
 
 /// What an endpoint answered.

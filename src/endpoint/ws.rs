@@ -154,6 +154,7 @@ impl WsSlot {
         opts: &TransportOptions,
         req: &Request,
         keep_body: bool,
+        due: Option<Instant>,
     ) -> Outcome {
         let start = Instant::now();
         let mut clock = start;
@@ -172,16 +173,7 @@ impl WsSlot {
         if result.is_err() || !opts.keepalive {
             self.socket = None;
         }
-        let end = Instant::now();
-        Outcome {
-            result: result.map(|mut r| {
-                r.ttfb = r.ttfb.saturating_sub(clock - start);
-                r
-            }),
-            latency: end - clock,
-            connect,
-            bytes_out: req.body.len() as u64,
-        }
+        Outcome::timed(result, start, clock, connect, req.body.len() as u64, due)
     }
 
     #[allow(clippy::too_many_arguments)]

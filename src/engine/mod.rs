@@ -6,7 +6,9 @@
 //! where they are merged and shown to an [`Observer`].
 
 mod judge;
+pub mod pace;
 mod stop;
+mod timer;
 mod window;
 mod worker;
 
@@ -94,30 +96,29 @@ fn collect(
 ) -> Result<(RunStats, Duration), RunError> {
     let n = plan.endpoints.len();
     let mut total = RunStats::new(n);
-    // Interval index -> (merged stats, cores that reported it).
-    let mut pending: BTreeMap<u64, (RunStats, usize)> = BTreeMap::new();
-    let mut active = cores;
-    let mut finished = 0;
+    // Interval index -> merged stats so far.
+    let mut pending: BTreeMap<u64, RunStats> = BTreeMap::new();
+    // Per core: the next interval it has not reported, or None once done.
+    let mut next: Vec<Option<u64>> = vec![Some(0); cores];
     let mut span: Option<(Instant, Instant)> = None;
     let mut failure = None;
     for msg in from.iter() {
         match msg {
-            CoreMsg::Tick { index, stats } => {
-                let slot = pending
+            CoreMsg::Tick { core, index, stats } => {
+                pending
                     .entry(index)
-                    .or_insert_with(|| (RunStats::new(n), 0));
-                slot.0.merge(&stats);
-                slot.1 += 1;
+                    .or_insert_with(|| RunStats::new(n))
+                    .merge(&stats);
+                next[core] = Some(index + 1);
             }
-            CoreMsg::Done(result) => {
-                active -= 1;
-                finished += 1;
+            CoreMsg::Done { core, result } => {
+                next[core] = None;
                 match result {
                     Ok(r) => {
-                        let slot = pending
+                        pending
                             .entry(r.index)
-                            .or_insert_with(|| (RunStats::new(n), 0));
-                        slot.0.merge(&r.stats);
+                            .or_insert_with(|| RunStats::new(n))
+                            .merge(&r.stats);
                         span = Some(match span {
                             None => (r.started, r.ended),
                             Some((s, e)) => (s.min(r.started), e.max(r.ended)),
@@ -127,16 +128,18 @@ fn collect(
                 }
             }
         }
-        // An interval is complete when every core still running reported it.
+        // An interval is complete when every core has reported it or ended.
         while let Some(entry) = pending.first_entry() {
-            if entry.get().1 < active {
+            let index = *entry.key();
+            if next.iter().any(|n| n.is_some_and(|n| n <= index)) {
                 break;
             }
-            let (index, (delta, _)) = entry.remove_entry();
+            let delta = entry.remove();
             total.merge(&delta);
             observer.interval(index, &delta, &total);
         }
     }
+    let finished = next.iter().filter(|n| n.is_none()).count();
     if let Some(e) = failure {
         return Err(RunError::Start(e));
     }
@@ -170,7 +173,13 @@ pub fn run(
         addrs.push(a);
     }
 
-    let cores = plan.threads.min(plan.concurrency).max(1);
+    // Closed model: no more cores than requests in flight. Open model:
+    // every core shares the schedule, up to --max-in-flight.
+    let in_flight = match plan.rate {
+        Some(_) => plan.max_in_flight,
+        None => plan.concurrency,
+    };
+    let cores = plan.threads.min(in_flight).max(1);
     let state = Arc::new(Mutex::new(InputState::default()));
     let mut inputs: Vec<WorkerInput> = Vec::with_capacity(cores);
     match input {
@@ -221,22 +230,27 @@ pub fn run(
                 .map_err(RunError::Endpoint)?,
             );
         }
-        let slots = plan.concurrency / cores + usize::from(c < plan.concurrency % cores);
+        let share = |n: usize| n / cores + usize::from(c < n % cores);
+        let slots = share(in_flight).max(1);
+        let warm = share(plan.concurrency).clamp(1, slots);
         let done = ticks.clone();
         let job = WorkerJob {
             plan: plan.clone(),
             links,
             slots,
+            warm,
+            schedule: plan.rate.map(|r| pace::Schedule::new(r, c, cores)),
             input,
             stop: stop.clone(),
             start_barrier: barrier.clone(),
             ticks: ticks.clone(),
+            core: c,
         };
         std::thread::Builder::new()
             .name(format!("versus-core-{c}"))
             .spawn(move || {
                 let result = worker::run(job);
-                let _ = done.send(CoreMsg::Done(result));
+                let _ = done.send(CoreMsg::Done { core: c, result });
             })?;
     }
     drop(ticks);

@@ -6,12 +6,15 @@
 //! comparison. Pure data: no clock, no I/O.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use crate::endpoint::Outcome;
 use crate::input::Request;
 
 struct Entry {
     req: Request,
+    /// Open model: when the request is due.
+    due: Option<Instant>,
     /// Endpoints that claimed it.
     started: usize,
     /// Endpoints that have not delivered an outcome.
@@ -21,8 +24,9 @@ struct Entry {
 /// What an endpoint may do next.
 #[derive(Debug)]
 pub(crate) enum Claim {
-    /// Send this request (local index, request).
-    Got(u64, Request),
+    /// Send this request (local index, request, due time in the open
+    /// model).
+    Got(u64, Request, Option<Instant>),
     /// Nothing to send yet: wait for input or for the window to move.
     Wait,
     /// Input is over and every request was claimed.
@@ -58,10 +62,11 @@ impl Window {
         self.entries.len() < self.limit
     }
 
-    pub fn push(&mut self, req: Request) {
+    pub fn push(&mut self, req: Request, due: Option<Instant>) {
         debug_assert!(self.has_space());
         self.entries.push_back(Entry {
             req,
+            due,
             started: 0,
             pending: self.endpoints,
         });
@@ -84,7 +89,7 @@ impl Window {
             Some(entry) => {
                 self.next[e] += 1;
                 entry.started += 1;
-                Claim::Got(i, entry.req.clone())
+                Claim::Got(i, entry.req.clone(), entry.due)
             }
             None if self.input_done => Claim::Done,
             None => Claim::Wait,
@@ -149,6 +154,8 @@ mod tests {
         Outcome {
             result: Err(Failure::Timeout),
             latency: Duration::ZERO,
+            uncorrected: Duration::ZERO,
+            lag: None,
             connect: None,
             bytes_out: 0,
         }
@@ -158,11 +165,11 @@ mod tests {
     fn a_fast_endpoint_leads_by_at_most_the_window() {
         let mut w = Window::new(3, 2);
         for n in 0..3 {
-            w.push(req(n));
+            w.push(req(n), None);
         }
         // Endpoint 0 claims all three and finishes them; endpoint 1 nothing.
         for i in 0..3 {
-            assert!(matches!(w.claim(0), Claim::Got(j, _) if j == i));
+            assert!(matches!(w.claim(0), Claim::Got(j, _, _) if j == i));
             w.complete(0, i, out());
         }
         assert!(matches!(w.claim(0), Claim::Wait));
@@ -170,7 +177,7 @@ mod tests {
         assert!(!w.has_space());
         assert_eq!(w.drain_ready(|_, _| {}), 0);
         // Endpoint 1 finishes the oldest: it leaves, making room for one.
-        assert!(matches!(w.claim(1), Claim::Got(0, _)));
+        assert!(matches!(w.claim(1), Claim::Got(0, _, _)));
         w.complete(1, 0, out());
         let mut seen = Vec::new();
         assert_eq!(
@@ -184,23 +191,23 @@ mod tests {
         assert!(w.has_space());
         assert!(!w.holds_back(0));
         assert_eq!(w.unclaimed(), 0);
-        w.push(req(3));
-        assert!(matches!(w.claim(0), Claim::Got(3, r) if r.seq == 3));
+        w.push(req(3), None);
+        assert!(matches!(w.claim(0), Claim::Got(3, r, _) if r.seq == 3));
     }
 
     #[test]
     fn done_only_after_input_ends_and_incomplete_counts_started_requests() {
         let mut w = Window::new(4, 2);
-        w.push(req(0));
-        w.push(req(1));
+        w.push(req(0), None);
+        w.push(req(1), None);
         assert_eq!(w.unclaimed(), 2);
-        assert!(matches!(w.claim(0), Claim::Got(0, _)));
-        assert!(matches!(w.claim(0), Claim::Got(1, _)));
+        assert!(matches!(w.claim(0), Claim::Got(0, _, _)));
+        assert!(matches!(w.claim(0), Claim::Got(1, _, _)));
         assert!(matches!(w.claim(0), Claim::Wait));
         w.finish_input();
         assert!(matches!(w.claim(0), Claim::Done));
         w.complete(0, 0, out());
-        assert!(matches!(w.claim(1), Claim::Got(0, _)));
+        assert!(matches!(w.claim(1), Claim::Got(0, _, _)));
         assert_eq!(w.incomplete(), 2);
         w.complete(1, 0, out());
         assert_eq!(w.drain_ready(|_, _| {}), 1);
@@ -211,8 +218,8 @@ mod tests {
     fn ring_places_do_not_collide_after_wrapping() {
         let mut w = Window::new(2, 1);
         for n in 0..10 {
-            w.push(req(n));
-            let Claim::Got(i, r) = w.claim(0) else {
+            w.push(req(n), None);
+            let Claim::Got(i, r, _) = w.claim(0) else {
                 panic!("no claim")
             };
             assert_eq!(r.seq, n);

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::judge;
+use super::pace::Schedule;
+use super::timer::PreciseTimer;
 use super::window::{Claim, Window};
 use super::Stop;
 use crate::endpoint::{Link, Outcome, Slot};
@@ -37,11 +39,17 @@ pub(crate) struct WorkerJob {
     pub links: Vec<Link>,
     /// Slots per endpoint on this core.
     pub slots: usize,
+    /// Of those, how many open their connection before the clock starts.
+    pub warm: usize,
+    /// Open model: this core's share of the schedule.
+    pub schedule: Option<Schedule>,
     pub input: WorkerInput,
     pub stop: Stop,
     pub start_barrier: Arc<std::sync::Barrier>,
     /// Where interval statistics go.
     pub ticks: std::sync::mpsc::Sender<CoreMsg>,
+    /// This core's number.
+    pub core: usize,
 }
 
 /// What a core hands back at its end: the statistics since its last tick,
@@ -57,10 +65,17 @@ pub(crate) struct WorkerResult {
 
 /// What a core sends to the collector.
 pub(crate) enum CoreMsg {
-    /// The statistics of one finished interval.
-    Tick { index: u64, stats: RunStats },
-    /// The core finished.
-    Done(std::io::Result<WorkerResult>),
+    /// The statistics of one finished interval of core `core`.
+    Tick {
+        core: usize,
+        index: u64,
+        stats: RunStats,
+    },
+    /// Core `core` finished.
+    Done {
+        core: usize,
+        result: std::io::Result<WorkerResult>,
+    },
 }
 
 struct Core {
@@ -68,7 +83,7 @@ struct Core {
     window: RefCell<Window>,
     stats: RefCell<RunStats>,
     /// Slots waiting for a request.
-    work: Notify,
+    work: Vec<Notify>,
     /// The feeder waiting for room in the window, or for the leading
     /// endpoint to use up what is ready.
     space: Notify,
@@ -83,6 +98,9 @@ struct Core {
     paused: Cell<Duration>,
     live_slots: Cell<usize>,
     inflight: RefCell<Vec<u32>>,
+    /// Slots per endpoint waiting for a request (open model: a request
+    /// released when none is free starts late).
+    idle: RefCell<Vec<u32>>,
     held_since: RefCell<Vec<Option<Instant>>>,
     held: RefCell<Vec<Duration>>,
     last_done: RefCell<Vec<Option<Instant>>>,
@@ -102,10 +120,13 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         plan,
         links,
         slots: per_endpoint,
+        warm,
+        schedule,
         input,
         stop,
         start_barrier,
         ticks,
+        core: core_number,
     } = job;
     let endpoints = links.len();
     let links: Vec<Rc<Link>> = links.into_iter().map(Rc::new).collect();
@@ -118,10 +139,12 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             let mut first = Slot::new(link.clone());
             let _ = first.warm().await;
             let warming: Vec<_> = (1..per_endpoint)
-                .map(|_| {
+                .map(|n| {
                     let mut slot = Slot::new(link.clone());
                     tokio::task::spawn_local(async move {
-                        let _ = slot.warm().await;
+                        if n < warm {
+                            let _ = slot.warm().await;
+                        }
                         slot
                     })
                 })
@@ -144,7 +167,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let core = Rc::new(Core {
         window: RefCell::new(Window::new(plan.window, endpoints)),
         stats: RefCell::new(RunStats::new(endpoints)),
-        work: Notify::new(),
+        work: (0..endpoints).map(|_| Notify::new()).collect(),
         space: Notify::new(),
         done: Notify::new(),
         stopping: Cell::new(None),
@@ -152,6 +175,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         paused: Cell::new(Duration::ZERO),
         live_slots: Cell::new(endpoints * per_endpoint),
         inflight: RefCell::new(vec![0; endpoints]),
+        idle: RefCell::new(vec![0; endpoints]),
         held_since: RefCell::new(vec![None; endpoints]),
         held: RefCell::new(vec![Duration::ZERO; endpoints]),
         last_done: RefCell::new(vec![None; endpoints]),
@@ -162,16 +186,22 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     });
 
     local.block_on(&rt, async {
-        tokio::task::spawn_local(feed(core.clone(), input));
         stop.core_running(true);
         tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
         tokio::task::spawn_local(watch_stop(core.clone(), stop.clone(), started));
-        tokio::task::spawn_local(tick(core.clone(), ticks, started));
+        tokio::task::spawn_local(tick(core.clone(), ticks, core_number, started));
+        // Slots first, so they are waiting when the first request is due.
         for (e, endpoint_slots) in slots.into_iter().enumerate() {
             for slot in endpoint_slots {
                 tokio::task::spawn_local(drive(core.clone(), e, slot));
             }
         }
+        match schedule {
+            Some(schedule) => {
+                tokio::task::spawn_local(feed_open(core.clone(), input, schedule, started))
+            }
+            None => tokio::task::spawn_local(feed(core.clone(), input)),
+        };
         wait_for_slots(&core).await;
     });
     if core.paused_since.get().is_some() {
@@ -224,14 +254,26 @@ pub(crate) fn tick_index(elapsed: Duration, interval: Duration) -> u64 {
 
 /// Hand the statistics of each finished interval to the collector. The
 /// swap is the only cost to the run: no request waits for it.
-async fn tick(core: Rc<Core>, to: std::sync::mpsc::Sender<CoreMsg>, started: Instant) {
+async fn tick(
+    core: Rc<Core>,
+    to: std::sync::mpsc::Sender<CoreMsg>,
+    number: usize,
+    started: Instant,
+) {
     let every = core.plan.interval;
     let endpoints = core.stats.borrow().endpoints.len();
     for index in 0u64.. {
         let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
         let stats = core.stats.replace(RunStats::new(endpoints));
-        if to.send(CoreMsg::Tick { index, stats }).is_err() {
+        if to
+            .send(CoreMsg::Tick {
+                core: number,
+                index,
+                stats,
+            })
+            .is_err()
+        {
             return;
         }
     }
@@ -258,6 +300,21 @@ async fn wait_for_slots(core: &Core) {
 }
 
 impl Core {
+    /// Wake every waiting slot (stop, pause, end of input).
+    fn wake_all(&self) {
+        for w in &self.work {
+            w.notify_waiters();
+        }
+    }
+
+    /// One more request is claimable: wake one slot per endpoint (or leave
+    /// a permit for the next slot that looks).
+    fn wake_one_each(&self) {
+        for w in &self.work {
+            w.notify_one();
+        }
+    }
+
     /// True when the feeder should add requests to the window.
     fn wants_input(&self) -> bool {
         let w = self.window.borrow();
@@ -270,7 +327,7 @@ fn begin_stop(core: &Core) {
     if core.stopping.get().is_none() {
         core.stopping.set(Some(Instant::now()));
     }
-    core.work.notify_waiters();
+    core.wake_all();
     core.space.notify_waiters();
     core.done.notify_waiters();
 }
@@ -289,7 +346,7 @@ async fn watch_pause(core: Rc<Core>, stop: Stop) {
                 core.paused_since.set(None);
                 core.paused.set(core.paused.get() + since.elapsed());
                 stop.core_paused(false);
-                core.work.notify_waiters();
+                core.wake_all();
             }
             _ => {}
         }
@@ -313,76 +370,185 @@ async fn watch_stop(core: Rc<Core>, stop: Stop, started: Instant) {
     begin_stop(&core);
 }
 
-/// Move requests from the input into the window as room appears.
-async fn feed(core: Rc<Core>, mut input: WorkerInput) {
-    let mut batch = Vec::new().into_iter();
-    'outer: loop {
-        // Wait for room.
-        loop {
-            let notified = core.space.notified();
-            if core.stopping.get().is_some() {
-                break 'outer;
-            }
-            if core.wants_input() {
-                break;
-            }
-            notified.await;
+/// A core's input: the current batch and where the next comes from.
+struct Feed {
+    input: WorkerInput,
+    batch: std::vec::IntoIter<Request>,
+}
+
+impl Feed {
+    /// The next request if one is at hand, without waiting.
+    fn take_now(&mut self) -> Option<Request> {
+        match &mut self.input {
+            WorkerInput::Repeat { request, remaining } => match remaining {
+                Some(0) => None,
+                Some(n) => {
+                    *n -= 1;
+                    Some(request.clone())
+                }
+                None => Some(request.clone()),
+            },
+            WorkerInput::Batches(_) => self.batch.next(),
         }
-        let mut pushed = false;
+    }
+
+    /// Wait for the next batch. False when the input has ended (or the run
+    /// is stopping).
+    async fn refill(&mut self, core: &Core) -> bool {
+        match &mut self.input {
+            WorkerInput::Repeat { .. } => false,
+            WorkerInput::Batches(rx) => {
+                let stopped = core.done.notified();
+                if core.stopping.get().is_some() {
+                    return false;
+                }
+                tokio::select! {
+                    b = rx.recv() => match b {
+                        Ok(b) => {
+                            self.batch = b.into_iter();
+                            true
+                        }
+                        Err(_) => false,
+                    },
+                    _ = stopped => core.stopping.get().is_none(),
+                }
+            }
+        }
+    }
+
+    /// The next request, waiting for input if needed.
+    async fn next(&mut self, core: &Core) -> Option<Request> {
+        loop {
+            if let Some(r) = self.take_now() {
+                return Some(r);
+            }
+            if !self.refill(core).await {
+                return None;
+            }
+        }
+    }
+}
+
+/// Wait until the feeder may add to the window (`open`: the window has
+/// space; closed model: it also wants more ready requests); false when
+/// stopping.
+async fn room(core: &Core, open: bool) -> bool {
+    loop {
+        let notified = core.space.notified();
+        if core.stopping.get().is_some() {
+            return false;
+        }
+        if core.wants_input() || open && core.window.borrow().has_space() {
+            return true;
+        }
+        notified.await;
+    }
+}
+
+/// Closed model: move requests from the input into the window as room
+/// appears.
+async fn feed(core: Rc<Core>, input: WorkerInput) {
+    let mut feed = Feed {
+        input,
+        batch: Vec::new().into_iter(),
+    };
+    while room(&core, false).await {
+        let mut pushed = 0;
         {
             let mut w = core.window.borrow_mut();
             while w.has_space() && w.unclaimed() < core.prefetch {
-                let next = match &mut input {
-                    WorkerInput::Repeat { request, remaining } => match remaining {
-                        Some(0) => None,
-                        Some(n) => {
-                            *n -= 1;
-                            Some(request.clone())
-                        }
-                        None => Some(request.clone()),
-                    },
-                    WorkerInput::Batches(_) => batch.next(),
-                };
-                match next {
+                match feed.take_now() {
                     Some(r) => {
-                        w.push(r);
-                        pushed = true;
+                        w.push(r, None);
+                        pushed += 1;
                     }
                     None => break,
                 }
             }
         }
-        if pushed {
-            core.work.notify_waiters();
+        for _ in 0..pushed.min(core.prefetch) {
+            core.wake_one_each();
         }
-        if !core.wants_input() {
-            continue;
-        }
-        // The window wants more and the current batch is used up.
-        match &mut input {
-            WorkerInput::Repeat { .. } => break,
-            WorkerInput::Batches(rx) => {
-                let stopped = core.done.notified();
-                tokio::select! {
-                    b = rx.recv() => match b {
-                        Ok(b) => batch = b.into_iter(),
-                        Err(_) => break,
-                    },
-                    _ = stopped, if core.stopping.get().is_none() => {}
-                }
-            }
+        if core.wants_input() && !feed.refill(&core).await {
+            break;
         }
     }
     core.window.borrow_mut().finish_input();
-    core.work.notify_waiters();
+    core.wake_all();
+}
+
+/// Open model: release each request into the window at the time it is
+/// due, whatever the endpoints are doing. A request that finds an endpoint
+/// with no free slot (`--max-in-flight` reached) starts late there, and is
+/// counted.
+async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, started: Instant) {
+    let mut feed = Feed {
+        input,
+        batch: Vec::new().into_iter(),
+    };
+    let mut timer = PreciseTimer::new().ok();
+    let end = core.plan.stop_after.duration.map(|d| started + d);
+    // Time spent paused moves the rest of the schedule later.
+    let mut shift = Duration::ZERO;
+    for k in 0u64.. {
+        let mut due = started + shift + schedule.due(k);
+        if end.is_some_and(|end| due >= end + shift) {
+            break;
+        }
+        let stopped = core.done.notified();
+        match &mut timer {
+            Some(t) => {
+                tokio::select! {
+                    _ = t.sleep_until(due) => {}
+                    _ = stopped => {}
+                }
+            }
+            None => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(tokio::time::Instant::from_std(due)) => {}
+                    _ = stopped => {}
+                }
+            }
+        }
+        if core.stopping.get().is_some() {
+            break;
+        }
+        if let Some(since) = core.paused_since.get() {
+            while core.paused_since.get().is_some() && core.stopping.get().is_none() {
+                core.work[0].notified().await;
+            }
+            let paused = since.elapsed();
+            shift += paused;
+            due += paused;
+        }
+        let Some(req) = feed.next(&core).await else {
+            break;
+        };
+        if !room(&core, true).await {
+            break;
+        }
+        {
+            let idle = core.idle.borrow();
+            let mut stats = core.stats.borrow_mut();
+            for (e, s) in stats.endpoints.iter_mut().enumerate() {
+                if idle[e] == 0 {
+                    s.late += 1;
+                }
+            }
+        }
+        core.window.borrow_mut().push(req, Some(due));
+        core.wake_one_each();
+    }
+    core.window.borrow_mut().finish_input();
+    core.wake_all();
 }
 
 /// One slot: claim the endpoint's next request, send it, deliver the outcome.
 async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
-    while let Some((i, req)) = claim(&core, e).await {
+    while let Some((i, req, due)) = claim(&core, e).await {
         core.inflight.borrow_mut()[e] += 1;
         core.stats.borrow_mut().endpoints[e].sent += 1;
-        let outcome = slot.send(&req, core.keep_body).await;
+        let outcome = slot.send(&req, core.keep_body, due).await;
         core.inflight.borrow_mut()[e] -= 1;
         deliver(&core, e, i, &req, outcome);
     }
@@ -390,29 +556,35 @@ async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
     core.done.notify_waiters();
 }
 
-async fn claim(core: &Core, e: usize) -> Option<(u64, Request)> {
+async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>)> {
     loop {
-        let notified = core.work.notified();
+        let notified = core.work[e].notified();
         if core.stopping.get().is_some() {
             return None;
         }
         if core.paused_since.get().is_some() {
+            core.idle.borrow_mut()[e] += 1;
             notified.await;
+            core.idle.borrow_mut()[e] -= 1;
             continue;
         }
         let claim = core.window.borrow_mut().claim(e);
         match claim {
-            Claim::Got(i, req) => {
+            Claim::Got(i, req, due) => {
                 if core.window.borrow().unclaimed() * 2 < core.prefetch {
                     core.space.notify_waiters();
                 }
                 if let Some(since) = core.held_since.borrow_mut()[e].take() {
                     core.held.borrow_mut()[e] += since.elapsed();
                 }
-                return Some((i, req));
+                return Some((i, req, due));
             }
             Claim::Done => return None,
-            Claim::Wait => notified.await,
+            Claim::Wait => {
+                core.idle.borrow_mut()[e] += 1;
+                notified.await;
+                core.idle.borrow_mut()[e] -= 1;
+            }
         }
     }
 }

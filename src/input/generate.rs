@@ -155,7 +155,7 @@ fn follow_head(
             );
             local.block_on(&rt, async {
                 loop {
-                    let outcome = slot.send(&request, true).await;
+                    let outcome = slot.send(&request, true, None).await;
                     let block = match &outcome.result {
                         Ok(r) => parse_block_number(&r.body).ok_or_else(|| {
                             format!("unexpected answer to eth_blockNumber (HTTP {})", r.status)

@@ -24,12 +24,17 @@ pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()
         writeln!(out)?;
         writeln!(out, "{i}. {spec}")?;
         writeln!(out)?;
-        endpoint(out, plan, s)?;
+        endpoint(out, plan, s, run.elapsed)?;
     }
     summary(out, plan, run)
 }
 
-fn endpoint(out: &mut dyn Write, plan: &Plan, s: &EndpointStats) -> io::Result<()> {
+fn endpoint(
+    out: &mut dyn Write,
+    plan: &Plan,
+    s: &EndpointStats,
+    elapsed: std::time::Duration,
+) -> io::Result<()> {
     writeln!(out, "   Requests:   {:.2} per second", s.rate)?;
     let h = &s.latency;
     if h.is_empty() {
@@ -98,6 +103,37 @@ fn endpoint(out: &mut dyn Write, plan: &Plan, s: &EndpointStats) -> io::Result<(
             seconds(s.ttfb.mean().round() as u64),
             seconds(s.ttfb.value_at_percentile(99.0))
         )?;
+    }
+    if let Some(rate) = plan.rate {
+        let sent = if elapsed.is_zero() {
+            0.0
+        } else {
+            s.sent as f64 / elapsed.as_secs_f64()
+        };
+        writeln!(
+            out,
+            "   Rate:       {:.2} per second scheduled, {sent:.2} per second sent",
+            rate.0
+        )?;
+        if !s.uncorrected.is_empty() {
+            writeln!(
+                out,
+                "   Uncorrected: {} p50, {} p99, {} max (from the actual send, as a closed-loop tool reports)",
+                seconds(s.uncorrected.value_at_percentile(50.0)),
+                seconds(s.uncorrected.value_at_percentile(99.0)),
+                seconds(s.uncorrected.max())
+            )?;
+        }
+        if !s.lag.is_empty() {
+            writeln!(
+                out,
+                "   Send lag:   {} p50, {} p99 behind the schedule; {} requests late because --max-in-flight ({}) was reached",
+                seconds(s.lag.value_at_percentile(50.0)),
+                seconds(s.lag.value_at_percentile(99.0)),
+                s.late,
+                plan.max_in_flight
+            )?;
+        }
     }
     if s.reconnects > 0 {
         writeln!(

@@ -54,6 +54,14 @@ pub struct EndpointStats {
     pub ttfb: Histogram<u64>,
     /// Connection set-up time, µs (one sample per connection opened).
     pub connect: Histogram<u64>,
+    /// Open model: latency from the actual send, as a closed-loop tool
+    /// would report it, µs.
+    pub uncorrected: Histogram<u64>,
+    /// Open model: how late each request started against its schedule, µs.
+    pub lag: Histogram<u64>,
+    /// Open model: requests released when no slot was free for this
+    /// endpoint (`--max-in-flight` reached); they started late.
+    pub late: u64,
     /// Connections opened during the run (not counting warm-up connects).
     pub reconnects: u64,
     /// Requests still in flight when the run was stopped, abandoned.
@@ -79,6 +87,9 @@ impl Default for EndpointStats {
             latency: new_histogram(),
             ttfb: new_histogram(),
             connect: new_histogram(),
+            uncorrected: new_histogram(),
+            lag: new_histogram(),
+            late: 0,
             reconnects: 0,
             abandoned: 0,
             held: Duration::ZERO,
@@ -95,8 +106,14 @@ impl EndpointStats {
             record(&mut self.connect, c);
             self.reconnects += 1;
         }
+        if let Some(lag) = outcome.lag {
+            record(&mut self.lag, lag);
+        }
         match &outcome.result {
             Ok(r) => {
+                if outcome.lag.is_some() {
+                    record(&mut self.uncorrected, outcome.uncorrected);
+                }
                 self.responses += 1;
                 self.status[usize::from(r.status).min(999)] += 1;
                 self.bytes_in += r.body_len;
@@ -144,6 +161,9 @@ impl EndpointStats {
         let _ = self.latency.add(&other.latency);
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.connect.add(&other.connect);
+        let _ = self.uncorrected.add(&other.uncorrected);
+        let _ = self.lag.add(&other.lag);
+        self.late += other.late;
         self.reconnects += other.reconnects;
         self.abandoned += other.abandoned;
         self.held = self.held.max(other.held);
@@ -436,6 +456,8 @@ mod tests {
                 ttfb: Duration::from_millis(ms / 2),
             }),
             latency: Duration::from_millis(ms),
+            uncorrected: Duration::from_millis(ms),
+            lag: None,
             connect: None,
             bytes_out: 3,
         }
@@ -452,6 +474,8 @@ mod tests {
         b.record(&Outcome {
             result: Err(Failure::Timeout),
             latency: Duration::from_secs(1),
+            uncorrected: Duration::from_secs(1),
+            lag: None,
             connect: Some(Duration::from_micros(300)),
             bytes_out: 3,
         });

@@ -1,0 +1,137 @@
+//! The open model's schedule: when each request is due. A pure function of
+//! the request's number (no clock), so it is tested by a table.
+
+use std::time::Duration;
+
+/// A rate in requests per second per endpoint, parsed from `500`, `500/s`,
+/// `30000/m`, `2/ms`, `1000/h`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate(pub f64);
+
+impl std::str::FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Rate, String> {
+        let (n, per) = match s.trim().split_once('/') {
+            Some((n, unit)) => (n.trim(), unit.trim()),
+            None => (s.trim(), "s"),
+        };
+        let seconds = match per {
+            "ms" => 0.001,
+            "s" | "" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            _ => {
+                return Err(format!(
+                    "--rate {s:?}: unknown unit {per:?}; use /ms, /s, /m or /h"
+                ))
+            }
+        };
+        match n.parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(Rate(v / seconds)),
+            _ => Err(format!(
+                "--rate {s:?}: expected a positive number of requests, like 500, 500/s or 30000/m"
+            )),
+        }
+    }
+}
+
+/// One core's share of a schedule: with `cores` cores, core `c` sends
+/// requests `c, c + cores, c + 2·cores, ...` of the whole schedule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    /// Nanoseconds between two requests of the whole schedule.
+    gap_ns: f64,
+    core: u64,
+    cores: u64,
+}
+
+impl Schedule {
+    /// The schedule of core `core` of `cores` for `rate` requests per second.
+    pub fn new(rate: Rate, core: usize, cores: usize) -> Schedule {
+        Schedule {
+            gap_ns: 1e9 / rate.0,
+            core: core as u64,
+            cores: cores.max(1) as u64,
+        }
+    }
+
+    /// When this core's `k`-th request (from 0) is due, from the start.
+    pub fn due(&self, k: u64) -> Duration {
+        let global = k * self.cores + self.core;
+        Duration::from_nanos((global as f64 * self.gap_ns).round() as u64)
+    }
+
+    /// How many of this core's requests are due by `elapsed` (those with
+    /// `due(k) <= elapsed`).
+    pub fn due_by(&self, elapsed: Duration) -> u64 {
+        let global = (elapsed.as_nanos() as f64 / self.gap_ns).floor() as u64;
+        if global < self.core {
+            0
+        } else {
+            (global - self.core) / self.cores + 1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_with_units() {
+        for (s, want) in [
+            ("500", 500.0),
+            ("500/s", 500.0),
+            ("30000/m", 500.0),
+            ("2/ms", 2000.0),
+            ("3600/h", 1.0),
+            (" 20000 ", 20000.0),
+        ] {
+            assert_eq!(s.parse::<Rate>(), Ok(Rate(want)), "{s}");
+        }
+        for s in ["0", "-5", "fast", "5/week", "NaN"] {
+            assert!(s.parse::<Rate>().is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn the_schedule_by_table() {
+        // 1000 per second over 1 core: one request every 1 ms.
+        let one = Schedule::new(Rate(1000.0), 0, 1);
+        for (k, ms) in [(0, 0), (1, 1), (2, 2), (1000, 1000)] {
+            assert_eq!(one.due(k), Duration::from_millis(ms), "k={k}");
+        }
+        // 1000 per second over 2 cores: core 0 sends the even requests
+        // (0, 2, 4 ms), core 1 the odd ones (1, 3, 5 ms).
+        let c0 = Schedule::new(Rate(1000.0), 0, 2);
+        let c1 = Schedule::new(Rate(1000.0), 1, 2);
+        assert_eq!(
+            [c0.due(0), c0.due(1), c0.due(2)],
+            [0, 2, 4].map(Duration::from_millis)
+        );
+        assert_eq!(
+            [c1.due(0), c1.due(1), c1.due(2)],
+            [1, 3, 5].map(Duration::from_millis)
+        );
+        // 3 per second: gaps of 333.33 ms, rounded to the nanosecond.
+        let third = Schedule::new(Rate(3.0), 0, 1);
+        assert_eq!(third.due(1), Duration::from_nanos(333_333_333));
+        assert_eq!(third.due(3), Duration::from_secs(1));
+        // 20000 per second: 50 µs apart, no millisecond rounding.
+        let fast = Schedule::new(Rate(20000.0), 0, 1);
+        assert_eq!(fast.due(3), Duration::from_micros(150));
+    }
+
+    #[test]
+    fn due_by_counts_what_is_due() {
+        let c1 = Schedule::new(Rate(1000.0), 1, 2);
+        // Core 1's requests are due at 1, 3, 5 ms.
+        assert_eq!(c1.due_by(Duration::from_micros(999)), 0);
+        assert_eq!(c1.due_by(Duration::from_millis(1)), 1);
+        assert_eq!(c1.due_by(Duration::from_micros(4999)), 2);
+        assert_eq!(c1.due_by(Duration::from_millis(5)), 3);
+        let one = Schedule::new(Rate(200.0), 0, 1);
+        // 200/s for 2 s: 400 requests, due at 0..1995 ms, all due by 2 s.
+        assert_eq!(one.due_by(Duration::from_millis(1999)), 400);
+    }
+}

@@ -1,0 +1,96 @@
+//! The open model (`--rate`): requests start on a schedule and latency
+//! counts from the time each was due, so a stalled server shows in the
+//! latency instead of silently slowing the sender (no coordinated
+//! omission).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn a_stall_shows_in_the_corrected_latency_and_not_in_the_uncorrected() {
+    // The 100th request stalls the server for 500 ms; every request that
+    // arrives meanwhile waits for the stall to end.
+    let state = Arc::new(Mutex::new((0u64, None::<Instant>)));
+    let s = state.clone();
+    let server = Server::start(move |_| {
+        let mut st = s.lock().unwrap();
+        st.0 += 1;
+        if st.0 == 100 {
+            st.1 = Some(Instant::now() + Duration::from_millis(500));
+        }
+        let wait = st.1.map_or(Duration::ZERO, |until| {
+            until.saturating_duration_since(Instant::now())
+        });
+        Reply::ok("{}").after(wait)
+    });
+    // One request in flight at most, as a closed-loop tool with one
+    // connection would have: while the server stalls, requests that fall
+    // due cannot start.
+    let (out, report) = run_lib(
+        &[
+            "--rate",
+            "200",
+            "--stop-after",
+            "2s",
+            "--max-in-flight",
+            "1",
+            "--method",
+            "GET",
+            &server.url(),
+        ],
+        b"",
+    );
+    let e = &out.stats.endpoints[0];
+    // 200 per second for 2 s: exactly 400 requests.
+    assert_eq!(e.sent, 400, "{report}");
+    assert_eq!(e.responses, 400, "{report}");
+    let corrected_p99 = e.latency.value_at_quantile(0.99);
+    let uncorrected_p99 = e.uncorrected.value_at_quantile(0.99);
+    assert!(
+        corrected_p99 >= 300_000,
+        "corrected p99 {corrected_p99} µs\n{report}"
+    );
+    assert!(
+        uncorrected_p99 < 100_000,
+        "uncorrected p99 {uncorrected_p99} µs\n{report}"
+    );
+    assert!(e.late >= 50, "late {}\n{report}", e.late);
+    assert!(
+        report.contains("Rate:       200.00 per second scheduled"),
+        "{report}"
+    );
+    assert!(report.contains("Uncorrected:"), "{report}");
+    assert!(report.contains("Send lag:"), "{report}");
+}
+
+#[test]
+fn each_request_goes_to_every_endpoint_at_its_scheduled_time() {
+    let a = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(1)));
+    let b = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(30)));
+    let (out, report) = run_lib(
+        &["--rate", "100/s", "--stop-after", "1s", &a.url(), &b.url()],
+        &lines(1000),
+    );
+    assert_eq!(out.stats.endpoints[0].sent, 100, "{report}");
+    assert_eq!(out.stats.endpoints[1].sent, 100, "{report}");
+    // The slow endpoint does not delay the fast one's schedule.
+    assert!(
+        out.stats.endpoints[0].lag.value_at_quantile(0.5) < 5_000,
+        "{report}"
+    );
+    assert_eq!(out.stats.verdicts.compared, 100);
+    assert!(out.stats.endpoints[1].latency.value_at_quantile(0.5) >= 30_000);
+}
+
+#[test]
+fn bad_rates_are_usage_errors() {
+    for rate in ["0", "fast", "10/week"] {
+        let out = run_bin(&["--rate", rate, "http://127.0.0.1:1/"], b"x\n");
+        assert_eq!(out.status.code(), Some(2), "{rate}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--rate"));
+    }
+}
