@@ -2,7 +2,12 @@
 //! take the stats and a writer; they compute nothing that the stats do not
 //! hold. This module owns formatting, escaping and layout only.
 
+pub mod csv;
+pub mod info;
+pub mod json;
+pub mod markdown;
 pub mod text;
+pub mod threshold;
 pub mod verbose;
 
 use std::time::Duration;

@@ -11,6 +11,8 @@ use crate::engine::RunOutput;
 use crate::plan::Plan;
 use crate::stats::EndpointStats;
 
+use super::info::RunInfo;
+
 /// The percentiles the report lists.
 const PERCENTILES: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 
@@ -19,6 +21,15 @@ const PERCENTILES: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 /// # Errors
 /// Only when writing to `out` fails.
 pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> {
+    write_run(out, &RunInfo::from_plan(plan), run)
+}
+
+/// Write the full report of a run described by `plan` (a live run's, or a
+/// saved run's).
+///
+/// # Errors
+/// Only when writing to `out` fails.
+pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     writeln!(out, "Endpoints:")?;
     for (i, (spec, s)) in plan.endpoints.iter().zip(&run.stats.endpoints).enumerate() {
         writeln!(out)?;
@@ -29,7 +40,7 @@ pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()
     summary(out, plan, run)
 }
 
-fn endpoint(out: &mut dyn Write, plan: &Plan, s: &EndpointStats) -> io::Result<()> {
+fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats) -> io::Result<()> {
     writeln!(out, "   Requests:   {:.2} per second", s.rate)?;
     let h = &s.latency;
     if h.is_empty() {
@@ -118,7 +129,7 @@ fn endpoint(out: &mut dyn Write, plan: &Plan, s: &EndpointStats) -> io::Result<(
     Ok(())
 }
 
-fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> {
+fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let eps = &run.stats.endpoints;
     let total: u64 = eps.iter().map(EndpointStats::completed).sum();
     let errors: u64 = eps.iter().map(EndpointStats::errors).sum();
@@ -147,7 +158,7 @@ fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> 
         go_duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
-    if plan.comparer.enabled() || eps.len() < 2 {
+    if plan.comparison || eps.len() < 2 {
         writeln!(out, "   Mismatched: {}", v.mismatched)?;
     } else {
         writeln!(out, "   Mismatched: - (comparison off)")?;
