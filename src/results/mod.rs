@@ -4,6 +4,7 @@
 //! lines, `writer` writes them as a run goes, `reader` reads them back,
 //! `merge` combines shards, `series` keeps the per-interval figures.
 
+pub mod commands;
 pub mod format;
 pub mod merge;
 pub mod reader;
