@@ -38,6 +38,8 @@ pub struct RunReader {
     intervals: u64,
     totals: Option<TotalsLine>,
     ended: bool,
+    /// An interval read ahead (to merge lines of the same index).
+    ahead: Option<(u64, RunStats)>,
 }
 
 /// What a whole saved run holds at its end.
@@ -99,6 +101,7 @@ impl RunReader {
             intervals: 0,
             totals: None,
             ended: false,
+            ahead: None,
         })
     }
 
@@ -114,11 +117,33 @@ impl RunReader {
         }
     }
 
-    /// The next interval, `None` at the end of the intervals.
+    /// The next interval, `None` at the end of the intervals. Lines of the
+    /// same interval (the engine may report an interval's last part after
+    /// it when the run ends on its boundary) are merged into one.
     ///
     /// # Errors
     /// When a complete line is not valid, or reading fails.
     pub fn next_interval(&mut self) -> Result<Option<(u64, RunStats)>, ReadError> {
+        let Some((index, mut stats)) = (match self.ahead.take() {
+            Some(a) => Some(a),
+            None => self.read_interval()?,
+        }) else {
+            return Ok(None);
+        };
+        loop {
+            match self.read_interval()? {
+                Some((i, s)) if i == index => stats.merge(&s),
+                Some(next) => {
+                    self.ahead = Some(next);
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(Some((index, stats)))
+    }
+
+    fn read_interval(&mut self) -> Result<Option<(u64, RunStats)>, ReadError> {
         while !self.ended {
             self.buf.clear();
             let n = self
@@ -153,7 +178,7 @@ impl RunReader {
                     let line: IntervalLine = serde_json::from_value(value)
                         .map_err(|e| self.fail(format!("line {}: {e}", self.line_no)))?;
                     let stats = self.checked(&line.endpoints, &line.verdicts)?;
-                    if self.last_index.is_some_and(|last| line.index <= last) {
+                    if self.last_index.is_some_and(|last| line.index < last) {
                         return Err(self.fail(format!(
                             "line {}: interval {} comes after interval {}",
                             self.line_no,
@@ -161,8 +186,10 @@ impl RunReader {
                             self.last_index.unwrap_or_default()
                         )));
                     }
+                    if self.last_index != Some(line.index) {
+                        self.intervals += 1;
+                    }
                     self.last_index = Some(line.index);
-                    self.intervals += 1;
                     self.sum.merge(&stats);
                     return Ok(Some((line.index, stats)));
                 }
