@@ -252,6 +252,28 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             return USAGE;
         }
     };
+    // Columns are named by file name, or by path when names repeat.
+    let name = |f: &std::path::PathBuf| -> String {
+        let short = f.file_name().map(|n| n.to_string_lossy().into_owned());
+        match short {
+            Some(s)
+                if args
+                    .files
+                    .iter()
+                    .filter(|g| {
+                        g.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .as_ref()
+                            == Some(&s)
+                    })
+                    .count()
+                    == 1 =>
+            {
+                s
+            }
+            _ => f.display().to_string(),
+        }
+    };
     let mut runs = Vec::with_capacity(args.files.len());
     for f in &args.files {
         match super::load(std::slice::from_ref(f)) {
@@ -259,7 +281,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
                 for w in &r.warnings {
                     let _ = writeln!(err, "versus: warning: {w}");
                 }
-                runs.push((f.display().to_string(), r));
+                runs.push((name(f), r));
             }
             Err(e) => {
                 let _ = writeln!(err, "versus: {e}");

@@ -114,10 +114,7 @@ impl Shards {
         for (r, off) in self.readers.iter_mut().zip(&self.offsets) {
             heads.push(r.next_interval()?.map(|(i, s)| (i + off, s)));
         }
-        loop {
-            let Some(at) = heads.iter().flatten().map(|(i, _)| *i).min() else {
-                break;
-            };
+        while let Some(at) = heads.iter().flatten().map(|(i, _)| *i).min() {
             let mut merged = RunStats::new(n);
             for (k, head) in heads.iter_mut().enumerate() {
                 if head.as_ref().is_some_and(|(i, _)| *i == at) {
