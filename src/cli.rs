@@ -34,6 +34,56 @@ pub enum Command {
     /// Write generated requests to stdout, one per line, for piping into
     /// versus: `versus gen ethereum | versus URL...`.
     Gen(GenArgs),
+    /// Report saved runs (files written with --output) again: the text
+    /// report, or JSON, Markdown, CSV or HTML. Several files of the same
+    /// endpoints (shards of one run) are merged first.
+    Report(ReportArgs),
+    /// Merge shards of one run (run on several machines) into one saved
+    /// run: histograms add exactly, counters sum, intervals align by wall
+    /// clock.
+    Merge(MergeArgs),
+    /// Compare saved runs side by side per endpoint label (or, given one
+    /// file, its endpoints): rates, latency, size, errors, mismatches, the
+    /// change against the first, and whether it is significant.
+    Compare(CompareArgs),
+}
+
+/// Options of `versus report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Saved runs (written with --output); several are merged.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Report format: text, json, markdown, csv or html.
+    #[arg(long, default_value = "text", value_name = "FORMAT")]
+    pub format: String,
+    /// Check a condition such as 'p99 < 200ms' (repeatable); exit 3 if any
+    /// fails.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+}
+
+/// Options of `versus merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Saved runs of the same endpoints (shards of one run).
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where to write the merged run.
+    #[arg(short = 'o', long = "output", value_name = "OUT", required = true)]
+    pub output: PathBuf,
+}
+
+/// Options of `versus compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Saved runs: the first is the baseline. With one file, its endpoints
+    /// are compared with its first endpoint.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Table format: text or markdown.
+    #[arg(long, default_value = "text", value_name = "FORMAT")]
+    pub format: String,
 }
 
 /// Options of `versus gen`.
@@ -271,6 +321,25 @@ pub struct RunArgs {
     /// slowest on each core; bounds memory.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub lead: usize,
+
+    /// Save the run to FILE as it goes (JSON Lines, flushed every interval;
+    /// read it with `versus report`, `merge`, `compare`).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Format of the report on stdout: text, json or markdown.
+    #[arg(long, default_value = "text", value_name = "FORMAT")]
+    pub format: String,
+
+    /// Also write a self-contained HTML report (charts, mismatches) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Check a condition at the end, such as 'p99 < 200ms', 'errors < 1%',
+    /// 'mismatches == 0', 'rps > 500', 'LABEL: p95 <= 50ms' (repeatable);
+    /// exit 3 if any fails.
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
 }
 
 /// Parse a duration such as `30s`, `500ms`, `2m`.

@@ -28,4 +28,5 @@ pub mod engine;
 pub mod input;
 pub mod plan;
 pub mod report;
+pub mod results;
 pub mod stats;

@@ -1,8 +1,8 @@
 //! The `versus` binary: parse the command line, dispatch the subcommand,
 //! map the outcome to an exit code (0 done, 1 could not be carried out,
-//! 2 bad arguments, 130 second Ctrl-C).
+//! 2 bad arguments, 3 a threshold failed, 130 second Ctrl-C).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use versus::cli::{Cli, Command, RunArgs};
 use versus::engine::{self, Input, Stop};
 use versus::plan::{Plan, RequestMode};
 use versus::report;
+use versus::results::commands;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -27,6 +28,19 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Demo(args)) => demo(&args),
         Some(Command::Gen(args)) => generate(&args),
+        Some(Command::Report(args)) => ExitCode::from(commands::report(
+            &args,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+        )),
+        Some(Command::Merge(args)) => {
+            ExitCode::from(commands::merge(&args, &mut std::io::stderr()))
+        }
+        Some(Command::Compare(args)) => ExitCode::from(commands::compare(
+            &args,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr(),
+        )),
         None => run(&cli.run),
     }
 }
@@ -39,6 +53,14 @@ const USAGE: u8 = 2;
 fn run(args: &RunArgs) -> ExitCode {
     let plan = match Plan::from_args(args, std::io::stdin().is_terminal()) {
         Ok(p) => Arc::new(p),
+        Err(e) => {
+            eprintln!("versus: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let argv: Vec<String> = std::env::args().collect();
+    let mut live = match commands::Live::prepare(args, &plan, &argv) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("versus: {e}");
             return ExitCode::from(USAGE);
@@ -62,7 +84,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
         RequestMode::Single(r) => Input::Repeat(r.clone()),
     };
-    let out = match engine::run(&plan, input, &stop, &mut engine::Quiet) {
+    let out = match live.observe(|o| engine::run(&plan, input, &stop, o)) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("versus: {e}");
@@ -84,10 +106,13 @@ fn run(args: &RunArgs) -> ExitCode {
         return ExitCode::from(FAILED);
     }
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = report::text::write(&mut stdout, &plan, &out).and_then(|()| stdout.flush()) {
-        eprintln!("versus: cannot write the report: {e}");
-        return ExitCode::from(FAILED);
-    }
+    let verdict = match live.finish(&mut stdout, &out) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("versus: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
     if let Some(e) = &out.input_error {
         eprintln!("versus: input: {e}");
         return ExitCode::from(FAILED);
@@ -96,7 +121,7 @@ fn run(args: &RunArgs) -> ExitCode {
         eprintln!("versus: no endpoint answered a single request; see the errors above");
         return ExitCode::from(FAILED);
     }
-    ExitCode::SUCCESS
+    ExitCode::from(verdict)
 }
 
 fn generate(args: &versus::cli::GenArgs) -> ExitCode {

@@ -2,8 +2,17 @@
 //! take the stats and a writer; they compute nothing that the stats do not
 //! hold. This module owns formatting, escaping and layout only.
 
+pub mod compare;
+pub mod csv;
+pub mod html;
+pub mod info;
+pub mod json;
+pub mod markdown;
 pub mod mismatch_log;
+pub mod outputs;
+pub mod significance;
 pub mod text;
+pub mod threshold;
 pub mod verbose;
 
 use std::time::Duration;

@@ -11,6 +11,8 @@ use crate::engine::RunOutput;
 use crate::plan::Plan;
 use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
 
+use super::info::RunInfo;
+
 /// The percentiles the report lists.
 const PERCENTILES: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 
@@ -19,6 +21,15 @@ const PERCENTILES: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 /// # Errors
 /// Only when writing to `out` fails.
 pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> {
+    write_run(out, &RunInfo::from_plan(plan), run)
+}
+
+/// Write the full report of a run described by `plan` (a live run's, or a
+/// saved run's).
+///
+/// # Errors
+/// Only when writing to `out` fails.
+pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     writeln!(out, "Endpoints:")?;
     for (i, (spec, s)) in plan.endpoints.iter().zip(&run.stats.endpoints).enumerate() {
         writeln!(out)?;
@@ -31,7 +42,7 @@ pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()
 
 fn endpoint(
     out: &mut dyn Write,
-    plan: &Plan,
+    plan: &RunInfo,
     s: &EndpointStats,
     elapsed: std::time::Duration,
 ) -> io::Result<()> {
@@ -113,7 +124,7 @@ fn endpoint(
         writeln!(
             out,
             "   Rate:       {:.2} per second scheduled, {sent:.2} per second sent",
-            rate.0
+            rate
         )?;
         if !s.uncorrected.is_empty() {
             writeln!(
@@ -161,7 +172,7 @@ fn endpoint(
     Ok(())
 }
 
-fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> {
+fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let eps = &run.stats.endpoints;
     let total: u64 = eps.iter().map(EndpointStats::completed).sum();
     let errors: u64 = eps.iter().map(EndpointStats::errors).sum();
@@ -190,7 +201,7 @@ fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> 
         go_duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
-    if plan.comparer.enabled() || eps.len() < 2 {
+    if plan.comparison || eps.len() < 2 {
         writeln!(out, "   Mismatched: {}", v.mismatched)?;
         groups(out, plan, v)?;
     } else {
@@ -205,8 +216,7 @@ fn summary(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> 
             v.fell_back
         )?;
     }
-    if let Some(log) = &plan.mismatch_log {
-        let (seen, written) = log.counts();
+    if let Some((seen, written)) = plan.logged {
         writeln!(
             out,
             "   Logged:     {written} of {seen} mismatched requests written to --mismatches{}",
@@ -264,7 +274,7 @@ const GROUPS_SHOWN: usize = 20;
 
 /// Mismatches by method and field, most frequent first, with each group's
 /// share of its method's requests; with `-v`, up to three samples each.
-fn groups(out: &mut dyn Write, plan: &Plan, v: &VerdictStats) -> io::Result<()> {
+fn groups(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<()> {
     let groups = v.sorted_groups();
     if groups.is_empty() {
         return Ok(());
@@ -304,7 +314,7 @@ fn groups(out: &mut dyn Write, plan: &Plan, v: &VerdictStats) -> io::Result<()> 
     Ok(())
 }
 
-fn samples(out: &mut dyn Write, plan: &Plan, g: &MismatchGroup) -> io::Result<()> {
+fn samples(out: &mut dyn Write, plan: &RunInfo, g: &MismatchGroup) -> io::Result<()> {
     for s in &g.samples {
         writeln!(
             out,
@@ -365,8 +375,8 @@ fn error_groups(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
 
 /// Noise mode: how often each field differs between the two reference
 /// answers and at the candidates; fields that are only noise apart.
-fn noise(out: &mut dyn Write, plan: &Plan, v: &VerdictStats) -> io::Result<()> {
-    let Some(twin) = plan.comparer.twin() else {
+fn noise(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<()> {
+    let Some(twin) = plan.twin else {
         return Ok(());
     };
     writeln!(

@@ -1,0 +1,357 @@
+//! `versus compare`: saved runs side by side per endpoint label (or the
+//! endpoints of one run), one row per metric, the change against the first
+//! column ("50.0% faster", "12.5% smaller"), and a Mann-Whitney U test over
+//! the per-interval samples so noise is shown as `~` with its p-value, as
+//! benchstat does.
+
+use std::io::{self, Write};
+
+use super::significance::{mann_whitney, ALPHA};
+use super::threshold::micros;
+use crate::results::series::EndpointPoint;
+use crate::results::SavedRun;
+use crate::stats::EndpointStats;
+
+/// One interval of one column.
+#[derive(Clone, Debug)]
+struct Sample {
+    seconds: f64,
+    point: EndpointPoint,
+    compared: u64,
+    mismatched: u64,
+}
+
+/// One column: an endpoint of a run.
+#[derive(Clone, Debug)]
+pub struct Column {
+    /// File, label, or `file: label`.
+    pub title: String,
+    stats: EndpointStats,
+    compared: u64,
+    mismatched: u64,
+    /// Mismatches counted against this endpoint (one-run comparisons).
+    own_mismatches: Option<u64>,
+    samples: Vec<Sample>,
+}
+
+/// The columns compared for one endpoint label (or one run).
+#[derive(Clone, Debug)]
+pub struct Table {
+    /// What is compared.
+    pub title: String,
+    /// The first is the baseline.
+    pub columns: Vec<Column>,
+}
+
+fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
+    let full = run.series.interval * 0.5;
+    let label = &run.info.endpoints[e].label;
+    Column {
+        title,
+        stats: run.output.stats.endpoints[e].clone(),
+        compared: run.output.stats.verdicts.compared,
+        mismatched: run.output.stats.verdicts.mismatched,
+        own_mismatches: one_run.then(|| {
+            run.output
+                .stats
+                .verdicts
+                .groups
+                .iter()
+                .filter(|g| &g.endpoint == label)
+                .map(|g| g.count)
+                .sum()
+        }),
+        samples: run
+            .series
+            .points
+            .iter()
+            .filter(|p| p.seconds >= full)
+            .filter_map(|p| {
+                p.endpoints.get(e).map(|ep| Sample {
+                    seconds: p.seconds,
+                    point: ep.clone(),
+                    compared: p.compared,
+                    mismatched: p.mismatched,
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The tables to show: with one run, its endpoints against its first;
+/// with several, each endpoint label of the first run across the runs
+/// that have it.
+pub fn columns(runs: &[(String, SavedRun)]) -> Vec<Table> {
+    match runs {
+        [] => Vec::new(),
+        [(name, run)] => vec![Table {
+            title: format!("endpoints of {name}"),
+            columns: (0..run.info.endpoints.len())
+                .map(|e| column(run.info.endpoints[e].label.clone(), run, e, true))
+                .collect(),
+        }],
+        [(_, first), ..] => first
+            .info
+            .endpoints
+            .iter()
+            .map(|ep| Table {
+                title: format!("endpoint {}", ep.label),
+                columns: runs
+                    .iter()
+                    .filter_map(|(name, run)| {
+                        run.info
+                            .endpoints
+                            .iter()
+                            .position(|x| x.label == ep.label)
+                            .map(|e| column(name.clone(), run, e, false))
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// How a change reads.
+#[derive(Clone, Copy)]
+enum Sense {
+    /// Higher is more (rates): "x% higher / lower".
+    Throughput,
+    /// Lower is faster: "x% faster / slower".
+    Latency,
+    /// Lower is smaller: "x% smaller / larger".
+    Size,
+    /// A share: the difference in percentage points.
+    Share,
+}
+
+struct Metric {
+    name: &'static str,
+    sense: Sense,
+    total: fn(&Column) -> Option<f64>,
+    sample: fn(&Sample) -> Option<f64>,
+    show: fn(f64) -> String,
+}
+
+fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
+}
+
+fn q(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(q) as f64)
+}
+
+const METRICS: &[Metric] = &[
+    Metric {
+        name: "requests/s",
+        sense: Sense::Throughput,
+        total: |c| Some(c.stats.rate),
+        sample: |s| Some(s.point.completed as f64 / s.seconds),
+        show: |v| format!("{v:.2}"),
+    },
+    Metric {
+        name: "latency avg",
+        sense: Sense::Latency,
+        total: |c| (!c.stats.latency.is_empty()).then(|| c.stats.latency.mean()),
+        sample: |s| s.point.mean,
+        show: micros,
+    },
+    Metric {
+        name: "latency p50",
+        sense: Sense::Latency,
+        total: |c| q(&c.stats.latency, 0.5),
+        sample: |s| s.point.p50.map(|v| v as f64),
+        show: micros,
+    },
+    Metric {
+        name: "latency p95",
+        sense: Sense::Latency,
+        total: |c| q(&c.stats.latency, 0.95),
+        sample: |s| s.point.p95.map(|v| v as f64),
+        show: micros,
+    },
+    Metric {
+        name: "latency p99",
+        sense: Sense::Latency,
+        total: |c| q(&c.stats.latency, 0.99),
+        sample: |s| s.point.p99.map(|v| v as f64),
+        show: micros,
+    },
+    Metric {
+        name: "latency max",
+        sense: Sense::Latency,
+        total: |c| (!c.stats.latency.is_empty()).then(|| c.stats.latency.max() as f64),
+        sample: |s| s.point.max.map(|v| v as f64),
+        show: micros,
+    },
+    Metric {
+        name: "response size",
+        sense: Sense::Size,
+        total: |c| {
+            (c.stats.responses > 0).then(|| c.stats.bytes_in as f64 / c.stats.responses as f64)
+        },
+        sample: |s| {
+            (s.point.responses > 0).then(|| s.point.bytes_in as f64 / s.point.responses as f64)
+        },
+        show: |v| format!("{v:.0} B"),
+    },
+    Metric {
+        name: "errors",
+        sense: Sense::Share,
+        total: |c| share(c.stats.errors(), c.stats.completed()),
+        sample: |s| share(s.point.errors, s.point.completed),
+        show: |v| format!("{v:.2}%"),
+    },
+    Metric {
+        name: "mismatches",
+        sense: Sense::Share,
+        total: |c| match c.own_mismatches {
+            Some(n) => share(n, c.compared),
+            None => share(c.mismatched, c.compared),
+        },
+        // Per-interval mismatches are per run, not per endpoint: only
+        // tested when columns are runs.
+        sample: |s| share(s.mismatched, s.compared),
+        show: |v| format!("{v:.2}%"),
+    },
+];
+
+fn change(m: &Metric, base: Option<f64>, new: Option<f64>) -> String {
+    let (Some(b), Some(n)) = (base, new) else {
+        return "-".into();
+    };
+    if let Sense::Share = m.sense {
+        return format!("{:+.2} pp", n - b);
+    }
+    if b == 0.0 {
+        return if n == 0.0 { "same".into() } else { "-".into() };
+    }
+    let pct = (n - b) / b * 100.0;
+    if pct == 0.0 {
+        return "same".into();
+    }
+    let (up, down) = match m.sense {
+        Sense::Throughput => ("higher", "lower"),
+        Sense::Latency => ("slower", "faster"),
+        _ => ("larger", "smaller"),
+    };
+    if pct > 0.0 {
+        format!("{pct:.1}% {up}")
+    } else {
+        format!("{:.1}% {down}", -pct)
+    }
+}
+
+fn samples(m: &Metric, c: &Column) -> Vec<f64> {
+    c.samples.iter().filter_map(|s| (m.sample)(s)).collect()
+}
+
+/// The grid of one table: a header row, then one row per metric.
+fn grid(t: &Table) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut head = vec![String::new()];
+    for (i, c) in t.columns.iter().enumerate() {
+        head.push(c.title.clone());
+        if i > 0 {
+            head.push("vs first".into());
+        }
+    }
+    rows.push(head);
+    let one_run = t.columns.iter().any(|c| c.own_mismatches.is_some());
+    for m in METRICS {
+        let mut row = vec![m.name.to_string()];
+        let Some(base) = t.columns.first() else {
+            continue;
+        };
+        let b = (m.total)(base);
+        let bs = samples(m, base);
+        for (i, c) in t.columns.iter().enumerate() {
+            let v = (m.total)(c);
+            row.push(v.map_or_else(|| "-".into(), m.show));
+            if i == 0 {
+                continue;
+            }
+            let delta = change(m, b, v);
+            let cs = samples(m, c);
+            let testable = !(one_run && m.name == "mismatches");
+            let cell = match mann_whitney(&bs, &cs).filter(|_| testable) {
+                Some(p) if p < ALPHA => format!("{delta} (p={p:.3} n={}+{})", bs.len(), cs.len()),
+                Some(p) => format!("~ (p={p:.3} n={}+{})", bs.len(), cs.len()),
+                None => delta,
+            };
+            row.push(cell);
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Write the comparison as aligned text tables.
+///
+/// # Errors
+/// Only when writing fails.
+pub fn write_text(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
+    for (k, t) in tables.iter().enumerate() {
+        if k > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "{}:", super::escape_terminal(&t.title))?;
+        let rows = grid(t);
+        let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..cols)
+            .map(|i| {
+                rows.iter()
+                    .filter_map(|r| r.get(i))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for r in &rows {
+            let mut line = String::from("  ");
+            for (i, cell) in r.iter().enumerate() {
+                let pad = widths[i] - cell.chars().count();
+                if i == 0 {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                } else {
+                    line.push_str("  ");
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                }
+            }
+            writeln!(out, "{}", super::escape_terminal(line.trim_end()))?;
+        }
+    }
+    if tables.iter().any(|t| t.columns.len() > 1) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}); n is samples per side."
+        )?;
+    }
+    Ok(())
+}
+
+/// Write the comparison as Markdown tables.
+///
+/// # Errors
+/// Only when writing fails.
+pub fn write_markdown(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
+    for t in tables {
+        writeln!(out, "## {}", super::markdown::cell(&t.title))?;
+        writeln!(out)?;
+        let rows = grid(t);
+        for (i, r) in rows.iter().enumerate() {
+            let cells: Vec<String> = r.iter().map(|c| super::markdown::cell(c)).collect();
+            writeln!(out, "| {} |", cells.join(" | "))?;
+            if i == 0 {
+                writeln!(out, "|---|{}", "---:|".repeat(r.len() - 1))?;
+            }
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA})."
+    )
+}

@@ -1,0 +1,609 @@
+//! The HTML report (`--html FILE`, `versus report --format html`): one
+//! self-contained page that opens offline. Charts are inline SVG drawn
+//! here (no script, no fetch): latency percentile curves per endpoint (log
+//! scales), latency, throughput, errors and mismatches over time, then the
+//! mismatch groups and the run's configuration. Every piece of text that
+//! came from a request, a response or the command line is escaped.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use super::info::Report;
+use super::threshold::micros;
+
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// Escape text for HTML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                let _ = write!(out, "&#x{:x};", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One line of a chart.
+struct Line {
+    name: String,
+    color: &'static str,
+    dashed: bool,
+    points: Vec<(f64, f64)>,
+}
+
+/// An axis: its range and the ticks to label.
+struct Axis {
+    min: f64,
+    max: f64,
+    log: bool,
+    ticks: Vec<(f64, String)>,
+    label: String,
+}
+
+impl Axis {
+    fn at(&self, v: f64, len: f64) -> f64 {
+        let (v, lo, hi) = if self.log {
+            (v.max(self.min).log10(), self.min.log10(), self.max.log10())
+        } else {
+            (v, self.min, self.max)
+        };
+        if hi <= lo {
+            0.0
+        } else {
+            (v - lo) / (hi - lo) * len
+        }
+    }
+}
+
+const W: f64 = 720.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 34.0;
+const TOP: f64 = 20.0;
+const BOTTOM: f64 = 45.0;
+
+fn chart(id: &str, title: &str, x: &Axis, y: &Axis, lines: &[Line]) -> String {
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<figure><figcaption>{}</figcaption><svg class="chart" id="{id}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{}">"#,
+        escape(title),
+        escape(title)
+    );
+    let _ = write!(
+        s,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>"##
+    );
+    for (v, label) in &y.ticks {
+        let py = TOP + ph - y.at(*v, ph);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" x2="{}" y1="{py:.1}" y2="{py:.1}" stroke="#e5e5e5"/><text x="{}" y="{:.1}" text-anchor="end" font-size="11">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            py + 4.0,
+            escape(label)
+        );
+    }
+    for (v, label) in &x.ticks {
+        let px = LEFT + x.at(*v, pw);
+        let _ = write!(
+            s,
+            r##"<line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="#e5e5e5"/><text x="{px:.1}" y="{}" text-anchor="middle" font-size="11">{}</text>"##,
+            TOP + ph,
+            TOP + ph + 16.0,
+            escape(label)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{}</text><text x="14" y="{}" text-anchor="middle" font-size="12" transform="rotate(-90 14 {})">{}</text>"#,
+        LEFT + pw / 2.0,
+        H - 6.0,
+        escape(&x.label),
+        TOP + ph / 2.0,
+        TOP + ph / 2.0,
+        escape(&y.label)
+    );
+    for (i, l) in lines.iter().enumerate() {
+        let pts: Vec<String> = l
+            .points
+            .iter()
+            .filter(|(a, b)| a.is_finite() && b.is_finite())
+            .map(|(a, b)| format!("{:.1},{:.1}", LEFT + x.at(*a, pw), TOP + ph - y.at(*b, ph)))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let dash = if l.dashed {
+            r#" stroke-dasharray="6 4""#
+        } else {
+            ""
+        };
+        let _ = write!(
+            s,
+            r#"<polyline class="series" fill="none" stroke="{}" stroke-width="2"{dash} points="{}"><title>{}</title></polyline>"#,
+            l.color,
+            pts.join(" "),
+            escape(&l.name)
+        );
+        if pts.len() <= 400 {
+            for pt in &pts {
+                let (cx, cy) = pt.split_once(',').unwrap_or(("0", "0"));
+                let _ = write!(
+                    s,
+                    r#"<circle cx="{cx}" cy="{cy}" r="2.5" fill="{}"/>"#,
+                    l.color
+                );
+            }
+        }
+        let ly = TOP + 14.0 + 16.0 * i as f64;
+        let _ = write!(
+            s,
+            r#"<line x1="{}" x2="{}" y1="{ly:.1}" y2="{ly:.1}" stroke="{}" stroke-width="2"{dash}/><text x="{}" y="{:.1}" font-size="11">{}</text>"#,
+            LEFT + 10.0,
+            LEFT + 34.0,
+            l.color,
+            LEFT + 40.0,
+            ly + 4.0,
+            escape(&l.name)
+        );
+    }
+    s.push_str("</svg></figure>\n");
+    s
+}
+
+/// Nice linear ticks from 0 to at least `max`.
+fn linear_axis(max: f64, label: &str, show: fn(f64) -> String) -> Axis {
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        1.0
+    };
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let top = (max / step).ceil() * step;
+    let ticks = (0..=((top / step).round() as usize))
+        .map(|k| {
+            let v = k as f64 * step;
+            (v, show(v))
+        })
+        .collect();
+    Axis {
+        min: 0.0,
+        max: top,
+        log: false,
+        ticks,
+        label: label.into(),
+    }
+}
+
+/// Log ticks at powers of ten covering `[lo, hi]` µs.
+fn latency_axis(lo: f64, hi: f64) -> Axis {
+    let lo = 10f64.powf(lo.max(1.0).log10().floor());
+    let mut hi = 10f64.powf(hi.max(lo * 10.0).log10().ceil());
+    if hi <= lo {
+        hi = lo * 10.0;
+    }
+    let mut ticks = Vec::new();
+    let mut v = lo;
+    while v <= hi * 1.0001 {
+        ticks.push((v, tick_micros(v)));
+        v *= 10.0;
+    }
+    Axis {
+        min: lo,
+        max: hi,
+        log: true,
+        ticks,
+        label: "latency".into(),
+    }
+}
+
+/// A round latency for an axis: `100µs`, `10ms`, `1s`.
+fn tick_micros(us: f64) -> String {
+    if us < 1000.0 {
+        format!("{}µs", trim(us))
+    } else if us < 1e6 {
+        format!("{}ms", trim(us / 1e3))
+    } else {
+        format!("{}s", trim(us / 1e6))
+    }
+}
+
+/// A number without trailing zeros.
+fn trim(v: f64) -> String {
+    let mut s = format!("{v:.3}");
+    while s.ends_with('0') {
+        s.pop();
+    }
+    if s.ends_with('.') {
+        s.pop();
+    }
+    s
+}
+
+/// Quantiles of the percentile curve, as "nines" (x = -log10(1 - q)).
+const CURVE: [f64; 16] = [
+    0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 0.99995,
+    0.99999, 1.0,
+];
+
+fn nines(q: f64) -> f64 {
+    if q >= 1.0 {
+        5.0
+    } else {
+        (-(1.0 - q).log10()).min(5.0)
+    }
+}
+
+/// Write the page.
+///
+/// # Errors
+/// Only when writing fails.
+pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let mut p = String::new();
+    let run = r.run;
+    let eps = &run.stats.endpoints;
+    let labels: Vec<&str> = r.info.endpoints.iter().map(|e| e.label.as_str()).collect();
+    let color = |i: usize| COLORS[i % COLORS.len()];
+    p.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    p.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">");
+    let _ = write!(
+        p,
+        "<title>versus report: {}</title>",
+        escape(&labels.join(" vs "))
+    );
+    p.push_str("<style>body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}th:first-child,td:first-child{text-align:left}td.text{text-align:left;font-family:monospace;white-space:pre-wrap;word-break:break-all;max-width:40em}figure{margin:1em 0}figcaption{font-weight:600}.fail{color:#b00;font-weight:600}.pass{color:#070}code{white-space:pre-wrap;word-break:break-all}</style>");
+    p.push_str("</head><body>\n<h1>versus report</h1>\n");
+    let _ = writeln!(
+        p,
+        "<p>{} endpoints, {} long{}, started {} on <code>{}</code>.</p>",
+        eps.len(),
+        escape(&super::go_duration(run.elapsed)),
+        if run.interrupted { ", interrupted" } else { "" },
+        escape(&r.header.start),
+        escape(&r.header.host)
+    );
+
+    // Summary table.
+    p.push_str("<h2>Summary</h2>\n<table id=\"summary\"><tr><th></th>");
+    for (i, l) in labels.iter().enumerate() {
+        let _ = write!(p, "<th style=\"color:{}\">{}</th>", color(i), escape(l));
+    }
+    p.push_str("</tr>\n");
+    let mut row = |name: &str, f: &dyn Fn(&crate::stats::EndpointStats) -> String| {
+        let _ = write!(p, "<tr><td>{}</td>", escape(name));
+        for s in eps {
+            let _ = write!(p, "<td>{}</td>", escape(&f(s)));
+        }
+        p.push_str("</tr>\n");
+    };
+    let lat = |s: &crate::stats::EndpointStats, q: f64| {
+        if s.latency.is_empty() {
+            "-".to_string()
+        } else if q >= 1.0 {
+            micros(s.latency.max() as f64)
+        } else {
+            micros(s.latency.value_at_quantile(q) as f64)
+        }
+    };
+    row("Requests per second", &|s| format!("{:.2}", s.rate));
+    row("Completed", &|s| s.completed().to_string());
+    row("Latency avg", &|s| {
+        if s.latency.is_empty() {
+            "-".into()
+        } else {
+            micros(s.latency.mean())
+        }
+    });
+    row("Latency p50", &|s| lat(s, 0.5));
+    row("Latency p90", &|s| lat(s, 0.9));
+    row("Latency p99", &|s| lat(s, 0.99));
+    row("Latency max", &|s| lat(s, 1.0));
+    row("Errors", &|s| super::percent(s.errors(), s.completed()));
+    row("Bytes per response", &|s| {
+        s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()
+    });
+    p.push_str("</table>\n");
+    let v = &run.stats.verdicts;
+    let _ = writeln!(
+        p,
+        "<p>Compared: {} requests; mismatched: {}{}; incomplete: {}.</p>",
+        v.compared,
+        v.mismatched,
+        if v.compared > 0 {
+            format!(" ({})", super::percent(v.mismatched, v.compared))
+        } else {
+            String::new()
+        },
+        v.incomplete
+    );
+
+    if !r.checks.is_empty() {
+        p.push_str("<h2>Thresholds</h2>\n<table id=\"thresholds\"><tr><th>result</th><th>threshold</th><th>endpoint</th><th>measured</th></tr>\n");
+        for c in r.checks {
+            let _ = writeln!(
+                p,
+                "<tr><td class=\"{}\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td></tr>",
+                if c.passed { "pass" } else { "fail" },
+                if c.passed { "passed" } else { "FAILED" },
+                escape(&c.threshold),
+                escape(c.endpoint.as_deref().unwrap_or("(run)")),
+                escape(&c.actual)
+            );
+        }
+        p.push_str("</table>\n");
+    }
+
+    // Percentile curves.
+    p.push_str("<h2>Latency</h2>\n");
+    let mut lo = f64::MAX;
+    let mut hi: f64 = 1.0;
+    let mut curves = Vec::new();
+    for (i, s) in eps.iter().enumerate() {
+        if s.latency.is_empty() {
+            continue;
+        }
+        lo = lo.min(s.latency.min() as f64);
+        hi = hi.max(s.latency.max() as f64);
+        curves.push(Line {
+            name: labels[i].to_string(),
+            color: color(i),
+            dashed: false,
+            points: CURVE
+                .iter()
+                .map(|q| {
+                    let v = if *q >= 1.0 {
+                        s.latency.max()
+                    } else {
+                        s.latency.value_at_quantile(*q)
+                    };
+                    (nines(*q), v as f64)
+                })
+                .collect(),
+        });
+    }
+    let x = Axis {
+        min: 0.0,
+        max: 5.0,
+        log: false,
+        ticks: [
+            (0.0, "0%"),
+            (1.0, "90%"),
+            (2.0, "99%"),
+            (3.0, "99.9%"),
+            (4.0, "99.99%"),
+            (5.0, "99.999%"),
+        ]
+        .iter()
+        .map(|(v, l)| (*v, (*l).to_string()))
+        .collect(),
+        label: "percentile".into(),
+    };
+    if curves.is_empty() {
+        p.push_str("<p>No responses.</p>\n");
+    } else {
+        p.push_str(&chart(
+            "percentiles",
+            "Latency by percentile (log scales)",
+            &x,
+            &latency_axis(lo, hi),
+            &curves,
+        ));
+    }
+
+    if let Some(series) = r.series.filter(|s| !s.points.is_empty()) {
+        let t = |pt: &crate::results::series::Point| pt.index as f64 * series.interval + pt.seconds;
+        let end = series.points.last().map_or(1.0, t);
+        let time = linear_axis(end, "time (s)", trim);
+        let mut lines = Vec::new();
+        let (mut lo, mut hi) = (f64::MAX, 1.0f64);
+        for (i, label) in labels.iter().enumerate() {
+            for (name, dashed, get) in [
+                (
+                    "p50",
+                    false,
+                    (|e: &crate::results::series::EndpointPoint| e.p50) as fn(&_) -> Option<u64>,
+                ),
+                ("p99", true, |e| e.p99),
+            ] {
+                let pts: Vec<(f64, f64)> = series
+                    .points
+                    .iter()
+                    .filter_map(|pt| {
+                        let v = get(pt.endpoints.get(i)?)? as f64;
+                        lo = lo.min(v);
+                        hi = hi.max(v);
+                        Some((t(pt), v))
+                    })
+                    .collect();
+                lines.push(Line {
+                    name: format!("{label} {name}"),
+                    color: color(i),
+                    dashed,
+                    points: pts,
+                });
+            }
+        }
+        if lo <= hi {
+            p.push_str(&chart(
+                "latency-time",
+                "Latency over time (p50 solid, p99 dashed; log scale)",
+                &time,
+                &latency_axis(lo, hi),
+                &lines,
+            ));
+        }
+        p.push_str("<h2>Throughput</h2>\n");
+        let mut top: f64 = 0.0;
+        let lines: Vec<Line> = labels
+            .iter()
+            .enumerate()
+            .map(|(i, label)| Line {
+                name: (*label).to_string(),
+                color: color(i),
+                dashed: false,
+                points: series
+                    .points
+                    .iter()
+                    .filter_map(|pt| {
+                        let e = pt.endpoints.get(i)?;
+                        let v = e.completed as f64 / pt.seconds.max(1e-9);
+                        top = top.max(v);
+                        Some((t(pt), v))
+                    })
+                    .collect(),
+            })
+            .collect();
+        p.push_str(&chart(
+            "throughput-time",
+            "Requests per second over time",
+            &time,
+            &linear_axis(top, "requests/s", trim),
+            &lines,
+        ));
+        p.push_str("<h2>Errors and mismatches</h2>\n");
+        let mut top: f64 = 0.0;
+        let mut lines: Vec<Line> = labels
+            .iter()
+            .enumerate()
+            .map(|(i, label)| Line {
+                name: format!("{label} errors"),
+                color: color(i),
+                dashed: false,
+                points: series
+                    .points
+                    .iter()
+                    .filter_map(|pt| {
+                        let v = pt.endpoints.get(i)?.errors as f64;
+                        top = top.max(v);
+                        Some((t(pt), v))
+                    })
+                    .collect(),
+            })
+            .collect();
+        lines.push(Line {
+            name: "mismatches".into(),
+            color: "#000000",
+            dashed: true,
+            points: series
+                .points
+                .iter()
+                .map(|pt| {
+                    top = top.max(pt.mismatched as f64);
+                    (t(pt), pt.mismatched as f64)
+                })
+                .collect(),
+        });
+        p.push_str(&chart(
+            "errors-time",
+            "Errors and mismatched requests per interval",
+            &time,
+            &linear_axis(top, "per interval", trim),
+            &lines,
+        ));
+    }
+
+    p.push_str("<h2>Mismatches</h2>\n");
+    let groups = v.sorted_groups();
+    if groups.is_empty() {
+        p.push_str("<p>No mismatch groups.</p>\n");
+    } else {
+        p.push_str("<table id=\"mismatches\"><tr><th>method</th><th>field</th><th>kind</th><th>endpoint</th><th>count</th><th>samples</th></tr>\n");
+        for g in groups {
+            let mut samples = String::new();
+            for s in &g.samples {
+                let _ = write!(
+                    samples,
+                    "<div>#{}: <code class=\"request\">{}</code><br>",
+                    s.seq,
+                    escape(&s.request)
+                );
+                for (i, val) in s.values.iter().enumerate() {
+                    let who = labels.get(i).copied().unwrap_or("?");
+                    let _ = write!(
+                        samples,
+                        "{}: <code class=\"value\">{}</code><br>",
+                        escape(who),
+                        escape(val)
+                    );
+                }
+                samples.push_str("</div>");
+            }
+            let _ = writeln!(
+                p,
+                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td class=\"text\">{samples}</td></tr>",
+                escape(&g.method),
+                escape(&g.field),
+                escape(&g.kind),
+                escape(&g.endpoint),
+                g.count
+            );
+        }
+        p.push_str("</table>\n");
+    }
+
+    p.push_str("<h2>Configuration</h2>\n<table id=\"configuration\">");
+    let mut kv = |k: &str, v: String| {
+        let _ = write!(
+            p,
+            "<tr><td>{}</td><td class=\"text\">{}</td></tr>",
+            escape(k),
+            escape(&v)
+        );
+    };
+    kv("command", r.header.command.join(" "));
+    kv("versus", r.header.versus.clone());
+    kv("host", r.header.host.clone());
+    kv("start", r.header.start.clone());
+    kv("interval", format!("{} ms", r.header.interval_ms));
+    kv("concurrency", r.header.concurrency.to_string());
+    kv("lead", r.info.window.to_string());
+    kv(
+        "comparison",
+        if r.info.comparison { "on" } else { "off" }.to_string(),
+    );
+    for (i, e) in r.info.endpoints.iter().enumerate() {
+        kv(&format!("endpoint {i}"), format!("{} {}", e.label, e.url));
+    }
+    if !r.header.shards.is_empty() {
+        kv("shards", r.header.shards.len().to_string());
+        for s in &r.header.shards {
+            kv("shard", format!("{} at {}", s.host, s.start));
+        }
+    }
+    p.push_str("</table>\n</body></html>\n");
+    out.write_all(p.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
+}

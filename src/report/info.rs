@@ -1,0 +1,91 @@
+//! What a report needs to know about a run besides its statistics: the
+//! endpoints as the user named them, the lead window and whether answers
+//! were compared. A live [`Plan`] and a saved run both produce one, so
+//! every renderer works the same on either.
+
+use std::fmt;
+
+use crate::plan::Plan;
+
+/// One endpoint as reports show it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EndpointInfo {
+    /// The label used in every report.
+    pub label: String,
+    /// True when the user gave the label (`NAME=URL`).
+    #[serde(default)]
+    pub named: bool,
+    /// The URL as shown (secrets masked unless `--show-secrets`).
+    pub url: String,
+}
+
+impl fmt::Display for EndpointInfo {
+    /// As the text report names an endpoint: `label "url"`, or `"url"`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.named {
+            write!(f, "{} {:?}", self.label, self.url)
+        } else {
+            write!(f, "{:?}", self.url)
+        }
+    }
+}
+
+/// The description of a run that reports render from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    /// Endpoints in command-line order; the first is the reference.
+    pub endpoints: Vec<EndpointInfo>,
+    /// Lead window per core, in requests.
+    pub window: usize,
+    /// True when answers were compared (`--compare` not `none`).
+    pub comparison: bool,
+    /// Open model: the scheduled rate, per second per endpoint.
+    pub rate: Option<f64>,
+    /// Open model: `--max-in-flight`.
+    pub max_in_flight: usize,
+    /// Noise mode: the endpoint that is the reference's second copy.
+    pub twin: Option<usize>,
+    /// `-v`: show mismatch samples.
+    pub verbose: u8,
+    /// `--mismatches`: mismatched requests seen and lines written, when the
+    /// report was made.
+    pub logged: Option<(u64, u64)>,
+}
+
+impl RunInfo {
+    /// The description of a live run.
+    pub fn from_plan(plan: &Plan) -> RunInfo {
+        RunInfo {
+            endpoints: plan
+                .endpoints
+                .iter()
+                .map(|s| EndpointInfo {
+                    label: s.label.clone(),
+                    named: s.named,
+                    url: s.display_url.clone(),
+                })
+                .collect(),
+            window: plan.window,
+            comparison: plan.comparer.enabled(),
+            rate: plan.rate.map(|r| r.0),
+            max_in_flight: plan.max_in_flight,
+            twin: plan.comparer.twin(),
+            verbose: plan.verbose,
+            logged: plan.mismatch_log.as_ref().map(|l| l.counts()),
+        }
+    }
+}
+
+/// Everything a renderer (JSON, Markdown, CSV, HTML) reads.
+pub struct Report<'a> {
+    /// The run's description.
+    pub info: &'a RunInfo,
+    /// The run's statistics.
+    pub run: &'a crate::engine::RunOutput,
+    /// Who ran it where and when (a saved file's header, or a live run's).
+    pub header: &'a crate::results::format::Header,
+    /// Threshold results.
+    pub checks: &'a [super::threshold::Check],
+    /// Per-interval figures, when kept.
+    pub series: Option<&'a crate::results::series::Series>,
+}

@@ -1,0 +1,152 @@
+//! The JSON report (`--format json`): one object, schema documented in
+//! `docs/json-report.md` and kept stable (fields are only ever added).
+//! Latencies in milliseconds, rates as fractions, sizes in bytes.
+
+use std::io::{self, Write};
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Map, Value};
+
+use super::info::Report;
+use crate::endpoint::Failure;
+use crate::stats::EndpointStats;
+
+/// The schema name.
+pub const SCHEMA: &str = "versus-report";
+/// The schema version.
+pub const VERSION: u32 = 1;
+
+fn ms(us: f64) -> Value {
+    json!((us * 1000.0).round() / 1e6)
+}
+
+fn latency(h: &Histogram<u64>) -> Value {
+    if h.is_empty() {
+        return Value::Null;
+    }
+    json!({
+        "mean": ms(h.mean()),
+        "stdev": ms(h.stdev()),
+        "min": ms(h.min() as f64),
+        "p25": ms(h.value_at_quantile(0.25) as f64),
+        "p50": ms(h.value_at_quantile(0.5) as f64),
+        "p75": ms(h.value_at_quantile(0.75) as f64),
+        "p90": ms(h.value_at_quantile(0.9) as f64),
+        "p95": ms(h.value_at_quantile(0.95) as f64),
+        "p99": ms(h.value_at_quantile(0.99) as f64),
+        "p99_9": ms(h.value_at_quantile(0.999) as f64),
+        "max": ms(h.max() as f64),
+    })
+}
+
+fn fraction(part: u64, whole: u64) -> Value {
+    if whole == 0 {
+        Value::Null
+    } else {
+        json!(part as f64 / whole as f64)
+    }
+}
+
+fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
+    let kinds: Map<String, Value> = Failure::ALL
+        .iter()
+        .filter(|f| s.failures[f.index()] > 0)
+        .map(|f| (f.name().to_string(), json!(s.failures[f.index()])))
+        .collect();
+    let codes = |from: usize| -> Map<String, Value> {
+        s.status
+            .iter()
+            .enumerate()
+            .skip(from)
+            .filter(|(_, n)| **n > 0)
+            .map(|(c, n)| (c.to_string(), json!(n)))
+            .collect()
+    };
+    json!({
+        "index": i,
+        "label": label,
+        "url": url,
+        "sent": s.sent,
+        "completed": s.completed(),
+        "responses": s.responses,
+        "rps": s.rate,
+        "latency_ms": latency(&s.latency),
+        "ttfb_ms": latency(&s.ttfb),
+        "errors": {
+            "count": s.errors(),
+            "rate": fraction(s.errors(), s.completed()),
+            "kinds": kinds,
+            "statuses": codes(400),
+        },
+        "status": codes(0),
+        "bytes": {
+            "in": s.bytes_in,
+            "out": s.bytes_out,
+            "per_response": s.bytes_in.checked_div(s.responses),
+        },
+        "connects": s.reconnects,
+        "connect_ms": latency(&s.connect),
+        "held_s": s.held.as_secs_f64(),
+        "abandoned": s.abandoned,
+    })
+}
+
+/// The report as a JSON value.
+pub fn value(r: &Report<'_>) -> Value {
+    let run = r.run;
+    let v = &run.stats.verdicts;
+    let endpoints: Vec<Value> = r
+        .info
+        .endpoints
+        .iter()
+        .zip(&run.stats.endpoints)
+        .enumerate()
+        .map(|(i, (e, s))| endpoint(i, &e.label, &e.url, s))
+        .collect();
+    let groups: Vec<Value> = v
+        .sorted_groups()
+        .into_iter()
+        .map(|g| serde_json::to_value(g).unwrap_or(Value::Null))
+        .collect();
+    json!({
+        "schema": SCHEMA,
+        "version": VERSION,
+        "versus": env!("CARGO_PKG_VERSION"),
+        "run": {
+            "command": r.header.command,
+            "host": r.header.host,
+            "start": r.header.start,
+            "elapsed_s": run.elapsed.as_secs_f64(),
+            "interrupted": run.interrupted,
+            "concurrency": r.header.concurrency,
+            "lead": r.info.window,
+            "shards": r.header.shards.len().max(1),
+        },
+        "endpoints": endpoints,
+        "comparison": {
+            "enabled": r.info.comparison,
+            "compared": v.compared,
+            "mismatched": v.mismatched,
+            "mismatch_rate": fraction(v.mismatched, v.compared),
+            "incomplete": v.incomplete,
+            "groups": groups,
+        },
+        "input": {
+            "requests": run.input.requests,
+            "malformed": run.input.malformed,
+            "samples": run.input.samples.iter().map(|m| json!({"location": m.location, "reason": m.reason})).collect::<Vec<_>>(),
+            "summary": run.input.summary,
+        },
+        "thresholds": r.checks,
+        "passed": super::threshold::all_passed(r.checks),
+    })
+}
+
+/// Write the JSON report (pretty, one trailing newline).
+///
+/// # Errors
+/// Only when writing fails.
+pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &value(r)).map_err(io::Error::other)?;
+    writeln!(out)
+}

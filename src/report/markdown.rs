@@ -1,0 +1,191 @@
+//! The Markdown report (`--format markdown`): a table with a column per
+//! endpoint, the summary, the mismatch groups and the thresholds. Text from
+//! responses and requests is escaped so it cannot break the table or inject
+//! HTML.
+
+use std::io::{self, Write};
+
+use super::info::Report;
+use super::threshold::micros;
+
+/// Make text safe in a Markdown table cell.
+pub fn cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '`' => out.push_str("\\`"),
+            '*' | '_' | '[' | ']' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn row(out: &mut dyn Write, name: &str, values: &[String]) -> io::Result<()> {
+    writeln!(out, "| {name} | {} |", values.join(" | "))
+}
+
+/// Write the Markdown report.
+///
+/// # Errors
+/// Only when writing fails.
+pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let eps = &r.run.stats.endpoints;
+    writeln!(out, "# versus report")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Run on `{}` at {}, {} long{}.",
+        cell(&r.header.host),
+        cell(&r.header.start),
+        super::go_duration(r.run.elapsed),
+        if r.run.interrupted {
+            ", interrupted"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(out)?;
+    let labels: Vec<String> = r.info.endpoints.iter().map(|e| cell(&e.label)).collect();
+    row(out, "", &labels)?;
+    writeln!(out, "|---|{}", "---:|".repeat(labels.len()))?;
+    let each = |f: &dyn Fn(&crate::stats::EndpointStats) -> String| -> Vec<String> {
+        eps.iter().map(f).collect()
+    };
+    row(
+        out,
+        "URL",
+        &r.info
+            .endpoints
+            .iter()
+            .map(|e| cell(&e.url))
+            .collect::<Vec<_>>(),
+    )?;
+    row(
+        out,
+        "Requests per second",
+        &each(&|s| format!("{:.2}", s.rate)),
+    )?;
+    row(out, "Completed", &each(&|s| s.completed().to_string()))?;
+    let lat = |q: Option<f64>| {
+        move |s: &crate::stats::EndpointStats| {
+            if s.latency.is_empty() {
+                "-".to_string()
+            } else {
+                match q {
+                    None => micros(s.latency.mean()),
+                    Some(q) if q >= 1.0 => micros(s.latency.max() as f64),
+                    Some(q) => micros(s.latency.value_at_quantile(q) as f64),
+                }
+            }
+        }
+    };
+    row(out, "Latency avg", &each(&lat(None)))?;
+    row(out, "Latency p50", &each(&lat(Some(0.5))))?;
+    row(out, "Latency p90", &each(&lat(Some(0.9))))?;
+    row(out, "Latency p95", &each(&lat(Some(0.95))))?;
+    row(out, "Latency p99", &each(&lat(Some(0.99))))?;
+    row(out, "Latency max", &each(&lat(Some(1.0))))?;
+    row(
+        out,
+        "Errors",
+        &each(&|s| super::percent(s.errors(), s.completed())),
+    )?;
+    row(
+        out,
+        "Status",
+        &each(&|s| {
+            s.status
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, n)| format!("{c}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }),
+    )?;
+    row(
+        out,
+        "Bytes per response",
+        &each(&|s| s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()),
+    )?;
+    writeln!(out)?;
+    let v = &r.run.stats.verdicts;
+    writeln!(out, "## Summary")?;
+    writeln!(out)?;
+    writeln!(out, "- Compared: {}", v.compared)?;
+    if r.info.comparison || eps.len() < 2 {
+        writeln!(
+            out,
+            "- Mismatched: {} ({})",
+            v.mismatched,
+            super::percent(v.mismatched, v.compared)
+        )?;
+    } else {
+        writeln!(out, "- Mismatched: - (comparison off)")?;
+    }
+    if v.incomplete > 0 {
+        writeln!(out, "- Incomplete: {}", v.incomplete)?;
+    }
+    if r.run.input.malformed > 0 {
+        writeln!(
+            out,
+            "- Input: {} requests read, {} malformed records skipped",
+            r.run.input.requests, r.run.input.malformed
+        )?;
+    }
+    let groups = v.sorted_groups();
+    if !groups.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "## Mismatches")?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| method | field | kind | endpoint | count | first request |"
+        )?;
+        writeln!(out, "|---|---|---|---|---:|---|")?;
+        for g in groups {
+            let sample = g
+                .samples
+                .first()
+                .map(|s| format!("#{} `{}`", s.seq, cell(&s.request)))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {sample} |",
+                cell(&g.method),
+                cell(&g.field),
+                cell(&g.kind),
+                cell(&g.endpoint),
+                g.count
+            )?;
+        }
+    }
+    if !r.checks.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "## Thresholds")?;
+        writeln!(out)?;
+        writeln!(out, "| result | threshold | endpoint | measured |")?;
+        writeln!(out, "|---|---|---|---|")?;
+        for c in r.checks {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                if c.passed { "passed" } else { "**FAILED**" },
+                cell(&c.threshold),
+                cell(c.endpoint.as_deref().unwrap_or("(run)")),
+                cell(&c.actual)
+            )?;
+        }
+    }
+    Ok(())
+}

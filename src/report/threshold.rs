@@ -1,0 +1,417 @@
+//! Thresholds (`--threshold 'p99 < 200ms'`): pass/fail conditions checked
+//! at the end of a run (or of `versus report`), listed in the report; any
+//! failure makes versus exit with code 3.
+//!
+//! Grammar: `[ENDPOINT:] METRIC OP VALUE`. METRIC is `p50`, `p90`, `p95`,
+//! `p99`, `p99.9`, `max`, `mean` (latency; VALUE a duration such as `200ms`,
+//! `1.5s`, `800us`), `rps` (requests per second), `errors` or `mismatches`
+//! (VALUE a percentage such as `1%`, or a count). OP is one of
+//! `<`, `<=`, `>`, `>=`, `==`, `!=`. Without an ENDPOINT (a label or a
+//! position from 0) the condition applies to every endpoint; `mismatches`
+//! are counted per request across endpoints and take no ENDPOINT.
+
+use std::io::{self, Write};
+
+use super::info::RunInfo;
+use crate::stats::RunStats;
+
+/// Exit code when a threshold failed.
+pub const EXIT_FAILED: u8 = 3;
+
+/// What a threshold measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Metric {
+    /// A latency quantile (0.5, 0.99, 1.0 for the max).
+    Quantile(f64),
+    /// Mean latency.
+    Mean,
+    /// Requests per second.
+    Rps,
+    /// Errors (failures and statuses of 400 or above).
+    Errors,
+    /// Mismatched requests.
+    Mismatches,
+}
+
+/// How the value compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => a == b,
+            Op::Ne => a != b,
+        }
+    }
+}
+
+/// The limit: microseconds, a plain number, or a percentage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    /// A duration in µs.
+    Micros(f64),
+    /// A number (rps, or a count).
+    Number(f64),
+    /// A percentage (of completed or compared requests).
+    Percent(f64),
+}
+
+/// One parsed threshold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    /// As the user wrote it.
+    pub text: String,
+    /// The endpoint (label or position) it is limited to.
+    pub endpoint: Option<String>,
+    /// What it measures.
+    pub metric: Metric,
+    /// The comparison.
+    pub op: Op,
+    /// The limit.
+    pub limit: Limit,
+}
+
+/// The result of one threshold at one endpoint (or for the run).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Check {
+    /// The threshold as written.
+    pub threshold: String,
+    /// The endpoint's label; `None` for a run-wide check.
+    pub endpoint: Option<String>,
+    /// The measured value, formatted (`p99 = 12.3ms`).
+    pub actual: String,
+    /// True when the condition held.
+    pub passed: bool,
+}
+
+impl std::str::FromStr for Threshold {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Threshold, String> {
+        let bad = |why: &str| {
+            format!("--threshold {text:?}: {why} (examples: 'p99 < 200ms', 'errors < 1%', 'mismatches == 0', 'rps > 500', 'new: p95 <= 50ms')")
+        };
+        let (endpoint, rest) = match text.rsplit_once(':') {
+            Some((e, r)) if !e.trim().is_empty() => (Some(e.trim().to_string()), r),
+            Some(_) => return Err(bad("the endpoint before ':' is empty")),
+            None => (None, text),
+        };
+        let rest = rest.trim();
+        let at = rest
+            .find(['<', '>', '=', '!'])
+            .ok_or_else(|| bad("no comparison: use <, <=, >, >=, == or !="))?;
+        let metric_s = rest[..at].trim().to_ascii_lowercase();
+        let after = &rest[at..];
+        let (op, value_s) = [
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+        ]
+        .iter()
+        .find_map(|(s, op)| after.strip_prefix(s).map(|v| (*op, v.trim())))
+        .ok_or_else(|| bad("unknown comparison: use <, <=, >, >=, == or !="))?;
+        let metric = match metric_s.as_str() {
+            "p50" => Metric::Quantile(0.5),
+            "p90" => Metric::Quantile(0.9),
+            "p95" => Metric::Quantile(0.95),
+            "p99" => Metric::Quantile(0.99),
+            "p99.9" => Metric::Quantile(0.999),
+            "max" => Metric::Quantile(1.0),
+            "mean" | "avg" => Metric::Mean,
+            "rps" => Metric::Rps,
+            "errors" => Metric::Errors,
+            "mismatches" => Metric::Mismatches,
+            "" => return Err(bad("no metric before the comparison")),
+            m => {
+                return Err(bad(&format!(
+                    "unknown metric {m:?}: use p50, p90, p95, p99, p99.9, max, mean, rps, errors or mismatches"
+                )))
+            }
+        };
+        if metric == Metric::Mismatches && endpoint.is_some() {
+            return Err(bad(
+                "mismatches are counted per request across endpoints: drop the endpoint",
+            ));
+        }
+        let number = |s: &str| -> Result<f64, String> {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| bad(&format!("{s:?} is not a non-negative number")))
+        };
+        let limit = match metric {
+            Metric::Quantile(_) | Metric::Mean => {
+                let split = value_s
+                    .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                    .ok_or_else(|| bad("a latency needs a unit: us, ms or s (200ms)"))?;
+                let (n, unit) = value_s.split_at(split);
+                let scale = match unit.trim() {
+                    "us" | "µs" => 1.0,
+                    "ms" => 1e3,
+                    "s" => 1e6,
+                    "m" | "min" => 60e6,
+                    u => return Err(bad(&format!("unknown unit {u:?}: use us, ms or s"))),
+                };
+                Limit::Micros(number(n)? * scale)
+            }
+            Metric::Rps => Limit::Number(number(value_s)?),
+            Metric::Errors | Metric::Mismatches => match value_s.strip_suffix('%') {
+                Some(p) => Limit::Percent(number(p)?),
+                None => Limit::Number(number(value_s)?),
+            },
+        };
+        Ok(Threshold {
+            text: text.trim().to_string(),
+            endpoint,
+            metric,
+            op,
+            limit,
+        })
+    }
+}
+
+impl Threshold {
+    /// Which endpoints (indices) the threshold applies to; `None` when it
+    /// is run-wide.
+    ///
+    /// # Errors
+    /// When it names an endpoint the run does not have.
+    pub fn targets(&self, info: &RunInfo) -> Result<Option<Vec<usize>>, String> {
+        if self.metric == Metric::Mismatches {
+            return Ok(None);
+        }
+        match &self.endpoint {
+            None => Ok(Some((0..info.endpoints.len()).collect())),
+            Some(name) => {
+                let by_index = name
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|i| *i < info.endpoints.len());
+                info.endpoints
+                    .iter()
+                    .position(|e| &e.label == name)
+                    .or(by_index)
+                    .map(|i| Some(vec![i]))
+                    .ok_or_else(|| {
+                        format!(
+                            "--threshold {:?}: no endpoint is named {name:?} (labels: {})",
+                            self.text,
+                            info.endpoints
+                                .iter()
+                                .map(|e| e.label.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })
+            }
+        }
+    }
+}
+
+/// Check every threshold against a run.
+///
+/// # Errors
+/// When a threshold names an endpoint the run does not have.
+pub fn check(ts: &[Threshold], info: &RunInfo, stats: &RunStats) -> Result<Vec<Check>, String> {
+    let mut out = Vec::new();
+    for t in ts {
+        match t.targets(info)? {
+            None => {
+                let v = &stats.verdicts;
+                let (actual, shown) = match t.limit {
+                    Limit::Percent(_) => {
+                        let p = if v.compared == 0 {
+                            0.0
+                        } else {
+                            v.mismatched as f64 * 100.0 / v.compared as f64
+                        };
+                        (p, format!("mismatches = {p:.2}%"))
+                    }
+                    _ => (
+                        v.mismatched as f64,
+                        format!("mismatches = {}", v.mismatched),
+                    ),
+                };
+                out.push(Check {
+                    threshold: t.text.clone(),
+                    endpoint: None,
+                    passed: t.op.holds(actual, limit_value(t.limit)),
+                    actual: shown,
+                });
+            }
+            Some(list) => {
+                for i in list {
+                    let s = &stats.endpoints[i];
+                    let label = info.endpoints.get(i).map(|e| e.label.clone());
+                    let measured: Option<(f64, String)> = match (t.metric, t.limit) {
+                        (Metric::Quantile(q), _) => (!s.latency.is_empty()).then(|| {
+                            let v = if q >= 1.0 {
+                                s.latency.max()
+                            } else {
+                                s.latency.value_at_quantile(q)
+                            };
+                            let name = metric_name(t.metric);
+                            (v as f64, format!("{name} = {}", micros(v as f64)))
+                        }),
+                        (Metric::Mean, _) => (!s.latency.is_empty()).then(|| {
+                            let v = s.latency.mean();
+                            (v, format!("mean = {}", micros(v)))
+                        }),
+                        (Metric::Rps, _) => Some((s.rate, format!("rps = {:.2}", s.rate))),
+                        (Metric::Errors, Limit::Percent(_)) => {
+                            let c = s.completed();
+                            let p = if c == 0 {
+                                0.0
+                            } else {
+                                s.errors() as f64 * 100.0 / c as f64
+                            };
+                            Some((p, format!("errors = {p:.2}%")))
+                        }
+                        (Metric::Errors, _) => {
+                            Some((s.errors() as f64, format!("errors = {}", s.errors())))
+                        }
+                        (Metric::Mismatches, _) => None,
+                    };
+                    let (passed, actual) = match measured {
+                        Some((v, shown)) => (t.op.holds(v, limit_value(t.limit)), shown),
+                        None => (false, "no responses".to_string()),
+                    };
+                    out.push(Check {
+                        threshold: t.text.clone(),
+                        endpoint: label,
+                        actual,
+                        passed,
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn limit_value(l: Limit) -> f64 {
+    match l {
+        Limit::Micros(v) | Limit::Number(v) | Limit::Percent(v) => v,
+    }
+}
+
+fn metric_name(m: Metric) -> &'static str {
+    match m {
+        Metric::Quantile(q) if q >= 1.0 => "max",
+        Metric::Quantile(q) if q >= 0.999 => "p99.9",
+        Metric::Quantile(q) if q >= 0.99 => "p99",
+        Metric::Quantile(q) if q >= 0.95 => "p95",
+        Metric::Quantile(q) if q >= 0.9 => "p90",
+        Metric::Quantile(_) => "p50",
+        Metric::Mean => "mean",
+        Metric::Rps => "rps",
+        Metric::Errors => "errors",
+        Metric::Mismatches => "mismatches",
+    }
+}
+
+/// A latency in µs, short: `850µs`, `12.3ms`, `1.25s`.
+pub fn micros(us: f64) -> String {
+    if us < 1000.0 {
+        format!("{us:.0}µs")
+    } else if us < 1e6 {
+        format!("{:.3}ms", us / 1e3)
+    } else {
+        format!("{:.3}s", us / 1e6)
+    }
+}
+
+/// True when every check passed.
+pub fn all_passed(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.passed)
+}
+
+/// The checks as a block after the text report.
+///
+/// # Errors
+/// Only when writing fails.
+pub fn write_text(out: &mut dyn Write, checks: &[Check]) -> io::Result<()> {
+    if checks.is_empty() {
+        return Ok(());
+    }
+    let failed = checks.iter().filter(|c| !c.passed).count();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "** Thresholds: {} passed, {failed} failed",
+        checks.len() - failed
+    )?;
+    for c in checks {
+        let mark = if c.passed { "passed" } else { "FAILED" };
+        let who = c
+            .endpoint
+            .as_deref()
+            .map(|e| format!(" [{}]", super::escape_terminal(e)))
+            .unwrap_or_default();
+        writeln!(out, "   {mark}  {}{who}: {}", c.threshold, c.actual)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_form() {
+        let t: Threshold = "p99 < 200ms".parse().unwrap();
+        assert_eq!(
+            (t.metric, t.op, t.limit),
+            (Metric::Quantile(0.99), Op::Lt, Limit::Micros(200_000.0))
+        );
+        let t: Threshold = "new: p99.9 <= 1.5s".parse().unwrap();
+        assert_eq!(t.endpoint.as_deref(), Some("new"));
+        assert_eq!(t.limit, Limit::Micros(1_500_000.0));
+        let t: Threshold = "errors < 1%".parse().unwrap();
+        assert_eq!(t.limit, Limit::Percent(1.0));
+        let t: Threshold = "errors<=10".parse().unwrap();
+        assert_eq!((t.op, t.limit), (Op::Le, Limit::Number(10.0)));
+        let t: Threshold = "mismatches == 0".parse().unwrap();
+        assert_eq!((t.metric, t.op), (Metric::Mismatches, Op::Eq));
+        let t: Threshold = "rps > 500".parse().unwrap();
+        assert_eq!(
+            (t.metric, t.op, t.limit),
+            (Metric::Rps, Op::Gt, Limit::Number(500.0))
+        );
+        let t: Threshold = "http://127.0.0.1:8080/: mean != 800us".parse().unwrap();
+        assert_eq!(t.endpoint.as_deref(), Some("http://127.0.0.1:8080/"));
+        assert_eq!((t.op, t.limit), (Op::Ne, Limit::Micros(800.0)));
+        for bad in [
+            "p99 200ms",
+            "p98 < 1ms",
+            "p99 < 200",
+            "rps > lots",
+            "b: mismatches == 0",
+            "p99 =< 1ms",
+            ": p99 < 1ms",
+        ] {
+            assert!(bad.parse::<Threshold>().is_err(), "{bad}");
+        }
+    }
+}

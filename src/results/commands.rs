@@ -1,0 +1,308 @@
+//! The commands around saved runs: what a live run saves and reports
+//! (`--output`, `--format`, `--html`, `--threshold`), `versus report`,
+//! `versus merge` and `versus compare`. Each returns the exit code: 0 done,
+//! 1 could not be carried out, 2 bad arguments or unreadable files, 3 a
+//! threshold failed.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::format::Header;
+use super::series::SeriesObserver;
+use super::writer::{self, Recorder, RunWriter, Tee};
+use crate::cli::{CompareArgs, MergeArgs, ReportArgs, RunArgs};
+use crate::engine::{Observer, RunOutput};
+use crate::plan::Plan;
+use crate::report::info::{Report, RunInfo};
+use crate::report::outputs::{self, Format};
+use crate::report::threshold::{self, Threshold};
+
+/// Exit code: done.
+pub const OK: u8 = 0;
+/// Exit code: could not be carried out.
+pub const FAILED: u8 = 1;
+/// Exit code: bad arguments, or a file that cannot be read.
+pub const USAGE: u8 = 2;
+
+/// What a live run writes, prepared before it starts.
+pub struct Live {
+    info: RunInfo,
+    header: Header,
+    format: Format,
+    thresholds: Vec<Threshold>,
+    html: Option<PathBuf>,
+    writer: Option<RunWriter>,
+    series: Option<SeriesObserver>,
+    log: Option<std::sync::Arc<crate::report::mismatch_log::MismatchLog>>,
+}
+
+impl Live {
+    /// Check the output flags and create the `--output` file (its header
+    /// written). `argv` is the command line as given.
+    ///
+    /// # Errors
+    /// A usage message naming the flag (exit 2).
+    pub fn prepare(args: &RunArgs, plan: &Plan, argv: &[String]) -> Result<Live, String> {
+        let format = Format::parse(
+            &args.format,
+            &[Format::Text, Format::Json, Format::Markdown],
+        )?;
+        let thresholds = outputs::thresholds(&args.thresholds)?;
+        let info = RunInfo::from_plan(plan);
+        for t in &thresholds {
+            t.targets(&info)?;
+        }
+        let command = if plan.show_secrets {
+            argv.to_vec()
+        } else {
+            writer::mask_command(argv)
+        };
+        let interval_ms = u64::try_from(plan.interval.as_millis())
+            .unwrap_or(1000)
+            .max(1);
+        let header = writer::header(&info, command, interval_ms, plan.concurrency);
+        let writer = match &args.output {
+            Some(path) => Some(
+                RunWriter::create(path, &header)
+                    .map_err(|e| format!("--output {}: {e}", path.display()))?,
+            ),
+            None => None,
+        };
+        if let Some(path) = &args.html {
+            std::fs::File::create(path).map_err(|e| format!("--html {}: {e}", path.display()))?;
+        }
+        Ok(Live {
+            series: args
+                .html
+                .as_ref()
+                .map(|_| SeriesObserver::new(plan.interval.as_secs_f64())),
+            info,
+            header,
+            format,
+            thresholds,
+            html: args.html.clone(),
+            writer,
+            log: plan.mismatch_log.clone(),
+        })
+    }
+
+    /// Run `f` with the observer that saves intervals (and keeps the series
+    /// for `--html`).
+    pub fn observe<T>(&mut self, f: impl FnOnce(&mut dyn Observer) -> T) -> T {
+        let mut list: Vec<&mut dyn Observer> = Vec::new();
+        let mut recorder = self.writer.as_mut().map(|w| Recorder { writer: w });
+        if let Some(r) = recorder.as_mut() {
+            list.push(r);
+        }
+        if let Some(s) = self.series.as_mut() {
+            list.push(s);
+        }
+        f(&mut Tee(list))
+    }
+
+    /// After the run: write the totals line, the report on `out`, the HTML
+    /// file; returns 3 when a threshold failed, else 0.
+    ///
+    /// # Errors
+    /// When the report or a file cannot be written.
+    pub fn finish(mut self, out: &mut dyn Write, run: &RunOutput) -> Result<u8, String> {
+        // What --mismatches wrote is known only now.
+        if let Some(log) = &self.log {
+            self.info.logged = Some(log.counts());
+        }
+        if let Some(w) = self.writer.as_mut() {
+            w.totals(run);
+            w.check()
+                .map_err(|e| format!("--output {}: {e}", w.path().display()))?;
+        }
+        let checks = threshold::check(&self.thresholds, &self.info, &run.stats)?;
+        let mut series = self.series.take().map(|s| s.series);
+        if let Some(s) = series.as_mut() {
+            s.close(run.elapsed.as_secs_f64());
+        }
+        let report = Report {
+            info: &self.info,
+            run,
+            header: &self.header,
+            checks: &checks,
+            series: series.as_ref(),
+        };
+        outputs::render(out, self.format, &report)
+            .and_then(|()| out.flush())
+            .map_err(|e| format!("cannot write the report: {e}"))?;
+        if let Some(path) = &self.html {
+            let mut page = Vec::new();
+            crate::report::html::write(&mut page, &report)
+                .and_then(|()| std::fs::write(path, page))
+                .map_err(|e| format!("--html {}: {e}", path.display()))?;
+        }
+        Ok(if threshold::all_passed(&checks) {
+            OK
+        } else {
+            threshold::EXIT_FAILED
+        })
+    }
+}
+
+/// `versus report FILE...`.
+pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let prepared = Format::parse(
+        &args.format,
+        &[
+            Format::Text,
+            Format::Json,
+            Format::Markdown,
+            Format::Csv,
+            Format::Html,
+        ],
+    )
+    .and_then(|f| Ok((f, outputs::thresholds(&args.thresholds)?)));
+    let (format, thresholds) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            return USAGE;
+        }
+    };
+    let run = match super::load(&args.files) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            return USAGE;
+        }
+    };
+    for w in &run.warnings {
+        let _ = writeln!(err, "versus: warning: {w}");
+    }
+    let checks = match threshold::check(&thresholds, &run.info, &run.output.stats) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            return USAGE;
+        }
+    };
+    let report = Report {
+        info: &run.info,
+        run: &run.output,
+        header: &run.header,
+        checks: &checks,
+        series: Some(&run.series),
+    };
+    if let Err(e) = outputs::render(out, format, &report).and_then(|()| out.flush()) {
+        let _ = writeln!(err, "versus: cannot write the report: {e}");
+        return FAILED;
+    }
+    if threshold::all_passed(&checks) {
+        OK
+    } else {
+        threshold::EXIT_FAILED
+    }
+}
+
+/// `versus merge FILE... -o OUT`.
+pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> u8 {
+    if args.files.iter().any(|f| f == &args.output) {
+        let _ = writeln!(
+            err,
+            "versus: --output {} is also an input file; write the merge to a new file",
+            args.output.display()
+        );
+        return USAGE;
+    }
+    let shards = match super::merge::Shards::open(&args.files) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            return USAGE;
+        }
+    };
+    let mut w = match RunWriter::create(&args.output, &shards.header) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = writeln!(err, "versus: --output {}: {e}", args.output.display());
+            return FAILED;
+        }
+    };
+    let finished = shards.merge(&mut |index, stats| w.interval(index, stats));
+    let f = match finished {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            let _ = std::fs::remove_file(&args.output);
+            return USAGE;
+        }
+    };
+    for warning in &f.warnings {
+        let _ = writeln!(err, "versus: warning: {warning}");
+    }
+    w.totals(&RunOutput {
+        stats: f.stats,
+        input: f.input,
+        input_error: None,
+        elapsed: f.elapsed,
+        interrupted: f.interrupted,
+    });
+    if let Err(e) = w.check() {
+        let _ = writeln!(err, "versus: --output {}: {e}", args.output.display());
+        return FAILED;
+    }
+    OK
+}
+
+/// `versus compare A [B ...]`.
+pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let format = match Format::parse(&args.format, &[Format::Text, Format::Markdown]) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            return USAGE;
+        }
+    };
+    // Columns are named by file name, or by path when names repeat.
+    let name = |f: &std::path::PathBuf| -> String {
+        let short = f.file_name().map(|n| n.to_string_lossy().into_owned());
+        match short {
+            Some(s)
+                if args
+                    .files
+                    .iter()
+                    .filter(|g| {
+                        g.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .as_ref()
+                            == Some(&s)
+                    })
+                    .count()
+                    == 1 =>
+            {
+                s
+            }
+            _ => f.display().to_string(),
+        }
+    };
+    let mut runs = Vec::with_capacity(args.files.len());
+    for f in &args.files {
+        match super::load(std::slice::from_ref(f)) {
+            Ok(r) => {
+                for w in &r.warnings {
+                    let _ = writeln!(err, "versus: warning: {w}");
+                }
+                runs.push((name(f), r));
+            }
+            Err(e) => {
+                let _ = writeln!(err, "versus: {e}");
+                return USAGE;
+            }
+        }
+    }
+    let columns = crate::report::compare::columns(&runs);
+    let result = match format {
+        Format::Markdown => crate::report::compare::write_markdown(out, &columns),
+        _ => crate::report::compare::write_text(out, &columns),
+    };
+    if let Err(e) = result.and_then(|()| out.flush()) {
+        let _ = writeln!(err, "versus: cannot write the comparison: {e}");
+        return FAILED;
+    }
+    OK
+}

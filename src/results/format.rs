@@ -1,0 +1,423 @@
+//! The lines of a saved run (JSON Lines, `docs/results-format.md`): the
+//! header, one line per interval, the totals; and the conversion of
+//! statistics to and from them. Histograms are base64 of hdrhistogram's
+//! V2+DEFLATE serialization, so they survive a round trip exactly.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::endpoint::Failure;
+use crate::input::Malformed;
+use crate::report::info::EndpointInfo;
+use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, VerdictStats};
+
+/// The `format` value of a saved run's header.
+pub const FORMAT: &str = "versus-run";
+/// The format version this versus writes and reads.
+pub const VERSION: u32 = 1;
+
+/// The first line of a saved run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Format version, [`VERSION`].
+    pub version: u32,
+    /// The versus version that wrote the file.
+    pub versus: String,
+    /// The command line, secrets masked unless `--show-secrets`.
+    pub command: Vec<String>,
+    /// Host name of the machine that ran it.
+    pub host: String,
+    /// When the run started, RFC 3339 (UTC).
+    pub start: String,
+    /// The same, in milliseconds since the Unix epoch.
+    pub start_unix_ms: u64,
+    /// Length of an interval, in milliseconds.
+    pub interval_ms: u64,
+    /// Endpoints in command-line order.
+    pub endpoints: Vec<EndpointInfo>,
+    /// Lead window per core, in requests.
+    pub lead: usize,
+    /// True when answers were compared.
+    pub comparison: bool,
+    /// Requests in flight per endpoint.
+    #[serde(default)]
+    pub concurrency: usize,
+    /// Open model: the scheduled rate per second per endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Open model: `--max-in-flight`.
+    #[serde(default)]
+    pub max_in_flight: usize,
+    /// Noise mode: the endpoint that is the reference's second copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin: Option<usize>,
+    /// When the file is a merge of shards: where each came from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<Shard>,
+}
+
+/// One shard of a merged file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Shard {
+    /// The shard's host.
+    pub host: String,
+    /// The shard's start time, RFC 3339.
+    pub start: String,
+    /// The shard's command line.
+    pub command: Vec<String>,
+}
+
+/// One endpoint's counters and histograms (of an interval, or the totals).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EndpointRecord {
+    /// Requests started.
+    pub sent: u64,
+    /// Requests completed (responses and failures).
+    pub completed: u64,
+    /// Responses (any status).
+    pub responses: u64,
+    /// Failures plus responses with status 400 or above.
+    pub errors: u64,
+    /// Failures by kind, named as in the text report; only those seen.
+    pub failures: BTreeMap<String, u64>,
+    /// Responses by status code; only those seen.
+    pub status: BTreeMap<u16, u64>,
+    /// Response body bytes received.
+    pub bytes_in: u64,
+    /// Request body bytes sent.
+    pub bytes_out: u64,
+    /// Connections opened during the run.
+    pub reconnects: u64,
+    /// Requests in flight when the run was stopped.
+    pub abandoned: u64,
+    /// Time held back a full lead window ahead, in nanoseconds.
+    pub held_ns: u64,
+    /// Requests per second while running (set in the last interval and the
+    /// totals; 0 elsewhere).
+    pub rate: f64,
+    /// Latency histogram (µs), base64 of V2+DEFLATE.
+    pub latency: String,
+    /// Time-to-first-byte histogram (µs).
+    pub ttfb: String,
+    /// Connect-time histogram (µs).
+    pub connect: String,
+    /// JSON-RPC error answers by code.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub jsonrpc_errors: BTreeMap<i64, u64>,
+    /// Open model: uncorrected-latency histogram (µs); empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uncorrected: String,
+    /// Open model: send-lag histogram (µs); empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub lag: String,
+    /// Open model: requests that started late (`--max-in-flight` reached).
+    #[serde(default)]
+    pub late: u64,
+}
+
+/// Comparison counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct VerdictRecord {
+    /// Requests compared.
+    pub compared: u64,
+    /// Requests where an endpoint disagreed with the first.
+    pub mismatched: u64,
+    /// Requests not answered by every endpoint at the stop.
+    pub incomplete: u64,
+    /// Mismatch groups with their samples (of this interval, or all).
+    #[serde(default)]
+    pub groups: Vec<MismatchGroup>,
+    /// Errors grouped by method, endpoint and kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_groups: Vec<MismatchGroup>,
+    /// Requests per method.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<(String, u64)>,
+    /// Requests compared byte for byte because a body was not JSON.
+    #[serde(default)]
+    pub fell_back: u64,
+    /// Noise mode: requests whose differences were all noise.
+    #[serde(default)]
+    pub noise_only: u64,
+    /// Noise mode: per field, reference-pair and candidate differences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise: Vec<crate::stats::NoiseField>,
+}
+
+/// One interval.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IntervalLine {
+    /// Always `interval`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Interval number from 0: it covers `[index, index + 1) × interval_ms`
+    /// from the start.
+    pub index: u64,
+    /// When the line was written, milliseconds since the Unix epoch.
+    pub written_unix_ms: u64,
+    /// Per endpoint, in header order.
+    pub endpoints: Vec<EndpointRecord>,
+    /// Comparison counters of the interval.
+    pub verdicts: VerdictRecord,
+}
+
+/// Input counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct InputRecord {
+    /// Requests read.
+    pub requests: u64,
+    /// Malformed records skipped.
+    pub malformed: u64,
+    /// The first few malformed records.
+    #[serde(default)]
+    pub samples: Vec<MalformedRecord>,
+    /// What the source said it held.
+    #[serde(default)]
+    pub summary: Option<String>,
+}
+
+/// A malformed input record.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MalformedRecord {
+    /// Where it was.
+    pub location: String,
+    /// What was wrong.
+    pub reason: String,
+}
+
+/// The last line: the whole run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TotalsLine {
+    /// Always `totals`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The run's wall time, nanoseconds.
+    pub elapsed_ns: u64,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+    /// Input counters.
+    pub input: InputRecord,
+    /// Why the input failed, if it did.
+    #[serde(default)]
+    pub input_error: Option<String>,
+    /// Per endpoint, merged over the run.
+    pub endpoints: Vec<EndpointRecord>,
+    /// Comparison counters and every mismatch group.
+    pub verdicts: VerdictRecord,
+}
+
+/// A histogram as base64 of its V2+DEFLATE serialization.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    // Serializing into a Vec cannot fail for a histogram of ours.
+    let _ = V2DeflateSerializer::new().serialize(h, &mut buf);
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// The histogram of [`encode_histogram`].
+///
+/// # Errors
+/// When the text is not base64 or not a serialized histogram.
+pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("histogram cannot be decoded: {e:?}"))?;
+    // Keep the bounds of live stats so merging is exact.
+    let mut out = crate::stats::new_histogram();
+    out.add(&h)
+        .map_err(|e| format!("histogram out of range: {e:?}"))?;
+    Ok(out)
+}
+
+impl EndpointRecord {
+    /// The record of `s`.
+    pub fn from_stats(s: &EndpointStats) -> EndpointRecord {
+        EndpointRecord {
+            sent: s.sent,
+            completed: s.completed(),
+            responses: s.responses,
+            errors: s.errors(),
+            failures: Failure::ALL
+                .iter()
+                .filter(|f| s.failures[f.index()] > 0)
+                .map(|f| (f.name().to_string(), s.failures[f.index()]))
+                .collect(),
+            status: s
+                .status
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, n)| (c as u16, *n))
+                .collect(),
+            bytes_in: s.bytes_in,
+            bytes_out: s.bytes_out,
+            reconnects: s.reconnects,
+            abandoned: s.abandoned,
+            held_ns: u64::try_from(s.held.as_nanos()).unwrap_or(u64::MAX),
+            rate: s.rate,
+            latency: encode_histogram(&s.latency),
+            ttfb: encode_histogram(&s.ttfb),
+            connect: encode_histogram(&s.connect),
+            jsonrpc_errors: s.jsonrpc_errors.clone(),
+            uncorrected: optional_histogram(&s.uncorrected),
+            lag: optional_histogram(&s.lag),
+            late: s.late,
+        }
+    }
+
+    /// The statistics of this record.
+    ///
+    /// # Errors
+    /// An unknown failure kind, a status code out of range, a bad histogram.
+    pub fn to_stats(&self) -> Result<EndpointStats, String> {
+        let mut s = EndpointStats {
+            sent: self.sent,
+            responses: self.responses,
+            bytes_in: self.bytes_in,
+            bytes_out: self.bytes_out,
+            reconnects: self.reconnects,
+            abandoned: self.abandoned,
+            held: Duration::from_nanos(self.held_ns),
+            rate: self.rate,
+            latency: decode_histogram(&self.latency)?,
+            ttfb: decode_histogram(&self.ttfb)?,
+            connect: decode_histogram(&self.connect)?,
+            jsonrpc_errors: self.jsonrpc_errors.clone(),
+            late: self.late,
+            ..EndpointStats::default()
+        };
+        if !self.uncorrected.is_empty() {
+            s.uncorrected = decode_histogram(&self.uncorrected)?;
+        }
+        if !self.lag.is_empty() {
+            s.lag = decode_histogram(&self.lag)?;
+        }
+        for (name, n) in &self.failures {
+            let f = Failure::ALL
+                .iter()
+                .find(|f| f.name() == name)
+                .ok_or_else(|| format!("unknown failure kind {name:?}"))?;
+            s.failures[f.index()] = *n;
+        }
+        for (code, n) in &self.status {
+            let slot = s
+                .status
+                .get_mut(usize::from(*code))
+                .ok_or_else(|| format!("status code {code} out of range"))?;
+            *slot = *n;
+        }
+        Ok(s)
+    }
+}
+
+impl VerdictRecord {
+    /// The record of `v`.
+    pub fn from_stats(v: &VerdictStats) -> VerdictRecord {
+        VerdictRecord {
+            compared: v.compared,
+            mismatched: v.mismatched,
+            incomplete: v.incomplete,
+            groups: v.groups.clone(),
+            error_groups: v.error_groups.clone(),
+            methods: v.methods.clone(),
+            fell_back: v.fell_back,
+            noise_only: v.noise_only,
+            noise: v.noise.clone(),
+        }
+    }
+
+    /// The counters of this record.
+    pub fn to_stats(&self) -> VerdictStats {
+        VerdictStats {
+            compared: self.compared,
+            mismatched: self.mismatched,
+            incomplete: self.incomplete,
+            groups: self.groups.clone(),
+            error_groups: self.error_groups.clone(),
+            methods: self.methods.clone(),
+            fell_back: self.fell_back,
+            noise_only: self.noise_only,
+            noise: self.noise.clone(),
+        }
+    }
+}
+
+/// A histogram's text, or nothing when it is empty (the open model's
+/// histograms are empty in a closed-model run).
+fn optional_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
+    if h.is_empty() {
+        String::new()
+    } else {
+        encode_histogram(h)
+    }
+}
+
+/// Records of every endpoint of `s`.
+pub fn records_of(s: &RunStats) -> Vec<EndpointRecord> {
+    s.endpoints.iter().map(EndpointRecord::from_stats).collect()
+}
+
+/// The statistics of `endpoints` and `verdicts`.
+///
+/// # Errors
+/// As [`EndpointRecord::to_stats`].
+#[allow(clippy::needless_update)]
+pub fn stats_of(
+    endpoints: &[EndpointRecord],
+    verdicts: &VerdictRecord,
+) -> Result<RunStats, String> {
+    Ok(RunStats {
+        endpoints: endpoints
+            .iter()
+            .map(EndpointRecord::to_stats)
+            .collect::<Result<_, _>>()?,
+        verdicts: verdicts.to_stats(),
+        ..RunStats::default()
+    })
+}
+
+impl InputRecord {
+    /// The record of `i`.
+    pub fn from_stats(i: &InputStats) -> InputRecord {
+        InputRecord {
+            requests: i.requests,
+            malformed: i.malformed,
+            samples: i
+                .samples
+                .iter()
+                .map(|m| MalformedRecord {
+                    location: m.location.clone(),
+                    reason: m.reason.clone(),
+                })
+                .collect(),
+            summary: i.summary.clone(),
+        }
+    }
+
+    /// The counters of this record.
+    pub fn to_stats(&self) -> InputStats {
+        InputStats {
+            requests: self.requests,
+            malformed: self.malformed,
+            samples: self
+                .samples
+                .iter()
+                .map(|m| Malformed {
+                    location: m.location.clone(),
+                    reason: m.reason.clone(),
+                })
+                .collect(),
+            summary: self.summary.clone(),
+        }
+    }
+}

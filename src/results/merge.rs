@@ -1,0 +1,170 @@
+//! Merging saved runs: shards of one run (run on several machines, each
+//! with its share of the rate) become one. Histograms add exactly, counters
+//! sum, and intervals are aligned by wall clock. Streaming: one interval per
+//! file is in memory at a time.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::format::{Header, Shard};
+use super::reader::{Finished, ReadError, RunReader};
+use crate::stats::{InputStats, RunStats, MALFORMED_SAMPLES};
+
+/// Files opened for merging, checked to be shards of one run.
+pub struct Shards {
+    readers: Vec<RunReader>,
+    /// Each file's first interval's position in the merged run.
+    offsets: Vec<u64>,
+    /// The merged header.
+    pub header: Header,
+}
+
+impl Shards {
+    /// Open every file and check they can be merged: the same endpoints
+    /// (labels, in order) and the same interval.
+    ///
+    /// # Errors
+    /// A [`ReadError`] naming the file that cannot be read or does not fit.
+    pub fn open(paths: &[impl AsRef<Path>]) -> Result<Shards, ReadError> {
+        let mut readers = Vec::with_capacity(paths.len());
+        for p in paths {
+            readers.push(RunReader::open(p.as_ref())?);
+        }
+        let Some(first) = readers.first() else {
+            return Err(ReadError {
+                path: "-".into(),
+                problem: "no file given".into(),
+            });
+        };
+        let labels = |r: &RunReader| -> Vec<String> {
+            r.header.endpoints.iter().map(|e| e.label.clone()).collect()
+        };
+        let want = labels(first);
+        for r in &readers[1..] {
+            if labels(r) != want {
+                return Err(ReadError {
+                    path: r.path().into(),
+                    problem: format!(
+                        "its endpoints ({}) are not those of {} ({}); only runs of the same endpoints can be merged",
+                        labels(r).join(", "),
+                        first.path(),
+                        want.join(", ")
+                    ),
+                });
+            }
+            if r.header.interval_ms != first.header.interval_ms {
+                return Err(ReadError {
+                    path: r.path().into(),
+                    problem: format!(
+                        "its interval is {} ms, {}'s is {} ms; they cannot be aligned",
+                        r.header.interval_ms,
+                        first.path(),
+                        first.header.interval_ms
+                    ),
+                });
+            }
+        }
+        let start = readers
+            .iter()
+            .map(|r| r.header.start_unix_ms)
+            .min()
+            .unwrap_or(0);
+        let interval = first.header.interval_ms;
+        let offsets = readers
+            .iter()
+            .map(|r| (r.header.start_unix_ms - start + interval / 2) / interval)
+            .collect();
+        let mut header = readers
+            .iter()
+            .find(|r| r.header.start_unix_ms == start)
+            .map_or_else(|| first.header.clone(), |r| r.header.clone());
+        if readers.len() > 1 {
+            header.shards = readers
+                .iter()
+                .flat_map(|r| {
+                    if r.header.shards.is_empty() {
+                        vec![Shard {
+                            host: r.header.host.clone(),
+                            start: r.header.start.clone(),
+                            command: r.header.command.clone(),
+                        }]
+                    } else {
+                        r.header.shards.clone()
+                    }
+                })
+                .collect();
+            header.concurrency = readers.iter().map(|r| r.header.concurrency).sum();
+            header.comparison = readers.iter().any(|r| r.header.comparison);
+        }
+        Ok(Shards {
+            readers,
+            offsets,
+            header,
+        })
+    }
+
+    /// Merge: each merged interval (in order, aligned by wall clock) goes to
+    /// `each`; returns the whole run.
+    ///
+    /// # Errors
+    /// The first file that turns out to be unreadable.
+    pub fn merge(mut self, each: &mut dyn FnMut(u64, &RunStats)) -> Result<Finished, ReadError> {
+        let n = self.header.endpoints.len();
+        let mut heads: Vec<Option<(u64, RunStats)>> = Vec::with_capacity(self.readers.len());
+        for (r, off) in self.readers.iter_mut().zip(&self.offsets) {
+            heads.push(r.next_interval()?.map(|(i, s)| (i + off, s)));
+        }
+        while let Some(at) = heads.iter().flatten().map(|(i, _)| *i).min() {
+            let mut merged = RunStats::new(n);
+            for (k, head) in heads.iter_mut().enumerate() {
+                if head.as_ref().is_some_and(|(i, _)| *i == at) {
+                    if let Some((_, s)) = head.take() {
+                        merged.merge(&s);
+                    }
+                    *head = self.readers[k]
+                        .next_interval()?
+                        .map(|(i, s)| (i + self.offsets[k], s));
+                }
+            }
+            each(at, &merged);
+        }
+        let start = self.header.start_unix_ms;
+        let mut ends = Vec::new();
+        let mut all: Option<Finished> = None;
+        for r in self.readers {
+            let shard_start = r.header.start_unix_ms;
+            let f = r.finish()?;
+            ends.push(Duration::from_millis(shard_start - start) + f.elapsed);
+            all = Some(match all {
+                None => f,
+                Some(mut a) => {
+                    a.stats.merge(&f.stats);
+                    add_input(&mut a.input, &f.input);
+                    a.input_error = a.input_error.or(f.input_error);
+                    a.interrupted |= f.interrupted;
+                    a.complete &= f.complete;
+                    a.warnings.extend(f.warnings);
+                    a
+                }
+            });
+        }
+        let mut all = all.ok_or_else(|| ReadError {
+            path: "-".into(),
+            problem: "no file given".into(),
+        })?;
+        all.elapsed = ends.into_iter().max().unwrap_or_default();
+        all.header = self.header;
+        Ok(all)
+    }
+}
+
+fn add_input(a: &mut InputStats, b: &InputStats) {
+    a.requests += b.requests;
+    a.malformed += b.malformed;
+    let room = MALFORMED_SAMPLES.saturating_sub(a.samples.len());
+    a.samples.extend(b.samples.iter().take(room).cloned());
+    a.summary = match (a.summary.take(), &b.summary) {
+        (Some(x), Some(y)) if x != *y => Some(format!("{x}; {y}")),
+        (x, y) => x.or_else(|| y.clone()),
+    };
+}

@@ -1,0 +1,124 @@
+//! Per-interval figures of a run, small enough to keep for every second:
+//! what the HTML charts and `versus compare`'s significance tests use.
+//! Built from interval statistics, live or read back from a file.
+
+use crate::stats::RunStats;
+
+/// One endpoint in one interval.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointPoint {
+    /// Requests completed.
+    pub completed: u64,
+    /// Errors (failures and statuses of 400 or more).
+    pub errors: u64,
+    /// Responses.
+    pub responses: u64,
+    /// Response body bytes.
+    pub bytes_in: u64,
+    /// Latency mean, µs (`None` without responses).
+    pub mean: Option<f64>,
+    /// Latency percentiles p50, p90, p95, p99 and the max, µs.
+    pub p50: Option<u64>,
+    /// p90.
+    pub p90: Option<u64>,
+    /// p95.
+    pub p95: Option<u64>,
+    /// p99.
+    pub p99: Option<u64>,
+    /// Max.
+    pub max: Option<u64>,
+}
+
+/// One interval of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Point {
+    /// Interval number from the start.
+    pub index: u64,
+    /// Its length in seconds (the last may be shorter).
+    pub seconds: f64,
+    /// Per endpoint.
+    pub endpoints: Vec<EndpointPoint>,
+    /// Requests compared.
+    pub compared: u64,
+    /// Requests mismatched.
+    pub mismatched: u64,
+}
+
+impl Point {
+    /// The figures of one interval's statistics.
+    pub fn of(index: u64, seconds: f64, s: &RunStats) -> Point {
+        let q = |h: &hdrhistogram::Histogram<u64>, p: f64| {
+            (!h.is_empty()).then(|| h.value_at_quantile(p))
+        };
+        Point {
+            index,
+            seconds,
+            endpoints: s
+                .endpoints
+                .iter()
+                .map(|e| EndpointPoint {
+                    completed: e.completed(),
+                    errors: e.errors(),
+                    responses: e.responses,
+                    bytes_in: e.bytes_in,
+                    mean: (!e.latency.is_empty()).then(|| e.latency.mean()),
+                    p50: q(&e.latency, 0.5),
+                    p90: q(&e.latency, 0.9),
+                    p95: q(&e.latency, 0.95),
+                    p99: q(&e.latency, 0.99),
+                    max: (!e.latency.is_empty()).then(|| e.latency.max()),
+                })
+                .collect(),
+            compared: s.verdicts.compared,
+            mismatched: s.verdicts.mismatched,
+        }
+    }
+}
+
+/// The series of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    /// Intervals in order (missing ones are intervals with nothing in them).
+    pub points: Vec<Point>,
+    /// Interval length, seconds.
+    pub interval: f64,
+}
+
+impl Series {
+    /// Fix the last interval's length once the run's wall time is known.
+    pub fn close(&mut self, elapsed_s: f64) {
+        let interval = self.interval;
+        if let Some(last) = self.points.last_mut() {
+            let rest = elapsed_s - last.index as f64 * interval;
+            if rest > 0.0 && rest < interval {
+                last.seconds = rest;
+            }
+        }
+    }
+}
+
+/// Collects the series of a live run (a few numbers per endpoint and
+/// interval).
+pub struct SeriesObserver {
+    /// The series so far.
+    pub series: Series,
+}
+
+impl SeriesObserver {
+    /// An empty series of intervals `interval` seconds long.
+    pub fn new(interval: f64) -> SeriesObserver {
+        SeriesObserver {
+            series: Series {
+                points: Vec::new(),
+                interval,
+            },
+        }
+    }
+}
+
+impl crate::engine::Observer for SeriesObserver {
+    fn interval(&mut self, index: u64, delta: &RunStats, _total: &RunStats) {
+        let p = Point::of(index, self.series.interval, delta);
+        self.series.points.push(p);
+    }
+}

@@ -1,0 +1,239 @@
+//! Writing a saved run as it goes: the header when the file is created,
+//! one line per interval as the engine reports it, the totals at the end.
+//! Each line is written whole and flushed, so a killed run leaves every
+//! complete line readable; nothing is kept between intervals.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::format::{
+    Header, InputRecord, IntervalLine, TotalsLine, VerdictRecord, FORMAT, VERSION,
+};
+use crate::engine::{Observer, RunOutput};
+use crate::report::info::RunInfo;
+use crate::stats::RunStats;
+
+/// Milliseconds since the Unix epoch, now.
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// This machine's host name (empty when it cannot be read).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default()
+}
+
+/// The header of a run described by `info`, starting now.
+pub fn header(
+    info: &RunInfo,
+    command: Vec<String>,
+    interval_ms: u64,
+    concurrency: usize,
+) -> Header {
+    let now = SystemTime::now();
+    Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        versus: env!("CARGO_PKG_VERSION").into(),
+        command,
+        host: host_name(),
+        start: humantime::format_rfc3339_millis(now).to_string(),
+        start_unix_ms: unix_ms(now),
+        interval_ms,
+        endpoints: info.endpoints.clone(),
+        lead: info.window,
+        comparison: info.comparison,
+        concurrency,
+        rate: info.rate,
+        max_in_flight: info.max_in_flight,
+        twin: info.twin,
+        shards: Vec::new(),
+    }
+}
+
+/// A saved-run file being written.
+pub struct RunWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    /// The first write error; later writes are skipped.
+    error: Option<io::Error>,
+}
+
+impl RunWriter {
+    /// Create (or truncate) `path` and write the header.
+    ///
+    /// # Errors
+    /// When the file cannot be created or written.
+    pub fn create(path: &Path, header: &Header) -> io::Result<RunWriter> {
+        let file = File::create(path)?;
+        let mut w = RunWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(1 << 16, file),
+            error: None,
+        };
+        w.line(header);
+        w.check()?;
+        Ok(w)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn line<T: serde::Serialize>(&mut self, value: &T) {
+        if self.error.is_some() {
+            return;
+        }
+        let result = serde_json::to_vec(value)
+            .map_err(io::Error::other)
+            .and_then(|mut bytes| {
+                bytes.push(b'\n');
+                // One write of the whole line, then a flush: a kill leaves
+                // at most a partial last line.
+                self.out.write_all(&bytes)?;
+                self.out.flush()
+            });
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+    }
+
+    /// Write one interval line.
+    pub fn interval(&mut self, index: u64, delta: &RunStats) {
+        let line = IntervalLine {
+            kind: "interval".into(),
+            index,
+            written_unix_ms: unix_ms(SystemTime::now()),
+            endpoints: super::format::records_of(delta),
+            verdicts: VerdictRecord::from_stats(&delta.verdicts),
+        };
+        self.line(&line);
+    }
+
+    /// Write a line as it is (used by merge).
+    pub fn raw<T: serde::Serialize>(&mut self, value: &T) {
+        self.line(value);
+    }
+
+    /// Write the totals line of a finished run.
+    pub fn totals(&mut self, run: &RunOutput) {
+        let line = TotalsLine {
+            kind: "totals".into(),
+            elapsed_ns: u64::try_from(run.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            interrupted: run.interrupted,
+            input: InputRecord::from_stats(&run.input),
+            input_error: run.input_error.as_ref().map(ToString::to_string),
+            endpoints: super::format::records_of(&run.stats),
+            verdicts: VerdictRecord::from_stats(&run.stats.verdicts),
+        };
+        self.line(&line);
+    }
+
+    /// The first write error, if any.
+    ///
+    /// # Errors
+    /// The first error met while writing.
+    pub fn check(&mut self) -> io::Result<()> {
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Saves each interval of a live run to a [`RunWriter`].
+pub struct Recorder<'a> {
+    /// The file.
+    pub writer: &'a mut RunWriter,
+}
+
+impl Observer for Recorder<'_> {
+    fn interval(&mut self, index: u64, delta: &RunStats, _total: &RunStats) {
+        self.writer.interval(index, delta);
+    }
+}
+
+/// Shows each interval to several observers in turn.
+pub struct Tee<'a>(pub Vec<&'a mut dyn Observer>);
+
+impl Observer for Tee<'_> {
+    fn interval(&mut self, index: u64, delta: &RunStats, total: &RunStats) {
+        for o in &mut self.0 {
+            o.interval(index, delta, total);
+        }
+    }
+}
+
+/// Mask secrets on a command line: URLs (keys in paths and queries,
+/// passwords) and the values of credential headers given with `-H`,
+/// `--header` or `--endpoint-header`.
+pub fn mask_command(args: &[String]) -> Vec<String> {
+    use crate::endpoint::secret;
+    let mask_header = |h: &str| -> String {
+        // `Name: value` or `LABEL=Name: value`.
+        let Some((name, _)) = h.split_once(':') else {
+            return h.to_string();
+        };
+        let bare = name.rsplit('=').next().unwrap_or(name).trim();
+        if secret::is_secret_header(bare) {
+            format!("{name}: {}", secret::MASK)
+        } else {
+            h.to_string()
+        }
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut header_next = false;
+    for a in args {
+        let masked = if header_next {
+            mask_header(a)
+        } else if let Some(v) = a
+            .strip_prefix("--header=")
+            .or_else(|| a.strip_prefix("--endpoint-header="))
+        {
+            format!("{}={}", &a[..a.len() - v.len() - 1], mask_header(v))
+        } else if let Some(i) = a.find("://") {
+            // NAME=URL or URL.
+            let start = a[..i].rfind('=').map_or(0, |e| e + 1);
+            format!("{}{}", &a[..start], secret::mask_url(&a[start..]))
+        } else {
+            a.clone()
+        };
+        header_next = matches!(a.as_str(), "-H" | "--header" | "--endpoint-header");
+        out.push(masked);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_keys_and_credential_headers_on_the_command_line() {
+        let args: Vec<String> = [
+            "versus",
+            "-H",
+            "Authorization: Bearer sekret",
+            "--endpoint-header=b=X-Api-Key: k123",
+            "-H",
+            "Accept: text/plain",
+            "infura=https://mainnet.infura.io/v3/9aa3d95b3bc440fa88ea12eaa4456161",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let m = mask_command(&args);
+        assert_eq!(m[2], "Authorization: ...");
+        assert_eq!(m[3], "--endpoint-header=b=X-Api-Key: ...");
+        assert_eq!(m[5], "Accept: text/plain");
+        assert_eq!(m[6], "infura=https://mainnet.infura.io/v3/...");
+    }
+}

@@ -1,0 +1,688 @@
+//! Saved runs, re-reports, merges, comparisons, thresholds and the HTML
+//! report, against real servers on 127.0.0.1.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use versus::cli::{Cli, CompareArgs};
+use versus::engine::{self, RunOutput, Stop};
+use versus::plan::{Plan, RequestMode};
+use versus::results::commands::{self, Live};
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("versus-results-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Run in-process with `interval` intervals, as the binary does (the
+/// `--output` file, the report, thresholds); returns the run, the report
+/// and the exit code of the thresholds.
+fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, String, u8) {
+    use clap::Parser;
+    let mut argv = vec!["versus"];
+    argv.extend_from_slice(args);
+    let cli = Cli::try_parse_from(&argv).expect("arguments");
+    let mut plan = Plan::from_args(&cli.run, false).expect("plan");
+    plan.interval = interval;
+    let plan = Arc::new(plan);
+    let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
+    let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
+    let input = match &plan.mode {
+        RequestMode::Single(r) => engine::Input::Repeat(r.clone()),
+        RequestMode::Stream => engine::Input::Stream(Box::new(
+            versus::input::lines::LinesSource::new(std::io::Cursor::new(input.to_vec()), 1 << 20),
+        )),
+    };
+    let out = live
+        .observe(|o| engine::run(&plan, input, &Stop::new(), o))
+        .expect("run");
+    let mut report = Vec::new();
+    let code = live.finish(&mut report, &out).expect("finish");
+    (out, String::from_utf8(report).unwrap(), code)
+}
+
+fn versus(args: &[&str]) -> std::process::Output {
+    run_bin(args, b"")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Echo the id; the second server differs on every tenth request and
+/// fails every twentieth with 503.
+fn servers() -> (Server, Server) {
+    let a = Server::start(|s| Reply::ok(format!(r#"{{"id":{},"result":"0x1"}}"#, id_of(&s.body))));
+    let b = Server::start(|s| {
+        let id = id_of(&s.body);
+        if id % 20 == 7 {
+            return Reply::ok("down").status(503);
+        }
+        let r = if id % 10 == 3 { "0x2" } else { "0x1" };
+        Reply::ok(format!(r#"{{"id":{id},"result":"{r}"}}"#))
+    });
+    (a, b)
+}
+
+#[test]
+fn a_saved_run_re_reported_gives_the_same_report() {
+    let (a, b) = servers();
+    let file = temp("same.jsonl");
+    let f = file.to_str().unwrap();
+    let a_url = format!("a={}", a.url());
+    let b_url = format!("b={}", b.url());
+    let live = run_bin(&["-c", "4", "-o", f, &a_url, &b_url], &lines(2000));
+    assert_eq!(live.status.code(), Some(0), "{}", text(&live.stderr));
+    let again = versus(&["report", f]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(text(&live.stdout), text(&again.stdout));
+    assert!(text(&again.stdout).contains("   Mismatched: 300\n"));
+
+    // The JSON report holds the same numbers.
+    let json = versus(&["report", "--format", "json", f]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["schema"], "versus-report");
+    assert_eq!(v["endpoints"][1]["completed"], 2000);
+    assert_eq!(v["endpoints"][1]["errors"]["count"], 100);
+    assert_eq!(v["endpoints"][1]["status"]["503"], 100);
+    assert_eq!(v["comparison"]["mismatched"], 300);
+    let p99 = number_after(&text(&live.stdout), "99% in");
+    let json_p99 = v["endpoints"][0]["latency_ms"]["p99"].as_f64().unwrap() / 1000.0;
+    // The text report shows 4 or 6 decimals of the same histogram value.
+    assert!((p99 - json_p99).abs() < 1e-4, "{p99} vs {json_p99}");
+
+    // Markdown and CSV render the same run.
+    let md = text(&versus(&["report", "--format", "markdown", f]).stdout);
+    assert!(md.contains("| Completed | 2000 | 2000 |"), "{md}");
+    let csv = text(&versus(&["report", "--format", "csv", f]).stdout);
+    assert!(csv.starts_with("label,url,rps,"), "{csv}");
+    assert!(csv.lines().nth(2).unwrap().starts_with("b,"), "{csv}");
+}
+
+#[test]
+fn the_live_report_formats_are_json_and_markdown_too() {
+    let (a, _b) = servers();
+    let out = run_bin(
+        &["--format", "json", "--stop-after", "50", &a.url()],
+        &lines(50),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["endpoints"][0]["completed"], 50);
+    let out = run_bin(
+        &["--format", "markdown", "--stop-after", "50", &a.url()],
+        &lines(50),
+    );
+    assert!(text(&out.stdout).starts_with("# versus report"));
+    let out = run_bin(&["--format", "xml", &a.url()], &lines(5));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--format"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn two_shards_merged_equal_one_run_over_the_same_requests() {
+    let (a, b) = servers();
+    let a_url = format!("a={}", a.url());
+    let b_url = format!("b={}", b.url());
+    let all = lines(1200);
+    let half = all
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c == b'\n')
+        .nth(599)
+        .map(|(i, _)| i + 1)
+        .unwrap();
+    let (one, two, whole) = (
+        temp("shard1.jsonl"),
+        temp("shard2.jsonl"),
+        temp("whole.jsonl"),
+    );
+    let iv = Duration::from_millis(100);
+    let (s1, _, _) = save_run(
+        &["-c", "3", "-o", one.to_str().unwrap(), &a_url, &b_url],
+        &all[..half],
+        iv,
+    );
+    let (s2, _, _) = save_run(
+        &["-c", "2", "-o", two.to_str().unwrap(), &a_url, &b_url],
+        &all[half..],
+        iv,
+    );
+    let (w, _, _) = save_run(
+        &["-c", "3", "-o", whole.to_str().unwrap(), &a_url, &b_url],
+        &all,
+        iv,
+    );
+
+    let merged = temp("merged.jsonl");
+    let out = versus(&[
+        "merge",
+        one.to_str().unwrap(),
+        two.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let m = versus::results::load(&[&merged]).unwrap();
+    let ms = &m.output.stats;
+    for e in 0..2 {
+        let (x, y, z) = (
+            &s1.stats.endpoints[e],
+            &s2.stats.endpoints[e],
+            &w.stats.endpoints[e],
+        );
+        let got = &ms.endpoints[e];
+        // Histograms add exactly: every bucket of the merge is the sum.
+        let mut sum = x.latency.clone();
+        sum.add(&y.latency).unwrap();
+        assert_eq!(got.latency, sum, "endpoint {e}");
+        assert_eq!(got.latency.len(), z.latency.len());
+        assert_eq!(got.ttfb.len(), z.ttfb.len());
+        assert_eq!(got.status, z.status);
+        assert_eq!(got.failures, z.failures);
+        assert_eq!(got.sent, z.sent);
+        assert_eq!(got.bytes_in, z.bytes_in);
+        assert_eq!(got.bytes_out, z.bytes_out);
+        assert!((got.rate - (x.rate + y.rate)).abs() < 1e-6);
+    }
+    assert_eq!(ms.verdicts.compared, w.stats.verdicts.compared);
+    assert_eq!(ms.verdicts.mismatched, w.stats.verdicts.mismatched);
+    assert_eq!(m.output.input.requests, 1200);
+    assert_eq!(m.header.shards.len(), 2);
+    // The intervals add up to the totals.
+    let per_interval: u64 = m
+        .series
+        .points
+        .iter()
+        .map(|p| p.endpoints[0].completed)
+        .sum();
+    assert_eq!(per_interval, 1200);
+
+    // Files of other endpoints are refused, naming the file.
+    let other = temp("other.jsonl");
+    save_run(
+        &["--stop-after", "5", "-o", other.to_str().unwrap(), &a_url],
+        &lines(5),
+        iv,
+    );
+    let out = versus(&[
+        "merge",
+        one.to_str().unwrap(),
+        other.to_str().unwrap(),
+        "-o",
+        temp("x.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("other.jsonl"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Two runs at once (so both see the same load on the machine), each
+/// 2.5 s of 250 ms intervals against its server; returns the comparison.
+fn compare_two(first: &Server, second: &Server, name: &str) -> String {
+    let (fa, fb) = (
+        temp(&format!("{name}-a.jsonl")),
+        temp(&format!("{name}-b.jsonl")),
+    );
+    let iv = Duration::from_millis(250);
+    let run = |s: String, f: PathBuf| {
+        std::thread::spawn(move || {
+            let url = format!("api={s}");
+            save_run(
+                &[
+                    "-d",
+                    "{}",
+                    "-c",
+                    "2",
+                    "--stop-after",
+                    "2500ms",
+                    "-o",
+                    f.to_str().unwrap(),
+                    &url,
+                ],
+                b"",
+                iv,
+            );
+        })
+    };
+    let t1 = run(first.url(), fa.clone());
+    let t2 = run(second.url(), fb.clone());
+    t1.join().unwrap();
+    t2.join().unwrap();
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let code = commands::compare(
+        &CompareArgs {
+            files: vec![fa, fb],
+            format: "text".into(),
+        },
+        &mut out,
+        &mut err,
+    );
+    assert_eq!(code, 0, "{}", text(&err));
+    text(&out)
+}
+
+fn row<'a>(table: &'a str, name: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("no {name} row in\n{table}"))
+}
+
+#[test]
+fn compare_of_two_runs_of_the_same_server_is_not_significant() {
+    let s = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(5)));
+    // At α = 0.05 a true "no difference" is called significant one time in
+    // twenty by design; three independent pairs all doing so is 1 in 8000.
+    let mut last = String::new();
+    for attempt in 0..3 {
+        last = compare_two(&s, &s, &format!("same{attempt}"));
+        if row(&last, "latency avg").contains("~ (p=") {
+            return;
+        }
+    }
+    panic!("same server reported as different:\n{last}");
+}
+
+#[test]
+fn compare_of_a_10ms_and_a_20ms_server_is_significant_with_direction_and_size() {
+    let slow = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(20)));
+    let fast = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(10)));
+    let table = compare_two(&slow, &fast, "speed");
+    let avg = row(&table, "latency avg");
+    assert!(avg.contains("% faster (p="), "{table}");
+    let pct: f64 = avg
+        .split("% faster")
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // 10 ms instead of 20 ms (plus the same overhead on both): ~50% faster.
+    assert!((35.0..=55.0).contains(&pct), "{pct}: {table}");
+    let rps = row(&table, "requests/s");
+    assert!(rps.contains("% higher (p="), "{table}");
+    assert!(table.contains("endpoint api:"), "{table}");
+
+    // And the reverse reads as slower.
+    let mut out = Vec::new();
+    let code = commands::compare(
+        &CompareArgs {
+            files: vec![temp("speed-b.jsonl"), temp("speed-a.jsonl")],
+            format: "markdown".into(),
+        },
+        &mut out,
+        &mut Vec::new(),
+    );
+    assert_eq!(code, 0);
+    assert!(
+        row(&text(&out), "| latency avg").contains("% slower (p="),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_a_file_that_report_reads() {
+    let s = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(2)));
+    let file = temp("killed.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
+        .args([
+            "-d",
+            "{}",
+            "--stop-after",
+            "1h",
+            "-o",
+            file.to_str().unwrap(),
+            &s.url(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let lines = std::fs::read(&file).map_or(0, |b| b.iter().filter(|c| **c == b'\n').count());
+        if lines >= 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no intervals written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let out = versus(&["report", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("no totals line"),
+        "{err}"
+    );
+    assert!(
+        number_after(&text(&out.stdout), "Requests:") > 0.0,
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A cut-off last line is ignored with a warning.
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(br#"{"type":"interval","index":99,"endpo"#);
+    let cut = temp("cut.jsonl");
+    std::fs::write(&cut, &bytes).unwrap();
+    let out = versus(&["report", cut.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is cut off"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_files_are_refused_naming_the_file_and_the_problem() {
+    let (a, _) = servers();
+    let good = temp("good.jsonl");
+    save_run(
+        &["--stop-after", "20", "-o", good.to_str().unwrap(), &a.url()],
+        &lines(20),
+        Duration::from_millis(100),
+    );
+    let content = std::fs::read_to_string(&good).unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("empty.jsonl", String::new(), "empty file"),
+        (
+            "foreign.txt",
+            "hello world\n".into(),
+            "not a saved versus run",
+        ),
+        (
+            "other.json",
+            "{\"format\":\"k6\"}\n".into(),
+            "its format is \"k6\"",
+        ),
+        (
+            "newer.jsonl",
+            content.replacen("\"version\":1", "\"version\":2", 1),
+            "format version 2 is newer",
+        ),
+        (
+            "corrupt.jsonl",
+            content.replacen(
+                "{\"type\":\"interval\"",
+                "{\"type\":\"interval\" garbage",
+                1,
+            ),
+            "line 2: not valid JSON",
+        ),
+        (
+            "badhist.jsonl",
+            content.replacen("\"latency\":\"", "\"latency\":\"!!", 1),
+            "histogram",
+        ),
+    ];
+    for (name, body, want) in cases {
+        let path = temp(name);
+        std::fs::write(&path, body).unwrap();
+        for cmd in [
+            vec!["report", path.to_str().unwrap()],
+            vec!["compare", path.to_str().unwrap()],
+        ] {
+            let out = versus(&cmd);
+            assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out.stderr));
+            let err = text(&out.stderr);
+            assert!(err.contains(name) && err.contains(want), "{name}: {err}");
+        }
+    }
+    let out = versus(&["report", "/nonexistent/run.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("/nonexistent/run.jsonl"));
+}
+
+#[test]
+fn thresholds_pass_and_fail_with_exit_code_3() {
+    let (a, b) = servers();
+    let file = temp("thresholds.jsonl");
+    let a_url = format!("a={}", a.url());
+    let b_url = format!("b={}", b.url());
+    let (_, report, code) = save_run(
+        &[
+            "-c",
+            "2",
+            "--threshold",
+            "p99 < 10s",
+            "--threshold",
+            "b: errors < 1%",
+            "-o",
+            file.to_str().unwrap(),
+            &a_url,
+            &b_url,
+        ],
+        &lines(400),
+        Duration::from_millis(100),
+    );
+    assert_eq!(code, 3, "{report}");
+    assert!(
+        report.contains("** Thresholds: 2 passed, 1 failed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("FAILED  b: errors < 1% [b]: errors = 5.00%"),
+        "{report}"
+    );
+    let f = file.to_str().unwrap();
+    // b: 20 errors (5%, also mismatched by status) and 40 other mismatched
+    // requests: 60 of 400 (15%).
+    for (t, pass) in [
+        ("p50 < 10s", true),
+        ("p50 > 10s", false),
+        ("p90 <= 10s", true),
+        ("p95 < 1us", false),
+        ("p99.9 < 10s", true),
+        ("max >= 1us", true),
+        ("max < 1us", false),
+        ("mean < 10s", true),
+        ("mean == 0ms", false),
+        ("rps > 1", true),
+        ("rps > 100000000", false),
+        ("a: errors == 0", true),
+        ("errors == 0", false),
+        ("b: errors <= 20", true),
+        ("b: errors < 20", false),
+        ("b: errors < 6%", true),
+        ("errors < 5%", false),
+        ("mismatches == 60", true),
+        ("mismatches == 0", false),
+        ("mismatches < 15.5%", true),
+        ("mismatches != 15%", false),
+        ("1: rps >= 1", true),
+    ] {
+        let out = versus(&["report", f, "--threshold", t]);
+        let want = if pass { 0 } else { 3 };
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{t}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    // Through the binary too, and usage errors exit 2 before anything runs.
+    let out = run_bin(
+        &["--stop-after", "10", "--threshold", "errors == 100", &a_url],
+        &lines(10),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    for bad in ["p99 < 200", "zz: p99 < 1s", "latency < 1s"] {
+        let out = run_bin(&["--threshold", bad, &a_url], &lines(1));
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            text(&out.stderr).contains("--threshold"),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn secrets_are_masked_in_saved_files() {
+    let (a, _) = servers();
+    let file = temp("secret.jsonl");
+    let url = format!("{}v3/9aa3d95b3bc440fa88ea12eaa4456161", a.url());
+    let out = run_bin(
+        &[
+            "--stop-after",
+            "5",
+            "-H",
+            "Authorization: Bearer hunter2",
+            "-o",
+            file.to_str().unwrap(),
+            &url,
+        ],
+        &lines(5),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        !saved.contains("hunter2") && !saved.contains("9aa3d95b3bc440fa88ea12eaa4456161"),
+        "{saved}"
+    );
+    assert!(saved.contains("v3/..."));
+}
+
+/// A saved run whose mismatch group holds script bodies.
+fn hostile_run() -> PathBuf {
+    let (a, b) = servers();
+    let file = temp("hostile.jsonl");
+    let path = file.to_str().unwrap();
+    let a_url = format!("a={}", a.url());
+    save_run(
+        &["-c", "2", "-o", path, &a_url, &format!("b={}", b.url())],
+        &lines(300),
+        Duration::from_millis(100),
+    );
+    // Put a group with script in it into the totals line, as the
+    // comparison fills them.
+    let content = std::fs::read_to_string(&file).unwrap();
+    let group = r#"{"method":"<script>document.title='pwned-method'</script>","field":"$.result","kind":"changed","endpoint":"b","count":3,"samples":[{"seq":7,"request":"<img src=x onerror=\"document.title='pwned-img'\">","values":["\"0x1\"","<script>document.title='pwned'</script>"]}]}"#;
+    let content = {
+        // The replacement goes into the last (totals) line.
+        let (head, last) = content.trim_end().rsplit_once('\n').unwrap();
+        let last = if last.contains(r#""groups":[]"#) {
+            last.replacen(r#""groups":[]"#, &format!(r#""groups":[{group}]"#), 1)
+        } else {
+            last.replacen(r#""groups":["#, &format!(r#""groups":[{group},"#), 1)
+        };
+        format!("{head}\n{last}\n")
+    };
+    std::fs::write(&file, content).unwrap();
+    file
+}
+
+#[test]
+fn the_html_report_escapes_every_body() {
+    let file = hostile_run();
+    let out = versus(&["report", "--format", "html", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let html = text(&out.stdout);
+    assert!(
+        html.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<script"), "{html}");
+    assert!(!html.contains("<img"), "{html}");
+    assert!(html.contains("<svg class=\"chart\" id=\"percentiles\""));
+    assert!(html.contains("id=\"throughput-time\""));
+}
+
+fn chromium(page: &Path) -> (String, String) {
+    let profile = temp("chromium-profile");
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            &format!("--user-data-dir={}", profile.display()),
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium");
+    (text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+#[ignore = "needs chromium (installed by .ci/run)"]
+fn the_html_report_loads_in_headless_chromium_without_errors_and_draws_charts() {
+    let file = hostile_run();
+    let page = temp("hostile.html");
+    let out = versus(&["report", "--format", "html", file.to_str().unwrap()]);
+    std::fs::write(&page, &out.stdout).unwrap();
+    let (dom, log) = chromium(&page);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    // The charts are in the rendered DOM, with lines drawn.
+    for id in [
+        "percentiles",
+        "latency-time",
+        "throughput-time",
+        "errors-time",
+    ] {
+        assert!(dom.contains(&format!("id=\"{id}\"")), "no chart {id}");
+    }
+    assert!(dom.matches("<polyline").count() >= 8, "{dom}");
+    // The script bodies are text: shown escaped, never run.
+    assert!(
+        dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;"),
+        "{dom}"
+    );
+    assert!(
+        !dom.contains("pwned</title>") && !dom.contains("<title>pwned"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<title>versus report: a vs b</title>"),
+        "{dom}"
+    );
+
+    // A live run's --html page too.
+    let (a, _) = servers();
+    let live = temp("live.html");
+    let out = run_bin(
+        &[
+            "--stop-after",
+            "50",
+            "--html",
+            live.to_str().unwrap(),
+            &a.url(),
+        ],
+        &lines(50),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (dom, log) = chromium(&live);
+    assert!(!log.contains(":CONSOLE"), "{log}");
+    assert!(dom.contains("id=\"percentiles\""));
+}
