@@ -196,6 +196,17 @@ pub struct RunArgs {
     /// slowest on each core; bounds memory.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub lead: usize,
+
+    /// Full-screen live dashboard: per endpoint rates, latency percentiles,
+    /// errors and mismatches as the run goes. Keys: q ends the run and
+    /// reports, p pauses and resumes, s shows the latest mismatch.
+    #[arg(short = 'i', long, conflicts_with = "quiet")]
+    pub interactive: bool,
+
+    /// No progress line on stderr (it is shown only when stderr is a
+    /// terminal).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// Parse a duration such as `30s`, `500ms`, `2m`.

@@ -37,8 +37,19 @@ const FAILED: u8 = 1;
 const USAGE: u8 = 2;
 
 fn run(args: &RunArgs) -> ExitCode {
+    let live =
+        match versus::live::Mode::for_this_terminal(args.interactive, args.quiet, args.verbose) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("versus: {e}");
+                return ExitCode::from(USAGE);
+            }
+        };
     let plan = match Plan::from_args(args, std::io::stdin().is_terminal()) {
-        Ok(p) => Arc::new(p),
+        Ok(mut p) => {
+            p.interval = live.interval(p.interval);
+            Arc::new(p)
+        }
         Err(e) => {
             eprintln!("versus: {e}");
             return ExitCode::from(USAGE);
@@ -62,7 +73,16 @@ fn run(args: &RunArgs) -> ExitCode {
         }
         RequestMode::Single(r) => Input::Repeat(r.clone()),
     };
-    let out = match engine::run(&plan, input, &stop, &mut engine::Quiet) {
+    let mut view = match versus::live::Session::start(live, &plan, &stop) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("versus: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
+    let out = engine::run(&plan, input, &stop, &mut view);
+    view.finish();
+    let out = match out {
         Ok(o) => o,
         Err(e) => {
             eprintln!("versus: {e}");
@@ -158,15 +178,16 @@ fn watch_signals(stop: &Stop, drain: std::time::Duration) -> std::io::Result<()>
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                 }
-                eprintln!(
+                versus::live::announce(&format!(
                     "versus: stopping; waiting up to {} for requests in flight (Ctrl-C again to quit at once)",
                     report::go_duration(drain)
-                );
+                ));
                 stop.stop();
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                 }
+                versus::live::restore_terminal();
                 std::process::exit(130);
             });
         })?;
