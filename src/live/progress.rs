@@ -40,8 +40,12 @@ impl Progress {
         let input = self.gauge.as_mut().and_then(InputGauge::fraction);
         self.tracker
             .observe(index, delta, total, std::time::Duration::ZERO, input);
+        // A terminal that does not know its size (a pty of `script`)
+        // says 0 columns.
         let width = ratatui::crossterm::terminal::size()
+            .ok()
             .map(|(w, _)| usize::from(w))
+            .filter(|w| *w > 0)
             .unwrap_or(80);
         let text = line(self.tracker.snapshot(), width);
         let mut err = std::io::stderr().lock();
