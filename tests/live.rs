@@ -44,8 +44,10 @@ fn on_a_pty(args: &[&str]) -> (String, String) {
         command.push_str(&format!(" '{a}'"));
     }
     command.push_str(&format!(" > '{}'", report.display()));
+    // script(1) with a closed stdin shows nothing; /dev/null is fine.
     let out = Command::new("script")
         .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
         .output()
         .expect("util-linux script(1)");
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -241,4 +243,15 @@ fn the_progress_line_in_a_terminal_and_ctrl_c_once_gives_the_partial_report() {
         .find(|l| l.contains("versus: stopping;"))
         .unwrap();
     assert!(notice.starts_with("versus: stopping;"), "{after}");
+}
+
+#[test]
+fn interactive_and_quiet_do_not_go_together() {
+    let out = run_bin(&["-i", "--quiet", "http://127.0.0.1:9/"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--quiet"),
+        "{}",
+        text(&out.stderr)
+    );
 }
