@@ -340,6 +340,16 @@ pub struct RunArgs {
     /// exit 3 if any fails.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+    /// Full-screen live dashboard: per endpoint rates, latency percentiles,
+    /// errors and mismatches as the run goes. Keys: q ends the run and
+    /// reports, p pauses and resumes, s shows the latest mismatch.
+    #[arg(short = 'i', long, conflicts_with = "quiet")]
+    pub interactive: bool,
+
+    /// No progress line on stderr (it is shown only when stderr is a
+    /// terminal).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// Parse a duration such as `30s`, `500ms`, `2m`.

@@ -26,6 +26,7 @@ pub mod demo;
 pub mod endpoint;
 pub mod engine;
 pub mod input;
+pub mod live;
 pub mod plan;
 pub mod report;
 pub mod results;

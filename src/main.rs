@@ -51,15 +51,26 @@ const FAILED: u8 = 1;
 const USAGE: u8 = 2;
 
 fn run(args: &RunArgs) -> ExitCode {
+    let live =
+        match versus::live::Mode::for_this_terminal(args.interactive, args.quiet, args.verbose) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("versus: {e}");
+                return ExitCode::from(USAGE);
+            }
+        };
     let plan = match Plan::from_args(args, std::io::stdin().is_terminal()) {
-        Ok(p) => Arc::new(p),
+        Ok(mut p) => {
+            p.interval = live.interval(p.interval);
+            Arc::new(p)
+        }
         Err(e) => {
             eprintln!("versus: {e}");
             return ExitCode::from(USAGE);
         }
     };
     let argv: Vec<String> = std::env::args().collect();
-    let mut live = match commands::Live::prepare(args, &plan, &argv) {
+    let mut outputs = match commands::Live::prepare(args, &plan, &argv) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("versus: {e}");
@@ -84,7 +95,16 @@ fn run(args: &RunArgs) -> ExitCode {
         }
         RequestMode::Single(r) => Input::Repeat(r.clone()),
     };
-    let out = match live.observe(|o| engine::run(&plan, input, &stop, o)) {
+    let mut view = match versus::live::Session::start(live, &plan, &stop) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("versus: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
+    let out = outputs.observe(&mut view, |o| engine::run(&plan, input, &stop, o));
+    view.finish();
+    let out = match out {
         Ok(o) => o,
         Err(e) => {
             eprintln!("versus: {e}");
@@ -106,7 +126,7 @@ fn run(args: &RunArgs) -> ExitCode {
         return ExitCode::from(FAILED);
     }
     let mut stdout = std::io::stdout().lock();
-    let verdict = match live.finish(&mut stdout, &out) {
+    let verdict = match outputs.finish(&mut stdout, &out) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("versus: {e}");
@@ -183,15 +203,16 @@ fn watch_signals(stop: &Stop, drain: std::time::Duration) -> std::io::Result<()>
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                 }
-                eprintln!(
+                versus::live::announce(&format!(
                     "versus: stopping; waiting up to {} for requests in flight (Ctrl-C again to quit at once)",
                     report::go_duration(drain)
-                );
+                ));
                 stop.stop();
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                 }
+                versus::live::restore_terminal();
                 std::process::exit(130);
             });
         })?;

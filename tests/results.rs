@@ -40,7 +40,9 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
         )),
     };
     let out = live
-        .observe(|o| engine::run(&plan, input, &Stop::new(), o))
+        .observe(&mut engine::Quiet, |o| {
+            engine::run(&plan, input, &Stop::new(), o)
+        })
         .expect("run");
     let mut report = Vec::new();
     let code = live.finish(&mut report, &out).expect("finish");

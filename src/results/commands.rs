@@ -87,9 +87,13 @@ impl Live {
     }
 
     /// Run `f` with the observer that saves intervals (and keeps the series
-    /// for `--html`).
-    pub fn observe<T>(&mut self, f: impl FnOnce(&mut dyn Observer) -> T) -> T {
-        let mut list: Vec<&mut dyn Observer> = Vec::new();
+    /// for `--html`), and shows them to `view` too.
+    pub fn observe<T>(
+        &mut self,
+        view: &mut dyn Observer,
+        f: impl FnOnce(&mut dyn Observer) -> T,
+    ) -> T {
+        let mut list: Vec<&mut dyn Observer> = vec![view];
         let mut recorder = self.writer.as_mut().map(|w| Recorder { writer: w });
         if let Some(r) = recorder.as_mut() {
             list.push(r);

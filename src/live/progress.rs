@@ -1,0 +1,137 @@
+//! The progress line: one status line on stderr, redrawn in place once per
+//! interval (from the observer, never per request), cleared when the run
+//! ends so that the report starts on a clean line.
+//!
+//! ```text
+//! 12.0s │ ref 12,345 done 1,020/s │ new 12,001 done 990/s │ errors 0 │ mismatched 12 │ 8.0s left
+//! ```
+
+use std::io::Write;
+use std::sync::Arc;
+
+use super::gauge::InputGauge;
+use super::snapshot::{Snapshot, Tracker};
+use crate::plan::Plan;
+use crate::report::escape_terminal;
+use crate::stats::RunStats;
+
+/// The progress line of a run, drawn on stderr.
+pub struct Progress {
+    tracker: Tracker,
+    gauge: Option<InputGauge>,
+}
+
+impl Progress {
+    /// A progress line for `plan` (nothing is drawn before the first
+    /// interval).
+    pub fn new(plan: &Arc<Plan>) -> Progress {
+        let labels: Vec<String> = plan.endpoints.iter().map(|e| e.label.clone()).collect();
+        Progress {
+            tracker: Tracker::new(&labels, plan.interval, plan.stop_after),
+            gauge: match plan.mode {
+                crate::plan::RequestMode::Stream => InputGauge::new(plan.input_file.as_deref()),
+                crate::plan::RequestMode::Single(_) => None,
+            },
+        }
+    }
+
+    /// Take in an interval and redraw the line.
+    pub fn interval(&mut self, index: u64, delta: &RunStats, total: &RunStats) {
+        let input = self.gauge.as_mut().and_then(InputGauge::fraction);
+        self.tracker
+            .observe(index, delta, total, std::time::Duration::ZERO, input);
+        // A terminal that does not know its size (a pty of `script`)
+        // says 0 columns.
+        let width = ratatui::crossterm::terminal::size()
+            .ok()
+            .map(|(w, _)| usize::from(w))
+            .filter(|w| *w > 0)
+            .unwrap_or(80);
+        let text = line(self.tracker.snapshot(), width);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r{text}\x1b[K");
+        let _ = err.flush();
+        super::terminal::set_progress(true);
+    }
+
+    /// Clear the line: the run is over.
+    pub fn finish(self) {
+        super::terminal::restore_terminal();
+    }
+}
+
+/// The progress line for `s`, at most `width` characters (a wrapped line
+/// could not be redrawn in place).
+pub fn line(s: &Snapshot, width: usize) -> String {
+    let mut parts = vec![super::clock(s.elapsed)];
+    for e in &s.endpoints {
+        parts.push(format!(
+            "{} {} done {}/s",
+            escape_terminal(&e.label),
+            super::count(e.done),
+            super::rate(e.now_rps)
+        ));
+    }
+    let errors: u64 = s.endpoints.iter().map(|e| e.errors).sum();
+    parts.push(format!("errors {}", super::count(errors)));
+    if s.endpoints.len() > 1 {
+        parts.push(format!("mismatched {}", super::count(s.mismatched)));
+    }
+    if let Some(left) = s.left {
+        parts.push(format!("{} left", super::clock(left)));
+    }
+    let full = parts.join(" │ ");
+    let room = width.saturating_sub(1).max(1);
+    if full.chars().count() <= room {
+        return full;
+    }
+    let mut cut: String = full.chars().take(room.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::snapshot::EndpointRow;
+    use super::*;
+    use std::time::Duration;
+
+    fn snapshot() -> Snapshot {
+        let row = |label: &str, done, now_rps, errors| EndpointRow {
+            label: label.into(),
+            done,
+            now_rps,
+            errors,
+            ..EndpointRow::default()
+        };
+        Snapshot {
+            elapsed: Duration::from_secs(12),
+            endpoints: vec![row("ref", 12_345, 1020.4, 0), row("new", 12_001, 990.0, 3)],
+            mismatched: 12,
+            left: Some(Duration::from_secs(8)),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn shows_counts_rates_errors_mismatches_and_time_left() {
+        assert_eq!(
+            line(&snapshot(), 200),
+            "12.0s │ ref 12,345 done 1020/s │ new 12,001 done 990/s │ errors 3 │ mismatched 12 │ 8.0s left"
+        );
+    }
+
+    #[test]
+    fn fits_the_terminal_and_escapes_labels() {
+        let cut = line(&snapshot(), 30);
+        assert_eq!(cut.chars().count(), 29, "{cut}");
+        assert!(cut.ends_with('…'));
+        let mut s = snapshot();
+        s.endpoints.truncate(1);
+        s.endpoints[0].label = "a\x1b[2Jb".into();
+        s.left = None;
+        let l = line(&s, 200);
+        assert!(!l.contains('\x1b'), "{l:?}");
+        assert!(!l.contains("mismatched"), "{l}");
+    }
+}
