@@ -192,7 +192,7 @@ pub struct RunArgs {
     pub body: Option<String>,
 
     /// Input format: lines (one body per line, the default), jsonl, har,
-    /// curl, vegeta or pcap. Without it, a --input-file's format is
+    /// curl, vegeta, pcap or run (a saved run). Without it, a --input-file's format is
     /// detected from its name and first bytes; stdin is read as lines.
     #[arg(long = "input", value_name = "FORMAT")]
     pub input_format: Option<String>,

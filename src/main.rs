@@ -82,18 +82,29 @@ fn run(args: &RunArgs) -> ExitCode {
         eprintln!("versus: cannot watch for Ctrl-C: {e}");
         return ExitCode::from(FAILED);
     }
+    let recorder = outputs.recorder(plan.show_secrets);
     let input = match &plan.mode {
         RequestMode::Stream => {
             match versus::input::open(plan.input_format, plan.input_file.as_deref(), plan.max_line)
             {
-                Ok(source) => Input::Stream(source),
+                Ok(source) => match recorder {
+                    Some(r) => {
+                        Input::Stream(Box::new(versus::results::writer::Recording::new(source, r)))
+                    }
+                    None => Input::Stream(source),
+                },
                 Err(e) => {
                     eprintln!("versus: cannot read the input: {e}");
                     return ExitCode::from(FAILED);
                 }
             }
         }
-        RequestMode::Single(r) => Input::Repeat(r.clone()),
+        RequestMode::Single(r) => {
+            if let Some(mut rec) = recorder {
+                rec.record(r, true);
+            }
+            Input::Repeat(r.clone())
+        }
     };
     let mut view = match versus::live::Session::start(live, &plan, &stop) {
         Ok(v) => v,

@@ -265,9 +265,10 @@ fn sigint(child: &std::process::Child) {
 }
 
 #[test]
-fn ctrl_c_prints_a_partial_report_and_exits_0() {
+fn ctrl_c_prints_a_partial_report_and_exits_0_with_a_complete_result_file() {
     let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(5)));
-    let (child, _stderr) = start_endless(&server, &[]);
+    let saved = std::env::temp_dir().join(format!("versus-ctrlc-{}.jsonl", std::process::id()));
+    let (child, _stderr) = start_endless(&server, &["-o", saved.to_str().unwrap()]);
     sigint(&child);
     let out = child.wait_with_output().unwrap();
     let stdout = text(&out.stdout);
@@ -276,6 +277,21 @@ fn ctrl_c_prints_a_partial_report_and_exits_0() {
     assert!(stdout.contains("Stopped:    interrupted"), "{stdout}");
     let completed = number_after(&stdout, "Completed:");
     assert!(completed >= 20.0, "{stdout}");
+    // The result file was closed cleanly: it ends with its totals, and
+    // re-reporting it gives the same report without a warning.
+    let file = std::fs::read_to_string(&saved).unwrap();
+    assert!(
+        file.lines()
+            .last()
+            .unwrap_or("")
+            .starts_with(r#"{"type":"totals""#),
+        "{file}"
+    );
+    let again = run_bin(&["report", saved.to_str().unwrap()], b"");
+    assert_eq!(again.status.code(), Some(0));
+    assert!(text(&again.stderr).is_empty(), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout), stdout);
+    let _ = std::fs::remove_file(saved);
 }
 
 #[test]

@@ -255,3 +255,81 @@ fn bad_input_flags_fail_before_anything_is_sent() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/requests.har"));
     assert_eq!(server.requests(), 0);
 }
+
+#[test]
+fn a_saved_run_replays_exactly_the_requests_it_read() {
+    let dir = std::env::temp_dir().join(format!("versus-replay-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("in.jsonl");
+    let mut jsonl = String::new();
+    for i in 0..40 {
+        let method = ["GET", "POST", "PUT", "DELETE"][i % 4];
+        jsonl.push_str(&format!(
+            "{{\"method\":\"{method}\",\"path\":\"/r/{i}?q={i}\",\"headers\":{{\"X-N\":\"{i}\",\"Authorization\":\"Bearer s3cret\"}},\"body_base64\":\"{}\"}}\n",
+            if i % 2 == 0 { "aGVsbG8=" } else { "/w==" }
+        ));
+    }
+    std::fs::write(&input, jsonl).unwrap();
+    let saved = dir.join("run.jsonl");
+    let (first, seen_first) = recorder();
+    let out = run_bin(
+        &[
+            "--input-file",
+            input.to_str().unwrap(),
+            "-o",
+            saved.to_str().unwrap(),
+            &first.url(),
+        ],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !std::fs::read_to_string(&saved).unwrap().contains("s3cret"),
+        "the saved run holds a secret"
+    );
+
+    let (second, seen_second) = recorder();
+    let out = run_bin(
+        &["--input-file", saved.to_str().unwrap(), &second.url()],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = |s: &Seen| {
+        (
+            s.method.clone(),
+            s.path.clone(),
+            s.body.clone(),
+            s.headers.get("x-n").cloned(),
+        )
+    };
+    let mut a: Vec<_> = seen_first.lock().unwrap().iter().map(key).collect();
+    let mut b: Vec<_> = seen_second.lock().unwrap().iter().map(key).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a.len(), 40);
+    assert_eq!(a, b, "the replay differs from the original");
+    assert!(seen_first
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|s| s.headers.contains_key("authorization")));
+    assert!(
+        seen_second
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|s| !s.headers.contains_key("authorization")),
+        "a masked credential was sent"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -22,17 +22,20 @@ pub enum Format {
     Vegeta,
     /// A packet capture (pcap or pcapng).
     Pcap,
+    /// A run saved with `--output`: its requests are replayed.
+    Run,
 }
 
 impl Format {
     /// Every format, in the order they are listed to users.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Lines,
         Format::Jsonl,
         Format::Har,
         Format::Curl,
         Format::Vegeta,
         Format::Pcap,
+        Format::Run,
     ];
 
     /// The format's name, as given on the command line.
@@ -44,6 +47,7 @@ impl Format {
             Format::Curl => "curl",
             Format::Vegeta => "vegeta",
             Format::Pcap => "pcap",
+            Format::Run => "run",
         }
     }
 }
@@ -56,7 +60,7 @@ impl fmt::Display for Format {
 
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown input format {0:?} (expected lines, jsonl, har, curl, vegeta or pcap)")]
+#[error("unknown input format {0:?} (expected lines, jsonl, har, curl, vegeta, pcap or run)")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -81,6 +85,10 @@ impl FromStr for Format {
 /// comment lines before the first record are skipped. JSON objects without
 /// those keys, such as JSON-RPC requests, are plain lines.
 pub fn detect(head: &[u8], path: Option<&Path>) -> Option<Format> {
+    // A saved run is JSON lines too: its header decides before the name.
+    if head.starts_with(br#"{"format":"versus-run""#) {
+        return Some(Format::Run);
+    }
     let by_extension = path
         .and_then(Path::extension)
         .and_then(|e| e.to_str())
@@ -205,7 +213,7 @@ mod tests {
         let err = "xml".parse::<Format>().expect_err("unknown");
         assert_eq!(
             err.to_string(),
-            "unknown input format \"xml\" (expected lines, jsonl, har, curl, vegeta or pcap)"
+            "unknown input format \"xml\" (expected lines, jsonl, har, curl, vegeta, pcap or run)"
         );
     }
 

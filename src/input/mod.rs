@@ -94,6 +94,7 @@ pub mod jsonl;
 pub mod lines;
 pub mod pcap;
 pub mod reader;
+pub mod saved;
 pub mod vegeta;
 
 use std::io::{BufRead, BufReader, Read};
@@ -126,6 +127,7 @@ pub fn open(
         Format::Curl => Box::new(curl::CurlSource::new(buffered, max_record)),
         Format::Vegeta => Box::new(vegeta::VegetaSource::new(buffered, max_record)),
         Format::Pcap => Box::new(pcap::PcapSource::new(Box::new(buffered))),
+        Format::Run => Box::new(saved::SavedRun::new(buffered)),
     })
 }
 

@@ -86,6 +86,11 @@ impl Live {
         })
     }
 
+    /// A recorder of the run's requests into the `--output` file, if any.
+    pub fn recorder(&self, show_secrets: bool) -> Option<super::writer::RequestRecorder> {
+        self.writer.as_ref().map(|w| w.recorder(show_secrets))
+    }
+
     /// Run `f` with the observer that saves intervals (and keeps the series
     /// for `--html`), and shows them to `view` too.
     pub fn observe<T>(

@@ -4,6 +4,10 @@
 //! complete line readable; nothing is kept between intervals.
 
 use std::fs::File;
+use std::sync::{Arc, Mutex};
+
+use super::format::RequestLine;
+use crate::input::{Next, Request, Source};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -61,7 +65,9 @@ pub fn header(
 /// A saved-run file being written.
 pub struct RunWriter {
     path: PathBuf,
-    out: BufWriter<File>,
+    /// Shared with the input thread's [`RequestRecorder`]; each line is
+    /// written whole under the lock.
+    out: Arc<Mutex<BufWriter<File>>>,
     /// The first write error; later writes are skipped.
     error: Option<io::Error>,
 }
@@ -75,7 +81,7 @@ impl RunWriter {
         let file = File::create(path)?;
         let mut w = RunWriter {
             path: path.to_path_buf(),
-            out: BufWriter::with_capacity(1 << 16, file),
+            out: Arc::new(Mutex::new(BufWriter::with_capacity(1 << 16, file))),
             error: None,
         };
         w.line(header);
@@ -88,6 +94,16 @@ impl RunWriter {
         &self.path
     }
 
+    /// A handle that records the requests of the run into this file, for
+    /// the input thread.
+    pub fn recorder(&self, show_secrets: bool) -> RequestRecorder {
+        RequestRecorder {
+            out: self.out.clone(),
+            seq: 0,
+            show_secrets,
+        }
+    }
+
     fn line<T: serde::Serialize>(&mut self, value: &T) {
         if self.error.is_some() {
             return;
@@ -96,10 +112,15 @@ impl RunWriter {
             .map_err(io::Error::other)
             .and_then(|mut bytes| {
                 bytes.push(b'\n');
-                // One write of the whole line, then a flush: a kill leaves
-                // at most a partial last line.
-                self.out.write_all(&bytes)?;
-                self.out.flush()
+                // One write of the whole line, then a flush (of the request
+                // lines before it too): a kill leaves at most a partial
+                // last line.
+                let mut out = self
+                    .out
+                    .lock()
+                    .map_err(|_| io::Error::other("writer lock poisoned"))?;
+                out.write_all(&bytes)?;
+                out.flush()
             });
         if let Err(e) = result {
             self.error = Some(e);
@@ -210,6 +231,59 @@ pub fn mask_command(args: &[String]) -> Vec<String> {
         out.push(masked);
     }
     out
+}
+
+/// Records each request of a run as a `request` line of the saved run, so
+/// that `--input-file RUN` replays exactly what was read. Lines are
+/// buffered and reach the disk with the next interval line.
+pub struct RequestRecorder {
+    out: Arc<Mutex<BufWriter<File>>>,
+    seq: u64,
+    show_secrets: bool,
+}
+
+impl RequestRecorder {
+    /// Record one request; `repeat` marks single-request mode's request.
+    pub fn record(&mut self, req: &Request, repeat: bool) {
+        let line = RequestLine::of(self.seq, req, repeat, self.show_secrets);
+        self.seq += 1;
+        if let (Ok(mut bytes), Ok(mut out)) = (serde_json::to_vec(&line), self.out.lock()) {
+            bytes.push(b'\n');
+            // A failed write shows at the next interval line's check.
+            let _ = out.write_all(&bytes);
+        }
+    }
+}
+
+/// A source that records every request it passes on.
+pub struct Recording {
+    source: Box<dyn Source>,
+    recorder: RequestRecorder,
+}
+
+impl Recording {
+    /// Record what `source` yields.
+    pub fn new(source: Box<dyn Source>, recorder: RequestRecorder) -> Recording {
+        Recording { source, recorder }
+    }
+}
+
+impl Source for Recording {
+    fn next(&mut self) -> io::Result<Next> {
+        let next = self.source.next()?;
+        if let Next::Request(r) = &next {
+            self.recorder.record(r, false);
+        }
+        Ok(next)
+    }
+
+    fn buffered(&self) -> bool {
+        self.source.buffered()
+    }
+
+    fn summary(&self) -> Option<String> {
+        self.source.summary()
+    }
 }
 
 #[cfg(test)]

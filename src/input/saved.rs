@@ -1,0 +1,111 @@
+//! Replaying a saved run (`versus --output FILE`): the `request` lines of
+//! the file, in order, as they were read by that run. Other lines (header,
+//! intervals, totals) are skipped; a truncated last line is reported.
+//! Credential headers that were masked when saved are not sent.
+
+use std::io::{self, BufRead};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+
+use super::{Malformed, Next, Request, Source};
+use crate::endpoint::secret;
+use crate::results::format::RequestLine;
+
+/// Reads the requests of a saved run.
+pub struct SavedRun {
+    reader: Box<dyn BufRead + Send>,
+    line_no: u64,
+    buf: Vec<u8>,
+    /// Single-request mode's request, once seen: the replay repeats it.
+    repeat: Option<Request>,
+}
+
+impl SavedRun {
+    /// Read the saved run from `reader`.
+    pub fn new(reader: Box<dyn BufRead + Send>) -> SavedRun {
+        SavedRun {
+            reader,
+            line_no: 0,
+            buf: Vec::new(),
+            repeat: None,
+        }
+    }
+
+    fn request(&self, line: RequestLine) -> Result<Request, String> {
+        let method = line
+            .method
+            .map(|m| Method::from_bytes(m.as_bytes()).map_err(|_| format!("bad method {m:?}")))
+            .transpose()?;
+        let mut headers = Vec::with_capacity(line.headers.len());
+        for (n, v) in line.headers {
+            if v == secret::MASK && secret::is_secret_header(&n) {
+                continue;
+            }
+            let name = HeaderName::from_bytes(n.as_bytes())
+                .map_err(|_| format!("bad header name {n:?}"))?;
+            let value =
+                HeaderValue::from_str(&v).map_err(|_| format!("bad value of header {n}"))?;
+            headers.push((name, value));
+        }
+        let body = match (line.body, line.body_base64) {
+            (Some(b), _) => Bytes::from(b),
+            (None, Some(b)) => Bytes::from(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .map_err(|e| format!("bad body_base64: {e}"))?,
+            ),
+            (None, None) => Bytes::new(),
+        };
+        Ok(Request {
+            seq: 0,
+            method,
+            target: line.target,
+            headers,
+            body,
+        })
+    }
+}
+
+impl Source for SavedRun {
+    fn next(&mut self) -> io::Result<Next> {
+        if let Some(r) = &self.repeat {
+            return Ok(Next::Request(r.clone()));
+        }
+        loop {
+            self.buf.clear();
+            if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
+                return Ok(Next::End);
+            }
+            self.line_no += 1;
+            let location = format!("line {}", self.line_no);
+            if self.buf.last() != Some(&b'\n') {
+                return Ok(Next::Malformed(Malformed {
+                    location,
+                    reason: "cut off (the run was killed while writing); the requests before it were replayed".into(),
+                }));
+            }
+            // Only request lines matter; a cheap test skips the others.
+            if memchr::memmem::find(&self.buf[..self.buf.len().min(40)], br#""type":"request""#)
+                .is_none()
+            {
+                continue;
+            }
+            let parsed = serde_json::from_slice::<RequestLine>(&self.buf)
+                .map_err(|e| e.to_string())
+                .and_then(|line| {
+                    let repeat = line.repeat;
+                    self.request(line).map(|r| (r, repeat))
+                });
+            return Ok(match parsed {
+                Ok((r, true)) => {
+                    self.repeat = Some(r.clone());
+                    Next::Request(r)
+                }
+                Ok((r, false)) => Next::Request(r),
+                Err(reason) => Next::Malformed(Malformed { location, reason }),
+            });
+        }
+    }
+}
