@@ -152,6 +152,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N|DURATION")]
     pub stop_after: Option<String>,
 
+    /// Send this many requests (or for this long) first without counting
+    /// them: warm caches, JITs and connection pools; --stop-after counts
+    /// after it.
+    #[arg(long, value_name = "N|DURATION")]
+    pub warmup: Option<String>,
+
     /// Requests in flight per endpoint.
     #[arg(short = 'c', long, default_value_t = 1)]
     pub concurrency: usize,

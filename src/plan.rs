@@ -85,8 +85,10 @@ pub struct Plan {
     pub max_in_flight: usize,
     /// Cores to use.
     pub threads: usize,
-    /// When to stop.
+    /// When to stop (counted after the warm-up).
     pub stop_after: StopAfter,
+    /// Requests (or time) sent first and not counted (`--warmup`).
+    pub warmup: StopAfter,
     /// Grace period for requests in flight after a stop.
     pub drain: Duration,
     /// The comparison of answers.
@@ -145,6 +147,20 @@ impl Plan {
             .parse::<CompareMode>()
             .map_err(|e| usage(format!("--compare: {e}")))?;
 
+        let warmup = match &args.warmup {
+            Some(w) => w
+                .parse::<StopAfter>()
+                .map_err(|e| usage(e.replace("--stop-after", "--warmup")))?,
+            None => StopAfter::default(),
+        };
+        if warmup.duration.is_some()
+            && stop_after.count.is_some()
+            && !(args.method.is_some() || args.body.is_some() || stdin_is_terminal)
+        {
+            return Err(usage(
+                "--warmup DURATION with --stop-after N on a request stream: the input cannot know which requests the warm-up takes; give --warmup as a count".into(),
+            ));
+        }
         let rate = args
             .rate
             .as_deref()
@@ -329,6 +345,7 @@ impl Plan {
             max_in_flight: args.max_in_flight,
             threads,
             stop_after,
+            warmup,
             drain: args.drain,
             comparer,
             verbose: args.verbose,

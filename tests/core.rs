@@ -376,3 +376,52 @@ fn a_paused_run_sends_nothing_until_resumed() {
     assert!(out.interrupted);
     assert_eq!(out.stats.endpoints[0].responses, a.requests());
 }
+
+#[test]
+fn warm_up_requests_are_sent_but_not_counted() {
+    let a = Server::start(|_| Reply::ok("{}"));
+    let b = Server::start(|_| Reply::ok("{}"));
+    let (out, report) = run_lib(
+        &[
+            "--warmup",
+            "50",
+            "--stop-after",
+            "100",
+            "-c",
+            "3",
+            &a.url(),
+            &b.url(),
+        ],
+        &lines(1000),
+    );
+    assert_eq!(a.requests(), 150, "{report}");
+    assert_eq!(b.requests(), 150);
+    let e = &out.stats.endpoints[0];
+    assert_eq!(
+        (e.sent, e.responses, e.latency.len()),
+        (100, 100, 100),
+        "{report}"
+    );
+    assert_eq!(out.stats.verdicts.compared, 100);
+    assert!(
+        report.contains("Completed:  100 results with 200 total requests"),
+        "{report}"
+    );
+
+    // A warm-up by time in single-request mode: the counted quota is whole.
+    let c = Server::start(|_| Reply::ok("{}"));
+    let (out, report) = run_lib(
+        &[
+            "--warmup",
+            "200ms",
+            "--stop-after",
+            "300",
+            "--method",
+            "GET",
+            &c.url(),
+        ],
+        b"",
+    );
+    assert_eq!(out.stats.endpoints[0].sent, 300, "{report}");
+    assert!(c.requests() > 300, "no warm-up requests were sent");
+}

@@ -185,8 +185,10 @@ pub fn run(
     match input {
         Input::Repeat(request) => {
             let count = plan.stop_after.count;
+            let warmup = plan.warmup.count.unwrap_or(0);
+            let share = |n: u64, c: u64| n / cores as u64 + u64::from(c < n % cores as u64);
             for c in 0..cores as u64 {
-                let remaining = count.map(|n| n / cores as u64 + u64::from(c < n % cores as u64));
+                let remaining = count.map(|n| share(n, c) + share(warmup, c));
                 inputs.push(WorkerInput::Repeat {
                     request: request.clone(),
                     remaining,
@@ -203,7 +205,9 @@ pub fn run(
             // ends; it is not joined and ends with the process.
             drop(reader::spawn(
                 source,
-                plan.stop_after.count,
+                plan.stop_after
+                    .count
+                    .map(|n| n + plan.warmup.count.unwrap_or(0)),
                 plan.strict,
                 tx,
                 state.clone(),
@@ -240,6 +244,10 @@ pub fn run(
             slots,
             warm,
             schedule: plan.rate.map(|r| pace::Schedule::new(r, c, cores)),
+            warmup: crate::plan::StopAfter {
+                count: plan.warmup.count.map(|n| share(n as usize) as u64),
+                duration: plan.warmup.duration,
+            },
             input,
             stop: stop.clone(),
             start_barrier: barrier.clone(),

@@ -15,6 +15,8 @@ struct Entry {
     req: Request,
     /// Open model: when the request is due.
     due: Option<Instant>,
+    /// Sent during the warm-up: not counted.
+    warmup: bool,
     /// Endpoints that claimed it.
     started: usize,
     /// Endpoints that have not delivered an outcome.
@@ -25,8 +27,8 @@ struct Entry {
 #[derive(Debug)]
 pub(crate) enum Claim {
     /// Send this request (local index, request, due time in the open
-    /// model).
-    Got(u64, Request, Option<Instant>),
+    /// model, whether it belongs to the warm-up).
+    Got(u64, Request, Option<Instant>, bool),
     /// Nothing to send yet: wait for input or for the window to move.
     Wait,
     /// Input is over and every request was claimed.
@@ -62,11 +64,12 @@ impl Window {
         self.entries.len() < self.limit
     }
 
-    pub fn push(&mut self, req: Request, due: Option<Instant>) {
+    pub fn push(&mut self, req: Request, due: Option<Instant>, warmup: bool) {
         debug_assert!(self.has_space());
         self.entries.push_back(Entry {
             req,
             due,
+            warmup,
             started: 0,
             pending: self.endpoints,
         });
@@ -89,7 +92,7 @@ impl Window {
             Some(entry) => {
                 self.next[e] += 1;
                 entry.started += 1;
-                Claim::Got(i, entry.req.clone(), entry.due)
+                Claim::Got(i, entry.req.clone(), entry.due, entry.warmup)
             }
             None if self.input_done => Claim::Done,
             None => Claim::Wait,
@@ -113,9 +116,12 @@ impl Window {
     }
 
     /// Hand every request that all endpoints finished, oldest first, to `f`
-    /// with its outcomes (in endpoint order), and drop it from the window.
-    /// Returns how many left.
-    pub fn drain_ready(&mut self, mut f: impl FnMut(&Request, &mut [Option<Outcome>])) -> usize {
+    /// with its outcomes (in endpoint order) and whether it was a warm-up
+    /// request, and drop it from the window. Returns how many left.
+    pub fn drain_ready(
+        &mut self,
+        mut f: impl FnMut(&Request, &mut [Option<Outcome>], bool),
+    ) -> usize {
         let mut n = 0;
         while self.entries.front().is_some_and(|e| e.pending == 0) {
             let Some(entry) = self.entries.pop_front() else {
@@ -123,7 +129,7 @@ impl Window {
             };
             let at = (self.base as usize % self.limit) * self.endpoints;
             let outcomes = &mut self.outcomes[at..at + self.endpoints];
-            f(&entry.req, outcomes);
+            f(&entry.req, outcomes, entry.warmup);
             outcomes.iter_mut().for_each(|o| *o = None);
             self.base += 1;
             n += 1;
@@ -165,23 +171,23 @@ mod tests {
     fn a_fast_endpoint_leads_by_at_most_the_window() {
         let mut w = Window::new(3, 2);
         for n in 0..3 {
-            w.push(req(n), None);
+            w.push(req(n), None, false);
         }
         // Endpoint 0 claims all three and finishes them; endpoint 1 nothing.
         for i in 0..3 {
-            assert!(matches!(w.claim(0), Claim::Got(j, _, _) if j == i));
+            assert!(matches!(w.claim(0), Claim::Got(j, ..) if j == i));
             w.complete(0, i, out());
         }
         assert!(matches!(w.claim(0), Claim::Wait));
         assert!(w.holds_back(0));
         assert!(!w.has_space());
-        assert_eq!(w.drain_ready(|_, _| {}), 0);
+        assert_eq!(w.drain_ready(|_, _, _| {}), 0);
         // Endpoint 1 finishes the oldest: it leaves, making room for one.
-        assert!(matches!(w.claim(1), Claim::Got(0, _, _)));
+        assert!(matches!(w.claim(1), Claim::Got(0, ..)));
         w.complete(1, 0, out());
         let mut seen = Vec::new();
         assert_eq!(
-            w.drain_ready(|r, o| {
+            w.drain_ready(|r, o, _| {
                 assert!(o.iter().all(Option::is_some));
                 seen.push(r.seq)
             }),
@@ -191,26 +197,26 @@ mod tests {
         assert!(w.has_space());
         assert!(!w.holds_back(0));
         assert_eq!(w.unclaimed(), 0);
-        w.push(req(3), None);
-        assert!(matches!(w.claim(0), Claim::Got(3, r, _) if r.seq == 3));
+        w.push(req(3), None, false);
+        assert!(matches!(w.claim(0), Claim::Got(3, r, ..) if r.seq == 3));
     }
 
     #[test]
     fn done_only_after_input_ends_and_incomplete_counts_started_requests() {
         let mut w = Window::new(4, 2);
-        w.push(req(0), None);
-        w.push(req(1), None);
+        w.push(req(0), None, false);
+        w.push(req(1), None, false);
         assert_eq!(w.unclaimed(), 2);
-        assert!(matches!(w.claim(0), Claim::Got(0, _, _)));
-        assert!(matches!(w.claim(0), Claim::Got(1, _, _)));
+        assert!(matches!(w.claim(0), Claim::Got(0, ..)));
+        assert!(matches!(w.claim(0), Claim::Got(1, ..)));
         assert!(matches!(w.claim(0), Claim::Wait));
         w.finish_input();
         assert!(matches!(w.claim(0), Claim::Done));
         w.complete(0, 0, out());
-        assert!(matches!(w.claim(1), Claim::Got(0, _, _)));
+        assert!(matches!(w.claim(1), Claim::Got(0, ..)));
         assert_eq!(w.incomplete(), 2);
         w.complete(1, 0, out());
-        assert_eq!(w.drain_ready(|_, _| {}), 1);
+        assert_eq!(w.drain_ready(|_, _, _| {}), 1);
         assert_eq!(w.incomplete(), 1);
     }
 
@@ -218,13 +224,13 @@ mod tests {
     fn ring_places_do_not_collide_after_wrapping() {
         let mut w = Window::new(2, 1);
         for n in 0..10 {
-            w.push(req(n), None);
-            let Claim::Got(i, r, _) = w.claim(0) else {
+            w.push(req(n), None, false);
+            let Claim::Got(i, r, ..) = w.claim(0) else {
                 panic!("no claim")
             };
             assert_eq!(r.seq, n);
             w.complete(0, i, out());
-            assert_eq!(w.drain_ready(|r, _| assert_eq!(r.seq, n)), 1);
+            assert_eq!(w.drain_ready(|r, _, _| assert_eq!(r.seq, n)), 1);
         }
     }
 }

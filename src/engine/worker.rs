@@ -43,6 +43,8 @@ pub(crate) struct WorkerJob {
     pub warm: usize,
     /// Open model: this core's share of the schedule.
     pub schedule: Option<Schedule>,
+    /// This core's warm-up: requests or time not counted.
+    pub warmup: crate::plan::StopAfter,
     pub input: WorkerInput,
     pub stop: Stop,
     pub start_barrier: Arc<std::sync::Barrier>,
@@ -89,6 +91,13 @@ struct Core {
     space: Notify,
     /// Requests the feeder keeps ready ahead of the leading endpoint.
     prefetch: usize,
+    /// Warm-up requests this core still has to release.
+    warmup_left: Cell<u64>,
+    /// The warm-up ends at this time (`--warmup DURATION`).
+    warmup_until: Option<Instant>,
+    /// When the first counted request was released: the start of the
+    /// counted run (rates, run time).
+    counting_since: Cell<Option<Instant>>,
     /// The main task waiting for slots to end.
     done: Notify,
     stopping: Cell<Option<Instant>>,
@@ -122,6 +131,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         slots: per_endpoint,
         warm,
         schedule,
+        warmup,
         input,
         stop,
         start_barrier,
@@ -182,13 +192,16 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         completed: RefCell::new(vec![0; endpoints]),
         keep_body,
         prefetch: (2 * per_endpoint).max(8),
+        warmup_left: Cell::new(warmup.count.unwrap_or(0)),
+        warmup_until: warmup.duration.map(|d| started + d),
+        counting_since: Cell::new(None),
         plan,
     });
 
     local.block_on(&rt, async {
         stop.core_running(true);
         tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
-        tokio::task::spawn_local(watch_stop(core.clone(), stop.clone(), started));
+        tokio::task::spawn_local(watch_stop(core.clone(), stop.clone()));
         tokio::task::spawn_local(tick(core.clone(), ticks, core_number, started));
         // Slots first, so they are waiting when the first request is due.
         for (e, endpoint_slots) in slots.into_iter().enumerate() {
@@ -210,6 +223,8 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     stop.core_running(false);
     let ended = Instant::now();
     let index = tick_index(ended.saturating_duration_since(started), core.plan.interval);
+    // The counted run starts after the warm-up.
+    let counted_from = core.counting_since.get().unwrap_or(ended);
     let mut stats = core.stats.replace(RunStats::new(endpoints));
     let completed = core.completed.borrow();
     stats.verdicts.incomplete += core.window.borrow().incomplete();
@@ -229,7 +244,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         }
         s.held = h;
         let active = last_done[e]
-            .map(|t| t.saturating_duration_since(started))
+            .map(|t| t.saturating_duration_since(counted_from))
             .unwrap_or_default()
             .saturating_sub(h)
             .saturating_sub(paused);
@@ -242,7 +257,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     Ok(WorkerResult {
         stats,
         index,
-        started,
+        started: counted_from,
         ended,
     })
 }
@@ -315,6 +330,25 @@ impl Core {
         }
     }
 
+    /// Whether the next request released belongs to the warm-up.
+    fn is_warmup(&self) -> bool {
+        self.warmup_left.get() > 0
+            || self
+                .warmup_until
+                .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// A request was released: count down the warm-up, or (at the first
+    /// counted request) start counting.
+    fn released(&self, warmup: bool) {
+        if warmup {
+            self.warmup_left
+                .set(self.warmup_left.get().saturating_sub(1));
+        } else if self.counting_since.get().is_none() {
+            self.counting_since.set(Some(Instant::now()));
+        }
+    }
+
     /// True when the feeder should add requests to the window.
     fn wants_input(&self) -> bool {
         let w = self.window.borrow();
@@ -356,15 +390,22 @@ async fn watch_pause(core: Rc<Core>, stop: Stop) {
     }
 }
 
-async fn watch_stop(core: Rc<Core>, stop: Stop, started: Instant) {
+async fn watch_stop(core: Rc<Core>, stop: Stop) {
     match core.plan.stop_after.duration {
-        Some(d) => {
-            let deadline = tokio::time::Instant::from_std(started + d);
+        // The duration counts from the end of the warm-up, when counting
+        // starts (known only once the first counted request is released).
+        Some(d) => loop {
+            let since = core.counting_since.get();
+            let at = since.unwrap_or_else(Instant::now) + d;
             tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => {}
-                _ = stop.stopped() => {}
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {
+                    if since.is_some() {
+                        break;
+                    }
+                }
+                _ = stop.stopped() => break,
             }
-        }
+        },
         None => stop.stopped().await,
     }
     begin_stop(&core);
@@ -378,15 +419,17 @@ struct Feed {
 
 impl Feed {
     /// The next request if one is at hand, without waiting.
-    fn take_now(&mut self) -> Option<Request> {
+    /// `counted`: the request is counted (a repeated request's quota counts
+    /// only those; warm-up requests come on top).
+    fn take_now(&mut self, counted: bool) -> Option<Request> {
         match &mut self.input {
             WorkerInput::Repeat { request, remaining } => match remaining {
-                Some(0) => None,
-                Some(n) => {
+                Some(0) if counted => None,
+                Some(n) if counted => {
                     *n -= 1;
                     Some(request.clone())
                 }
-                None => Some(request.clone()),
+                _ => Some(request.clone()),
             },
             WorkerInput::Batches(_) => self.batch.next(),
         }
@@ -417,9 +460,9 @@ impl Feed {
     }
 
     /// The next request, waiting for input if needed.
-    async fn next(&mut self, core: &Core) -> Option<Request> {
+    async fn next(&mut self, core: &Core, counted: bool) -> Option<Request> {
         loop {
-            if let Some(r) = self.take_now() {
+            if let Some(r) = self.take_now(counted) {
                 return Some(r);
             }
             if !self.refill(core).await {
@@ -457,9 +500,11 @@ async fn feed(core: Rc<Core>, input: WorkerInput) {
         {
             let mut w = core.window.borrow_mut();
             while w.has_space() && w.unclaimed() < core.prefetch {
-                match feed.take_now() {
+                let warmup = core.is_warmup();
+                match feed.take_now(!warmup) {
                     Some(r) => {
-                        w.push(r, None);
+                        core.released(warmup);
+                        w.push(r, None, warmup);
                         pushed += 1;
                     }
                     None => break,
@@ -487,12 +532,16 @@ async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, start
         batch: Vec::new().into_iter(),
     };
     let mut timer = PreciseTimer::new().ok();
-    let end = core.plan.stop_after.duration.map(|d| started + d);
+    // The duration counts from the end of the warm-up.
+    let end = || {
+        let d = core.plan.stop_after.duration?;
+        core.counting_since.get().map(|since| since + d)
+    };
     // Time spent paused moves the rest of the schedule later.
     let mut shift = Duration::ZERO;
     for k in 0u64.. {
         let mut due = started + shift + schedule.due(k);
-        if end.is_some_and(|end| due >= end + shift) {
+        if end().is_some_and(|end| due >= end + shift) {
             break;
         }
         let stopped = core.done.notified();
@@ -521,7 +570,8 @@ async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, start
             shift += paused;
             due += paused;
         }
-        let Some(req) = feed.next(&core).await else {
+        let warmup = core.is_warmup();
+        let Some(req) = feed.next(&core, !warmup).await else {
             break;
         };
         if !room(&core, true).await {
@@ -536,7 +586,8 @@ async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, start
                 }
             }
         }
-        core.window.borrow_mut().push(req, Some(due));
+        core.released(warmup);
+        core.window.borrow_mut().push(req, Some(due), warmup);
         core.wake_one_each();
     }
     core.window.borrow_mut().finish_input();
@@ -545,18 +596,20 @@ async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, start
 
 /// One slot: claim the endpoint's next request, send it, deliver the outcome.
 async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
-    while let Some((i, req, due)) = claim(&core, e).await {
+    while let Some((i, req, due, warmup)) = claim(&core, e).await {
         core.inflight.borrow_mut()[e] += 1;
-        core.stats.borrow_mut().endpoints[e].sent += 1;
+        if !warmup {
+            core.stats.borrow_mut().endpoints[e].sent += 1;
+        }
         let outcome = slot.send(&req, core.keep_body, due).await;
         core.inflight.borrow_mut()[e] -= 1;
-        deliver(&core, e, i, &req, outcome);
+        deliver(&core, e, i, &req, outcome, warmup);
     }
     core.live_slots.set(core.live_slots.get() - 1);
     core.done.notify_waiters();
 }
 
-async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>)> {
+async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>, bool)> {
     loop {
         let notified = core.work[e].notified();
         if core.stopping.get().is_some() {
@@ -570,14 +623,14 @@ async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>)>
         }
         let claim = core.window.borrow_mut().claim(e);
         match claim {
-            Claim::Got(i, req, due) => {
+            Claim::Got(i, req, due, warmup) => {
                 if core.window.borrow().unclaimed() * 2 < core.prefetch {
                     core.space.notify_waiters();
                 }
                 if let Some(since) = core.held_since.borrow_mut()[e].take() {
                     core.held.borrow_mut()[e] += since.elapsed();
                 }
-                return Some((i, req, due));
+                return Some((i, req, due, warmup));
             }
             Claim::Done => return None,
             Claim::Wait => {
@@ -589,26 +642,30 @@ async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>)>
     }
 }
 
-fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome) {
+fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome, warmup: bool) {
     let now = Instant::now();
-    core.last_done.borrow_mut()[e] = Some(now);
     let plan = &core.plan;
-    if plan.verbose >= 2 {
-        report::verbose::timing_line(&mut std::io::stderr().lock(), plan, e, req, &outcome);
-    }
-    {
+    if !warmup {
+        core.last_done.borrow_mut()[e] = Some(now);
+        if plan.verbose >= 2 {
+            report::verbose::timing_line(&mut std::io::stderr().lock(), plan, e, req, &outcome);
+        }
         let mut stats = core.stats.borrow_mut();
         stats.endpoints[e].record(&outcome);
         judge::classify(plan, &mut stats, e, req, &outcome);
+        core.completed.borrow_mut()[e] += 1;
     }
-    core.completed.borrow_mut()[e] += 1;
     let mut w = core.window.borrow_mut();
     w.complete(e, i, outcome);
     if core.inflight.borrow()[e] == 0 && w.holds_back(e) {
         core.held_since.borrow_mut()[e].get_or_insert(now);
     }
     let mut stats = core.stats.borrow_mut();
-    let left = w.drain_ready(|req, outcomes| judge::verdict(plan, &mut stats, req, outcomes));
+    let left = w.drain_ready(|req, outcomes, warmup| {
+        if !warmup {
+            judge::verdict(plan, &mut stats, req, outcomes);
+        }
+    });
     if left > 0 {
         core.space.notify_waiters();
     }
