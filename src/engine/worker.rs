@@ -339,13 +339,15 @@ impl Core {
     }
 
     /// A request was released: count down the warm-up, or (at the first
-    /// counted request) start counting.
-    fn released(&self, warmup: bool) {
+    /// counted request) start counting, from its due time in the open
+    /// model.
+    fn released(&self, warmup: bool, due: Option<Instant>) {
         if warmup {
             self.warmup_left
                 .set(self.warmup_left.get().saturating_sub(1));
         } else if self.counting_since.get().is_none() {
-            self.counting_since.set(Some(Instant::now()));
+            self.counting_since
+                .set(Some(due.unwrap_or_else(Instant::now)));
         }
     }
 
@@ -503,7 +505,7 @@ async fn feed(core: Rc<Core>, input: WorkerInput) {
                 let warmup = core.is_warmup();
                 match feed.take_now(!warmup) {
                     Some(r) => {
-                        core.released(warmup);
+                        core.released(warmup, None);
                         w.push(r, None, warmup);
                         pushed += 1;
                     }
@@ -586,7 +588,7 @@ async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, start
                 }
             }
         }
-        core.released(warmup);
+        core.released(warmup, Some(due));
         core.window.borrow_mut().push(req, Some(due), warmup);
         core.wake_one_each();
     }
