@@ -425,3 +425,18 @@ fn warm_up_requests_are_sent_but_not_counted() {
     assert_eq!(out.stats.endpoints[0].sent, 300, "{report}");
     assert!(c.requests() > 300, "no warm-up requests were sent");
 }
+
+#[test]
+fn concurrency_above_the_lead_window_is_still_reached() {
+    let a = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(50)));
+    let (out, report) = run_lib(
+        &["--lead", "4", "-c", "40", "--threads", "1", &a.url()],
+        &lines(200),
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 200, "{report}");
+    assert_eq!(
+        a.max_in_flight(),
+        40,
+        "the lead window capped the requests in flight"
+    );
+}

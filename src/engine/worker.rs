@@ -175,7 +175,9 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let keep_body = plan.comparer.jsonrpc()
         || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
     let core = Rc::new(Core {
-        window: RefCell::new(Window::new(plan.window, endpoints)),
+        // Never smaller than the slots: --lead bounds how far endpoints
+        // drift apart, not how many requests are in flight.
+        window: RefCell::new(Window::new(plan.window.max(2 * per_endpoint), endpoints)),
         stats: RefCell::new(RunStats::new(endpoints)),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
         space: Notify::new(),
