@@ -94,3 +94,38 @@ fn bad_rates_are_usage_errors() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--rate"));
     }
 }
+
+#[test]
+fn the_rate_can_be_changed_while_the_run_goes() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let stop = versus::engine::Stop::new();
+    let (url, handle) = (server.url(), stop.clone());
+    let run = std::thread::spawn(move || {
+        run_lib_with(
+            &[
+                "--rate",
+                "100",
+                "--stop-after",
+                "2s",
+                "--method",
+                "GET",
+                &url,
+            ],
+            b"",
+            &mut versus::engine::Quiet,
+            &handle,
+        )
+        .0
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.requests() < 50 {
+        assert!(Instant::now() < deadline, "no requests");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Four times the rate for the rest of the run: far more than the 200
+    // requests 100/s for 2 s would send.
+    assert_eq!(stop.scale_rate(4.0), 4.0);
+    let out = run.join().unwrap();
+    let sent = out.stats.endpoints[0].sent;
+    assert!((400..=850).contains(&sent), "sent {sent}");
+}

@@ -17,6 +17,8 @@ pub struct Stop {
     pause: Arc<watch::Sender<bool>>,
     /// Cores running, and cores that have applied a pause.
     cores: Arc<(AtomicUsize, AtomicUsize)>,
+    /// Open model: the factor the scheduled rate is multiplied by.
+    rate_scale: Arc<watch::Sender<f64>>,
 }
 
 impl Default for Stop {
@@ -32,6 +34,7 @@ impl Stop {
             stop: Arc::new(watch::Sender::new(false)),
             pause: Arc::new(watch::Sender::new(false)),
             cores: Arc::new((AtomicUsize::new(0), AtomicUsize::new(0))),
+            rate_scale: Arc::new(watch::Sender::new(1.0)),
         }
     }
 
@@ -84,6 +87,27 @@ impl Stop {
         } else {
             self.cores.1.fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// Open model: multiply the scheduled rate by `factor` (the schedule
+    /// goes on from now at the new rate). Returns the new scale.
+    pub fn scale_rate(&self, factor: f64) -> f64 {
+        let mut scale = 1.0;
+        self.rate_scale.send_modify(|s| {
+            *s = (*s * factor).clamp(1e-3, 1e6);
+            scale = *s;
+        });
+        scale
+    }
+
+    /// The factor the scheduled rate is multiplied by (1 unless changed).
+    pub fn rate_scale(&self) -> f64 {
+        *self.rate_scale.borrow()
+    }
+
+    /// A receiver of rate changes, for a core's feeder.
+    pub(crate) fn rate_changes(&self) -> watch::Receiver<f64> {
+        self.rate_scale.subscribe()
     }
 
     /// A receiver of pause changes, for a core's watcher task.

@@ -212,9 +212,13 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             }
         }
         match schedule {
-            Some(schedule) => {
-                tokio::task::spawn_local(feed_open(core.clone(), input, schedule, started))
-            }
+            Some(schedule) => tokio::task::spawn_local(feed_open(
+                core.clone(),
+                input,
+                schedule,
+                started,
+                stop.clone(),
+            )),
             None => tokio::task::spawn_local(feed(core.clone(), input)),
         };
         wait_for_slots(&core).await;
@@ -530,7 +534,13 @@ async fn feed(core: Rc<Core>, input: WorkerInput) {
 /// due, whatever the endpoints are doing. A request that finds an endpoint
 /// with no free slot (`--max-in-flight` reached) starts late there, and is
 /// counted.
-async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, started: Instant) {
+async fn feed_open(
+    core: Rc<Core>,
+    input: WorkerInput,
+    schedule: Schedule,
+    started: Instant,
+    stop: Stop,
+) {
     let mut feed = Feed {
         input,
         batch: Vec::new().into_iter(),
@@ -543,8 +553,29 @@ async fn feed_open(core: Rc<Core>, input: WorkerInput, schedule: Schedule, start
     };
     // Time spent paused moves the rest of the schedule later.
     let mut shift = Duration::ZERO;
+    // A rate change (the dashboard's + and -) re-anchors the schedule: from
+    // request k0, due at t0, requests follow at the new rate.
+    let mut rate = stop.rate_changes();
+    let (mut k0, mut t0, mut scale) = (0u64, started, *rate.borrow_and_update());
     for k in 0u64.. {
-        let mut due = started + shift + schedule.due(k);
+        if rate.has_changed().unwrap_or(false) {
+            let now = Instant::now();
+            let next = t0
+                + shift
+                + schedule
+                    .due(k)
+                    .saturating_sub(schedule.due(k0))
+                    .div_f64(scale);
+            t0 = next.max(now) - shift;
+            k0 = k;
+            scale = *rate.borrow_and_update();
+        }
+        let mut due = t0
+            + shift
+            + schedule
+                .due(k)
+                .saturating_sub(schedule.due(k0))
+                .div_f64(scale);
         if end().is_some_and(|end| due >= end + shift) {
             break;
         }

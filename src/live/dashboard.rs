@@ -33,7 +33,7 @@ use crate::stats::RunStats;
 const FRAME: Duration = Duration::from_millis(250);
 
 /// What the dashboard shows besides the numbers.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct UiState {
     /// Sending is paused.
     pub paused: bool,
@@ -45,12 +45,14 @@ pub struct UiState {
     pub drain: Duration,
     /// The plan has a request rate (open model): `+` and `-` change it.
     pub rate_keys: bool,
+    /// Open model: the factor the rate was changed by (1: as planned).
+    pub rate_scale: f64,
     /// Use colours (not with `NO_COLOR`).
     pub color: bool,
 }
 
 /// What a key asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Command {
     /// Nothing (an unbound key).
     Nothing,
@@ -62,11 +64,12 @@ pub enum Command {
     ToggleSample,
     /// Exit at once with code 130 (the second Ctrl-C).
     Exit,
+    /// Open model: multiply the rate by this factor.
+    ScaleRate(f64),
 }
 
-/// Map a key to a command. One arm per key: the open model's `+` and `-`
-/// (change the rate) become two more arms here, shown in the help line when
-/// [`UiState::rate_keys`] is set.
+/// Map a key to a command. In the open model ([`UiState::rate_keys`]), `+`
+/// and `-` change the rate by a quarter.
 pub fn on_key(key: KeyEvent, ui: &UiState) -> Command {
     if key.kind != KeyEventKind::Press {
         return Command::Nothing;
@@ -83,6 +86,8 @@ pub fn on_key(key: KeyEvent, ui: &UiState) -> Command {
         KeyCode::Char('q') | KeyCode::Char('Q') | KeyCode::Esc => Command::Stop,
         KeyCode::Char('p') | KeyCode::Char('P') | KeyCode::Char(' ') => Command::TogglePause,
         KeyCode::Char('s') | KeyCode::Char('S') => Command::ToggleSample,
+        KeyCode::Char('+') | KeyCode::Char('=') if ui.rate_keys => Command::ScaleRate(1.25),
+        KeyCode::Char('-') | KeyCode::Char('_') if ui.rate_keys => Command::ScaleRate(0.8),
         _ => Command::Nothing,
     }
 }
@@ -126,6 +131,8 @@ impl Dashboard {
         let done = Arc::new(AtomicBool::new(false));
         let ui = UiState {
             drain: plan.drain,
+            rate_keys: plan.rate.is_some(),
+            rate_scale: 1.0,
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             ..UiState::default()
         };
@@ -246,6 +253,10 @@ fn apply(command: Command, ui: &mut UiState, shared: &Mutex<Shared>, stop: &Stop
         }
         Command::ToggleSample => {
             ui.show_sample = !ui.show_sample;
+            true
+        }
+        Command::ScaleRate(factor) => {
+            ui.rate_scale = stop.scale_rate(factor);
             true
         }
         Command::Exit => {
@@ -584,6 +595,19 @@ mod tests {
         );
         let mut release = key(KeyCode::Char('q'), none);
         release.kind = KeyEventKind::Release;
+        let plus = KeyEvent::new(KeyCode::Char('+'), KeyModifiers::NONE);
+        assert_eq!(
+            on_key(plus, &running),
+            Command::Nothing,
+            "no rate keys in the closed model"
+        );
+        let open = UiState {
+            rate_keys: true,
+            ..UiState::default()
+        };
+        assert_eq!(on_key(plus, &open), Command::ScaleRate(1.25));
+        let minus = KeyEvent::new(KeyCode::Char('-'), KeyModifiers::NONE);
+        assert_eq!(on_key(minus, &open), Command::ScaleRate(0.8));
         assert_eq!(on_key(release, &running), Command::Nothing);
     }
 
