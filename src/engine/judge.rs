@@ -69,20 +69,57 @@ pub fn jsonrpc_error_name(code: i64) -> String {
     }
 }
 
+/// The kind of the last request that was not JSON-RPC, kept because
+/// single-request mode (and many replays) send the same request again and
+/// again: naming it costs an allocation or two.
+#[derive(Default)]
+pub(crate) struct KindCache {
+    last: Option<Cached>,
+}
+
+/// A request's identity (body buffer, target, method) and its kind.
+struct Cached {
+    body: (usize, usize),
+    target: Option<String>,
+    method: Option<http::Method>,
+    kind: Kind,
+}
+
+impl KindCache {
+    /// The kind of `req`, from the cache when `req` shares the last one's
+    /// body buffer, target and method.
+    fn kind(&mut self, plan: &Plan, req: &Request) -> &Kind {
+        let body = (req.body.as_ptr() as usize, req.body.len());
+        let hit = self
+            .last
+            .as_ref()
+            .is_some_and(|c| c.body == body && c.target == req.target && c.method == req.method);
+        if !hit {
+            self.last = Some(Cached {
+                body,
+                target: req.target.clone(),
+                method: req.method.clone(),
+                kind: method::kind(req, &plan.endpoints[0]),
+            });
+        }
+        &self
+            .last
+            .get_or_insert_with(|| unreachable!("filled above"))
+            .kind
+    }
+}
+
 /// Judge one request whose outcomes are all in, and record the verdict.
 pub(crate) fn verdict(
     plan: &Plan,
     stats: &mut RunStats,
+    kinds: &mut KindCache,
     req: &Request,
     outcomes: &[Option<Outcome>],
 ) {
     let v = &mut stats.verdicts;
     v.compared += 1;
     let kind: OnceCell<Kind> = OnceCell::new();
-    let kind_of = || {
-        kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
-            .clone()
-    };
     match req
         .target
         .is_none()
@@ -90,8 +127,12 @@ pub(crate) fn verdict(
         .flatten()
     {
         Some(m) => v.count_method(m, 1),
-        None => v.count_method(&kind_of().group, 1),
+        None => v.count_method(&kinds.kind(plan, req).group, 1),
     }
+    let kind_of = || {
+        kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
+            .clone()
+    };
     if outcomes.len() < 2 {
         return;
     }

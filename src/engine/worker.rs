@@ -91,6 +91,8 @@ struct Core {
     space: Notify,
     /// Requests the feeder keeps ready ahead of the leading endpoint.
     prefetch: usize,
+    /// The kind of the last request, for the per-method counts.
+    kinds: RefCell<judge::KindCache>,
     /// Warm-up requests this core still has to release.
     warmup_left: Cell<u64>,
     /// The warm-up ends at this time (`--warmup DURATION`).
@@ -194,6 +196,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         completed: RefCell::new(vec![0; endpoints]),
         keep_body,
         prefetch: (2 * per_endpoint).max(8),
+        kinds: RefCell::new(judge::KindCache::default()),
         warmup_left: Cell::new(warmup.count.unwrap_or(0)),
         warmup_until: warmup.duration.map(|d| started + d),
         counting_since: Cell::new(None),
@@ -696,9 +699,10 @@ fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome, warmu
         core.held_since.borrow_mut()[e].get_or_insert(now);
     }
     let mut stats = core.stats.borrow_mut();
+    let mut kinds = core.kinds.borrow_mut();
     let left = w.drain_ready(|req, outcomes, warmup| {
         if !warmup {
-            judge::verdict(plan, &mut stats, req, outcomes);
+            judge::verdict(plan, &mut stats, &mut kinds, req, outcomes);
         }
     });
     if left > 0 {
