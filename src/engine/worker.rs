@@ -145,19 +145,25 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
 
     // Open every connection before the clock starts. The first slot of an
     // endpoint connects alone so that an HTTP/2 endpoint shares it.
+    // Their connect times are recorded (not as reconnects).
+    let mut connects: Vec<Vec<Duration>> = vec![Vec::new(); endpoints];
     let slots: Vec<Vec<Slot>> = local.block_on(&rt, async {
         let mut all = Vec::new();
-        for link in &links {
+        for (e, link) in links.iter().enumerate() {
             let mut first = Slot::new(link.clone());
-            let _ = first.warm().await;
+            if let Ok(Some(took)) = first.warm().await {
+                connects[e].push(took);
+            }
             let warming: Vec<_> = (1..per_endpoint)
                 .map(|n| {
                     let mut slot = Slot::new(link.clone());
                     tokio::task::spawn_local(async move {
-                        if n < warm {
-                            let _ = slot.warm().await;
-                        }
-                        slot
+                        let took = if n < warm {
+                            slot.warm().await.ok().flatten()
+                        } else {
+                            None
+                        };
+                        (slot, took)
                     })
                 })
                 .collect();
@@ -165,7 +171,9 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             for w in warming {
                 // A warm-up task cannot panic; a lost slot would only mean
                 // less concurrency, so it is replaced by a cold one.
-                slots.push(w.await.unwrap_or_else(|_| Slot::new(link.clone())));
+                let (slot, took) = w.await.unwrap_or_else(|_| (Slot::new(link.clone()), None));
+                slots.push(slot);
+                connects[e].extend(took);
             }
             all.push(slots);
         }
@@ -173,6 +181,12 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     });
     start_barrier.wait();
     let started = Instant::now();
+    let mut first_stats = RunStats::new(endpoints);
+    for (s, took) in first_stats.endpoints.iter_mut().zip(&connects) {
+        for t in took {
+            s.record_connect(*t);
+        }
+    }
 
     let keep_body = plan.comparer.jsonrpc()
         || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
@@ -180,7 +194,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         // Never smaller than the slots: --lead bounds how far endpoints
         // drift apart, not how many requests are in flight.
         window: RefCell::new(Window::new(plan.window.max(2 * per_endpoint), endpoints)),
-        stats: RefCell::new(RunStats::new(endpoints)),
+        stats: RefCell::new(first_stats),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
         space: Notify::new(),
         done: Notify::new(),

@@ -146,12 +146,14 @@ fn endpoint(
             )?;
         }
     }
-    if s.reconnects > 0 {
+    if !s.connect.is_empty() {
         writeln!(
             out,
-            "   Connects:   {} during the run, {} avg",
-            s.reconnects,
-            seconds(s.connect.mean().round() as u64)
+            "   Connects:   {} connections, {} avg, {} max to connect (TCP and TLS); {} of them during the run",
+            s.connect.len(),
+            seconds(s.connect.mean().round() as u64),
+            seconds(s.connect.max()),
+            s.reconnects
         )?;
     }
     if !s.held.is_zero() {

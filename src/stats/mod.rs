@@ -124,6 +124,12 @@ impl EndpointStats {
         }
     }
 
+    /// Record a connection opened before the run (its time, not a
+    /// reconnect).
+    pub fn record_connect(&mut self, took: Duration) {
+        record(&mut self.connect, took);
+    }
+
     /// Requests that completed: a response or a failure.
     pub fn completed(&self) -> u64 {
         self.responses + self.failures.iter().sum::<u64>()
