@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Instructions per request of versus vs wrk, counted by valgrind's callgrind:
+# a count of executed user-space instructions, unaffected by other work on the
+# machine (unlike CPU time).
+#
+#   bench/callgrind.sh            # VERSUS=path, SMALL=5000, BIG=25000
+#
+# Method (printed with the results):
+# * Both tools run single-request mode against the benchmark nginx, GET /,
+#   HTTP/1.1, 50 connections, one thread (versus --threads 1, wrk -t1).
+# * Each tool runs twice, a short and a long run; instructions per request is
+#   the MARGINAL cost (Ir_long - Ir_short) / (requests_long - requests_short),
+#   so start-up and shutdown (runtime creation, connection set-up, report)
+#   cancel out. versus stops after SMALL and BIG requests (--stop-after=N);
+#   wrk has no count option, so it runs WRK_SHORT and WRK_LONG seconds and
+#   its own "N requests in" line gives the count.
+# * callgrind counts user space only: the kernel's share (syscalls, the TCP
+#   stack) is not in Ir. So the same runs are repeated under `strace -f -c`
+#   for syscalls per request (same marginal method), which is where the kernel
+#   time comes from.
+# * The top functions of versus's long run (callgrind_annotate, exclusive Ir)
+#   follow.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+SMALL="${SMALL:-5000}"
+BIG="${BIG:-25000}"
+WRK_SHORT="${WRK_SHORT:-3}"
+WRK_LONG="${WRK_LONG:-13}"
+command -v valgrind >/dev/null || die "valgrind missing (apt-get install valgrind)"
+command -v callgrind_annotate >/dev/null || die "callgrind_annotate missing (valgrind package)"
+resolve_versus
+
+WORK="$BENCH_DIR/.work/callgrind-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$WORK"
+trap nginx_stop EXIT
+trap 'exit 130' INT TERM
+nginx_start "$WORK/nginx"
+URL="http://127.0.0.1:$H1PORT/"
+
+# cg NAME CMD...: run CMD under callgrind, print total Ir
+cg() {
+  local name="$1"; shift
+  log "callgrind $name: $*"
+  valgrind --tool=callgrind --dump-instr=no --collect-systime=no \
+    --callgrind-out-file="$WORK/$name.cg" "$@" > "$WORK/$name.out" 2> "$WORK/$name.vg" \
+    || { tail -5 "$WORK/$name.vg" >&2; die "$name failed under valgrind"; }
+  awk '/^(summary|totals):/ { print $2; exit }' "$WORK/$name.cg"
+}
+# sc NAME CMD...: run CMD under strace -f -c, print total syscalls
+sc() {
+  local name="$1"; shift
+  log "strace $name: $*"
+  strace -f -c -o "$WORK/$name.strace" "$@" > "$WORK/$name.out" 2>&1 || die "$name failed under strace"
+  awk '$NF == "total" { print $4 + 0 }' "$WORK/$name.strace" | tail -1
+}
+versus_reqs() { awk '/Completed:/ { print $5 }' "$1"; }
+wrk_reqs() { awk '/requests in/ { print $1 }' "$1"; }
+
+V=("$VERSUS" --method GET -c 50 --threads 1 --compare none)
+W=(wrk -t1 -c50)
+
+vs_ir1="$(cg versus-small "${V[@]}" --stop-after="$SMALL" "$URL")"; vs_n1="$(versus_reqs "$WORK/versus-small.out")"
+vs_ir2="$(cg versus-big "${V[@]}" --stop-after="$BIG" "$URL")";     vs_n2="$(versus_reqs "$WORK/versus-big.out")"
+have_wrk=0
+if command -v wrk >/dev/null; then
+  have_wrk=1
+  wk_ir1="$(cg wrk-short "${W[@]}" -d"${WRK_SHORT}s" "$URL")"; wk_n1="$(wrk_reqs "$WORK/wrk-short.out")"
+  wk_ir2="$(cg wrk-long "${W[@]}" -d"${WRK_LONG}s" "$URL")";   wk_n2="$(wrk_reqs "$WORK/wrk-long.out")"
+fi
+have_strace=0
+if command -v strace >/dev/null; then
+  have_strace=1
+  vs_sc1="$(sc versus-small-strace "${V[@]}" --stop-after="$SMALL" "$URL")"; vs_sn1="$(versus_reqs "$WORK/versus-small-strace.out")"
+  vs_sc2="$(sc versus-big-strace "${V[@]}" --stop-after="$BIG" "$URL")";     vs_sn2="$(versus_reqs "$WORK/versus-big-strace.out")"
+  if [ "$have_wrk" = 1 ]; then
+    wk_sc1="$(sc wrk-short-strace "${W[@]}" -d"${WRK_SHORT}s" "$URL")"; wk_sn1="$(wrk_reqs "$WORK/wrk-short-strace.out")"
+    wk_sc2="$(sc wrk-long-strace "${W[@]}" -d"${WRK_LONG}s" "$URL")";   wk_sn2="$(wrk_reqs "$WORK/wrk-long-strace.out")"
+  fi
+fi
+
+per() { awk -v a="$1" -v b="$2" -v n="$3" -v m="$4" 'BEGIN { if (m - n > 0) printf "%.0f", (b - a) / (m - n); else print "-" }'; }
+per2() { awk -v a="$1" -v b="$2" -v n="$3" -v m="$4" 'BEGIN { if (m - n > 0) printf "%.2f", (b - a) / (m - n); else print "-" }'; }
+
+echo "# callgrind: instructions per request, versus vs wrk"
+echo
+echo "GET $URL (nginx, bench/nginx.conf), HTTP/1.1, 50 connections, one client thread."
+echo "Marginal cost: (count_long - count_short) / (requests_long - requests_short); start-up cancels out."
+echo "Ir = user-space instructions (callgrind; the kernel is not counted). Syscalls from strace -f -c."
+echo
+echo "| tool | short run: requests / Ir | long run: requests / Ir | Ir per request | syscalls per request |"
+echo "|---|---:|---:|---:|---:|"
+vs_ipr="$(per "$vs_ir1" "$vs_ir2" "$vs_n1" "$vs_n2")"
+vs_spr="-"; [ "$have_strace" = 1 ] && vs_spr="$(per2 "$vs_sc1" "$vs_sc2" "$vs_sn1" "$vs_sn2")"
+echo "| versus | $vs_n1 / $vs_ir1 | $vs_n2 / $vs_ir2 | $vs_ipr | $vs_spr |"
+if [ "$have_wrk" = 1 ]; then
+  wk_ipr="$(per "$wk_ir1" "$wk_ir2" "$wk_n1" "$wk_n2")"
+  wk_spr="-"; [ "$have_strace" = 1 ] && wk_spr="$(per2 "$wk_sc1" "$wk_sc2" "$wk_sn1" "$wk_sn2")"
+  echo "| wrk | $wk_n1 / $wk_ir1 | $wk_n2 / $wk_ir2 | $wk_ipr | $wk_spr |"
+  echo
+  awk -v a="$vs_ipr" -v b="$wk_ipr" 'BEGIN { if (b > 0) printf "versus / wrk, user-space instructions per request: %.2fx\n", a / b }'
+fi
+echo
+echo "Commands:"
+echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no versus --method GET -c 50 --threads 1 --compare none --stop-after={$SMALL,$BIG} $URL"
+echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no wrk -t1 -c50 -d{$WRK_SHORT,$WRK_LONG}s $URL"
+echo "    strace -f -c (the same commands)"
+if [ "$have_strace" = 1 ]; then
+  echo
+  echo "versus syscalls in the long run (strace -f -c, top 8 by calls):"
+  echo '```'
+  awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { print $4, $NF }' "$WORK/versus-big-strace.strace" | sort -rn | head -8
+  echo '```'
+  if [ "$have_wrk" = 1 ]; then
+    echo "wrk syscalls in the long run:"
+    echo '```'
+    awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { print $4, $NF }' "$WORK/wrk-long-strace.strace" | sort -rn | head -8
+    echo '```'
+  fi
+fi
+echo
+echo "versus, long run: top functions by exclusive Ir (callgrind_annotate; includes start-up, which is small at $BIG requests):"
+echo '```'
+callgrind_annotate --inclusive=no "$WORK/versus-big.cg" 2>/dev/null | sed -n '/^-* *$/!p' | grep -E '^ *[0-9,]+ \(' | sed 's|/[^ ]*/registry/src/[^/]*/||; s|/rustc/[0-9a-f]*/||' | head -25 | cut -c1-200
+echo '```'
+echo
+echo "raw files: $WORK"

@@ -1,0 +1,349 @@
+#!/usr/bin/env bash
+# End-to-end benchmark: versus against wrk, oha, hey and h2load on the same
+# workload, all against one local nginx (bench/nginx.conf).
+#
+#   bench/run.sh [single stream2 h2 sleep100 memory]   (default: all)
+#
+# nginx gets one worker on core 0; every client runs under `taskset -c 1`
+# (versus also with --threads 1), under /usr/bin/time for CPU and peak RSS.
+# Environment:
+#   VERSUS=path        versus binary (default target/release/versus, built if missing)
+#   DURATION=10        seconds per timed run
+#   REPEAT=1           runs per tool; the run with the least CPU per request is shown
+#   STREAM_LINES=N     lines for stream2 (default 20000 * DURATION)
+#   MEM_SMALL=100000 MEM_BIG=10000000   request counts of the memory scenario
+#   CONCS="1000 10000" connection counts of sleep100
+#   H2_CONNS=1 H2_STREAMS=50            h2load -c/-m (versus --http2 -c = product)
+#   OUT=file           also write the markdown report here
+# Raw tool outputs go to bench/.work/run-<time>/.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DURATION="${DURATION:-10}"
+REPEAT="${REPEAT:-1}"
+STREAM_LINES="${STREAM_LINES:-$((20000 * DURATION))}"
+MEM_SMALL="${MEM_SMALL:-100000}"
+MEM_BIG="${MEM_BIG:-10000000}"
+CONCS="${CONCS:-1000 10000}"
+H2_CONNS="${H2_CONNS:-1}"
+H2_STREAMS="${H2_STREAMS:-50}"
+CLIENT_CORE=1
+
+SCENARIOS=("$@")
+[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 sleep100 memory)
+for s in "${SCENARIOS[@]}"; do
+  case "$s" in single|stream2|h2|sleep100|memory) ;; *) die "unknown scenario '$s' (single stream2 h2 sleep100 memory)";; esac
+done
+
+[ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time, or run bench/setup.sh)"
+command -v taskset >/dev/null || die "taskset missing (util-linux)"
+[ "$(nproc)" -ge 2 ] || die "needs at least 2 cores (nginx on core 0, clients on core 1)"
+resolve_versus
+
+WORK="$BENCH_DIR/.work/run-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$WORK"
+REPORT="$WORK/report.md"
+: > "$REPORT"
+cleanup() { nginx_stop; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Every connection is a file descriptor: sleep100 needs > 10,000.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+NOFILE="$(ulimit -n)"
+
+have() { command -v "$1" >/dev/null 2>&1; }
+MISSING=()
+for t in wrk oha hey h2load; do have "$t" || MISSING+=("$t"); done
+
+out() { echo "$*" | tee -a "$REPORT"; }
+
+nginx_start "$WORK/nginx"
+BASE="http://127.0.0.1:$H1PORT"
+H2BASE="http://127.0.0.1:$H2PORT"
+NGINX_WORKER="$(pgrep -P "$(cat "$NGINX_DIR/nginx.pid")" | head -1)"
+
+# CPU ticks (user+sys) of the nginx worker, to tell whether the server or the
+# client was the bottleneck.
+nginx_ticks() { awk '{print $14 + $15}' "/proc/$NGINX_WORKER/stat"; }
+CLK_TCK="$(getconf CLK_TCK)"
+
+# --- parsing: each prints "completed rps mean_ms p99_ms errors" -------------
+# to_ms VALUE-WITH-UNIT (awk function shared by the parsers)
+AWK_UNITS='
+function to_ms(v,   n, u) {
+  n = v; sub(/[a-zµ]+$/, "", n); u = v; sub(/^[0-9.eE+-]+/, "", u)
+  if (u == "s" || u == "secs" || u == "sec") return n * 1000
+  if (u == "ms") return n + 0
+  if (u == "us" || u == "µs") return n / 1000
+  if (u == "ns") return n / 1000000
+  if (u == "m") return n * 60000
+  return n * 1000
+}'
+parse_wrk() {
+  awk "$AWK_UNITS"'
+    /requests in/ { req = $1 }
+    /Requests\/sec:/ { rps = $2 }
+    $1 == "Latency" && mean == "" { mean = to_ms($2) }
+    $1 == "99%" { p99 = to_ms($2) }
+    /Non-2xx or 3xx responses:/ { bad += $NF }
+    /Socket errors:/ { gsub(/,/, ""); err += $4 + $6 + $8 + $10 }
+    END { printf "%d %s %s %s %d\n", req - bad, rps, mean, p99, bad + err }' "$1"
+}
+parse_oha() {
+  awk "$AWK_UNITS"'
+    /Requests\/sec:/ { rps = $2 }
+    /^ *Average:/ { mean = to_ms($2 $3) }
+    /99\.00% in/ { p99 = to_ms($3 $4) }
+    /^ *\[2[0-9][0-9]\] [0-9]+ responses/ { ok += $2 }
+    /^ *\[[0-9]+\] [0-9]+ responses/ && !/\[2[0-9][0-9]\]/ { bad += $2 }
+    /^Error distribution/ { inerr = 1; next }
+    inerr && /^ *\[[0-9]+\]/ && !/deadline/ { gsub(/[\[\]]/, "", $1); bad += $1 }
+    END { printf "%d %s %s %s %d\n", ok, rps, mean, p99, bad }' "$1"
+}
+parse_hey() {
+  awk "$AWK_UNITS"'
+    /Requests\/sec:/ { rps = $2 }
+    /^ *Average:/ { mean = to_ms($2 $3) }
+    /99% in/ { p99 = to_ms($3 $4) }
+    /^ *\[2[0-9][0-9]\]/ { ok += $2 }
+    /^ *\[[013-9][0-9][0-9]\]/ { bad += $2 }
+    /^Error distribution/ { inerr = 1; next }
+    inerr && /^ *\[[0-9]+\]/ { gsub(/[\[\]]/, "", $1); bad += $1 }
+    END { printf "%d %s %s %s %d\n", ok, rps, mean, p99, bad }' "$1"
+}
+parse_h2load() {
+  awk "$AWK_UNITS"'
+    /^finished in/ { rps = $4 }
+    /^requests:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^succeeded/) ok = $i; if ($(i+1) ~ /^failed/) f = $i; if ($(i+1) ~ /^errored/) e = $i } }
+    /^time for request:/ { mean = to_ms($6) }
+    END { printf "%d %s %s - %d\n", ok, rps, mean, f + e }' "$1"
+}
+# versus: completed = the summary's total requests; req/s = that / run time;
+# latency = the first endpoint's avg and 99%.
+parse_versus() {
+  awk "$AWK_UNITS"'
+    /Completed:/ { total = $5 }
+    /total run time/ { for (i = 1; i <= NF; i++) if ($(i+1) == "total") run = to_ms($i) / 1000 }
+    /^ *Timing:.* avg, / && mean == "" { mean = to_ms($2) }
+    /^ *99% in/ && p99 == "" { p99 = to_ms($3) }
+    /^ *Errors: *[0-9]+ \(/ { errs = $2 }
+    END { printf "%d %.2f %s %s %d\n", total, (run > 0 ? total / run : 0), mean, p99, errs }' "$1"
+}
+
+# --- one measured run -------------------------------------------------------
+# measure TAG PARSER SENT_FACTOR -- CMD...   (stdin: STDIN_FILE if set)
+# Appends "tag completed rps mean p99 errors user sys rss_kb wall ngx_pct" to $ROWS.
+# Other work on this machine (a compiler on core 0 or 1) skews every number.
+# Before each run wait (up to QUIET_WAIT seconds, default 120) until the
+# machine is idle: less than QUIET_PCT% (default 10) of all cores busy over 1 s.
+QUIET_WAIT="${QUIET_WAIT:-120}"
+QUIET_PCT="${QUIET_PCT:-10}"
+busy_pct() {
+  local a b
+  a=($(head -1 /proc/stat)); sleep 1; b=($(head -1 /proc/stat))
+  local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) )) total=0 i
+  for i in 1 2 3 4 5 6 7 8; do total=$(( total + b[i] - a[i] )); done
+  [ "$total" -gt 0 ] || { echo 0; return; }
+  echo $(( 100 * (total - idle) / total ))
+}
+wait_quiet() {
+  local waited=0 b
+  while :; do
+    b="$(busy_pct)"
+    [ "$b" -lt "$QUIET_PCT" ] && { BUSY_BEFORE="$b"; return 0; }
+    if [ "$waited" -ge "$QUIET_WAIT" ]; then
+      log "  machine still ${b}% busy after ${waited}s: measuring anyway (marked in the table)"
+      BUSY_BEFORE="$b"; return 0
+    fi
+    [ "$waited" = 0 ] && log "  machine ${b}% busy (other work): waiting up to ${QUIET_WAIT}s"
+    sleep 4; waited=$((waited + 5))
+  done
+}
+
+STDIN_FILE=""
+measure() {
+  local tag="$1" parser="$2" factor="$3"; shift 4
+  local best="" bestcpu="" i
+  for i in $(seq 1 "$REPEAT"); do
+    local base="$WORK/$SCEN.$tag.$i"
+    echo "taskset -c $CLIENT_CORE $*" > "$base.cmd"
+    wait_quiet
+    log "$SCEN/$tag run $i/$REPEAT: $*"
+    local t0 t1 n0 n1
+    n0="$(nginx_ticks)"; t0="$(date +%s.%N)"
+    set +e
+    if [ -n "$STDIN_FILE" ]; then
+      /usr/bin/time -f '%U %S %M %e' -o "$base.time" taskset -c "$CLIENT_CORE" "$@" < "$STDIN_FILE" > "$base.out" 2>&1
+    else
+      /usr/bin/time -f '%U %S %M %e' -o "$base.time" taskset -c "$CLIENT_CORE" "$@" < /dev/null > "$base.out" 2>&1
+    fi
+    local rc=$?
+    set -e
+    t1="$(date +%s.%N)"; n1="$(nginx_ticks)"
+    if [ $rc -ne 0 ]; then
+      log "  exit code $rc (output: $base.out)"; tail -5 "$base.out" >&2 || true
+    fi
+    local parsed timeline
+    parsed="$("$parser" "$base.out")"
+    timeline="$(grep -E '^[0-9.]+ [0-9.]+ [0-9]+ [0-9.:]+$' "$base.time" | tail -1)"
+    [ -n "$timeline" ] || timeline="0 0 0 0"
+    local ngx
+    ngx="$(awk -v a="$n0" -v b="$n1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN { printf "%.0f", (b - a) / hz / (t1 - t0) * 100 }')"
+    local row="$tag $parsed $timeline $ngx $factor $BUSY_BEFORE"
+    echo "$row" > "$base.row"
+    local cpu
+    cpu="$(echo "$row" | awk '{ n = $2 * $12; print (n > 0 ? ($7 + $8) / n : 1e99) }')"
+    log "  -> $(echo "$row" | awk '{ n = $2 * $12; printf "%d ok, %s req/s, %.2f µs CPU/req, %d KB RSS, %d errors, nginx %s%%", $2, $3, (n > 0 ? ($7 + $8) * 1e6 / n : 0), $9, $6, $11 }')"
+    if [ -z "$bestcpu" ] || awk -v a="$cpu" -v b="$bestcpu" 'BEGIN { exit !(a < b) }'; then
+      best="$row"; bestcpu="$cpu"
+    fi
+    sleep 1
+  done
+  echo "$best" >> "$ROWS"
+  echo "$*" >> "$WORK/$SCEN.cmds"
+}
+
+# table ROWS [latency]: markdown table, ratios against the row tagged versus.
+table() {
+  local rows="$1" lat="${2:-}"
+  awk -v lat="$lat" '
+    { tag[NR] = $1; ok[NR] = $2; rps[NR] = $3; mean[NR] = $4; p99[NR] = $5; err[NR] = $6
+      u[NR] = $7; s[NR] = $8; rss[NR] = $9; sent[NR] = $2 * $12; ngx[NR] = $11; busy[NR] = $13
+      cpu[NR] = (sent[NR] > 0 ? ($7 + $8) * 1e6 / sent[NR] : 0)
+      if ($1 == "versus" && !vi) vi = NR }
+    function ratio(a, b) { return (b > 0 && a > 0) ? sprintf("%.2fx", a / b) : "-" }
+    END {
+      printf "| tool | completed | req/s | CPU µs/req (user+sys) | user µs | sys µs | peak RSS MB |"
+      if (lat) printf " mean ms | p99 ms |"
+      printf " errors | nginx core %% | busy before %% | CPU/req vs versus | req/s vs versus | RSS vs versus |\n"
+      printf "|---|---:|---:|---:|---:|---:|---:|"
+      if (lat) printf "---:|---:|"
+      printf "---:|---:|---:|---:|---:|---:|\n"
+      for (i = 1; i <= NR; i++) {
+        printf "| %s | %d | %.0f | %.2f | %.2f | %.2f | %.1f |", tag[i], ok[i], rps[i], cpu[i],
+          (sent[i] > 0 ? u[i] * 1e6 / sent[i] : 0), (sent[i] > 0 ? s[i] * 1e6 / sent[i] : 0), rss[i] / 1024
+        if (lat) printf " %.2f | %s |", mean[i], (p99[i] == "-" ? "-" : sprintf("%.2f", p99[i]))
+        printf " %d | %s | %s | %s | %s | %s |\n", err[i], ngx[i], busy[i], ratio(cpu[i], cpu[vi]), ratio(rps[i], rps[vi]), ratio(rss[i], rss[vi])
+      }
+    }' "$rows"
+}
+
+commands() {
+  out ""
+  out "Commands (each under \`/usr/bin/time -f '%U %S %M %e' taskset -c $CLIENT_CORE\`):"
+  out ""
+  local line
+  while IFS= read -r line; do
+    out "    $(echo "$line" | sed "s|$VERSUS|versus|g; s|$BENCH_DIR/.tools/bin/||g")"
+  done < "$WORK/$SCEN.cmds"
+  [ -n "$STDIN_FILE" ] && out "    (versus's stdin: $(basename "$STDIN_FILE"))"
+  out ""
+}
+
+header() {
+  SCEN="$1"; ROWS="$WORK/$SCEN.rows"; : > "$ROWS"; : > "$WORK/$SCEN.cmds"; STDIN_FILE=""
+  out ""
+  out "## $SCEN — $2"
+  out ""
+  out "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  out ""
+}
+
+# --- scenarios --------------------------------------------------------------
+SINGLE_VERSUS_CPU=""
+
+sc_single() {
+  header single "single-request mode, GET /, HTTP/1.1, 50 connections, ${DURATION}s"
+  have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c50 -d"${DURATION}s" --latency "$BASE/"
+  have oha && measure oha parse_oha 1 -- oha -c 50 -z "${DURATION}s" --no-tui "$BASE/"
+  have hey && measure hey parse_hey 1 -- hey -c 50 -z "${DURATION}s" "$BASE/"
+  measure versus parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  table "$ROWS" lat | tee -a "$REPORT"
+  SINGLE_VERSUS_CPU="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  commands
+}
+
+sc_stream2() {
+  header stream2 "$STREAM_LINES JSON-RPC lines (versus gen ethereum) POSTed to two endpoints, compared (--compare auto), 50 in flight per endpoint"
+  local lines="$WORK/ethereum-$STREAM_LINES.jsonl"
+  "$VERSUS" gen ethereum -n "$STREAM_LINES" > "$lines"
+  out "input: $(wc -l < "$lines") lines, $(wc -c < "$lines") bytes (avg $(( $(wc -c < "$lines") / STREAM_LINES )) bytes/line)"
+  out ""
+  STDIN_FILE="$lines"
+  # Completed counts both endpoints' requests: CPU per request SENT.
+  measure versus parse_versus 1 -- "$VERSUS" -c 50 --threads 1 "a=$BASE/" "b=$BASE/"
+  STDIN_FILE=""
+  table "$ROWS" lat | tee -a "$REPORT"
+  if [ -z "$SINGLE_VERSUS_CPU" ] && [ -f "$WORK/single.rows" ]; then
+    SINGLE_VERSUS_CPU="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$WORK/single.rows")"
+  fi
+  local s2; s2="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  out ""
+  if [ -n "$SINGLE_VERSUS_CPU" ]; then
+    out "CPU per request sent: $(printf %.2f "$s2") µs vs single-request mode $(printf %.2f "$SINGLE_VERSUS_CPU") µs = $(awk -v a="$s2" -v b="$SINGLE_VERSUS_CPU" 'BEGIN { printf "%.2fx", a / b }') (target ≤ 1.20x)"
+  else
+    out "CPU per request sent: $(printf %.2f "$s2") µs (run the single scenario too for the ratio)"
+  fi
+  STDIN_FILE="$lines"; commands; STDIN_FILE=""
+}
+
+sc_h2() {
+  local total=$((H2_CONNS * H2_STREAMS))
+  header h2 "HTTP/2 cleartext (h2c prior knowledge), GET /, $H2_CONNS connection(s) x $H2_STREAMS streams, ${DURATION}s"
+  have h2load && measure h2load parse_h2load 1 -- h2load -t1 -c "$H2_CONNS" -m "$H2_STREAMS" -D "$DURATION" "$H2BASE/"
+  measure versus parse_versus 1 -- "$VERSUS" --http2 --method GET -c "$total" --stop-after="${DURATION}s" --threads 1 --compare none "$H2BASE/"
+  table "$ROWS" lat | tee -a "$REPORT"
+  out ""
+  out "(h2load prints no percentiles; its mean is 'time for request'. versus --threads 1 opens one connection; with H2_CONNS>1 the connection counts differ.)"
+  commands
+}
+
+sc_sleep100() {
+  local c
+  for c in $CONCS; do
+    if [ "$NOFILE" -lt $((c + 100)) ]; then
+      out ""; out "## sleep100 c=$c — SKIPPED: ulimit -n is $NOFILE"; continue
+    fi
+    header "sleep100-c$c" "GET /sleep (answers after 100 ms), $c connections, ${DURATION}s"
+    have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c "$c" -d"${DURATION}s" --timeout 10s --latency "$BASE/sleep"
+    have oha && measure oha parse_oha 1 -- oha -c "$c" -z "${DURATION}s" --no-tui "$BASE/sleep"
+    measure versus parse_versus 1 -- "$VERSUS" --method GET -c "$c" --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/sleep"
+    # --lead (default 1024) also caps requests in flight in single-request
+    # mode; with it raised every connection is busy.
+    if [ "$c" -gt 1024 ]; then
+      measure "versus--lead-$((2 * c))" parse_versus 1 -- "$VERSUS" --method GET -c "$c" --lead $((2 * c)) --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/sleep"
+    fi
+    table "$ROWS" lat | tee -a "$REPORT"
+    local ideal; ideal=$(( c * 10 ))
+    out ""
+    out "ideal rate with every connection busy: $ideal req/s (c / 0.1 s); 'nginx core %' near 100 means the one nginx worker, not the client, set the pace."
+    commands
+  done
+}
+
+sc_memory() {
+  local REPEAT=1   # peak RSS does not need the best of several runs
+  header memory "versus single-request mode peak RSS: $MEM_SMALL vs $MEM_BIG requests, GET /, 50 connections"
+  measure "versus" parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="$MEM_SMALL" --threads 1 --compare none "$BASE/"
+  measure "versus-$MEM_BIG" parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="$MEM_BIG" --threads 1 --compare none "$BASE/"
+  table "$ROWS" lat | tee -a "$REPORT"
+  out ""
+  out "peak RSS $MEM_BIG vs $MEM_SMALL requests: $(awk 'NR == 1 { a = $9 } NR == 2 { b = $9 } END { printf "%.1f MB vs %.1f MB = %.2fx (target ≤ 1.10x)", b / 1024, a / 1024, b / a }' "$ROWS")"
+  commands
+}
+
+out "# versus benchmark run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+out ""
+out "- host: $(nproc) cores, $(lscpu | awk -F: '/Model name/ { gsub(/^ +/, "", $2); print $2; exit }'), kernel $(uname -r)"
+out "- versus: $VERSUS ($("$VERSUS" --version 2>/dev/null || echo '?'))"
+out "- $(nginx -v 2>&1), one worker on core 0; clients on core $CLIENT_CORE; DURATION=${DURATION}s REPEAT=$REPEAT (best of REPEAT by CPU/request)"
+out "- tools: $(for t in wrk oha hey h2load; do have "$t" && printf '%s ' "$t"; done)$([ ${#MISSING[@]} -gt 0 ] && echo "(missing: ${MISSING[*]} — run bench/setup.sh)")"
+out "- CPU µs/req = (user + sys CPU seconds of the client process) × 10⁶ / completed requests (2xx). Peak RSS = /usr/bin/time %M."
+out "- 'nginx core %' = the nginx worker's CPU over the run (near 100: the server set the pace). 'busy before %' = all-core CPU use by other work in the second before the run (QUIET_PCT=$QUIET_PCT; higher values mean disturbed numbers)."
+out "- raw outputs: $WORK"
+
+for s in "${SCENARIOS[@]}"; do "sc_$s"; done
+
+if [ -n "${OUT:-}" ]; then cp "$REPORT" "$OUT"; log "report written to $OUT"; fi
+log "report: $REPORT"

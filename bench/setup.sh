@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Install the load tools the benchmark compares versus with. Installs only what
+# is missing; a tool that cannot be installed is reported and skipped (run.sh
+# leaves it out of the tables). Needs root for apt-get (or sudo).
+#   Debian: nginx, libnginx-mod-http-echo, wrk, nghttp2-client (h2load), hey,
+#           time (/usr/bin/time), valgrind, util-linux (taskset), linux-perf
+#   crates.io: oha (cargo install --locked into bench/.tools)
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TOOLS="$HERE/.tools"
+mkdir -p "$TOOLS"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else SUDO="__none__"; fi
+fi
+
+declare -A STATUS=()
+updated=0
+apt_update() {
+  [ "$updated" = 1 ] && return 0
+  updated=1
+  echo "setup: apt-get update"
+  $SUDO apt-get update -qq >/dev/null 2>&1 || echo "setup: apt-get update failed (continuing)"
+}
+# apt_pkg PACKAGE CHECK-COMMAND...: install PACKAGE unless CHECK succeeds
+apt_pkg() {
+  local pkg="$1"; shift
+  if "$@" >/dev/null 2>&1; then STATUS[$pkg]="present"; return 0; fi
+  if [ "$SUDO" = "__none__" ]; then STATUS[$pkg]="UNAVAILABLE (not root, no sudo)"; return 0; fi
+  apt_update
+  local cand
+  cand="$(apt-cache policy "$pkg" 2>/dev/null | awk '/Candidate:/ {print $2}')"
+  if [ -z "$cand" ] || [ "$cand" = "(none)" ]; then
+    STATUS[$pkg]="UNAVAILABLE (no Debian package '$pkg')"; return 0
+  fi
+  echo "setup: apt-get install $pkg ($cand)"
+  if DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null 2>&1 \
+     && "$@" >/dev/null 2>&1; then
+    STATUS[$pkg]="installed $cand"
+  else
+    STATUS[$pkg]="UNAVAILABLE (apt-get install $pkg failed)"
+  fi
+}
+
+echo_module_present() {
+  ls /usr/lib/nginx/modules/ngx_http_echo_module.so >/dev/null 2>&1
+}
+
+apt_pkg time test -x /usr/bin/time
+apt_pkg util-linux command -v taskset
+apt_pkg nginx command -v nginx
+apt_pkg libnginx-mod-http-echo echo_module_present
+apt_pkg wrk command -v wrk
+apt_pkg nghttp2-client command -v h2load
+apt_pkg hey command -v hey
+apt_pkg valgrind command -v valgrind
+apt_pkg strace command -v strace
+# perf: Debian ships it as linux-perf; it may not work in a container.
+apt_pkg linux-perf command -v perf
+
+# oha from crates.io, into bench/.tools/bin
+if [ -x "$TOOLS/bin/oha" ]; then
+  STATUS[oha]="present ($TOOLS/bin/oha)"
+elif command -v oha >/dev/null 2>&1; then
+  STATUS[oha]="present ($(command -v oha))"
+elif command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo install oha --locked --root $TOOLS (takes a few minutes)"
+  if cargo install oha --locked --root "$TOOLS" >"$TOOLS/oha-install.log" 2>&1; then
+    STATUS[oha]="installed ($TOOLS/bin/oha)"
+  else
+    STATUS[oha]="UNAVAILABLE (cargo install failed, see $TOOLS/oha-install.log)"
+  fi
+else
+  STATUS[oha]="UNAVAILABLE (no cargo)"
+fi
+
+echo
+echo "setup: tool status"
+for k in time util-linux nginx libnginx-mod-http-echo wrk nghttp2-client hey oha valgrind strace linux-perf; do
+  printf '  %-24s %s\n' "$k" "${STATUS[$k]}"
+done
+perf_out="$(perf stat -e instructions true 2>&1 || true)"
+if command -v perf >/dev/null 2>&1 && [[ "$perf_out" == *instructions* ]] && [[ "$perf_out" != *"not supported"* ]]; then
+  echo "  perf counters            usable"
+else
+  echo "  perf counters            not usable here (hardware counters missing: use bench/callgrind.sh; perf record -e cpu-clock still samples)"
+fi
