@@ -104,24 +104,9 @@ pub fn cut(s: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::Response;
-    use std::time::Duration;
 
     fn resp(body: &str) -> Option<Outcome> {
-        Some(Outcome {
-            result: Ok(Response {
-                status: 200,
-                headers: Vec::new(),
-                body: bytes::Bytes::copy_from_slice(body.as_bytes()),
-                body_len: body.len() as u64,
-                ttfb: Duration::ZERO,
-            }),
-            latency: Duration::ZERO,
-            uncorrected: Duration::ZERO,
-            lag: None,
-            connect: None,
-            bytes_out: 0,
-        })
+        Some(Outcome::test_response(200, body))
     }
 
     #[test]

@@ -278,34 +278,13 @@ pub fn describe(o: &Outcome) -> String {
 mod tests {
     use super::*;
     use crate::endpoint::Failure;
-    use std::time::Duration;
 
     fn resp(status: u16, body: &str) -> Option<Outcome> {
-        Some(Outcome {
-            result: Ok(Response {
-                status,
-                headers: Vec::new(),
-                body: bytes::Bytes::copy_from_slice(body.as_bytes()),
-                body_len: body.len() as u64,
-                ttfb: Duration::ZERO,
-            }),
-            latency: Duration::ZERO,
-            uncorrected: Duration::ZERO,
-            lag: None,
-            connect: None,
-            bytes_out: 0,
-        })
+        Some(Outcome::test_response(status, body))
     }
 
     fn fail(f: Failure) -> Option<Outcome> {
-        Some(Outcome {
-            result: Err(f),
-            latency: Duration::ZERO,
-            uncorrected: Duration::ZERO,
-            lag: None,
-            connect: None,
-            bytes_out: 0,
-        })
+        Some(Outcome::test_failure(f))
     }
 
     fn rpc() -> Kind {

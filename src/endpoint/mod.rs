@@ -80,6 +80,39 @@ impl Outcome {
     }
 }
 
+#[cfg(test)]
+impl Outcome {
+    /// A response with `status` and `body` and no timing, for tests.
+    pub(crate) fn test_response(status: u16, body: &str) -> Outcome {
+        Outcome {
+            result: Ok(Response {
+                status,
+                headers: Vec::new(),
+                body: bytes::Bytes::copy_from_slice(body.as_bytes()),
+                body_len: body.len() as u64,
+                ttfb: Duration::ZERO,
+            }),
+            latency: Duration::ZERO,
+            uncorrected: Duration::ZERO,
+            lag: None,
+            connect: None,
+            bytes_out: 0,
+        }
+    }
+
+    /// A failure of kind `f` and no timing, for tests.
+    pub(crate) fn test_failure(f: Failure) -> Outcome {
+        Outcome {
+            result: Err(f),
+            latency: Duration::ZERO,
+            uncorrected: Duration::ZERO,
+            lag: None,
+            connect: None,
+            bytes_out: 0,
+        }
+    }
+}
+
 /// What an endpoint answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Response {

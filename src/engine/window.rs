@@ -150,21 +150,13 @@ impl Window {
 mod tests {
     use super::*;
     use crate::endpoint::Failure;
-    use std::time::Duration;
 
     fn req(n: u64) -> Request {
         Request::line(n, bytes::Bytes::from(n.to_string()))
     }
 
     fn out() -> Outcome {
-        Outcome {
-            result: Err(Failure::Timeout),
-            latency: Duration::ZERO,
-            uncorrected: Duration::ZERO,
-            lag: None,
-            connect: None,
-            bytes_out: 0,
-        }
+        Outcome::test_failure(Failure::Timeout)
     }
 
     #[test]

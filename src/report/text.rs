@@ -277,14 +277,38 @@ const GROUPS_SHOWN: usize = 20;
 /// Mismatches by method and field, most frequent first, with each group's
 /// share of its method's requests; with `-v`, up to three samples each.
 fn groups(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<()> {
-    let groups = v.sorted_groups();
+    let title = "     by method and field (requests, share of the method's requests):";
+    let what = |g: &MismatchGroup| format!("{} {}", g.field, g.kind);
+    group_table(out, title, v.sorted_groups(), v, what, |out, g| {
+        if plan.verbose >= 1 {
+            samples(out, plan, g)?;
+        }
+        Ok(())
+    })
+}
+
+/// Errors by method, endpoint and kind.
+fn error_groups(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
+    let title = "   Errors by method (requests, share of the method's requests):";
+    let what = |g: &MismatchGroup| g.field.clone();
+    group_table(out, title, v.sorted_error_groups(), v, what, |_, _| Ok(()))
+}
+
+/// A table of groups: requests, share of the method's requests, endpoint,
+/// method and `what`, the first [`GROUPS_SHOWN`]; `after` writes below each
+/// row.
+fn group_table(
+    out: &mut dyn Write,
+    title: &str,
+    groups: Vec<&MismatchGroup>,
+    v: &VerdictStats,
+    what: impl Fn(&MismatchGroup) -> String,
+    mut after: impl FnMut(&mut dyn Write, &MismatchGroup) -> io::Result<()>,
+) -> io::Result<()> {
     if groups.is_empty() {
         return Ok(());
     }
-    writeln!(
-        out,
-        "     by method and field (requests, share of the method's requests):"
-    )?;
+    writeln!(out, "{title}")?;
     let rows: Vec<[String; 5]> = groups
         .iter()
         .take(GROUPS_SHOWN)
@@ -294,16 +318,14 @@ fn groups(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<(
                 percent(g.count, v.method_count(&g.method)),
                 g.endpoint.clone(),
                 g.method.clone(),
-                format!("{} {}", g.field, g.kind),
+                what(g),
             ]
         })
         .collect();
     let widths = column_widths(&rows);
     for (row, g) in rows.iter().zip(&groups) {
         writeln!(out, "       {}", escape_terminal(&pad(row, &widths)))?;
-        if plan.verbose >= 1 {
-            samples(out, plan, g)?;
-        }
+        after(out, g)?;
     }
     if groups.len() > GROUPS_SHOWN {
         let rest: u64 = groups[GROUPS_SHOWN..].iter().map(|g| g.count).sum();
@@ -334,43 +356,6 @@ fn samples(out: &mut dyn Write, plan: &RunInfo, g: &MismatchGroup) -> io::Result
         for line in s.diff.lines() {
             writeln!(out, "           {}", escape_terminal(line))?;
         }
-    }
-    Ok(())
-}
-
-/// Errors by method, endpoint and kind.
-fn error_groups(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
-    let groups = v.sorted_error_groups();
-    if groups.is_empty() {
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "   Errors by method (requests, share of the method's requests):"
-    )?;
-    let rows: Vec<[String; 5]> = groups
-        .iter()
-        .take(GROUPS_SHOWN)
-        .map(|g| {
-            [
-                g.count.to_string(),
-                percent(g.count, v.method_count(&g.method)),
-                g.endpoint.clone(),
-                g.method.clone(),
-                g.field.clone(),
-            ]
-        })
-        .collect();
-    let widths = column_widths(&rows);
-    for row in &rows {
-        writeln!(out, "       {}", escape_terminal(&pad(row, &widths)))?;
-    }
-    if groups.len() > GROUPS_SHOWN {
-        writeln!(
-            out,
-            "       ... {} more groups",
-            groups.len() - GROUPS_SHOWN
-        )?;
     }
     Ok(())
 }
