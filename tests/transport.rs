@@ -37,6 +37,9 @@ fn tls_is_verified_by_default() {
     let pem = cert.pem_file();
     let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), &url], &lines(3));
     assert_eq!(out.stats.endpoints[0].responses, 3, "{report}");
+    // One connection, one handshake, timed apart from the TCP connect.
+    assert_eq!(out.stats.endpoints[0].tls.len(), 1, "{report}");
+    assert!(report.contains("   TLS:        1 handshakes, "), "{report}");
 
     let (out, _) = run_lib(&["--insecure", &url], &lines(3));
     assert_eq!(out.stats.endpoints[0].responses, 3);

@@ -107,6 +107,8 @@ pub(crate) struct Dialer {
     pub server_name: Option<ServerName<'static>>,
     pub tls: Option<tokio_rustls::TlsConnector>,
     pub version: HttpVersion,
+    /// TLS handshake times (µs) since the core last took them.
+    pub handshakes: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
 }
 
 impl Dialer {
@@ -116,10 +118,7 @@ impl Dialer {
         let tcp = self.tcp().await?;
         match (self.scheme, &self.tls, &self.server_name) {
             (Scheme::Https, Some(tls), Some(name)) => {
-                let stream = tls
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| classify_io(&e, Failure::Tls))?;
+                let stream = self.tls_handshake(tls, name, tcp).await?;
                 let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
                 handshake(stream, h2).await
             }
@@ -133,14 +132,27 @@ impl Dialer {
         let tcp = self.tcp().await?;
         match (self.scheme, &self.tls, &self.server_name) {
             (Scheme::Https, Some(tls), Some(name)) => {
-                let stream = tls
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| classify_io(&e, Failure::Tls))?;
+                let stream = self.tls_handshake(tls, name, tcp).await?;
                 Ok(Box::new(stream))
             }
             _ => Ok(Box::new(tcp)),
         }
+    }
+
+    /// The TLS handshake on `tcp`, its time recorded.
+    async fn tls_handshake(
+        &self,
+        tls: &tokio_rustls::TlsConnector,
+        name: &ServerName<'static>,
+        tcp: TcpStream,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, Failure> {
+        let t0 = std::time::Instant::now();
+        let stream = tls
+            .connect(name.clone(), tcp)
+            .await
+            .map_err(|e| classify_io(&e, Failure::Tls))?;
+        crate::stats::record(&mut self.handshakes.borrow_mut(), t0.elapsed());
+        Ok(stream)
     }
 
     async fn tcp(&self) -> Result<TcpStream, Failure> {

@@ -109,6 +109,7 @@ impl Link {
             server_name,
             tls: tls.map(tokio_rustls::TlsConnector::from),
             version: opts.version,
+            handshakes: std::cell::RefCell::new(crate::stats::new_histogram()),
         };
         Ok(Link {
             dialer,
@@ -122,6 +123,13 @@ impl Link {
             pool: RefCell::new(Vec::new()),
             ws,
         })
+    }
+
+    /// The TLS handshake times since the last call, taken out.
+    pub fn take_handshakes(&self) -> hdrhistogram::Histogram<u64> {
+        self.dialer
+            .handshakes
+            .replace(crate::stats::new_histogram())
     }
 
     /// Keep a new connection: an HTTP/1.1 one idle in the pool, an HTTP/2

@@ -91,6 +91,8 @@ struct Core {
     space: Notify,
     /// Requests the feeder keeps ready ahead of the leading endpoint.
     prefetch: usize,
+    /// This core's view of each endpoint (for the TLS handshake times).
+    links: Vec<Rc<Link>>,
     /// The kind of the last request, for the per-method counts.
     kinds: RefCell<judge::KindCache>,
     /// Warm-up requests this core still has to release.
@@ -211,6 +213,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         keep_body,
         prefetch: (2 * per_endpoint).max(8),
         kinds: RefCell::new(judge::KindCache::default()),
+        links: links.clone(),
         warmup_left: Cell::new(warmup.count.unwrap_or(0)),
         warmup_until: warmup.duration.map(|d| started + d),
         counting_since: Cell::new(None),
@@ -248,6 +251,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let index = tick_index(ended.saturating_duration_since(started), core.plan.interval);
     // The counted run starts after the warm-up.
     let counted_from = core.counting_since.get().unwrap_or(ended);
+    core.take_handshakes();
     let mut stats = core.stats.replace(RunStats::new(endpoints));
     let completed = core.completed.borrow();
     stats.verdicts.incomplete += core.window.borrow().incomplete();
@@ -303,6 +307,7 @@ async fn tick(
     for index in 0u64.. {
         let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+        core.take_handshakes();
         let stats = core.stats.replace(RunStats::new(endpoints));
         if to
             .send(CoreMsg::Tick {
@@ -350,6 +355,15 @@ impl Core {
     fn wake_one_each(&self) {
         for w in &self.work {
             w.notify_one();
+        }
+    }
+
+    /// Move the TLS handshake times the links recorded into the stats.
+    fn take_handshakes(&self) {
+        let mut stats = self.stats.borrow_mut();
+        for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
+            // Same bounds everywhere, so adding cannot fail.
+            let _ = s.tls.add(link.take_handshakes());
         }
     }
 

@@ -156,6 +156,15 @@ fn endpoint(
             s.reconnects
         )?;
     }
+    if !s.tls.is_empty() {
+        writeln!(
+            out,
+            "   TLS:        {} handshakes, {} avg, {} max (part of the connect time)",
+            s.tls.len(),
+            seconds(s.tls.mean().round() as u64),
+            seconds(s.tls.max())
+        )?;
+    }
     if !s.held.is_zero() {
         writeln!(
             out,

@@ -111,6 +111,9 @@ pub struct EndpointRecord {
     /// JSON-RPC error answers by code.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub jsonrpc_errors: BTreeMap<i64, u64>,
+    /// TLS handshake histogram (µs); empty without TLS.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tls: String,
     /// Open model: uncorrected-latency histogram (µs); empty otherwise.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uncorrected: String,
@@ -335,6 +338,7 @@ impl EndpointRecord {
             ttfb: encode_histogram(&s.ttfb),
             connect: encode_histogram(&s.connect),
             jsonrpc_errors: s.jsonrpc_errors.clone(),
+            tls: optional_histogram(&s.tls),
             uncorrected: optional_histogram(&s.uncorrected),
             lag: optional_histogram(&s.lag),
             late: s.late,
@@ -362,6 +366,9 @@ impl EndpointRecord {
             late: self.late,
             ..EndpointStats::default()
         };
+        if !self.tls.is_empty() {
+            s.tls = decode_histogram(&self.tls)?;
+        }
         if !self.uncorrected.is_empty() {
             s.uncorrected = decode_histogram(&self.uncorrected)?;
         }

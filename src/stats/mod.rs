@@ -23,7 +23,8 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_MICROS, 3).unwrap_or_else(|_| unreachable!())
 }
 
-fn record(h: &mut Histogram<u64>, d: Duration) {
+/// Record a duration in µs (clamped to the histogram's range).
+pub fn record(h: &mut Histogram<u64>, d: Duration) {
     let us = u64::try_from(d.as_micros())
         .unwrap_or(MAX_MICROS)
         .clamp(1, MAX_MICROS);
@@ -54,6 +55,8 @@ pub struct EndpointStats {
     pub ttfb: Histogram<u64>,
     /// Connection set-up time, µs (one sample per connection opened).
     pub connect: Histogram<u64>,
+    /// TLS handshake time, µs (one sample per TLS connection).
+    pub tls: Histogram<u64>,
     /// Open model: latency from the actual send, as a closed-loop tool
     /// would report it, µs.
     pub uncorrected: Histogram<u64>,
@@ -87,6 +90,7 @@ impl Default for EndpointStats {
             latency: new_histogram(),
             ttfb: new_histogram(),
             connect: new_histogram(),
+            tls: new_histogram(),
             uncorrected: new_histogram(),
             lag: new_histogram(),
             late: 0,
@@ -167,6 +171,7 @@ impl EndpointStats {
         let _ = self.latency.add(&other.latency);
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.connect.add(&other.connect);
+        let _ = self.tls.add(&other.tls);
         let _ = self.uncorrected.add(&other.uncorrected);
         let _ = self.lag.add(&other.lag);
         self.late += other.late;
