@@ -440,3 +440,44 @@ fn concurrency_above_the_lead_window_is_still_reached() {
         "the lead window capped the requests in flight"
     );
 }
+
+#[test]
+fn a_thousand_connections_complete_with_every_request_accounted_for() {
+    // Both ends of every connection live in this process: make room.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max.min(65536);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+    assert!(
+        lim.rlim_cur >= 4096,
+        "cannot open enough files here: limit {}",
+        lim.rlim_cur
+    );
+    let a = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(20)));
+    let (out, report) = run_lib(&["-c", "1000", &a.url()], &lines(5000));
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.sent, 5000, "{report}");
+    assert_eq!(e.responses, 5000, "{report}");
+    assert_eq!(e.completed(), 5000);
+    assert_eq!(out.stats.verdicts.compared, 5000);
+    assert_eq!(a.requests(), 5000);
+    assert!(a.max_in_flight() <= 1000);
+    assert!(
+        a.max_in_flight() > 500,
+        "the connections were not used: {}",
+        a.max_in_flight()
+    );
+    assert_eq!(
+        a.counters
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1000,
+        "{report}"
+    );
+}
