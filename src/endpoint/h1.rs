@@ -155,9 +155,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         &mut self,
         keep: &[HeaderName],
     ) -> Result<Option<(u16, Framing, bool, Vec<(HeaderName, HeaderValue)>)>, Failure> {
-        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut slots);
-        let n = match resp.parse(&self.rbuf) {
+        // Uninitialized: the parser writes only the headers it finds.
+        let mut slots =
+            [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default()
+            .parse_response_with_uninit_headers(&mut resp, &self.rbuf, &mut slots);
+        let n = match parsed {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if self.rbuf.len() < MAX_HEAD => return Ok(None),
             _ => return Err(Failure::Protocol),
