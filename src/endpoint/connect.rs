@@ -1,7 +1,8 @@
 //! Opening connections: name resolution (once, before the run), TCP, TLS
-//! with rustls (verified by default), and the HTTP handshake on hyper's
-//! connection API. The connection driver runs as a local task on the
-//! calling core.
+//! with rustls (verified by default), and the HTTP handshake: HTTP/1.1 on
+//! versus's own codec (`h1.rs`, nothing to run beside the slot), HTTP/2 on
+//! hyper's connection API, whose driver runs as a local task on the calling
+//! core.
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -10,7 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -27,9 +28,12 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
 
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 
+/// An HTTP/1.1 connection on versus's codec, TCP or TLS.
+pub(crate) type H1Conn = super::h1::Conn<Box<dyn Io>>;
+
 /// A ready connection.
 pub(crate) enum Connected {
-    H1(http1::SendRequest<Body>),
+    H1(H1Conn),
     H2(http2::SendRequest<Body>),
 }
 
@@ -172,10 +176,13 @@ impl Dialer {
 
 async fn handshake<I>(io: I, h2: bool) -> Result<Connected, Failure>
 where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    I: Io + 'static,
 {
+    if !h2 {
+        return Ok(Connected::H1(super::h1::Conn::new(Box::new(io))));
+    }
     let io = TokioIo::new(io);
-    if h2 {
+    {
         let (sender, conn) = http2::Builder::new(LocalExec)
             .initial_stream_window_size(4 << 20)
             .initial_connection_window_size(8 << 20)
@@ -186,15 +193,6 @@ where
             let _ = conn.await;
         });
         Ok(Connected::H2(sender))
-    } else {
-        let (sender, conn) = http1::Builder::new()
-            .handshake(io)
-            .await
-            .map_err(|e| classify_hyper(&e))?;
-        tokio::task::spawn_local(async move {
-            let _ = conn.await;
-        });
-        Ok(Connected::H1(sender))
     }
 }
 

@@ -1,7 +1,8 @@
 //! Sending requests: a [`Link`] is one core's view of one endpoint (how to
 //! connect, the prepared headers and URI, the shared HTTP/2 connection); a
-//! [`Slot`] is one request in flight at a time on it (its own HTTP/1.1
-//! connection, or a stream of the shared HTTP/2 one). WebSocket endpoints
+//! [`Slot`] is one request in flight at a time on it (an HTTP/1.1
+//! connection of versus's own codec taken from the link's idle pool, or a
+//! stream of the shared HTTP/2 one, on hyper). WebSocket endpoints
 //! (`ws://`, `wss://`) use the same two types; their exchange is in
 //! `ws.rs`.
 //!
@@ -15,14 +16,16 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::borrow::Cow;
+
 use bytes::{Bytes, BytesMut};
-use http::header::{HeaderValue, CONTENT_TYPE, HOST};
-use http::{HeaderMap, Method, Uri};
+use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, Method, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use rustls::pki_types::ServerName;
 
-use super::connect::{classify_hyper, Body, Connected, Dialer};
+use super::connect::{classify_hyper, Body, Connected, Dialer, H1Conn};
 use super::ws::{WsLink, WsSlot};
 use super::{EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
 use crate::input::Request;
@@ -32,21 +35,24 @@ pub struct Link {
     dialer: Dialer,
     opts: TransportOptions,
     spec: Arc<EndpointSpec>,
-    /// The endpoint's URI for requests without a target, origin form (h1).
-    origin_uri: Uri,
-    /// The same in absolute form (h2 needs scheme and authority).
+    /// The endpoint's URI for requests without a target in absolute form
+    /// (h2 needs scheme and authority).
     absolute_uri: Uri,
-    /// Headers for plain line requests over HTTP/1.1 (endpoint headers,
-    /// Host, and Content-Type for POST-style endpoints).
-    line_headers_h1: HeaderMap,
-    /// The same without Host, for HTTP/2.
+    /// The HTTP/1.1 header lines of plain line requests, serialized: Host,
+    /// the endpoint's headers, Content-Type for POST-style endpoints.
+    line_head_h1: Vec<u8>,
+    /// The whole head of a plain POST line request over HTTP/1.1 up to the
+    /// Content-Length value, the only part that differs per request.
+    post_head_h1: Vec<u8>,
+    /// Headers for plain line requests over HTTP/2 (endpoint headers and
+    /// Content-Type for POST-style endpoints; no Host).
     line_headers_h2: HeaderMap,
     /// Once a connection negotiated HTTP/2, every slot shares it.
     h2: RefCell<H2State>,
     /// Idle HTTP/1.1 connections, shared by the slots: a slot takes one for
     /// a request and gives it back after (so in the open model the many
     /// slots share the few connections that traffic needs).
-    pool: RefCell<Vec<http1::SendRequest<Body>>>,
+    pool: RefCell<Vec<H1Conn>>,
     /// Set for WebSocket endpoints: every request goes through it.
     ws: Option<WsLink>,
 }
@@ -75,7 +81,7 @@ impl Link {
             ),
             Scheme::Http => None,
         };
-        let origin_uri: Uri = spec
+        let _origin_uri: Uri = spec
             .base_path
             .parse()
             .map_err(|e| format!("{}: {e}", spec.label))?;
@@ -85,11 +91,19 @@ impl Link {
         if spec.style == Style::Post && !line_headers_h2.contains_key(CONTENT_TYPE) {
             line_headers_h2.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
-        let mut line_headers_h1 = line_headers_h2.clone();
-        line_headers_h1.insert(
-            HOST,
-            HeaderValue::from_str(&spec.authority).map_err(|e| format!("{}: {e}", spec.label))?,
-        );
+        let host =
+            HeaderValue::from_str(&spec.authority).map_err(|e| format!("{}: {e}", spec.label))?;
+        let mut line_head_h1 = Vec::new();
+        put_header(&mut line_head_h1, &HOST, host.as_bytes());
+        for (name, value) in &line_headers_h2 {
+            if !framing(name) {
+                put_header(&mut line_head_h1, name, value.as_bytes());
+            }
+        }
+        let mut post_head_h1 = Vec::new();
+        put_request_line(&mut post_head_h1, &Method::POST, &spec.base_path);
+        post_head_h1.extend_from_slice(&line_head_h1);
+        post_head_h1.extend_from_slice(b"content-length: ");
         let ws = match spec.style {
             Style::WebSocket => Some(WsLink::new(&spec, &opts)?),
             Style::Post | Style::Get => None,
@@ -115,9 +129,9 @@ impl Link {
             dialer,
             opts,
             spec,
-            origin_uri,
             absolute_uri,
-            line_headers_h1,
+            line_head_h1,
+            post_head_h1,
             line_headers_h2,
             h2: RefCell::new(H2State::default()),
             pool: RefCell::new(Vec::new()),
@@ -145,18 +159,80 @@ impl Link {
         }
     }
 
-    /// Build the HTTP request for `req` at this endpoint.
-    fn build(&self, req: &Request, h2: bool) -> Result<http::Request<Body>, Failure> {
+    /// Serialize the HTTP/1.1 head of `req` at this endpoint into `buf`;
+    /// returns the body to send after it and whether the request is a HEAD
+    /// (whose answer has no body). A plain POST line only appends its
+    /// length to the prepared head.
+    fn build_h1<'r>(
+        &self,
+        req: &'r Request,
+        buf: &mut Vec<u8>,
+    ) -> Result<(&'r [u8], bool), Failure> {
+        let style = self.spec.style;
+        let line = req.target.is_none() && req.headers.is_empty();
+        if line && style == Style::Post && req.method.as_ref().is_none_or(|m| *m == Method::POST) {
+            buf.extend_from_slice(&self.post_head_h1);
+            put_length_end(buf, req.body.len());
+            return Ok((&req.body, false));
+        }
+        let (method, path, body): (&Method, Cow<'_, str>, &[u8]) = match (&req.target, style) {
+            (None, Style::Post | Style::WebSocket) => (
+                req.method.as_ref().unwrap_or(&Method::POST),
+                Cow::Borrowed(self.spec.base_path.as_str()),
+                &req.body,
+            ),
+            (None, Style::Get) => {
+                let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
+                (
+                    req.method.as_ref().unwrap_or(&Method::GET),
+                    Cow::Owned(join_suffix(&self.spec.base_path, suffix)),
+                    &[],
+                )
+            }
+            (Some(target), _) => (
+                req.method.as_ref().unwrap_or(&Method::GET),
+                Cow::Owned(join_target(&self.spec.base_path, target)),
+                &req.body,
+            ),
+        };
+        if let Cow::Owned(p) = &path {
+            p.parse::<Uri>().map_err(|_| Failure::BadRequest)?;
+        }
+        put_request_line(buf, method, &path);
+        if line {
+            buf.extend_from_slice(&self.line_head_h1);
+        } else {
+            put_header(buf, &HOST, self.spec.authority.as_bytes());
+            for (name, value) in &req.headers {
+                // The endpoint's own headers (API keys) win over recorded
+                // ones; the framing is versus's own.
+                if !framing(name) && *name != HOST && !self.spec.headers.contains_key(name) {
+                    put_header(buf, name, value.as_bytes());
+                }
+            }
+            for (name, value) in &self.spec.headers {
+                if !framing(name) && *name != HOST {
+                    put_header(buf, name, value.as_bytes());
+                }
+            }
+        }
+        if !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
+            buf.extend_from_slice(b"content-length: ");
+            put_length_end(buf, body.len());
+        } else {
+            buf.extend_from_slice(b"\r\n");
+        }
+        Ok((body, *method == Method::HEAD))
+    }
+
+    /// Build the HTTP/2 request for `req` at this endpoint.
+    fn build_h2(&self, req: &Request) -> Result<http::Request<Body>, Failure> {
         let style = self.spec.style;
         let line = req.target.is_none() && req.headers.is_empty();
         let (method, uri, body) = match (&req.target, style) {
             (None, Style::Post | Style::WebSocket) => (
                 req.method.clone().unwrap_or(Method::POST),
-                if h2 {
-                    self.absolute_uri.clone()
-                } else {
-                    self.origin_uri.clone()
-                },
+                self.absolute_uri.clone(),
                 req.body.clone(),
             ),
             (None, Style::Get) => {
@@ -164,7 +240,7 @@ impl Link {
                 let path = join_suffix(&self.spec.base_path, suffix);
                 (
                     req.method.clone().unwrap_or(Method::GET),
-                    self.uri(&path, h2)?,
+                    self.uri(&path)?,
                     Bytes::new(),
                 )
             }
@@ -172,7 +248,7 @@ impl Link {
                 let path = join_target(&self.spec.base_path, target);
                 (
                     req.method.clone().unwrap_or(Method::GET),
-                    self.uri(&path, h2)?,
+                    self.uri(&path)?,
                     req.body.clone(),
                 )
             }
@@ -182,11 +258,7 @@ impl Link {
         *out.uri_mut() = uri;
         let headers = out.headers_mut();
         if line {
-            *headers = if h2 {
-                self.line_headers_h2.clone()
-            } else {
-                self.line_headers_h1.clone()
-            };
+            *headers = self.line_headers_h2.clone();
         } else {
             for (name, value) in &req.headers {
                 headers.append(name.clone(), value.clone());
@@ -195,20 +267,38 @@ impl Link {
             for (name, value) in &self.spec.headers {
                 headers.insert(name.clone(), value.clone());
             }
-            if !h2 {
-                headers.insert(HOST, self.line_headers_h1[HOST].clone());
-            }
         }
         Ok(out)
     }
 
-    fn uri(&self, path: &str, h2: bool) -> Result<Uri, Failure> {
-        if h2 {
-            absolute(&self.spec, path).map_err(|_| Failure::BadRequest)
-        } else {
-            path.parse().map_err(|_| Failure::BadRequest)
-        }
+    fn uri(&self, path: &str) -> Result<Uri, Failure> {
+        absolute(&self.spec, path).map_err(|_| Failure::BadRequest)
     }
+}
+
+/// Headers that frame the message: versus writes its own.
+fn framing(name: &HeaderName) -> bool {
+    *name == CONTENT_LENGTH || *name == TRANSFER_ENCODING
+}
+
+fn put_request_line(buf: &mut Vec<u8>, method: &Method, path: &str) {
+    buf.extend_from_slice(method.as_str().as_bytes());
+    buf.push(b' ');
+    buf.extend_from_slice(path.as_bytes());
+    buf.extend_from_slice(b" HTTP/1.1\r\n");
+}
+
+fn put_header(buf: &mut Vec<u8>, name: &HeaderName, value: &[u8]) {
+    buf.extend_from_slice(name.as_str().as_bytes());
+    buf.extend_from_slice(b": ");
+    buf.extend_from_slice(value);
+    buf.extend_from_slice(b"\r\n");
+}
+
+/// The Content-Length value and the end of the head.
+fn put_length_end(buf: &mut Vec<u8>, len: usize) {
+    buf.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+    buf.extend_from_slice(b"\r\n\r\n");
 }
 
 /// The absolute URI of `path` at the endpoint.
@@ -254,12 +344,15 @@ fn join_target(base: &str, target: &str) -> String {
 pub struct Slot {
     link: Rc<Link>,
     /// The connection of the request in flight (back in the pool after).
-    h1: Option<http1::SendRequest<Body>>,
+    h1: Option<H1Conn>,
+    /// Whether the last answer left the connection usable (no
+    /// `Connection: close`, not close-delimited).
+    reuse: bool,
     ws: WsSlot,
 }
 
 enum Sender {
-    H1(http1::SendRequest<Body>),
+    H1(H1Conn),
     H2(http2::SendRequest<Body>),
 }
 
@@ -269,6 +362,7 @@ impl Slot {
         Slot {
             link,
             h1: None,
+            reuse: false,
             ws: WsSlot::default(),
         }
     }
@@ -326,9 +420,14 @@ impl Slot {
             Err(_) => Err(Failure::Timeout),
         };
         match self.h1.take() {
-            // An HTTP/1.1 connection is unusable after a failed exchange.
-            Some(s) if result.is_ok() && self.link.opts.keepalive => {
-                self.link.pool.borrow_mut().push(s)
+            // An HTTP/1.1 connection is unusable after a failed exchange
+            // (but untouched by a request that could not be formed).
+            Some(c)
+                if matches!(result, Ok(_) | Err(Failure::BadRequest))
+                    && self.reuse
+                    && self.link.opts.keepalive =>
+            {
+                self.link.pool.borrow_mut().push(c)
             }
             _ => {}
         }
@@ -350,14 +449,35 @@ impl Slot {
             *clock = Instant::now();
         }
         let response = match sender {
-            Sender::H1(mut s) => {
-                let request = self.link.build(req, false)?;
-                let r = s.send_request(request).await;
-                self.h1 = Some(s);
-                r
+            Sender::H1(mut c) => {
+                let link = &*self.link;
+                self.reuse = true;
+                let built = link.build_h1(req, c.request_buf());
+                self.reuse = false;
+                let r = match built {
+                    Ok((body, head)) => {
+                        let opts = &link.opts;
+                        c.exchange(body, head, opts.max_body, keep_body, &opts.keep_headers)
+                            .await
+                    }
+                    Err(f) => {
+                        self.reuse = true;
+                        Err(f)
+                    }
+                };
+                self.h1 = Some(c);
+                let a = r?;
+                self.reuse = a.keep_alive;
+                return Ok(Response {
+                    status: a.status,
+                    headers: a.headers,
+                    body: a.body,
+                    body_len: a.body_len,
+                    ttfb: a.head_at.saturating_duration_since(start),
+                });
             }
             Sender::H2(mut s) => {
-                let request = self.link.build(req, true)?;
+                let request = self.link.build_h2(req)?;
                 let r = s.send_request(request).await;
                 if r.is_err() && s.is_closed() {
                     self.link.h2.borrow_mut().sender = None;
@@ -433,9 +553,9 @@ impl Slot {
         } else {
             // The most recently used idle connection first (LIFO keeps the
             // warm ones busy); closed ones are dropped.
-            while let Some(mut s) = self.h1.take().or_else(|| link.pool.borrow_mut().pop()) {
-                if s.ready().await.is_ok() {
-                    return Ok((Sender::H1(s), None));
+            while let Some(mut c) = self.h1.take().or_else(|| link.pool.borrow_mut().pop()) {
+                if !c.is_closed().await {
+                    return Ok((Sender::H1(c), None));
                 }
             }
         }

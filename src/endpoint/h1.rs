@@ -1,0 +1,624 @@
+//! A lean HTTP/1.1 client connection: one request at a time over any byte
+//! stream (TCP, or TLS when ALPN chose `http/1.1`), owned by the slot that
+//! uses it (no spawned task, no channel). The request head is serialized by
+//! the caller into the connection's reused write buffer; the response is
+//! read into a reused buffer and its head parsed with `httparse` into a
+//! stack array. Only the headers asked for are allocated; the body is
+//! counted and discarded, or kept (without a copy when it arrived whole
+//! with a `Content-Length`).
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::task::Poll;
+use std::time::Instant;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderName, HeaderValue};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::connect::classify_io;
+use super::Failure;
+
+/// Read buffer size; it grows only for larger kept bodies.
+const READ_CHUNK: usize = 16 * 1024;
+/// Largest response head (status line and headers) accepted.
+const MAX_HEAD: usize = 64 * 1024;
+/// Largest chunk-size or trailer line accepted.
+const MAX_LINE: usize = 4 * 1024;
+/// Headers parsed per response head.
+const MAX_HEADERS: usize = 64;
+
+/// What one exchange returned.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: u16,
+    /// When the response head was parsed.
+    pub head_at: Instant,
+    /// The kept headers (those named in `keep`), in `keep`'s order.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The body when kept, otherwise empty.
+    pub body: Bytes,
+    pub body_len: u64,
+    /// Whether the connection can carry another request.
+    pub keep_alive: bool,
+}
+
+/// How a response body is delimited.
+enum Framing {
+    Empty,
+    Length(u64),
+    Chunked,
+    Close,
+}
+
+/// One HTTP/1.1 client connection.
+pub(crate) struct Conn<S> {
+    io: S,
+    rbuf: BytesMut,
+    wbuf: Vec<u8>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub fn new(io: S) -> Conn<S> {
+        Conn {
+            io,
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            wbuf: Vec::with_capacity(1024),
+        }
+    }
+
+    /// The write buffer, emptied, for the next request's head (and body).
+    pub fn request_buf(&mut self) -> &mut Vec<u8> {
+        self.wbuf.clear();
+        &mut self.wbuf
+    }
+
+    /// Whether the peer closed the idle connection (or sent something
+    /// unasked). Polls the stream once without waiting.
+    pub async fn is_closed(&mut self) -> bool {
+        if !self.rbuf.is_empty() {
+            // Bytes are already waiting: the connection is alive (pipelined).
+            return false;
+        }
+        self.rbuf.reserve(READ_CHUNK);
+        let mut read = std::pin::pin!(self.io.read_buf(&mut self.rbuf));
+        let polled = poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+        match polled {
+            Poll::Pending => false,
+            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
+            // Something unasked arrived: not a connection to trust.
+            Poll::Ready(Ok(_)) => true,
+        }
+    }
+
+    /// Send the request in the write buffer (see [`Conn::request_buf`]),
+    /// followed by `body`, and read one whole response. `head_request`:
+    /// the response has no body whatever its headers say. Bodies over
+    /// `max_body` fail as `BodyTooLarge`; only the headers named in `keep`
+    /// are returned.
+    pub async fn exchange(
+        &mut self,
+        body: &[u8],
+        head_request: bool,
+        max_body: u64,
+        keep_body: bool,
+        keep: &[HeaderName],
+    ) -> Result<Answer, Failure> {
+        let io_err = |e: io::Error| classify_io(&e, Failure::Io);
+        if body.len() <= 64 * 1024 {
+            self.wbuf.extend_from_slice(body);
+            self.io.write_all(&self.wbuf).await.map_err(io_err)?;
+        } else {
+            self.io.write_all(&self.wbuf).await.map_err(io_err)?;
+            self.io.write_all(body).await.map_err(io_err)?;
+        }
+        self.io.flush().await.map_err(io_err)?;
+
+        // The head, skipping interim (1xx) responses.
+        let (status, framing, mut keep_alive, headers) = loop {
+            match self.parse_head(keep)? {
+                Some((status, ..)) if (100..200).contains(&status) && status != 101 => continue,
+                Some((101, ..)) => return Err(Failure::Protocol),
+                Some(head) => break head,
+                None => self.read_more(READ_CHUNK).await?,
+            }
+        };
+        let head_at = Instant::now();
+        let framing = if head_request || status == 204 || status == 304 {
+            Framing::Empty
+        } else {
+            framing
+        };
+        let (body, body_len) = match framing {
+            Framing::Empty => (Bytes::new(), 0),
+            Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
+            Framing::Chunked => self.read_chunked(max_body, keep_body).await?,
+            Framing::Close => {
+                keep_alive = false;
+                self.read_to_close(max_body, keep_body).await?
+            }
+        };
+        Ok(Answer {
+            status,
+            head_at,
+            headers,
+            body,
+            body_len,
+            keep_alive,
+        })
+    }
+
+    /// Parse a response head from the read buffer; `None` when it is not
+    /// complete yet. Consumes the head.
+    #[allow(clippy::type_complexity)]
+    fn parse_head(
+        &mut self,
+        keep: &[HeaderName],
+    ) -> Result<Option<(u16, Framing, bool, Vec<(HeaderName, HeaderValue)>)>, Failure> {
+        // Uninitialized: the parser writes only the headers it finds.
+        let mut slots =
+            [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default()
+            .parse_response_with_uninit_headers(&mut resp, &self.rbuf, &mut slots);
+        let n = match parsed {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if self.rbuf.len() < MAX_HEAD => return Ok(None),
+            _ => return Err(Failure::Protocol),
+        };
+        let status = resp.code.ok_or(Failure::Protocol)?;
+        let http11 = resp.version == Some(1);
+        let mut length: Option<u64> = None;
+        let mut chunked = false;
+        let mut close = false;
+        let mut keep_alive_token = false;
+        for h in resp.headers.iter() {
+            let name = h.name.as_bytes();
+            if name.eq_ignore_ascii_case(b"content-length") {
+                let v = parse_decimal(h.value).ok_or(Failure::Protocol)?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(Failure::Protocol);
+                }
+                length = Some(v);
+            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+                // Chunked when it is the last coding.
+                chunked = h
+                    .value
+                    .rsplit(|&b| b == b',')
+                    .next()
+                    .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if name.eq_ignore_ascii_case(b"connection") {
+                for token in h.value.split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    close |= token.eq_ignore_ascii_case(b"close");
+                    keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+        }
+        let mut headers = Vec::new();
+        for name in keep {
+            for h in resp.headers.iter() {
+                if h.name.eq_ignore_ascii_case(name.as_str()) {
+                    let value = HeaderValue::from_bytes(h.value).map_err(|_| Failure::Protocol)?;
+                    headers.push((name.clone(), value));
+                }
+            }
+        }
+        let keep_alive = !close && (http11 || keep_alive_token);
+        let framing = if chunked {
+            Framing::Chunked
+        } else if let Some(l) = length {
+            Framing::Length(l)
+        } else {
+            Framing::Close
+        };
+        self.rbuf.advance(n);
+        Ok(Some((status, framing, keep_alive, headers)))
+    }
+
+    /// Read more bytes into the read buffer, room for at least `want`;
+    /// the end of the stream is a reset (the answer is incomplete).
+    async fn read_more(&mut self, want: usize) -> Result<(), Failure> {
+        if self.fill(want).await? == 0 {
+            return Err(Failure::Reset);
+        }
+        Ok(())
+    }
+
+    /// One read into the read buffer; 0 at the end of the stream.
+    async fn fill(&mut self, want: usize) -> Result<usize, Failure> {
+        if self.rbuf.capacity() - self.rbuf.len() < want.min(READ_CHUNK) {
+            self.rbuf.reserve(want.max(READ_CHUNK));
+        }
+        self.io
+            .read_buf(&mut self.rbuf)
+            .await
+            .map_err(|e| classify_io(&e, Failure::Io))
+    }
+
+    async fn read_length(
+        &mut self,
+        n: u64,
+        max_body: u64,
+        keep_body: bool,
+    ) -> Result<(Bytes, u64), Failure> {
+        if n > max_body {
+            return Err(Failure::BodyTooLarge);
+        }
+        if keep_body {
+            let n = usize::try_from(n).map_err(|_| Failure::BodyTooLarge)?;
+            while self.rbuf.len() < n {
+                let missing = n - self.rbuf.len();
+                self.read_more(missing).await?;
+            }
+            return Ok((self.rbuf.split_to(n).freeze(), n as u64));
+        }
+        self.discard(n).await?;
+        Ok((Bytes::new(), n))
+    }
+
+    /// Consume `n` body bytes without keeping them.
+    async fn discard(&mut self, mut n: u64) -> Result<(), Failure> {
+        loop {
+            let take = (self.rbuf.len() as u64).min(n);
+            self.rbuf.advance(take as usize);
+            n -= take;
+            if n == 0 {
+                return Ok(());
+            }
+            self.read_more(READ_CHUNK).await?;
+        }
+    }
+
+    /// Take `n` body bytes, into `out` when kept.
+    async fn take(&mut self, mut n: u64, out: Option<&mut BytesMut>) -> Result<(), Failure> {
+        let Some(out) = out else {
+            return self.discard(n).await;
+        };
+        loop {
+            let take = (self.rbuf.len() as u64).min(n) as usize;
+            out.extend_from_slice(&self.rbuf[..take]);
+            self.rbuf.advance(take);
+            n -= take as u64;
+            if n == 0 {
+                return Ok(());
+            }
+            self.read_more(READ_CHUNK).await?;
+        }
+    }
+
+    /// Wait for a whole CRLF-terminated line at the start of the read
+    /// buffer; returns its length without the CRLF (the caller consumes it).
+    async fn line(&mut self) -> Result<usize, Failure> {
+        let mut from = 0;
+        loop {
+            if let Some(i) = self.rbuf[from..].windows(2).position(|w| w == b"\r\n") {
+                return Ok(from + i);
+            }
+            if self.rbuf.len() > MAX_LINE {
+                return Err(Failure::Protocol);
+            }
+            from = self.rbuf.len().saturating_sub(1);
+            self.read_more(READ_CHUNK).await?;
+        }
+    }
+
+    async fn read_chunked(
+        &mut self,
+        max_body: u64,
+        keep_body: bool,
+    ) -> Result<(Bytes, u64), Failure> {
+        let mut kept = keep_body.then(BytesMut::new);
+        let mut len: u64 = 0;
+        loop {
+            let n = self.line().await?;
+            let line = &self.rbuf[..n];
+            let size = line.split(|&b| b == b';').next().unwrap_or(&[]);
+            let size = parse_hex(size.trim_ascii()).ok_or(Failure::Protocol)?;
+            self.rbuf.advance(n + 2);
+            if size == 0 {
+                break;
+            }
+            len = len.checked_add(size).ok_or(Failure::Protocol)?;
+            if len > max_body {
+                return Err(Failure::BodyTooLarge);
+            }
+            self.take(size, kept.as_mut()).await?;
+            while self.rbuf.len() < 2 {
+                self.read_more(2).await?;
+            }
+            if &self.rbuf[..2] != b"\r\n" {
+                return Err(Failure::Protocol);
+            }
+            self.rbuf.advance(2);
+        }
+        // Trailers, ignored, up to the empty line.
+        loop {
+            let n = self.line().await?;
+            self.rbuf.advance(n + 2);
+            if n == 0 {
+                break;
+            }
+        }
+        Ok((kept.map_or_else(Bytes::new, BytesMut::freeze), len))
+    }
+
+    async fn read_to_close(
+        &mut self,
+        max_body: u64,
+        keep_body: bool,
+    ) -> Result<(Bytes, u64), Failure> {
+        let mut kept = keep_body.then(BytesMut::new);
+        let mut len: u64 = 0;
+        loop {
+            len += self.rbuf.len() as u64;
+            if len > max_body {
+                return Err(Failure::BodyTooLarge);
+            }
+            match &mut kept {
+                Some(k) if k.is_empty() => *k = self.rbuf.split(),
+                Some(k) => k.extend_from_slice(&self.rbuf.split()),
+                None => self.rbuf.clear(),
+            }
+            match self.fill(READ_CHUNK).await {
+                Ok(0) => break,
+                Ok(_) => {}
+                // TLS without close_notify: the end of a close-delimited body.
+                Err(Failure::Reset) => break,
+                Err(f) => return Err(f),
+            }
+        }
+        Ok((kept.map_or_else(Bytes::new, BytesMut::freeze), len))
+    }
+}
+
+fn parse_decimal(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii();
+    if v.is_empty() || v.len() > 19 {
+        return None;
+    }
+    v.iter().try_fold(0u64, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
+    })
+}
+
+fn parse_hex(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 15 {
+        return None;
+    }
+    v.iter().try_fold(0u64, |n, &b| {
+        let d = (b as char).to_digit(16)?;
+        Some(n * 16 + u64::from(d))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// A server that reads one request head (or not, for pipelined tests),
+    /// writes `parts` one write each (with a pause between), then closes
+    /// when `close` or waits.
+    async fn serve(parts: Vec<Vec<u8>>, close: bool) -> Conn<TcpStream> {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut buf = vec![0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            for p in parts {
+                s.write_all(&p).await.unwrap();
+                s.flush().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            if !close {
+                let _ = s.read(&mut buf).await;
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        });
+        let s = TcpStream::connect(addr).await.unwrap();
+        s.set_nodelay(true).unwrap();
+        Conn::new(s)
+    }
+
+    async fn get(c: &mut Conn<TcpStream>, head: bool, max: u64) -> Result<Answer, Failure> {
+        let method = if head { "HEAD" } else { "GET" };
+        let buf = c.request_buf();
+        buf.extend_from_slice(format!("{method} / HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes());
+        c.exchange(b"", head, max, true, &[]).await
+    }
+
+    fn one(s: &str) -> Vec<Vec<u8>> {
+        vec![s.as_bytes().to_vec()]
+    }
+
+    #[tokio::test]
+    async fn content_length_body() {
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello"),
+            false,
+        )
+        .await;
+        let keep = [HeaderName::from_static("x-a")];
+        c.request_buf().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+        let a = c.exchange(b"", false, 100, true, &keep).await.unwrap();
+        assert_eq!((a.status, &a.body[..], a.body_len), (200, &b"hello"[..], 5));
+        assert!(a.keep_alive);
+        assert_eq!(
+            a.headers,
+            vec![(keep[0].clone(), HeaderValue::from_static("1"))]
+        );
+    }
+
+    #[tokio::test]
+    async fn content_length_body_counted_only() {
+        let mut c = serve(
+            vec![
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello".to_vec(),
+                b"world".to_vec(),
+            ],
+            false,
+        )
+        .await;
+        c.request_buf().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+        let a = c.exchange(b"", false, 100, false, &[]).await.unwrap();
+        assert_eq!((a.body_len, a.body.len()), (10, 0));
+    }
+
+    #[tokio::test]
+    async fn chunked_split_at_every_byte() {
+        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: t\r\n\r\n";
+        for at in 1..raw.len() {
+            for keep in [true, false] {
+                let mut c = serve(vec![raw[..at].to_vec(), raw[at..].to_vec()], false).await;
+                c.request_buf().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+                let a = c.exchange(b"", false, 100, keep, &[]).await.unwrap();
+                assert_eq!(a.body_len, 11, "split at {at}");
+                if keep {
+                    assert_eq!(&a.body[..], b"hello world", "split at {at}");
+                }
+                assert!(a.keep_alive);
+                assert!(c.rbuf.is_empty());
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn pipelined_keep_alive() {
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nbc"),
+            false,
+        )
+        .await;
+        let a = get(&mut c, false, 100).await.unwrap();
+        assert_eq!((a.status, &a.body[..]), (200, &b"a"[..]));
+        assert!(!c.is_closed().await);
+        let b = get(&mut c, false, 100).await.unwrap();
+        assert_eq!((b.status, &b.body[..]), (201, &b"bc"[..]));
+        assert!(b.keep_alive);
+    }
+
+    #[tokio::test]
+    async fn connection_close_and_http10() {
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\na"),
+            true,
+        )
+        .await;
+        assert!(!get(&mut c, false, 100).await.unwrap().keep_alive);
+        let mut c = serve(one("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\na"), false).await;
+        assert!(!get(&mut c, false, 100).await.unwrap().keep_alive);
+        let mut c = serve(
+            one("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\na"),
+            false,
+        )
+        .await;
+        assert!(get(&mut c, false, 100).await.unwrap().keep_alive);
+    }
+
+    #[tokio::test]
+    async fn close_delimited_body() {
+        let mut c = serve(
+            vec![b"HTTP/1.1 200 OK\r\n\r\nsome".to_vec(), b" more".to_vec()],
+            true,
+        )
+        .await;
+        let a = get(&mut c, false, 100).await.unwrap();
+        assert_eq!(&a.body[..], b"some more");
+        assert!(!a.keep_alive);
+        assert!(c.is_closed().await);
+    }
+
+    #[tokio::test]
+    async fn continue_before_the_answer() {
+        let mut c = serve(
+            vec![
+                b"HTTP/1.1 100 Continue\r\n\r\n".to_vec(),
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+            ],
+            false,
+        )
+        .await;
+        let a = get(&mut c, false, 100).await.unwrap();
+        assert_eq!((a.status, &a.body[..]), (200, &b"ok"[..]));
+    }
+
+    #[tokio::test]
+    async fn body_over_max() {
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world"),
+            false,
+        )
+        .await;
+        assert_eq!(
+            get(&mut c, false, 10).await.unwrap_err(),
+            Failure::BodyTooLarge
+        );
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n"),
+            false,
+        )
+        .await;
+        assert_eq!(
+            get(&mut c, false, 10).await.unwrap_err(),
+            Failure::BodyTooLarge
+        );
+        let mut c = serve(one("HTTP/1.1 200 OK\r\n\r\nhello world"), true).await;
+        assert_eq!(
+            get(&mut c, false, 10).await.unwrap_err(),
+            Failure::BodyTooLarge
+        );
+    }
+
+    #[tokio::test]
+    async fn malformed_status_line() {
+        let mut c = serve(one("HTTP/1.1 OK 200\r\n\r\n"), false).await;
+        assert_eq!(get(&mut c, false, 10).await.unwrap_err(), Failure::Protocol);
+        let mut c = serve(one("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"), false).await;
+        assert_eq!(get(&mut c, false, 10).await.unwrap_err(), Failure::Protocol);
+    }
+
+    #[tokio::test]
+    async fn eof_mid_body_and_before_head() {
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello"),
+            true,
+        )
+        .await;
+        assert_eq!(get(&mut c, false, 100).await.unwrap_err(), Failure::Reset);
+        let mut c = serve(one("HTTP/1.1 200 OK\r\nContent-"), true).await;
+        assert_eq!(get(&mut c, false, 100).await.unwrap_err(), Failure::Reset);
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"),
+            true,
+        )
+        .await;
+        assert_eq!(get(&mut c, false, 100).await.unwrap_err(), Failure::Reset);
+    }
+
+    #[tokio::test]
+    async fn head_and_204_have_no_body() {
+        let mut c = serve(
+            one("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nz"),
+            false,
+        )
+        .await;
+        let a = get(&mut c, true, 100).await.unwrap();
+        assert_eq!((a.status, a.body_len), (200, 0));
+        let b = get(&mut c, false, 100).await.unwrap();
+        assert_eq!((b.status, b.body_len), (204, 0));
+        let z = get(&mut c, false, 100).await.unwrap();
+        assert_eq!((z.status, &z.body[..]), (200, &b"z"[..]));
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_decimal(b" 12 "), Some(12));
+        assert_eq!(parse_decimal(b"1a"), None);
+        assert_eq!(parse_hex(b"fF"), Some(255));
+        assert_eq!(parse_hex(b""), None);
+    }
+}
