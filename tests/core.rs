@@ -481,3 +481,24 @@ fn a_thousand_connections_complete_with_every_request_accounted_for() {
         "{report}"
     );
 }
+
+#[test]
+fn requests_are_counted_under_their_own_method_even_when_they_look_alike() {
+    let a = Server::start(|_| Reply::ok("{}"));
+    let url = format!("http+get://{}/api/", a.addr);
+    // Same length, different paths, alternating: each keeps its own name.
+    let mut input = String::new();
+    for i in 0..100 {
+        input.push_str(if i % 2 == 0 { "users/1\n" } else { "items/2\n" });
+    }
+    let (out, _) = run_lib(&["-c", "2", &url], input.as_bytes());
+    let mut methods = out.stats.verdicts.methods.clone();
+    methods.sort();
+    assert_eq!(
+        methods,
+        [
+            ("GET /api/items/{id}".to_string(), 50),
+            ("GET /api/users/{id}".to_string(), 50)
+        ]
+    );
+}

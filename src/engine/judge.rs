@@ -71,41 +71,34 @@ pub fn jsonrpc_error_name(code: i64) -> String {
 
 /// The kind of the last request that was not JSON-RPC, kept because
 /// single-request mode (and many replays) send the same request again and
-/// again: naming it costs an allocation or two.
+/// again: naming it costs an allocation or two, comparing it a memcmp.
 #[derive(Default)]
 pub(crate) struct KindCache {
     last: Option<Cached>,
 }
 
-/// A request's identity (body buffer, target, method) and its kind.
+/// A request (body, target, method) and its kind.
 struct Cached {
-    body: (usize, usize),
+    /// The body (a reference-counted clone, compared by content).
+    body: bytes::Bytes,
     target: Option<String>,
     method: Option<http::Method>,
     kind: Kind,
 }
 
 impl KindCache {
-    /// The kind of `req`, from the cache when `req` shares the last one's
-    /// body buffer, target and method.
+    /// The kind of `req`, from the cache when `req` has the last one's
+    /// body, target and method.
     fn kind(&mut self, plan: &Plan, req: &Request) -> &Kind {
-        let body = (req.body.as_ptr() as usize, req.body.len());
-        let hit = self
-            .last
-            .as_ref()
-            .is_some_and(|c| c.body == body && c.target == req.target && c.method == req.method);
-        if !hit {
-            self.last = Some(Cached {
-                body,
-                target: req.target.clone(),
-                method: req.method.clone(),
-                kind: method::kind(req, &plan.endpoints[0]),
-            });
-        }
-        &self
-            .last
-            .get_or_insert_with(|| unreachable!("filled above"))
-            .kind
+        let same =
+            |c: &Cached| c.body == req.body && c.target == req.target && c.method == req.method;
+        let cached = self.last.take().filter(same).unwrap_or_else(|| Cached {
+            body: req.body.clone(),
+            target: req.target.clone(),
+            method: req.method.clone(),
+            kind: method::kind(req, &plan.endpoints[0]),
+        });
+        &self.last.insert(cached).kind
     }
 }
 
