@@ -251,10 +251,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 let missing = n - self.rbuf.len();
                 self.read_more(missing).await?;
             }
-            return Ok((self.rbuf.split_to(n).freeze(), n as u64));
+            return Ok((self.take_body(n), n as u64));
         }
         self.discard(n).await?;
         Ok((Bytes::new(), n))
+    }
+
+    /// The next `n` buffered bytes as a body of their own. A small body is
+    /// copied out, so the connection keeps reusing its read buffer; a body
+    /// of a quarter of the buffer or more is split off without a copy.
+    fn take_body(&mut self, n: usize) -> Bytes {
+        if n < self.rbuf.capacity() / 4 {
+            let body = Bytes::copy_from_slice(&self.rbuf[..n]);
+            bytes::Buf::advance(&mut self.rbuf, n);
+            body
+        } else {
+            self.rbuf.split_to(n).freeze()
+        }
     }
 
     /// Consume `n` body bytes without keeping them.

@@ -139,11 +139,14 @@ impl Link {
         })
     }
 
-    /// The TLS handshake times since the last call, taken out.
-    pub fn take_handshakes(&self) -> hdrhistogram::Histogram<u64> {
-        self.dialer
-            .handshakes
-            .replace(crate::stats::new_histogram())
+    /// The TLS handshake times since the last call, taken out (`None`
+    /// when there were none, at no cost).
+    pub fn take_handshakes(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        let mut h = self.dialer.handshakes.borrow_mut();
+        if h.is_empty() {
+            return None;
+        }
+        Some(std::mem::replace(&mut *h, crate::stats::new_histogram()))
     }
 
     /// Keep a new connection: an HTTP/1.1 one idle in the pool, an HTTP/2

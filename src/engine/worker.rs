@@ -362,8 +362,10 @@ impl Core {
     fn take_handshakes(&self) {
         let mut stats = self.stats.borrow_mut();
         for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
-            // Same bounds everywhere, so adding cannot fail.
-            let _ = s.tls.add(link.take_handshakes());
+            if let Some(h) = link.take_handshakes() {
+                // Same bounds everywhere, so adding cannot fail.
+                let _ = s.tls.add(h);
+            }
         }
     }
 
