@@ -116,18 +116,17 @@ pub fn open(
         Some(p) if p != Path::new("-") => Box::new(std::fs::File::open(p)?),
         _ => Box::new(std::io::stdin()),
     };
-    if format == Format::Lines {
-        return Ok(Box::new(lines::LinesSource::new(reader, max_record)));
-    }
-    let buffered: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, reader));
+    let buffered =
+        |r| -> Box<dyn BufRead + Send> { Box::new(BufReader::with_capacity(1 << 16, r)) };
     Ok(match format {
-        Format::Lines => unreachable!("handled above"),
-        Format::Jsonl => Box::new(jsonl::JsonlSource::new(buffered, max_record)),
-        Format::Har => Box::new(har::HarSource::new(buffered)),
-        Format::Curl => Box::new(curl::CurlSource::new(buffered, max_record)),
-        Format::Vegeta => Box::new(vegeta::VegetaSource::new(buffered, max_record)),
-        Format::Pcap => Box::new(pcap::PcapSource::new(Box::new(buffered))),
-        Format::Run => Box::new(saved::SavedRun::new(buffered)),
+        // Lines keep their own buffer (to know whether the next line waits).
+        Format::Lines => Box::new(lines::LinesSource::new(reader, max_record)),
+        Format::Jsonl => Box::new(jsonl::JsonlSource::new(buffered(reader), max_record)),
+        Format::Har => Box::new(har::HarSource::new(buffered(reader))),
+        Format::Curl => Box::new(curl::CurlSource::new(buffered(reader), max_record)),
+        Format::Vegeta => Box::new(vegeta::VegetaSource::new(buffered(reader), max_record)),
+        Format::Pcap => Box::new(pcap::PcapSource::new(Box::new(buffered(reader)))),
+        Format::Run => Box::new(saved::SavedRun::new(buffered(reader))),
     })
 }
 

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use super::{escape_terminal, go_duration};
+use crate::compare::sample;
 use crate::endpoint::Outcome;
 use crate::input::Request;
 use crate::plan::Plan;
@@ -68,20 +69,10 @@ pub fn timing_line(out: &mut dyn Write, plan: &Plan, e: usize, req: &Request, o:
 /// A body for display: pretty JSON when `pretty` and it parses, cut at
 /// [`BODY_LIMIT`] bytes with a note, escaped for the terminal.
 fn show_body(body: &[u8], pretty: bool) -> String {
-    let text = match (pretty, serde_json::from_slice::<serde_json::Value>(body)) {
-        (true, Ok(v)) => serde_json::to_string_pretty(&v).unwrap_or_default(),
-        _ => String::from_utf8_lossy(body).into_owned(),
+    let text = if pretty {
+        sample::pretty(body)
+    } else {
+        String::from_utf8_lossy(body).into_owned()
     };
-    if text.len() <= BODY_LIMIT {
-        return escape_terminal(&text);
-    }
-    let mut cut = BODY_LIMIT;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!(
-        "{}\n... ({} more bytes not shown)",
-        escape_terminal(&text[..cut]),
-        text.len() - cut
-    )
+    escape_terminal(&sample::cut(&text, BODY_LIMIT))
 }
