@@ -100,11 +100,6 @@ impl Stop {
         scale
     }
 
-    /// The factor the scheduled rate is multiplied by (1 unless changed).
-    pub fn rate_scale(&self) -> f64 {
-        *self.rate_scale.borrow()
-    }
-
     /// A receiver of rate changes, for a core's feeder.
     pub(crate) fn rate_changes(&self) -> watch::Receiver<f64> {
         self.rate_scale.subscribe()

@@ -47,9 +47,9 @@ pub struct RunInfo {
     pub twin: Option<usize>,
     /// `-v`: show mismatch samples.
     pub verbose: u8,
-    /// `--mismatches`: mismatched requests seen and lines written, when the
-    /// report was made.
-    pub logged: Option<(u64, u64)>,
+    /// `--mismatches`: mismatched requests seen, lines written, and the
+    /// limit, when the report was made.
+    pub logged: Option<(u64, u64, u64)>,
 }
 
 impl RunInfo {

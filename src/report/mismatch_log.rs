@@ -24,6 +24,7 @@ pub struct MismatchLog {
     out: Mutex<LineWriter<File>>,
     limit: u64,
     seen: AtomicU64,
+    written: AtomicU64,
 }
 
 impl MismatchLog {
@@ -36,13 +37,17 @@ impl MismatchLog {
             out: Mutex::new(LineWriter::new(File::create(path)?)),
             limit,
             seen: AtomicU64::new(0),
+            written: AtomicU64::new(0),
         })
     }
 
-    /// Mismatches seen, and how many of them were written.
-    pub fn counts(&self) -> (u64, u64) {
-        let seen = self.seen.load(Ordering::Relaxed);
-        (seen, seen.min(self.limit))
+    /// Mismatches seen, lines written, and the limit.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.seen.load(Ordering::Relaxed),
+            self.written.load(Ordering::Relaxed),
+            self.limit,
+        )
     }
 
     /// Write one mismatched request, unless the limit is reached.
@@ -59,8 +64,11 @@ impl MismatchLog {
         }
         let line = line(plan, req, method, outcomes, findings);
         if let Ok(mut out) = self.out.lock() {
-            // A failed write loses this line only; the run goes on.
-            let _ = writeln!(out, "{line}");
+            // A failed write loses this line only (and is not counted as
+            // written); the run goes on.
+            if writeln!(out, "{line}").is_ok() {
+                self.written.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 }

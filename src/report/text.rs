@@ -227,15 +227,17 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
             v.fell_back
         )?;
     }
-    if let Some((seen, written)) = plan.logged {
+    if let Some((seen, written, limit)) = plan.logged {
+        let why = if written < seen.min(limit) {
+            " (some lines could not be written)"
+        } else if seen > limit {
+            " (--mismatch-limit reached)"
+        } else {
+            ""
+        };
         writeln!(
             out,
-            "   Logged:     {written} of {seen} mismatched requests written to --mismatches{}",
-            if written < seen {
-                " (--mismatch-limit reached)"
-            } else {
-                ""
-            }
+            "   Logged:     {written} of {seen} mismatched requests written to --mismatches{why}"
         )?;
     }
     if v.incomplete > 0 {
