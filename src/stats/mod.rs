@@ -17,18 +17,25 @@ pub const BATCH_ERROR: i64 = i64::MIN;
 /// values are clamped to it (and still counted).
 const MAX_MICROS: u64 = 3_600_000_000;
 
-/// A latency histogram in microseconds, 3 significant figures.
+/// A latency histogram in microseconds, 3 significant figures. It starts
+/// covering 1 µs to 2 ms (16 KiB of counts) and grows, a bucket (8 KiB) per
+/// doubling, to the largest value recorded (at most [`MAX_MICROS`], 184 KiB):
+/// memory follows the latencies seen, never the number of requests, and the
+/// many histograms a run keeps stay small when latencies are.
 pub fn new_histogram() -> Histogram<u64> {
-    // Bounds are constants within hdrhistogram's limits.
-    Histogram::new_with_bounds(1, MAX_MICROS, 3).unwrap_or_else(|_| unreachable!())
+    Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant figures are in range"))
 }
 
-/// Record a duration in µs (clamped to the histogram's range).
+/// Record a duration in µs (clamped to 1 µs ..= [`MAX_MICROS`]).
 pub fn record(h: &mut Histogram<u64>, d: Duration) {
     let us = u64::try_from(d.as_micros())
         .unwrap_or(MAX_MICROS)
         .clamp(1, MAX_MICROS);
-    h.saturating_record(us);
+    // The histogram resizes itself (never fails below MAX_MICROS); should
+    // it be one that cannot (read from a file), the value is clamped.
+    if h.record(us).is_err() {
+        h.saturating_record(us);
+    }
 }
 
 /// Everything recorded about one endpoint.
@@ -472,6 +479,25 @@ mod tests {
             connect: None,
             bytes_out: 3,
         }
+    }
+
+    #[test]
+    fn histograms_start_small_and_grow_to_the_clamp() {
+        let mut h = new_histogram();
+        assert!(
+            h.high() < 10_000,
+            "a fresh histogram covers {} µs",
+            h.high()
+        );
+        record(&mut h, Duration::from_micros(150));
+        record(&mut h, Duration::from_secs(7200));
+        assert!(h.high() >= MAX_MICROS);
+        assert!(h.equivalent(h.max(), MAX_MICROS), "{}", h.max());
+        assert_eq!(h.value_at_quantile(0.5), 150);
+        let mut small = new_histogram();
+        small.add(&h).expect("a growing histogram takes any other");
+        assert_eq!(small.len(), 2);
+        assert!(small.equivalent(small.max(), MAX_MICROS));
     }
 
     #[test]
