@@ -109,3 +109,92 @@ fn without_keepalive_every_request_opens_a_connection() {
     );
     assert!(report.contains("Connects:"), "{report}");
 }
+
+/// Requests recorded over HTTP/1.1 carry headers HTTP/2 forbids; they are
+/// left out over h2 (not failed), the authority is the endpoint's, and an
+/// endpoint's Host header replaces it, once, on either protocol.
+#[test]
+fn recorded_headers_cross_to_http2_and_host_is_the_endpoints() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let server = Server::start(move |r: &Seen| {
+        s.lock().unwrap().push(r.clone());
+        Reply::ok("{}")
+    });
+    let input = br#"{"method":"POST","url":"http://old.example/x?y=1","headers":{"Host":"old.example","Connection":"keep-alive","Keep-Alive":"timeout=5","TE":"gzip","Transfer-Encoding":"chunked","X-Trace":"t1"},"body":"{\"a\":1}"}
+"#;
+    let url = server.url();
+    let out = run_bin(&["--http2", "--input", "jsonl", &url], input);
+    assert!(out.status.success(), "{out:?}");
+    let out = run_bin(
+        &[
+            "--http2",
+            "-H",
+            "Host: vhost.example",
+            "--input",
+            "jsonl",
+            &url,
+        ],
+        input,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let (out, report) = run_lib(&["-H", "Host: vhost.example", &url], &lines(1));
+    assert_eq!(out.stats.endpoints[0].responses, 1, "{report}");
+
+    let seen = seen.lock().unwrap();
+    let h2 = &seen[0];
+    assert_eq!(h2.version, http::Version::HTTP_2);
+    assert_eq!(h2.method, "POST");
+    assert_eq!(
+        h2.path,
+        format!("http://127.0.0.1:{}/x?y=1", server.addr.port())
+    );
+    assert_eq!(h2.body.as_ref(), br#"{"a":1}"#);
+    assert_eq!(h2.headers["x-trace"], "t1");
+    assert_eq!(h2.headers["content-length"], "7");
+    for gone in [
+        "host",
+        "connection",
+        "keep-alive",
+        "te",
+        "transfer-encoding",
+    ] {
+        assert!(!h2.headers.contains_key(gone), "{gone}: {:?}", h2.headers);
+    }
+    assert!(
+        seen[1].path.starts_with("http://vhost.example/x?y=1"),
+        "{}",
+        seen[1].path
+    );
+    assert_eq!(seen[2].version, http::Version::HTTP_11);
+    assert_eq!(seen[2].headers.get_all("host").iter().count(), 1);
+    assert_eq!(seen[2].headers["host"], "vhost.example");
+}
+
+/// A server that ends each connection after a number of requests (nginx's
+/// `keepalive_requests`, 1,000 by default, GOAWAY over HTTP/2): requests it
+/// left unprocessed go again on a new connection, and none is lost or
+/// counted as an error.
+#[test]
+fn connections_the_server_retires_are_replaced_without_errors() {
+    for proto in [&["--http2"][..], &[][..]] {
+        let server = Server::start_limited(25, |r: &Seen| Reply::ok(r.body.clone()));
+        let (a, b) = (format!("a={}", server.url()), format!("b={}", server.url()));
+        let mut args = proto.to_vec();
+        args.extend(["-c", "8", &a, &b]);
+        let (out, report) = run_lib(&args, &lines(1000));
+        for e in &out.stats.endpoints {
+            assert_eq!(e.responses, 1000, "{proto:?}\n{report}");
+            assert_eq!(e.errors(), 0, "{proto:?}\n{report}");
+        }
+        assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+        let conns = server
+            .counters
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            conns >= 2000 / 25,
+            "{proto:?}: {conns} connections\n{report}"
+        );
+    }
+}

@@ -1,27 +1,22 @@
 //! Opening connections: name resolution (once, before the run), TCP, TLS
 //! with rustls (verified by default), and the HTTP handshake: HTTP/1.1 on
 //! versus's own codec (`h1.rs`, nothing to run beside the slot), HTTP/2 on
-//! hyper's connection API, whose driver runs as a local task on the calling
-//! core.
+//! the `h2` crate, whose connection driver runs as a local task on the
+//! calling core.
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http2;
-use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
 use super::{Failure, HttpVersion, Scheme};
-
-/// The body type versus sends.
-pub(crate) type Body = Full<Bytes>;
 
 /// A byte stream, TCP or TLS.
 pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
@@ -31,10 +26,31 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 /// An HTTP/1.1 connection on versus's codec, TCP or TLS.
 pub(crate) type H1Conn = super::h1::Conn<Box<dyn Io>>;
 
+/// An HTTP/2 connection: the handle streams are opened on, and whether
+/// its driver has ended (the connection is gone). Only its own core uses
+/// it (`Arc` because a link is made before its core's thread starts).
+pub(crate) struct H2Conn {
+    pub send: h2::client::SendRequest<Bytes>,
+    closed: Arc<AtomicBool>,
+}
+
+impl H2Conn {
+    /// Whether the connection has ended or takes no new streams.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Take no new streams here (the server is going away): the next
+    /// request opens a new connection.
+    pub fn retire(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A ready connection.
 pub(crate) enum Connected {
     H1(H1Conn),
-    H2(http2::SendRequest<Body>),
+    H2(Arc<H2Conn>),
 }
 
 /// TLS settings from the command line.
@@ -181,32 +197,19 @@ where
     if !h2 {
         return Ok(Connected::H1(super::h1::Conn::new(Box::new(io))));
     }
-    let io = TokioIo::new(io);
-    {
-        let (sender, conn) = http2::Builder::new(LocalExec)
-            .initial_stream_window_size(4 << 20)
-            .initial_connection_window_size(8 << 20)
-            .handshake(io)
-            .await
-            .map_err(|e| classify_hyper(&e))?;
-        tokio::task::spawn_local(async move {
-            let _ = conn.await;
-        });
-        Ok(Connected::H2(sender))
-    }
-}
-
-/// Runs hyper's HTTP/2 stream tasks on the current core.
-#[derive(Clone, Copy)]
-struct LocalExec;
-
-impl<F> hyper::rt::Executor<F> for LocalExec
-where
-    F: std::future::Future + 'static,
-{
-    fn execute(&self, fut: F) {
-        tokio::task::spawn_local(fut);
-    }
+    let (send, conn) = h2::client::Builder::new()
+        .initial_window_size(4 << 20)
+        .initial_connection_window_size(8 << 20)
+        .handshake::<_, Bytes>(io)
+        .await
+        .map_err(|e| classify_h2(&e))?;
+    let closed = Arc::new(AtomicBool::new(false));
+    let flag = closed.clone();
+    tokio::task::spawn_local(async move {
+        let _ = conn.await;
+        flag.store(true, Ordering::Relaxed);
+    });
+    Ok(Connected::H2(Arc::new(H2Conn { send, closed })))
 }
 
 /// Map an I/O error to a failure kind; `fallback` for the rest.
@@ -221,28 +224,26 @@ pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
     }
 }
 
-/// Map a hyper error to a failure kind.
-pub(crate) fn classify_hyper(e: &hyper::Error) -> Failure {
-    if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
-        return Failure::Protocol;
+/// Map an HTTP/2 error to a failure kind.
+pub(crate) fn classify_h2(e: &h2::Error) -> Failure {
+    use h2::Reason;
+    if let Some(io) = e.get_io() {
+        return classify_io(io, Failure::Io);
     }
-    if e.is_timeout() {
-        return Failure::Timeout;
+    match e.reason() {
+        // The server broke the protocol (h2 noticed and ended the stream or
+        // connection), or said that versus did.
+        Some(
+            Reason::PROTOCOL_ERROR
+            | Reason::COMPRESSION_ERROR
+            | Reason::FRAME_SIZE_ERROR
+            | Reason::FLOW_CONTROL_ERROR,
+        ) => Failure::Protocol,
+        // RST_STREAM, GOAWAY or a closed connection.
+        Some(_) => Failure::Reset,
+        // h2 refused the request itself (a header HTTP/2 does not allow).
+        None => Failure::BadRequest,
     }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<io::Error>() {
-            return classify_io(io, Failure::Io);
-        }
-        if let Some(h2) = s.downcast_ref::<hyper::Error>() {
-            return classify_hyper(h2);
-        }
-        source = s.source();
-    }
-    if e.is_incomplete_message() || e.is_closed() || e.is_canceled() {
-        return Failure::Reset;
-    }
-    Failure::Protocol
 }
 
 /// `--insecure`: any certificate is accepted, but the handshake signatures

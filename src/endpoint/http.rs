@@ -2,7 +2,7 @@
 //! connect, the prepared headers and URI, the shared HTTP/2 connection); a
 //! [`Slot`] is one request in flight at a time on it (an HTTP/1.1
 //! connection of versus's own codec taken from the link's idle pool, or a
-//! stream of the shared HTTP/2 one, on hyper). WebSocket endpoints
+//! stream of the shared HTTP/2 one, on the `h2` crate). WebSocket endpoints
 //! (`ws://`, `wss://`) use the same two types; their exchange is in
 //! `ws.rs`.
 //!
@@ -19,13 +19,13 @@ use std::time::{Duration, Instant};
 use std::borrow::Cow;
 
 use bytes::{Bytes, BytesMut};
-use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING};
+use http::header::{
+    HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TE, TRANSFER_ENCODING, UPGRADE,
+};
 use http::{HeaderMap, HeaderName, Method, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2;
 use rustls::pki_types::ServerName;
 
-use super::connect::{classify_hyper, Body, Connected, Dialer, H1Conn};
+use super::connect::{classify_h2, Connected, Dialer, H1Conn, H2Conn};
 use super::ws::{WsLink, WsSlot};
 use super::{EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
 use crate::input::Request;
@@ -35,6 +35,9 @@ pub struct Link {
     dialer: Dialer,
     opts: TransportOptions,
     spec: Arc<EndpointSpec>,
+    /// Host and `:authority`: the endpoint's Host header if it has one,
+    /// else the URL's.
+    authority: String,
     /// The endpoint's URI for requests without a target in absolute form
     /// (h2 needs scheme and authority).
     absolute_uri: Uri,
@@ -60,7 +63,7 @@ pub struct Link {
 #[derive(Default)]
 struct H2State {
     negotiated: bool,
-    sender: Option<http2::SendRequest<Body>>,
+    conn: Option<Arc<H2Conn>>,
 }
 
 impl Link {
@@ -85,18 +88,32 @@ impl Link {
             .base_path
             .parse()
             .map_err(|e| format!("{}: {e}", spec.label))?;
-        let absolute_uri =
-            absolute(&spec, &spec.base_path).map_err(|e| format!("{}: {e}", spec.label))?;
-        let mut line_headers_h2 = spec.headers.clone();
-        if spec.style == Style::Post && !line_headers_h2.contains_key(CONTENT_TYPE) {
-            line_headers_h2.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        }
-        let host =
-            HeaderValue::from_str(&spec.authority).map_err(|e| format!("{}: {e}", spec.label))?;
+        // A Host header given for the endpoint replaces the URL's authority
+        // (virtual hosts behind an address): as Host over HTTP/1.1, as
+        // `:authority` over HTTP/2.
+        let authority = match spec.headers.get(HOST) {
+            Some(v) => v
+                .to_str()
+                .map_err(|_| format!("{}: the Host header is not ASCII", spec.label))?
+                .to_string(),
+            None => spec.authority.clone(),
+        };
+        let absolute_uri = absolute(spec.scheme, &authority, &spec.base_path)
+            .map_err(|e| format!("{}: {e}", spec.label))?;
+        let content_type = (spec.style == Style::Post && !spec.headers.contains_key(CONTENT_TYPE))
+            .then(|| HeaderValue::from_static("application/json"));
+        let mut line_headers_h2 = HeaderMap::new();
         let mut line_head_h1 = Vec::new();
-        put_header(&mut line_head_h1, &HOST, host.as_bytes());
-        for (name, value) in &line_headers_h2 {
-            if !framing(name) {
+        put_header(&mut line_head_h1, &HOST, authority.as_bytes());
+        for (name, value) in spec
+            .headers
+            .iter()
+            .chain(content_type.iter().map(|v| (&CONTENT_TYPE, v)))
+        {
+            if !h2_forbidden(name, value) {
+                line_headers_h2.append(name.clone(), value.clone());
+            }
+            if !framing(name) && *name != HOST {
                 put_header(&mut line_head_h1, name, value.as_bytes());
             }
         }
@@ -129,6 +146,7 @@ impl Link {
             dialer,
             opts,
             spec,
+            authority,
             absolute_uri,
             line_head_h1,
             post_head_h1,
@@ -154,10 +172,10 @@ impl Link {
     fn adopt(&self, connected: Connected) {
         match connected {
             Connected::H1(s) => self.pool.borrow_mut().push(s),
-            Connected::H2(s) => {
+            Connected::H2(c) => {
                 let mut h2 = self.h2.borrow_mut();
                 h2.negotiated = true;
-                h2.sender = Some(s);
+                h2.conn = Some(c);
             }
         }
     }
@@ -205,7 +223,7 @@ impl Link {
         if line {
             buf.extend_from_slice(&self.line_head_h1);
         } else {
-            put_header(buf, &HOST, self.spec.authority.as_bytes());
+            put_header(buf, &HOST, self.authority.as_bytes());
             for (name, value) in &req.headers {
                 // The endpoint's own headers (API keys) win over recorded
                 // ones; the framing is versus's own.
@@ -228,8 +246,9 @@ impl Link {
         Ok((body, *method == Method::HEAD))
     }
 
-    /// Build the HTTP/2 request for `req` at this endpoint.
-    fn build_h2(&self, req: &Request) -> Result<http::Request<Body>, Failure> {
+    /// Build the HTTP/2 request head for `req` at this endpoint, and the
+    /// body to send after it.
+    fn build_h2(&self, req: &Request) -> Result<(http::Request<()>, Bytes), Failure> {
         let style = self.spec.style;
         let line = req.target.is_none() && req.headers.is_empty();
         let (method, uri, body) = match (&req.target, style) {
@@ -256,32 +275,57 @@ impl Link {
                 )
             }
         };
-        let mut out = http::Request::new(Full::new(body));
-        *out.method_mut() = method;
-        *out.uri_mut() = uri;
+        let mut out = http::Request::new(());
         let headers = out.headers_mut();
         if line {
-            *headers = self.line_headers_h2.clone();
+            if !self.line_headers_h2.is_empty() {
+                *headers = self.line_headers_h2.clone();
+            }
         } else {
             for (name, value) in &req.headers {
-                headers.append(name.clone(), value.clone());
+                // The endpoint's own headers (API keys) win over recorded
+                // ones; HTTP/2 has no connection-level headers, and the
+                // authority is the endpoint's.
+                if !h2_forbidden(name, value) && !self.spec.headers.contains_key(name) {
+                    headers.append(name.clone(), value.clone());
+                }
             }
-            // The endpoint's own headers (API keys) win over recorded ones.
             for (name, value) in &self.spec.headers {
-                headers.insert(name.clone(), value.clone());
+                if !h2_forbidden(name, value) {
+                    headers.insert(name.clone(), value.clone());
+                }
             }
         }
-        Ok(out)
+        if !body.is_empty() || matches!(method, Method::POST | Method::PUT | Method::PATCH) {
+            let len = HeaderValue::from(body.len());
+            headers.insert(CONTENT_LENGTH, len);
+        }
+        *out.method_mut() = method;
+        *out.uri_mut() = uri;
+        Ok((out, body))
     }
 
     fn uri(&self, path: &str) -> Result<Uri, Failure> {
-        absolute(&self.spec, path).map_err(|_| Failure::BadRequest)
+        absolute(self.spec.scheme, &self.authority, path).map_err(|_| Failure::BadRequest)
     }
 }
 
 /// Headers that frame the message: versus writes its own.
 fn framing(name: &HeaderName) -> bool {
     *name == CONTENT_LENGTH || *name == TRANSFER_ENCODING
+}
+
+/// Recorded headers an HTTP/2 request must not carry (RFC 9113 8.2.2) or
+/// that versus sets itself: framing, Host (the `:authority` is the
+/// endpoint's) and the connection-specific ones.
+fn h2_forbidden(name: &HeaderName, value: &HeaderValue) -> bool {
+    framing(name)
+        || *name == HOST
+        || *name == CONNECTION
+        || *name == UPGRADE
+        || name.as_str() == "keep-alive"
+        || name.as_str() == "proxy-connection"
+        || (*name == TE && value.as_bytes() != b"trailers")
 }
 
 fn put_request_line(buf: &mut Vec<u8>, method: &Method, path: &str) {
@@ -305,13 +349,13 @@ fn put_length_end(buf: &mut Vec<u8>, len: usize) {
 }
 
 /// The absolute URI of `path` at the endpoint.
-fn absolute(spec: &EndpointSpec, path: &str) -> Result<Uri, http::Error> {
+fn absolute(scheme: Scheme, authority: &str, path: &str) -> Result<Uri, http::Error> {
     Uri::builder()
-        .scheme(match spec.scheme {
+        .scheme(match scheme {
             Scheme::Http => "http",
             Scheme::Https => "https",
         })
-        .authority(spec.authority.as_str())
+        .authority(authority)
         .path_and_query(path)
         .build()
 }
@@ -351,12 +395,50 @@ pub struct Slot {
     /// Whether the last answer left the connection usable (no
     /// `Connection: close`, not close-delimited).
     reuse: bool,
+    /// The HTTP/2 connection this slot last used and its own handle to it
+    /// (kept, so a request costs no handle clone).
+    h2: Option<(Arc<H2Conn>, h2::client::SendRequest<Bytes>)>,
     ws: WsSlot,
 }
 
 enum Sender {
     H1(H1Conn),
-    H2(http2::SendRequest<Body>),
+    H2(Arc<H2Conn>),
+}
+
+/// How an HTTP/2 exchange failed.
+enum H2Error {
+    /// The server did not process the request (the connection takes no new
+    /// streams, or a GOAWAY or REFUSED_STREAM left it out): safe to send
+    /// again (RFC 9113 8.7).
+    Unprocessed,
+    Failed(Failure),
+}
+
+impl H2Error {
+    /// An error opening the stream: h2 refusing the request itself, or the
+    /// connection going away.
+    fn sending(e: h2::Error) -> H2Error {
+        match classify_h2(&e) {
+            Failure::BadRequest => H2Error::Failed(Failure::BadRequest),
+            _ => H2Error::Unprocessed,
+        }
+    }
+
+    /// An error waiting for the response head.
+    fn answer(e: h2::Error) -> H2Error {
+        if (e.is_go_away() && e.is_remote()) || e.reason() == Some(h2::Reason::REFUSED_STREAM) {
+            H2Error::Unprocessed
+        } else {
+            H2Error::Failed(classify_h2(&e))
+        }
+    }
+}
+
+impl From<Failure> for H2Error {
+    fn from(f: Failure) -> H2Error {
+        H2Error::Failed(f)
+    }
 }
 
 impl Slot {
@@ -366,6 +448,7 @@ impl Slot {
             link,
             h1: None,
             reuse: false,
+            h2: None,
             ws: WsSlot::default(),
         }
     }
@@ -444,55 +527,101 @@ impl Slot {
         clock: &mut Instant,
         connect: &mut Option<Duration>,
     ) -> Result<Response, Failure> {
-        let start = *clock;
-        let (sender, opened) = self.sender().await?;
-        *connect = opened;
-        if opened.is_some() && self.link.opts.keepalive {
-            // A reconnect is not the request's latency; it is counted apart.
-            *clock = Instant::now();
-        }
-        let response = match sender {
-            Sender::H1(mut c) => {
-                let link = &*self.link;
-                self.reuse = true;
-                let built = link.build_h1(req, c.request_buf());
-                self.reuse = false;
-                let r = match built {
-                    Ok((body, head)) => {
-                        let opts = &link.opts;
-                        c.exchange(body, head, opts.max_body, keep_body, &opts.keep_headers)
-                            .await
-                    }
-                    Err(f) => {
-                        self.reuse = true;
-                        Err(f)
-                    }
-                };
-                self.h1 = Some(c);
-                let a = r?;
-                self.reuse = a.keep_alive;
-                return Ok(Response {
-                    status: a.status,
-                    headers: a.headers,
-                    body: a.body,
-                    body_len: a.body_len,
-                    ttfb: a.head_at.saturating_duration_since(start),
-                });
-            }
-            Sender::H2(mut s) => {
-                let request = self.link.build_h2(req)?;
-                let r = s.send_request(request).await;
-                if r.is_err() && s.is_closed() {
-                    self.link.h2.borrow_mut().sender = None;
+        // An HTTP/2 request the server refused unprocessed (its connection
+        // was going away) is sent once more, on a new connection.
+        let mut refused = false;
+        loop {
+            let (sender, opened) = self.sender().await?;
+            if opened.is_some() {
+                *connect = opened;
+                if self.link.opts.keepalive {
+                    // A reconnect is not the request's latency; it is
+                    // counted apart.
+                    *clock = Instant::now();
                 }
-                r
+            }
+            let start = *clock;
+            let conn = match sender {
+                Sender::H1(c) => return self.exchange_h1(c, req, keep_body, start).await,
+                Sender::H2(conn) => conn,
+            };
+            match self.exchange_h2(&conn, req, keep_body, start).await {
+                Ok(r) => return Ok(r),
+                Err(H2Error::Failed(f)) => return Err(f),
+                Err(H2Error::Unprocessed) => {
+                    conn.retire();
+                    if std::mem::replace(&mut refused, true) {
+                        return Err(Failure::Reset);
+                    }
+                }
             }
         }
-        .map_err(|e| classify_hyper(&e))?;
+    }
+
+    /// One request on an HTTP/1.1 connection.
+    async fn exchange_h1(
+        &mut self,
+        mut c: H1Conn,
+        req: &Request,
+        keep_body: bool,
+        start: Instant,
+    ) -> Result<Response, Failure> {
+        let link = &*self.link;
+        self.reuse = true;
+        let built = link.build_h1(req, c.request_buf());
+        self.reuse = false;
+        let r = match built {
+            Ok((body, head)) => {
+                let opts = &link.opts;
+                c.exchange(body, head, opts.max_body, keep_body, &opts.keep_headers)
+                    .await
+            }
+            Err(f) => {
+                self.reuse = true;
+                Err(f)
+            }
+        };
+        self.h1 = Some(c);
+        let a = r?;
+        self.reuse = a.keep_alive;
+        Ok(Response {
+            status: a.status,
+            headers: a.headers,
+            body: a.body,
+            body_len: a.body_len,
+            ttfb: a.head_at.saturating_duration_since(start),
+        })
+    }
+
+    /// One request on a stream of the shared HTTP/2 connection.
+    async fn exchange_h2(
+        &mut self,
+        conn: &Arc<H2Conn>,
+        req: &Request,
+        keep_body: bool,
+        start: Instant,
+    ) -> Result<Response, H2Error> {
+        let link = &*self.link;
+        let (head, body) = link.build_h2(req)?;
+        let send = match &mut self.h2 {
+            Some((c, send)) if Arc::ptr_eq(c, conn) => send,
+            other => &mut other.insert((conn.clone(), conn.send.clone())).1,
+        };
+        // Waits while the server's limit of concurrent streams is reached;
+        // fails when the connection takes no new streams.
+        std::future::poll_fn(|cx| send.poll_ready(cx))
+            .await
+            .map_err(|_| H2Error::Unprocessed)?;
+        let end = body.is_empty();
+        let (response, mut stream) = send.send_request(head, end).map_err(H2Error::sending)?;
+        if !end {
+            // Buffered by h2 until the flow-control window allows it.
+            stream.send_data(body, true).map_err(H2Error::sending)?;
+        }
+        let response = response.await.map_err(H2Error::answer)?;
         let ttfb = start.elapsed();
         let status = response.status().as_u16();
-        let headers = self
-            .link
+        let headers = link
             .opts
             .keep_headers
             .iter()
@@ -505,18 +634,17 @@ impl Slot {
             })
             .collect();
         let mut body = response.into_body();
-        let max = self.link.opts.max_body;
+        let max = link.opts.max_body;
         let mut len: u64 = 0;
         let mut first: Option<Bytes> = None;
         let mut rest: Option<BytesMut> = None;
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| classify_hyper(&e))?;
-            let Ok(data) = frame.into_data() else {
-                continue;
-            };
+        while let Some(data) = body.data().await {
+            let data = data.map_err(|e| H2Error::Failed(classify_h2(&e)))?;
+            // Hand the window back at once: the body is read as it comes.
+            let _ = body.flow_control().release_capacity(data.len());
             len += data.len() as u64;
             if len > max {
-                return Err(Failure::BodyTooLarge);
+                return Err(H2Error::Failed(Failure::BodyTooLarge));
             }
             if keep_body {
                 match (&mut first, &mut rest) {
@@ -550,8 +678,8 @@ impl Slot {
     async fn sender(&mut self) -> Result<(Sender, Option<Duration>), Failure> {
         let link = self.link.clone();
         if link.h2.borrow().negotiated {
-            if let Some(s) = link.h2.borrow().sender.as_ref().filter(|s| !s.is_closed()) {
-                return Ok((Sender::H2(s.clone()), None));
+            if let Some(c) = link.h2.borrow().conn.as_ref().filter(|c| !c.is_closed()) {
+                return Ok((Sender::H2(c.clone()), None));
             }
         } else {
             // The most recently used idle connection first (LIFO keeps the
@@ -567,9 +695,9 @@ impl Slot {
         let took = Some(t0.elapsed());
         match connected {
             Connected::H1(s) => Ok((Sender::H1(s), took)),
-            Connected::H2(s) => {
-                link.adopt(Connected::H2(s.clone()));
-                Ok((Sender::H2(s), took))
+            Connected::H2(c) => {
+                link.adopt(Connected::H2(c.clone()));
+                Ok((Sender::H2(c), took))
             }
         }
     }

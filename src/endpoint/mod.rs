@@ -1,6 +1,6 @@
 //! Transports: how one request reaches one endpoint and what came back.
 //! This module owns connections (TCP, TLS, HTTP/1.1 on its own codec in
-//! `h1.rs`, HTTP/2 on hyper's connection API, no pool; WebSocket on
+//! `h1.rs`, HTTP/2 on the `h2` crate, no pool; WebSocket on
 //! tokio-tungstenite), the
 //! per-request timeout, and the
 //! classification of faults. It knows nothing about other endpoints,

@@ -76,7 +76,17 @@ impl Server {
     /// Start a plain HTTP server (HTTP/1.1, and HTTP/2 with prior
     /// knowledge) whose handler maps each request to a reply.
     pub fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
-        Server::start_with(None, handler)
+        Server::start_with(None, None, handler)
+    }
+
+    /// [`Server::start`], but each connection is shut down gracefully
+    /// (HTTP/2 GOAWAY, HTTP/1.1 `Connection: close`) once it has taken
+    /// `max` requests, as nginx's `keepalive_requests` does.
+    pub fn start_limited(
+        max: u64,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Server::start_with(None, Some(max), handler)
     }
 
     /// The same over TLS with this certificate; ALPN offers h2 and http/1.1.
@@ -95,12 +105,14 @@ impl Server {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Server::start_with(
             Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+            None,
             handler,
         )
     }
 
     fn start_with(
         tls: Option<tokio_rustls::TlsAcceptor>,
+        max_requests: Option<u64>,
         handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
     ) -> Server {
         let handler: Handler = Arc::new(handler);
@@ -128,9 +140,17 @@ impl Server {
                         let c = c.clone();
                         let tls = tls.clone();
                         tokio::spawn(async move {
+                            let taken = Arc::new(AtomicU64::new(0));
+                            let enough = Arc::new(tokio::sync::Notify::new());
+                            let (t, e) = (taken.clone(), enough.clone());
                             let svc =
                                 service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                                    serve(handler.clone(), c.clone(), req)
+                                    let n = t.fetch_add(1, Ordering::SeqCst) + 1;
+                                    let last = max_requests == Some(n);
+                                    if last {
+                                        e.notify_one();
+                                    }
+                                    serve(handler.clone(), c.clone(), req, last)
                                 });
                             let builder = auto::Builder::new(TokioExecutor::new());
                             match tls {
@@ -138,12 +158,12 @@ impl Server {
                                     let Ok(stream) = acceptor.accept(stream).await else {
                                         return;
                                     };
-                                    let _ =
-                                        builder.serve_connection(TokioIo::new(stream), svc).await;
+                                    let conn = builder.serve_connection(TokioIo::new(stream), svc);
+                                    serve_until(conn, &enough).await;
                                 }
                                 None => {
-                                    let _ =
-                                        builder.serve_connection(TokioIo::new(stream), svc).await;
+                                    let conn = builder.serve_connection(TokioIo::new(stream), svc);
+                                    serve_until(conn, &enough).await;
                                 }
                             }
                         });
@@ -176,10 +196,32 @@ impl Server {
     }
 }
 
+/// Serve a connection; shut it down gracefully when `enough` is notified.
+async fn serve_until<I, S>(
+    conn: auto::Connection<'_, I, S, TokioExecutor>,
+    enough: &tokio::sync::Notify,
+) where
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<Full<Bytes>>,
+            Error = Infallible,
+        > + Send,
+    S::Future: Send + 'static,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = enough.notified() => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
+}
+
 async fn serve(
     handler: Handler,
     c: Arc<Counters>,
     req: hyper::Request<hyper::body::Incoming>,
+    last: bool,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     {
         let now = c.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -205,6 +247,10 @@ async fn serve(
         c.in_flight.fetch_sub(1, Ordering::SeqCst);
         let mut resp = hyper::Response::new(Full::new(reply.body));
         *resp.status_mut() = http::StatusCode::from_u16(reply.status).unwrap();
+        if last && seen.version == http::Version::HTTP_11 {
+            resp.headers_mut()
+                .insert(http::header::CONNECTION, "close".parse().unwrap());
+        }
         Ok(resp)
     }
 }
