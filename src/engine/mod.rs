@@ -86,6 +86,17 @@ pub enum RunError {
     Start(#[from] std::io::Error),
 }
 
+/// Add one core's stats of interval `index` to the others' (the first
+/// core's are kept as they came: no new set of histograms per interval).
+fn gather(pending: &mut BTreeMap<u64, RunStats>, index: u64, stats: RunStats) {
+    match pending.entry(index) {
+        std::collections::btree_map::Entry::Vacant(v) => {
+            v.insert(stats);
+        }
+        std::collections::btree_map::Entry::Occupied(mut o) => o.get_mut().merge(&stats),
+    }
+}
+
 /// Merge the cores' intervals in order as they complete, show each to the
 /// observer, and return the totals and the run's wall time.
 fn collect(
@@ -105,20 +116,14 @@ fn collect(
     for msg in from.iter() {
         match msg {
             CoreMsg::Tick { core, index, stats } => {
-                pending
-                    .entry(index)
-                    .or_insert_with(|| RunStats::new(n))
-                    .merge(&stats);
+                gather(&mut pending, index, stats);
                 next[core] = Some(index + 1);
             }
             CoreMsg::Done { core, result } => {
                 next[core] = None;
                 match result {
                     Ok(r) => {
-                        pending
-                            .entry(r.index)
-                            .or_insert_with(|| RunStats::new(n))
-                            .merge(&r.stats);
+                        gather(&mut pending, r.index, r.stats);
                         span = Some(match span {
                             None => (r.started, r.ended),
                             Some((s, e)) => (s.min(r.started), e.max(r.ended)),
