@@ -192,9 +192,16 @@ fn connections_the_server_retires_are_replaced_without_errors() {
             .counters
             .connections
             .load(std::sync::atomic::Ordering::SeqCst);
+        // A retiring HTTP/2 connection still finishes the streams it had
+        // accepted, so it may carry a few more than 25.
         assert!(
-            conns >= 2000 / 25,
+            conns >= 2000 / 50,
             "{proto:?}: {conns} connections\n{report}"
         );
+        if !proto.is_empty() {
+            // One new HTTP/2 connection per retired one, not one per slot
+            // that noticed (plus one per core and endpoint at the start).
+            assert!(conns <= 2000 / 25 + 8, "{conns} connections\n{report}");
+        }
     }
 }

@@ -52,6 +52,8 @@ pub struct Link {
     line_headers_h2: HeaderMap,
     /// Once a connection negotiated HTTP/2, every slot shares it.
     h2: RefCell<H2State>,
+    /// Wakes slots waiting for another slot's HTTP/2 connect.
+    h2_opened: tokio::sync::Notify,
     /// Idle HTTP/1.1 connections, shared by the slots: a slot takes one for
     /// a request and gives it back after (so in the open model the many
     /// slots share the few connections that traffic needs).
@@ -64,6 +66,20 @@ pub struct Link {
 struct H2State {
     negotiated: bool,
     conn: Option<Arc<H2Conn>>,
+    /// A slot is opening the next connection; the others wait for it
+    /// rather than each opening one of their own.
+    connecting: bool,
+}
+
+/// Marks a slot's HTTP/2 connect in progress; when it ends (done, failed
+/// or dropped by a timeout), the waiting slots are woken to look again.
+struct Connecting<'a>(&'a Link);
+
+impl Drop for Connecting<'_> {
+    fn drop(&mut self) {
+        self.0.h2.borrow_mut().connecting = false;
+        self.0.h2_opened.notify_waiters();
+    }
 }
 
 impl Link {
@@ -152,6 +168,7 @@ impl Link {
             post_head_h1,
             line_headers_h2,
             h2: RefCell::new(H2State::default()),
+            h2_opened: tokio::sync::Notify::new(),
             pool: RefCell::new(Vec::new()),
             ws,
         })
@@ -531,14 +548,14 @@ impl Slot {
         // was going away) is sent once more, on a new connection.
         let mut refused = false;
         loop {
-            let (sender, opened) = self.sender().await?;
+            let (sender, opened, restart) = self.sender().await?;
             if opened.is_some() {
                 *connect = opened;
-                if self.link.opts.keepalive {
-                    // A reconnect is not the request's latency; it is
-                    // counted apart.
-                    *clock = Instant::now();
-                }
+            }
+            if restart && self.link.opts.keepalive {
+                // A reconnect is not the request's latency; it is counted
+                // apart.
+                *clock = Instant::now();
             }
             let start = *clock;
             let conn = match sender {
@@ -673,20 +690,38 @@ impl Slot {
         })
     }
 
-    /// A sender ready for one request, connecting if needed; the second
-    /// value is the connect time when a connection was opened.
-    async fn sender(&mut self) -> Result<(Sender, Option<Duration>), Failure> {
+    /// A sender ready for one request, connecting if needed. The second
+    /// value is the connect time when this slot opened a connection; the
+    /// third whether the request's clock starts afresh (it opened one or
+    /// waited for another slot's HTTP/2 connect).
+    async fn sender(&mut self) -> Result<(Sender, Option<Duration>, bool), Failure> {
         let link = self.link.clone();
+        let _connecting;
         if link.h2.borrow().negotiated {
-            if let Some(c) = link.h2.borrow().conn.as_ref().filter(|c| !c.is_closed()) {
-                return Ok((Sender::H2(c.clone()), None));
+            let mut waited = false;
+            loop {
+                let state = link.h2.borrow();
+                if let Some(c) = state.conn.as_ref().filter(|c| !c.is_closed()) {
+                    return Ok((Sender::H2(c.clone()), None, waited));
+                }
+                if !state.connecting {
+                    break;
+                }
+                // Single-threaded: nothing can notify between the check and
+                // the creation of this waiter.
+                let opened = link.h2_opened.notified();
+                drop(state);
+                opened.await;
+                waited = true;
             }
+            link.h2.borrow_mut().connecting = true;
+            _connecting = Connecting(&link);
         } else {
             // The most recently used idle connection first (LIFO keeps the
             // warm ones busy); closed ones are dropped.
             while let Some(mut c) = self.h1.take().or_else(|| link.pool.borrow_mut().pop()) {
                 if !c.is_closed().await {
-                    return Ok((Sender::H1(c), None));
+                    return Ok((Sender::H1(c), None, false));
                 }
             }
         }
@@ -694,10 +729,10 @@ impl Slot {
         let connected = link.dialer.connect().await?;
         let took = Some(t0.elapsed());
         match connected {
-            Connected::H1(s) => Ok((Sender::H1(s), took)),
+            Connected::H1(s) => Ok((Sender::H1(s), took, true)),
             Connected::H2(c) => {
                 link.adopt(Connected::H2(c.clone()));
-                Ok((Sender::H2(c), took))
+                Ok((Sender::H2(c), took, true))
             }
         }
     }
