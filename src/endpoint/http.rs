@@ -700,17 +700,18 @@ impl Slot {
         if link.h2.borrow().negotiated {
             let mut waited = false;
             loop {
-                let state = link.h2.borrow();
-                if let Some(c) = state.conn.as_ref().filter(|c| !c.is_closed()) {
-                    return Ok((Sender::H2(c.clone()), None, waited));
-                }
-                if !state.connecting {
-                    break;
-                }
-                // Single-threaded: nothing can notify between the check and
-                // the creation of this waiter.
-                let opened = link.h2_opened.notified();
-                drop(state);
+                let opened = {
+                    let state = link.h2.borrow();
+                    if let Some(c) = state.conn.as_ref().filter(|c| !c.is_closed()) {
+                        return Ok((Sender::H2(c.clone()), None, waited));
+                    }
+                    if !state.connecting {
+                        break;
+                    }
+                    // Single-threaded: nothing can notify between the check
+                    // and the creation of this waiter.
+                    link.h2_opened.notified()
+                };
                 opened.await;
                 waited = true;
             }
