@@ -19,7 +19,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::connect::classify_io;
 use super::Failure;
 
-/// Read buffer size; it grows only for larger kept bodies.
+/// A connection's read buffer to start with: a small answer, head and body,
+/// comes in one read. It grows to what larger answers need (4 KiB rather
+/// than 16 keeps 10,000 connections to about 40 MB of buffers).
+const INITIAL: usize = 4 * 1024;
+/// Room asked for when streaming through a body (discarded, chunked or
+/// read to the end of the stream).
 const READ_CHUNK: usize = 16 * 1024;
 /// Largest response head (status line and headers) accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -62,8 +67,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     pub fn new(io: S) -> Conn<S> {
         Conn {
             io,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
-            wbuf: Vec::with_capacity(1024),
+            rbuf: BytesMut::with_capacity(INITIAL),
+            // Grows to the largest request head sent, and stays.
+            wbuf: Vec::new(),
         }
     }
 
@@ -80,7 +86,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             // Bytes are already waiting: the connection is alive (pipelined).
             return false;
         }
-        self.rbuf.reserve(READ_CHUNK);
+        self.rbuf.reserve(INITIAL);
         let mut read = std::pin::pin!(self.io.read_buf(&mut self.rbuf));
         let polled = poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
         match polled {
@@ -120,7 +126,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Some((status, ..)) if (100..200).contains(&status) && status != 101 => continue,
                 Some((101, ..)) => return Err(Failure::Protocol),
                 Some(head) => break head,
-                None => self.read_more(READ_CHUNK).await?,
+                None => self.read_more(INITIAL).await?,
             }
         };
         let head_at = Instant::now();
@@ -228,7 +234,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// One read into the read buffer; 0 at the end of the stream.
     async fn fill(&mut self, want: usize) -> Result<usize, Failure> {
         if self.rbuf.capacity() - self.rbuf.len() < want.min(READ_CHUNK) {
-            self.rbuf.reserve(want.max(READ_CHUNK));
+            self.rbuf.reserve(want.max(INITIAL));
         }
         self.io
             .read_buf(&mut self.rbuf)
@@ -257,11 +263,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         Ok((Bytes::new(), n))
     }
 
-    /// The next `n` buffered bytes as a body of their own. A small body is
-    /// copied out, so the connection keeps reusing its read buffer; a body
-    /// of a quarter of the buffer or more is split off without a copy.
+    /// The next `n` buffered bytes as a body of their own. A small body
+    /// (under 4 KiB or a quarter of the buffer) is copied out, so the
+    /// connection keeps reusing its read buffer; a larger one is split off
+    /// without a copy.
     fn take_body(&mut self, n: usize) -> Bytes {
-        if n < self.rbuf.capacity() / 4 {
+        if n < INITIAL.max(self.rbuf.capacity() / 4) {
             let body = Bytes::copy_from_slice(&self.rbuf[..n]);
             bytes::Buf::advance(&mut self.rbuf, n);
             body
@@ -312,7 +319,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 return Err(Failure::Protocol);
             }
             from = self.rbuf.len().saturating_sub(1);
-            self.read_more(READ_CHUNK).await?;
+            self.read_more(INITIAL).await?;
         }
     }
 

@@ -727,7 +727,9 @@ impl Slot {
             }
         }
         let t0 = Instant::now();
-        let connected = link.dialer.connect().await?;
+        // Boxed: a connect future (TCP, TLS, the HTTP/2 handshake) is
+        // several KiB, and every slot's task would carry it inline.
+        let connected = Box::pin(link.dialer.connect()).await?;
         let took = Some(t0.elapsed());
         match connected {
             Connected::H1(s) => Ok((Sender::H1(s), took, true)),

@@ -195,7 +195,9 @@ impl WsSlot {
             Some(s) => s,
             None => {
                 let t0 = Instant::now();
-                let s = link.connect(dialer).await?;
+                // Boxed: the connect and upgrade future is several KiB that
+                // every slot's task would otherwise carry inline.
+                let s = Box::pin(link.connect(dialer)).await?;
                 *connect = Some(t0.elapsed());
                 if opts.keepalive {
                     // A reconnect is not the request's latency; it is counted apart.

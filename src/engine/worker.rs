@@ -123,6 +123,9 @@ struct Core {
     keep_body: bool,
 }
 
+/// Connections a core opens at once before the run.
+const WARM_WAVE: usize = 256;
+
 /// Run one core to completion. Blocking; call on the core's own thread.
 pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -156,26 +159,34 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             if let Ok(Some(took)) = first.warm().await {
                 connects[e].push(took);
             }
-            let warming: Vec<_> = (1..per_endpoint)
-                .map(|n| {
-                    let mut slot = Slot::new(link.clone());
-                    tokio::task::spawn_local(async move {
-                        let took = if n < warm {
-                            slot.warm().await.ok().flatten()
-                        } else {
-                            None
-                        };
-                        (slot, took)
-                    })
-                })
-                .collect();
+            // In waves of a few hundred: a listen backlog is not flooded
+            // (a dropped SYN costs a second), and only a wave's connect
+            // futures (a few KiB each with TLS) are alive at once.
             let mut slots = vec![first];
-            for w in warming {
-                // A warm-up task cannot panic; a lost slot would only mean
-                // less concurrency, so it is replaced by a cold one.
-                let (slot, took) = w.await.unwrap_or_else(|_| (Slot::new(link.clone()), None));
-                slots.push(slot);
-                connects[e].extend(took);
+            let mut n = 1;
+            while n < per_endpoint {
+                let wave = n..(n + WARM_WAVE).min(per_endpoint);
+                n = wave.end;
+                let warming: Vec<_> = wave
+                    .map(|n| {
+                        let mut slot = Slot::new(link.clone());
+                        tokio::task::spawn_local(async move {
+                            let took = if n < warm {
+                                slot.warm().await.ok().flatten()
+                            } else {
+                                None
+                            };
+                            (slot, took)
+                        })
+                    })
+                    .collect();
+                for w in warming {
+                    // A warm-up task cannot panic; a lost slot would only
+                    // mean less concurrency, so it is replaced by a cold one.
+                    let (slot, took) = w.await.unwrap_or_else(|_| (Slot::new(link.clone()), None));
+                    slots.push(slot);
+                    connects[e].extend(took);
+                }
             }
             all.push(slots);
         }
