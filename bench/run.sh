@@ -309,8 +309,9 @@ sc_sleep100() {
     have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c "$c" -d"${DURATION}s" --timeout 10s --latency "$BASE/sleep"
     have oha && measure oha parse_oha 1 -- oha -c "$c" -z "${DURATION}s" --no-tui "$BASE/sleep"
     measure versus parse_versus 1 -- "$VERSUS" --method GET -c "$c" --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/sleep"
-    # --lead (default 1024) also caps requests in flight in single-request
-    # mode; with it raised every connection is busy.
+    # A check that --lead (default 1024) does not cap requests in flight:
+    # the window is never smaller than twice the connections, so both runs
+    # keep every connection busy.
     if [ "$c" -gt 1024 ]; then
       measure "versus--lead-$((2 * c))" parse_versus 1 -- "$VERSUS" --method GET -c "$c" --lead $((2 * c)) --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/sleep"
     fi
