@@ -152,13 +152,24 @@ impl Drop for Tmux {
     }
 }
 
-/// The "done" count of `label`'s row in the dashboard's endpoint table.
-fn done_of(screen: &str, label: &str) -> Option<u64> {
+/// Field `n` (0: the frame, 1: the label) of `label`'s row in the
+/// dashboard's endpoint table, as a number.
+fn field_of(screen: &str, label: &str, n: usize) -> Option<f64> {
     let row = screen.lines().find(|l| {
         l.starts_with("│") && l.trim_start_matches('│').trim_start().starts_with(label)
     })?;
-    let field = row.split_whitespace().nth(2)?;
+    let field = row.split_whitespace().nth(n)?;
     field.replace(',', "").parse().ok()
+}
+
+/// The "done" count of `label`'s row.
+fn done_of(screen: &str, label: &str) -> Option<u64> {
+    field_of(screen, label, 2).map(|n| n as u64)
+}
+
+/// The "now req/s" of `label`'s row.
+fn now_of(screen: &str, label: &str) -> Option<f64> {
+    field_of(screen, label, 3)
 }
 
 #[test]
@@ -189,6 +200,33 @@ fn the_dashboard_shows_moving_counts_q_ends_the_run_and_the_report_follows() {
     assert!(!after.contains("quit and report"), "{after}");
     let completed = number_after(&after, "Completed:");
     assert!(completed as u64 >= before, "{after}");
+}
+
+#[test]
+#[ignore = "needs tmux (installed by .ci/run)"]
+fn plus_in_the_dashboard_raises_the_rate_of_an_open_model_run() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let command = format!(
+        "'{BIN}' -i --method GET --rate 40 --stop-after=10m alpha={}",
+        server.url()
+    );
+    let tmux = Tmux::start("rate", &command);
+    tmux.wait_for("the planned rate", |s| {
+        s.contains("target 40/s per endpoint") && now_of(s, "alpha").is_some_and(|r| r > 20.0)
+    });
+    for _ in 0..6 {
+        tmux.keys("+");
+    }
+    // 40 x 1.25^6 = 152.6: shown, and the endpoint's current rate follows.
+    tmux.wait_for("the raised target", |s| {
+        s.contains("target 153/s per endpoint (x3.81)")
+    });
+    tmux.wait_for("the current rate to follow", |s| {
+        now_of(s, "alpha").is_some_and(|r| r > 100.0)
+    });
+    tmux.keys("q");
+    let after = tmux.wait_for("the report and the exit code", |s| s.contains("EXIT=0"));
+    assert!(after.contains("Stopped:    interrupted"), "{after}");
 }
 
 #[test]

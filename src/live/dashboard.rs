@@ -43,8 +43,9 @@ pub struct UiState {
     pub show_sample: bool,
     /// The drain period, for the "stopping" notice.
     pub drain: Duration,
-    /// The plan has a request rate (open model): `+` and `-` change it.
-    pub rate_keys: bool,
+    /// Open model: the planned rate, requests per second per endpoint
+    /// (`+` and `-` change it; `None` in the closed model).
+    pub rate: Option<f64>,
     /// Open model: the factor the rate was changed by (1: as planned).
     pub rate_scale: f64,
     /// Use colours (not with `NO_COLOR`).
@@ -68,7 +69,7 @@ pub enum Command {
     ScaleRate(f64),
 }
 
-/// Map a key to a command. In the open model ([`UiState::rate_keys`]), `+`
+/// Map a key to a command. In the open model ([`UiState::rate`]), `+`
 /// and `-` change the rate by a quarter.
 pub fn on_key(key: KeyEvent, ui: &UiState) -> Command {
     if key.kind != KeyEventKind::Press {
@@ -86,8 +87,8 @@ pub fn on_key(key: KeyEvent, ui: &UiState) -> Command {
         KeyCode::Char('q') | KeyCode::Char('Q') | KeyCode::Esc => Command::Stop,
         KeyCode::Char('p') | KeyCode::Char('P') | KeyCode::Char(' ') => Command::TogglePause,
         KeyCode::Char('s') | KeyCode::Char('S') => Command::ToggleSample,
-        KeyCode::Char('+') | KeyCode::Char('=') if ui.rate_keys => Command::ScaleRate(1.25),
-        KeyCode::Char('-') | KeyCode::Char('_') if ui.rate_keys => Command::ScaleRate(0.8),
+        KeyCode::Char('+') | KeyCode::Char('=') if ui.rate.is_some() => Command::ScaleRate(1.25),
+        KeyCode::Char('-') | KeyCode::Char('_') if ui.rate.is_some() => Command::ScaleRate(0.8),
         _ => Command::Nothing,
     }
 }
@@ -131,7 +132,7 @@ impl Dashboard {
         let done = Arc::new(AtomicBool::new(false));
         let ui = UiState {
             drain: plan.drain,
-            rate_keys: plan.rate.is_some(),
+            rate: plan.rate.map(|r| r.0),
             rate_scale: 1.0,
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             ..UiState::default()
@@ -294,7 +295,7 @@ pub fn render(f: &mut Frame, s: &Snapshot, ui: &UiState) {
         render_groups(f, bottom, s);
     }
     let mut keys = vec![("q", "quit and report"), ("p", "pause/resume")];
-    if ui.rate_keys {
+    if ui.rate.is_some() {
         keys.push(("+/-", "rate"));
     }
     keys.push((
@@ -334,6 +335,17 @@ fn title_line(s: &Snapshot, ui: &UiState, paint: &dyn Fn(Color) -> Style) -> Lin
         ));
     } else {
         spans.push(Span::styled(" running ", paint(Color::Green)));
+    }
+    if let Some(rate) = ui.rate {
+        let changed = if (ui.rate_scale - 1.0).abs() > 1e-9 {
+            format!(" (x{:.2})", ui.rate_scale)
+        } else {
+            String::new()
+        };
+        spans.push(Span::raw(format!(
+            " │ target {}/s per endpoint{changed}",
+            super::rate(rate * ui.rate_scale)
+        )));
     }
     if s.endpoints.len() > 1 {
         spans.push(Span::raw(format!(
@@ -602,7 +614,7 @@ mod tests {
             "no rate keys in the closed model"
         );
         let open = UiState {
-            rate_keys: true,
+            rate: Some(500.0),
             ..UiState::default()
         };
         assert_eq!(on_key(plus, &open), Command::ScaleRate(1.25));
@@ -709,13 +721,19 @@ mod tests {
         assert!(!stopping.contains("left"));
         assert!(!stopping.contains("+/-"));
         ui.show_sample = true;
-        ui.rate_keys = true;
+        ui.rate = Some(500.0);
+        ui.rate_scale = 1.25;
         let sample = draw(&s, &ui, 100, 22);
         assert!(sample.contains("request #1234  eth_call status (changed, candidate)"));
         assert!(sample.contains(r#"request: {"method":"eth_call"}"#));
         assert!(sample.contains("reference: 200"));
         assert!(sample.contains("candidate: 503"));
         assert!(sample.contains(" +/-  rate"));
+        let wide = draw(&s, &ui, 160, 22);
+        assert!(
+            wide.contains("│ target 625/s per endpoint (x1.25)"),
+            "{wide}"
+        );
     }
 
     #[test]
