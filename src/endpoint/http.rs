@@ -11,7 +11,7 @@
 //! its next request (counted as a connect); on HTTP/2 only the stream is
 //! reset and the connection stays.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,7 +57,11 @@ pub struct Link {
     /// Idle HTTP/1.1 connections, shared by the slots: a slot takes one for
     /// a request and gives it back after (so in the open model the many
     /// slots share the few connections that traffic needs).
-    pool: RefCell<Vec<H1Conn>>,
+    pool: RefCell<Vec<Idle>>,
+    /// Slots waiting for an idle connection (while their own connect runs).
+    waiting: Cell<usize>,
+    /// Wakes one of them when a connection becomes idle.
+    returned: tokio::sync::Notify,
     /// Set for WebSocket endpoints: every request goes through it.
     ws: Option<WsLink>,
 }
@@ -69,6 +73,30 @@ struct H2State {
     /// A slot is opening the next connection; the others wait for it
     /// rather than each opening one of their own.
     connecting: bool,
+}
+
+/// An idle HTTP/1.1 connection and, for a new one, its connect time not
+/// yet reported (the first request on it reports it).
+struct Idle {
+    conn: H1Conn,
+    connect: Option<Duration>,
+}
+
+/// Counts a slot among those waiting for an idle connection while it
+/// waits (also when its request is dropped by a timeout).
+struct Waiting<'a>(&'a Link);
+
+impl<'a> Waiting<'a> {
+    fn new(link: &'a Link) -> Waiting<'a> {
+        link.waiting.set(link.waiting.get() + 1);
+        Waiting(link)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.set(self.0.waiting.get() - 1);
+    }
 }
 
 /// Marks a slot's HTTP/2 connect in progress; when it ends (done, failed
@@ -170,6 +198,8 @@ impl Link {
             h2: RefCell::new(H2State::default()),
             h2_opened: tokio::sync::Notify::new(),
             pool: RefCell::new(Vec::new()),
+            waiting: Cell::new(0),
+            returned: tokio::sync::Notify::new(),
             ws,
         })
     }
@@ -184,15 +214,53 @@ impl Link {
         Some(std::mem::replace(&mut *h, crate::stats::new_histogram()))
     }
 
-    /// Keep a new connection: an HTTP/1.1 one idle in the pool, an HTTP/2
-    /// one as the core's shared connection.
-    fn adopt(&self, connected: Connected) {
+    /// Keep a new connection: an HTTP/1.1 one idle in the pool (with the
+    /// connect time `took` to report, if any), an HTTP/2 one as the core's
+    /// shared connection.
+    fn adopt(&self, connected: Connected, took: Option<Duration>) {
         match connected {
-            Connected::H1(s) => self.pool.borrow_mut().push(s),
+            Connected::H1(conn) => self.give_back(Idle {
+                conn,
+                connect: took,
+            }),
             Connected::H2(c) => {
                 let mut h2 = self.h2.borrow_mut();
                 h2.negotiated = true;
                 h2.conn = Some(c);
+            }
+        }
+    }
+
+    /// Put an HTTP/1.1 connection in the idle pool, waking a slot that waits
+    /// for one.
+    fn give_back(&self, idle: Idle) {
+        self.pool.borrow_mut().push(idle);
+        if self.waiting.get() > 0 {
+            self.returned.notify_one();
+        }
+    }
+
+    /// Open a connection in a task of its own; it goes to the pool (or
+    /// becomes the shared HTTP/2 one) when ready, whoever takes it.
+    fn dial(self: &Rc<Link>) -> tokio::task::JoinHandle<Result<(), Failure>> {
+        let link = self.clone();
+        tokio::task::spawn_local(async move {
+            let t0 = Instant::now();
+            let connected = tokio::time::timeout(link.opts.timeout, link.dialer.connect())
+                .await
+                .map_err(|_| Failure::Timeout)??;
+            link.adopt(connected, Some(t0.elapsed()));
+            Ok(())
+        })
+    }
+
+    /// The most recently used idle connection (LIFO keeps the warm ones
+    /// busy); closed ones are dropped.
+    async fn take_idle(&self) -> Option<Idle> {
+        loop {
+            let mut idle = self.pool.borrow_mut().pop()?;
+            if !idle.conn.is_closed().await {
+                return Some(idle);
             }
         }
     }
@@ -487,7 +555,7 @@ impl Slot {
         let t0 = Instant::now();
         match tokio::time::timeout(link.opts.timeout, link.dialer.connect()).await {
             Ok(Ok(connected)) => {
-                link.adopt(connected);
+                link.adopt(connected, None);
                 Ok(Some(t0.elapsed()))
             }
             Ok(Err(f)) => Err(f),
@@ -530,7 +598,10 @@ impl Slot {
                     && self.reuse
                     && self.link.opts.keepalive =>
             {
-                self.link.pool.borrow_mut().push(c)
+                self.link.give_back(Idle {
+                    conn: c,
+                    connect: None,
+                })
             }
             _ => {}
         }
@@ -691,9 +762,9 @@ impl Slot {
     }
 
     /// A sender ready for one request, connecting if needed. The second
-    /// value is the connect time when this slot opened a connection; the
-    /// third whether the request's clock starts afresh (it opened one or
-    /// waited for another slot's HTTP/2 connect).
+    /// value is the connect time of a new connection, reported by the first
+    /// request on it; the third whether the request's clock starts afresh
+    /// (it waited for a connection).
     async fn sender(&mut self) -> Result<(Sender, Option<Duration>, bool), Failure> {
         let link = self.link.clone();
         let _connecting;
@@ -718,11 +789,47 @@ impl Slot {
             link.h2.borrow_mut().connecting = true;
             _connecting = Connecting(&link);
         } else {
-            // The most recently used idle connection first (LIFO keeps the
-            // warm ones busy); closed ones are dropped.
-            while let Some(mut c) = self.h1.take().or_else(|| link.pool.borrow_mut().pop()) {
-                if !c.is_closed().await {
-                    return Ok((Sender::H1(c), None, false));
+            if let Some(c) = self.h1.take() {
+                link.give_back(Idle {
+                    conn: c,
+                    connect: None,
+                });
+            }
+            if let Some(idle) = link.take_idle().await {
+                return Ok((Sender::H1(idle.conn), idle.connect, false));
+            }
+            // None idle: open one, but take whichever connection is ready
+            // first, this one or one another slot gives back. A burst of
+            // requests then neither waits for a connect each nor opens a
+            // connection each (which, against a busy server, slows every
+            // connect and opens still more).
+            let mut dial = None;
+            loop {
+                let handle = dial.get_or_insert_with(|| link.dial());
+                let returned = link.returned.notified();
+                let waiting = Waiting::new(&link);
+                tokio::select! {
+                    r = handle => {
+                        dial = None;
+                        match r {
+                            Ok(Ok(())) => {}
+                            Ok(Err(f)) => return Err(f),
+                            Err(_) => return Err(Failure::Io),
+                        }
+                    }
+                    () = returned => {}
+                }
+                drop(waiting);
+                if link.h2.borrow().negotiated {
+                    // The connect negotiated HTTP/2 (ALPN): share it.
+                    let c = link.h2.borrow().conn.clone();
+                    if let Some(c) = c.filter(|c| !c.is_closed()) {
+                        return Ok((Sender::H2(c), None, true));
+                    }
+                    return Err(Failure::Reset);
+                }
+                if let Some(idle) = link.take_idle().await {
+                    return Ok((Sender::H1(idle.conn), idle.connect, true));
                 }
             }
         }
@@ -734,7 +841,7 @@ impl Slot {
         match connected {
             Connected::H1(s) => Ok((Sender::H1(s), took, true)),
             Connected::H2(c) => {
-                link.adopt(Connected::H2(c.clone()));
+                link.adopt(Connected::H2(c.clone()), None);
                 Ok((Sender::H2(c), took, true))
             }
         }
