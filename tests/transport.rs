@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::*;
 
@@ -204,4 +205,24 @@ fn connections_the_server_retires_are_replaced_without_errors() {
             assert!(conns <= 2000 / 25 + 8, "{conns} connections\n{report}");
         }
     }
+}
+
+/// `-c N` means N requests in flight over HTTP/2 too: when the server
+/// allows fewer streams per connection, versus opens more connections
+/// instead of queueing behind the limit.
+#[test]
+fn http2_opens_connections_for_the_concurrency_the_server_limits() {
+    let server = Server::start_h2_limited(4, |_| Reply::ok("{}").after(Duration::from_millis(20)));
+    let (out, report) = run_lib(
+        &["--http2", "--threads", "1", "-c", "16", &server.url()],
+        &lines(320),
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 320, "{report}");
+    assert_eq!(out.stats.endpoints[0].errors(), 0, "{report}");
+    assert_eq!(server.max_in_flight(), 16, "{report}");
+    let conns = server
+        .counters
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(conns, 4, "{report}");
 }

@@ -197,18 +197,27 @@ where
     if !h2 {
         return Ok(Connected::H1(super::h1::Conn::new(Box::new(io))));
     }
-    let (send, conn) = h2::client::Builder::new()
+    let (send, mut conn) = h2::client::Builder::new()
         .initial_window_size(4 << 20)
         .initial_connection_window_size(8 << 20)
         .handshake::<_, Bytes>(io)
         .await
         .map_err(|e| classify_h2(&e))?;
+    let pong = conn.ping_pong();
     let closed = Arc::new(AtomicBool::new(false));
     let flag = closed.clone();
     tokio::task::spawn_local(async move {
         let _ = conn.await;
         flag.store(true, Ordering::Relaxed);
     });
+    // One PING round trip: the server's SETTINGS come before its PONG, so
+    // afterwards its limit of concurrent streams is known, and streams
+    // opened at once are not refused for going past it.
+    if let Some(mut pong) = pong {
+        pong.ping(h2::Ping::opaque())
+            .await
+            .map_err(|e| classify_h2(&e))?;
+    }
     Ok(Connected::H2(Arc::new(H2Conn { send, closed })))
 }
 

@@ -69,10 +69,63 @@ pub struct Link {
 #[derive(Default)]
 struct H2State {
     negotiated: bool,
-    conn: Option<Arc<H2Conn>>,
+    /// The open connections; a new stream goes on the first with room.
+    conns: Vec<H2Entry>,
     /// A slot is opening the next connection; the others wait for it
     /// rather than each opening one of their own.
     connecting: bool,
+}
+
+/// One HTTP/2 connection of a link and its streams in flight.
+struct H2Entry {
+    conn: Arc<H2Conn>,
+    in_flight: usize,
+}
+
+impl H2Entry {
+    /// Whether one more stream fits under the server's limit of concurrent
+    /// streams (SETTINGS_MAX_CONCURRENT_STREAMS, which may change).
+    fn has_room(&self) -> bool {
+        self.in_flight < self.conn.send.current_max_send_streams()
+    }
+}
+
+/// A stream claimed on one of a link's HTTP/2 connections, released when
+/// the exchange ends (or is dropped by a timeout).
+struct H2Stream {
+    link: Rc<Link>,
+    conn: Arc<H2Conn>,
+}
+
+impl Drop for H2Stream {
+    fn drop(&mut self) {
+        let mut state = self.link.h2.borrow_mut();
+        if let Some(e) = state
+            .conns
+            .iter_mut()
+            .find(|e| Arc::ptr_eq(&e.conn, &self.conn))
+        {
+            e.in_flight -= 1;
+        }
+    }
+}
+
+impl Link {
+    /// Claim a stream on the first open HTTP/2 connection with room
+    /// (dropping the closed ones from the list).
+    fn claim_h2(self: &Rc<Link>) -> Option<H2Stream> {
+        let mut state = self.h2.borrow_mut();
+        state.conns.retain(|e| !e.conn.is_closed());
+        let e = state
+            .conns
+            .iter_mut()
+            .find_map(|e| e.has_room().then_some(e))?;
+        e.in_flight += 1;
+        Some(H2Stream {
+            link: self.clone(),
+            conn: e.conn.clone(),
+        })
+    }
 }
 
 /// An idle HTTP/1.1 connection and, for a new one, its connect time not
@@ -226,7 +279,10 @@ impl Link {
             Connected::H2(c) => {
                 let mut h2 = self.h2.borrow_mut();
                 h2.negotiated = true;
-                h2.conn = Some(c);
+                h2.conns.push(H2Entry {
+                    conn: c,
+                    in_flight: 0,
+                });
             }
         }
     }
@@ -488,15 +544,18 @@ pub struct Slot {
 
 enum Sender {
     H1(H1Conn),
-    H2(Arc<H2Conn>),
+    H2(H2Stream),
 }
 
 /// How an HTTP/2 exchange failed.
 enum H2Error {
-    /// The server did not process the request (the connection takes no new
-    /// streams, or a GOAWAY or REFUSED_STREAM left it out): safe to send
-    /// again (RFC 9113 8.7).
-    Unprocessed,
+    /// The server did not process the request: safe to send again (RFC 9113
+    /// 8.7). `retire`: the connection takes no new streams (closed, or a
+    /// GOAWAY left the request out); otherwise the stream alone was refused
+    /// (REFUSED_STREAM, e.g. sent before the server's stream limit was known).
+    Unprocessed {
+        retire: bool,
+    },
     Failed(Failure),
 }
 
@@ -506,14 +565,16 @@ impl H2Error {
     fn sending(e: h2::Error) -> H2Error {
         match classify_h2(&e) {
             Failure::BadRequest => H2Error::Failed(Failure::BadRequest),
-            _ => H2Error::Unprocessed,
+            _ => H2Error::Unprocessed { retire: true },
         }
     }
 
     /// An error waiting for the response head.
     fn answer(e: h2::Error) -> H2Error {
-        if (e.is_go_away() && e.is_remote()) || e.reason() == Some(h2::Reason::REFUSED_STREAM) {
-            H2Error::Unprocessed
+        if e.is_go_away() && e.is_remote() {
+            H2Error::Unprocessed { retire: true }
+        } else if e.reason() == Some(h2::Reason::REFUSED_STREAM) {
+            H2Error::Unprocessed { retire: false }
         } else {
             H2Error::Failed(classify_h2(&e))
         }
@@ -629,15 +690,17 @@ impl Slot {
                 *clock = Instant::now();
             }
             let start = *clock;
-            let conn = match sender {
+            let stream = match sender {
                 Sender::H1(c) => return self.exchange_h1(c, req, keep_body, start).await,
-                Sender::H2(conn) => conn,
+                Sender::H2(stream) => stream,
             };
-            match self.exchange_h2(&conn, req, keep_body, start).await {
+            match self.exchange_h2(&stream.conn, req, keep_body, start).await {
                 Ok(r) => return Ok(r),
                 Err(H2Error::Failed(f)) => return Err(f),
-                Err(H2Error::Unprocessed) => {
-                    conn.retire();
+                Err(H2Error::Unprocessed { retire }) => {
+                    if retire {
+                        stream.conn.retire();
+                    }
                     if std::mem::replace(&mut refused, true) {
                         return Err(Failure::Reset);
                     }
@@ -699,7 +762,7 @@ impl Slot {
         // fails when the connection takes no new streams.
         std::future::poll_fn(|cx| send.poll_ready(cx))
             .await
-            .map_err(|_| H2Error::Unprocessed)?;
+            .map_err(|_| H2Error::Unprocessed { retire: true })?;
         let end = body.is_empty();
         let (response, mut stream) = send.send_request(head, end).map_err(H2Error::sending)?;
         if !end {
@@ -771,11 +834,13 @@ impl Slot {
         if link.h2.borrow().negotiated {
             let mut waited = false;
             loop {
+                if let Some(stream) = link.claim_h2() {
+                    return Ok((Sender::H2(stream), None, waited));
+                }
                 let opened = {
+                    // Every connection is closed or at the server's stream
+                    // limit: one slot opens another.
                     let state = link.h2.borrow();
-                    if let Some(c) = state.conn.as_ref().filter(|c| !c.is_closed()) {
-                        return Ok((Sender::H2(c.clone()), None, waited));
-                    }
                     if !state.connecting {
                         break;
                     }
@@ -822,11 +887,10 @@ impl Slot {
                 drop(waiting);
                 if link.h2.borrow().negotiated {
                     // The connect negotiated HTTP/2 (ALPN): share it.
-                    let c = link.h2.borrow().conn.clone();
-                    if let Some(c) = c.filter(|c| !c.is_closed()) {
-                        return Ok((Sender::H2(c), None, true));
-                    }
-                    return Err(Failure::Reset);
+                    return match link.claim_h2() {
+                        Some(stream) => Ok((Sender::H2(stream), None, true)),
+                        None => Err(Failure::Reset),
+                    };
                 }
                 if let Some(idle) = link.take_idle().await {
                     return Ok((Sender::H1(idle.conn), idle.connect, true));
@@ -841,8 +905,11 @@ impl Slot {
         match connected {
             Connected::H1(s) => Ok((Sender::H1(s), took, true)),
             Connected::H2(c) => {
-                link.adopt(Connected::H2(c.clone()), None);
-                Ok((Sender::H2(c), took, true))
+                link.adopt(Connected::H2(c), None);
+                match link.claim_h2() {
+                    Some(stream) => Ok((Sender::H2(stream), took, true)),
+                    None => Err(Failure::Reset),
+                }
             }
         }
     }

@@ -65,6 +65,15 @@ pub struct Counters {
     pub connections: AtomicU64,
 }
 
+/// What a test server limits.
+#[derive(Clone, Copy, Default)]
+struct Limits {
+    /// Requests a connection takes before it is shut down gracefully.
+    requests_per_connection: Option<u64>,
+    /// Concurrent HTTP/2 streams per connection.
+    h2_streams: Option<u32>,
+}
+
 /// A running test server; dropped at the end of the test process.
 pub struct Server {
     pub addr: SocketAddr,
@@ -76,7 +85,21 @@ impl Server {
     /// Start a plain HTTP server (HTTP/1.1, and HTTP/2 with prior
     /// knowledge) whose handler maps each request to a reply.
     pub fn start(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
-        Server::start_with(None, None, handler)
+        Server::start_with(None, Limits::default(), handler)
+    }
+
+    /// [`Server::start`] with at most `streams` concurrent HTTP/2 streams
+    /// per connection (SETTINGS_MAX_CONCURRENT_STREAMS; nginx's default is
+    /// 128).
+    pub fn start_h2_limited(
+        streams: u32,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let limits = Limits {
+            h2_streams: Some(streams),
+            ..Limits::default()
+        };
+        Server::start_with(None, limits, handler)
     }
 
     /// [`Server::start`], but each connection is shut down gracefully
@@ -86,7 +109,11 @@ impl Server {
         max: u64,
         handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
     ) -> Server {
-        Server::start_with(None, Some(max), handler)
+        let limits = Limits {
+            requests_per_connection: Some(max),
+            ..Limits::default()
+        };
+        Server::start_with(None, limits, handler)
     }
 
     /// The same over TLS with this certificate; ALPN offers h2 and http/1.1.
@@ -105,14 +132,14 @@ impl Server {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Server::start_with(
             Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
-            None,
+            Limits::default(),
             handler,
         )
     }
 
     fn start_with(
         tls: Option<tokio_rustls::TlsAcceptor>,
-        max_requests: Option<u64>,
+        limits: Limits,
         handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
     ) -> Server {
         let handler: Handler = Arc::new(handler);
@@ -146,13 +173,16 @@ impl Server {
                             let svc =
                                 service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                                     let n = t.fetch_add(1, Ordering::SeqCst) + 1;
-                                    let last = max_requests == Some(n);
+                                    let last = limits.requests_per_connection == Some(n);
                                     if last {
                                         e.notify_one();
                                     }
                                     serve(handler.clone(), c.clone(), req, last)
                                 });
-                            let builder = auto::Builder::new(TokioExecutor::new());
+                            let mut builder = auto::Builder::new(TokioExecutor::new());
+                            if let Some(n) = limits.h2_streams {
+                                builder.http2().max_concurrent_streams(n);
+                            }
                             match tls {
                                 Some(acceptor) => {
                                     let Ok(stream) = acceptor.accept(stream).await else {
