@@ -131,9 +131,10 @@ parse_versus() {
     END { printf "%d %.2f %s %s %d\n", total, (run > 0 ? total / run : 0), mean, p99, errs }' "$1"
 }
 
-# --- one measured run -------------------------------------------------------
+# --- measured runs ------------------------------------------------------------
 # measure TAG PARSER SENT_FACTOR -- CMD...   (stdin: STDIN_FILE if set)
-# Appends "tag completed rps mean p99 errors user sys rss_kb wall ngx_pct" to $ROWS.
+# Queues a run; run_queued makes the rows
+# "tag completed rps mean p99 errors user sys rss_kb wall ngx_pct factor busy".
 # Other work on this machine (a compiler on core 0 or 1) skews every number.
 # Before each run wait (up to QUIET_WAIT seconds, default 120) until the
 # machine is idle: less than QUIET_PCT% (default 10) of all cores busy over 1 s.
@@ -162,46 +163,72 @@ wait_quiet() {
 }
 
 STDIN_FILE=""
+# measure queues a tool's run; run_queued runs the queue REPEAT times
+# round-robin (A B C, A B C, ...), so that the machine's drift over minutes
+# falls on every tool alike, and appends each tool's best run (least CPU per
+# request) to $ROWS in queue order.
+QUEUE_TAGS=(); QUEUE_PARSERS=(); QUEUE_FACTORS=(); QUEUE_CMDS=(); QUEUE_STDIN=()
 measure() {
   local tag="$1" parser="$2" factor="$3"; shift 4
-  local best="" bestcpu="" i
+  QUEUE_TAGS+=("$tag"); QUEUE_PARSERS+=("$parser"); QUEUE_FACTORS+=("$factor")
+  QUEUE_CMDS+=("$(printf '%q ' "$@")"); QUEUE_STDIN+=("$STDIN_FILE")
+}
+
+run_queued() {
+  local n=${#QUEUE_TAGS[@]} i j
+  local -a best=() bestcpu=()
   for i in $(seq 1 "$REPEAT"); do
-    local base="$WORK/$SCEN.$tag.$i"
-    echo "taskset -c $CLIENT_CORE $*" > "$base.cmd"
-    wait_quiet
-    log "$SCEN/$tag run $i/$REPEAT: $*"
-    local t0 t1 n0 n1
-    n0="$(nginx_ticks)"; t0="$(date +%s.%N)"
-    set +e
-    if [ -n "$STDIN_FILE" ]; then
-      /usr/bin/time -f '%U %S %M %e' -o "$base.time" taskset -c "$CLIENT_CORE" "$@" < "$STDIN_FILE" > "$base.out" 2>&1
-    else
-      /usr/bin/time -f '%U %S %M %e' -o "$base.time" taskset -c "$CLIENT_CORE" "$@" < /dev/null > "$base.out" 2>&1
-    fi
-    local rc=$?
-    set -e
-    t1="$(date +%s.%N)"; n1="$(nginx_ticks)"
-    if [ $rc -ne 0 ]; then
-      log "  exit code $rc (output: $base.out)"; tail -5 "$base.out" >&2 || true
-    fi
-    local parsed timeline
-    parsed="$("$parser" "$base.out")"
-    timeline="$(grep -E '^[0-9.]+ [0-9.]+ [0-9]+ [0-9.:]+$' "$base.time" | tail -1)"
-    [ -n "$timeline" ] || timeline="0 0 0 0"
-    local ngx
-    ngx="$(awk -v a="$n0" -v b="$n1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN { printf "%.0f", (b - a) / hz / (t1 - t0) * 100 }')"
-    local row="$tag $parsed $timeline $ngx $factor $BUSY_BEFORE"
-    echo "$row" > "$base.row"
-    local cpu
-    cpu="$(echo "$row" | awk '{ n = $2 * $12; print (n > 0 ? ($7 + $8) / n : 1e99) }')"
-    log "  -> $(echo "$row" | awk '{ n = $2 * $12; printf "%d ok, %s req/s, %.2f µs CPU/req, %d KB RSS, %d errors, nginx %s%%", $2, $3, (n > 0 ? ($7 + $8) * 1e6 / n : 0), $9, $6, $11 }')"
-    if [ -z "$bestcpu" ] || awk -v a="$cpu" -v b="$bestcpu" 'BEGIN { exit !(a < b) }'; then
-      best="$row"; bestcpu="$cpu"
-    fi
-    sleep 1
+    for ((j = 0; j < n; j++)); do
+      local row cpu
+      eval "set -- ${QUEUE_CMDS[$j]}"
+      row="$(STDIN_FILE="${QUEUE_STDIN[$j]}" run_once "${QUEUE_TAGS[$j]}" "${QUEUE_PARSERS[$j]}" "${QUEUE_FACTORS[$j]}" "$i" "$@")"
+      cpu="$(echo "$row" | awk '{ n = $2 * $12; print (n > 0 ? ($7 + $8) / n : 1e99) }')"
+      if [ -z "${bestcpu[$j]:-}" ] || awk -v a="$cpu" -v b="${bestcpu[$j]}" 'BEGIN { exit !(a < b) }'; then
+        best[$j]="$row"; bestcpu[$j]="$cpu"
+      fi
+      sleep 1
+    done
   done
-  echo "$best" >> "$ROWS"
-  echo "$*" >> "$WORK/$SCEN.cmds"
+  for ((j = 0; j < n; j++)); do
+    echo "${best[$j]}" >> "$ROWS"
+    echo "${QUEUE_CMDS[$j]}" >> "$WORK/$SCEN.cmds"
+  done
+  QUEUE_TAGS=(); QUEUE_PARSERS=(); QUEUE_FACTORS=(); QUEUE_CMDS=(); QUEUE_STDIN=()
+}
+
+# run_once TAG PARSER SENT_FACTOR I CMD...: one run (stdin: STDIN_FILE if
+# set); prints "tag completed rps mean p99 errors user sys rss_kb wall
+# ngx_pct factor busy".
+run_once() {
+  local tag="$1" parser="$2" factor="$3" i="$4"; shift 4
+  local base="$WORK/$SCEN.$tag.$i"
+  echo "taskset -c $CLIENT_CORE $*" > "$base.cmd"
+  wait_quiet
+  log "$SCEN/$tag run $i/$REPEAT: $*"
+  local t0 t1 n0 n1
+  n0="$(nginx_ticks)"; t0="$(date +%s.%N)"
+  set +e
+  if [ -n "$STDIN_FILE" ]; then
+    /usr/bin/time -f '%U %S %M %e' -o "$base.time" taskset -c "$CLIENT_CORE" "$@" < "$STDIN_FILE" > "$base.out" 2>&1
+  else
+    /usr/bin/time -f '%U %S %M %e' -o "$base.time" taskset -c "$CLIENT_CORE" "$@" < /dev/null > "$base.out" 2>&1
+  fi
+  local rc=$?
+  set -e
+  t1="$(date +%s.%N)"; n1="$(nginx_ticks)"
+  if [ $rc -ne 0 ]; then
+    log "  exit code $rc (output: $base.out)"; tail -5 "$base.out" >&2 || true
+  fi
+  local parsed timeline
+  parsed="$("$parser" "$base.out")"
+  timeline="$(grep -E '^[0-9.]+ [0-9.]+ [0-9]+ [0-9.:]+$' "$base.time" | tail -1)"
+  [ -n "$timeline" ] || timeline="0 0 0 0"
+  local ngx
+  ngx="$(awk -v a="$n0" -v b="$n1" -v t0="$t0" -v t1="$t1" -v hz="$CLK_TCK" 'BEGIN { printf "%.0f", (b - a) / hz / (t1 - t0) * 100 }')"
+  local row="$tag $parsed $timeline $ngx $factor $BUSY_BEFORE"
+  echo "$row" > "$base.row"
+  log "  -> $(echo "$row" | awk '{ n = $2 * $12; printf "%d ok, %s req/s, %.2f µs CPU/req, %d KB RSS, %d errors, nginx %s%%", $2, $3, (n > 0 ? ($7 + $8) * 1e6 / n : 0), $9, $6, $11 }')"
+  echo "$row"
 }
 
 # table ROWS [latency]: markdown table, ratios against the row tagged versus.
@@ -259,6 +286,7 @@ sc_single() {
   have oha && measure oha parse_oha 1 -- oha -c 50 -z "${DURATION}s" --no-tui "$BASE/"
   have hey && measure hey parse_hey 1 -- hey -c 50 -z "${DURATION}s" "$BASE/"
   measure versus parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  run_queued
   table "$ROWS" lat | tee -a "$REPORT"
   SINGLE_VERSUS_CPU="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
   commands
@@ -274,6 +302,7 @@ sc_stream2() {
   # Completed counts both endpoints' requests: CPU per request SENT.
   measure versus parse_versus 1 -- "$VERSUS" -c 50 --threads 1 "a=$BASE/" "b=$BASE/"
   STDIN_FILE=""
+  run_queued
   table "$ROWS" lat | tee -a "$REPORT"
   if [ -z "$SINGLE_VERSUS_CPU" ] && [ -f "$WORK/single.rows" ]; then
     SINGLE_VERSUS_CPU="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$WORK/single.rows")"
@@ -293,6 +322,7 @@ sc_h2() {
   header h2 "HTTP/2 cleartext (h2c prior knowledge), GET /, $H2_CONNS connection(s) x $H2_STREAMS streams, ${DURATION}s"
   have h2load && measure h2load parse_h2load 1 -- h2load -t1 -c "$H2_CONNS" -m "$H2_STREAMS" -D "$DURATION" "$H2BASE/"
   measure versus parse_versus 1 -- "$VERSUS" --http2 --method GET -c "$total" --stop-after="${DURATION}s" --threads 1 --compare none "$H2BASE/"
+  run_queued
   table "$ROWS" lat | tee -a "$REPORT"
   out ""
   out "(h2load prints no percentiles; its mean is 'time for request'. versus --threads 1 opens one connection; with H2_CONNS>1 the connection counts differ.)"
@@ -315,7 +345,8 @@ sc_sleep100() {
     if [ "$c" -gt 1024 ]; then
       measure "versus--lead-$((2 * c))" parse_versus 1 -- "$VERSUS" --method GET -c "$c" --lead $((2 * c)) --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/sleep"
     fi
-    table "$ROWS" lat | tee -a "$REPORT"
+    run_queued
+  table "$ROWS" lat | tee -a "$REPORT"
     local ideal; ideal=$(( c * 10 ))
     out ""
     out "ideal rate with every connection busy: $ideal req/s (c / 0.1 s); 'nginx core %' near 100 means the one nginx worker, not the client, set the pace."
@@ -328,6 +359,7 @@ sc_memory() {
   header memory "versus single-request mode peak RSS: $MEM_SMALL vs $MEM_BIG requests, GET /, 50 connections"
   measure "versus" parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="$MEM_SMALL" --threads 1 --compare none "$BASE/"
   measure "versus-$MEM_BIG" parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="$MEM_BIG" --threads 1 --compare none "$BASE/"
+  run_queued
   table "$ROWS" lat | tee -a "$REPORT"
   out ""
   out "peak RSS $MEM_BIG vs $MEM_SMALL requests: $(awk 'NR == 1 { a = $9 } NR == 2 { b = $9 } END { printf "%.1f MB vs %.1f MB = %.2fx (target ≤ 1.10x)", b / 1024, a / 1024, b / a }' "$ROWS")"
