@@ -14,9 +14,9 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use std::borrow::Cow;
@@ -663,7 +663,8 @@ impl Slot {
             None => Box::pin(tokio::time::sleep_until(deadline)),
         };
         let result = {
-            let mut exchange = std::pin::pin!(self.exchange(req, keep_body, &mut clock, &mut connect));
+            let mut exchange =
+                std::pin::pin!(self.exchange(req, keep_body, &mut clock, &mut connect));
             std::future::poll_fn(|cx| {
                 if let Poll::Ready(r) = exchange.as_mut().poll(cx) {
                     return Poll::Ready(r);
