@@ -220,9 +220,26 @@ fn http2_opens_connections_for_the_concurrency_the_server_limits() {
     assert_eq!(out.stats.endpoints[0].responses, 320, "{report}");
     assert_eq!(out.stats.endpoints[0].errors(), 0, "{report}");
     assert_eq!(server.max_in_flight(), 16, "{report}");
+    // All opened before the clock started, none during the run.
+    assert_eq!(out.stats.endpoints[0].reconnects, 0, "{report}");
     let conns = server
         .counters
         .connections
         .load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(conns, 4, "{report}");
+
+    // One stream over the limit takes a second connection, opened ahead.
+    let server = Server::start_h2_limited(4, |_| Reply::ok("{}").after(Duration::from_millis(20)));
+    let (out, report) = run_lib(
+        &["--http2", "--threads", "1", "-c", "5", &server.url()],
+        &lines(50),
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 50, "{report}");
+    assert_eq!(server.max_in_flight(), 5, "{report}");
+    assert_eq!(out.stats.endpoints[0].reconnects, 0, "{report}");
+    let conns = server
+        .counters
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(conns, 2, "{report}");
 }

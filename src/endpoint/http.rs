@@ -57,6 +57,9 @@ pub struct Link {
     h2: RefCell<H2State>,
     /// Wakes slots waiting for another slot's HTTP/2 connect.
     h2_opened: tokio::sync::Notify,
+    /// Slots warmed up on HTTP/2 so far (the streams the connections opened
+    /// before the run must have room for).
+    h2_warmed: Cell<usize>,
     /// Idle HTTP/1.1 connections, shared by the slots: a slot takes one for
     /// a request and gives it back after (so in the open model the many
     /// slots share the few connections that traffic needs).
@@ -253,6 +256,7 @@ impl Link {
             line_headers_h2,
             h2: RefCell::new(H2State::default()),
             h2_opened: tokio::sync::Notify::new(),
+            h2_warmed: Cell::new(0),
             pool: RefCell::new(Vec::new()),
             waiting: Cell::new(0),
             returned: tokio::sync::Notify::new(),
@@ -618,14 +622,44 @@ impl Slot {
         if let Some(ws) = &link.ws {
             return self.ws.warm(ws, &link.dialer, &link.opts).await;
         }
-        if link.h2.borrow().negotiated {
-            // One HTTP/2 connection per core serves every slot.
-            return Ok(None);
+        let _connecting;
+        let counted = link.h2.borrow().negotiated;
+        if counted {
+            // HTTP/2 connections are shared: open another only when those
+            // open have no room for this slot's stream under the server's
+            // limit, one slot at a time.
+            link.h2_warmed.set(link.h2_warmed.get() + 1);
+            loop {
+                let opened = {
+                    let state = link.h2.borrow();
+                    let room = state
+                        .conns
+                        .iter()
+                        .filter(|e| !e.conn.is_closed())
+                        .map(|e| e.conn.send.current_max_send_streams())
+                        .fold(0, usize::saturating_add);
+                    if room >= link.h2_warmed.get() {
+                        return Ok(None);
+                    }
+                    if !state.connecting {
+                        break;
+                    }
+                    link.h2_opened.notified()
+                };
+                opened.await;
+            }
+            link.h2.borrow_mut().connecting = true;
+            _connecting = Connecting(link);
         }
         let t0 = Instant::now();
-        match tokio::time::timeout(link.opts.timeout, link.dialer.connect()).await {
+        let connect = Box::pin(link.dialer.connect());
+        match tokio::time::timeout(link.opts.timeout, connect).await {
             Ok(Ok(connected)) => {
                 link.adopt(connected, None);
+                if !counted && link.h2.borrow().negotiated {
+                    // The first connection negotiated HTTP/2: its stream.
+                    link.h2_warmed.set(link.h2_warmed.get() + 1);
+                }
                 Ok(Some(t0.elapsed()))
             }
             Ok(Err(f)) => Err(f),
