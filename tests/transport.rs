@@ -111,9 +111,10 @@ fn without_keepalive_every_request_opens_a_connection() {
     assert!(report.contains("Connects:"), "{report}");
 }
 
-/// Requests recorded over HTTP/1.1 carry headers HTTP/2 forbids; they are
-/// left out over h2 (not failed), the authority is the endpoint's, and an
-/// endpoint's Host header replaces it, once, on either protocol.
+/// Requests recorded over HTTP/1.1, and endpoint headers, may carry headers
+/// HTTP/2 forbids; they are left out over h2 (not failed), the authority is
+/// the endpoint's, and an endpoint's Host header replaces it, once, on
+/// either protocol.
 #[test]
 fn recorded_headers_cross_to_http2_and_host_is_the_endpoints() {
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -125,7 +126,20 @@ fn recorded_headers_cross_to_http2_and_host_is_the_endpoints() {
     let input = br#"{"method":"POST","url":"http://old.example/x?y=1","headers":{"Host":"old.example","Connection":"keep-alive","Keep-Alive":"timeout=5","TE":"gzip","Transfer-Encoding":"chunked","X-Trace":"t1"},"body":"{\"a\":1}"}
 "#;
     let url = server.url();
-    let out = run_bin(&["--http2", "--input", "jsonl", &url], input);
+    // The endpoint's own connection headers are left out over HTTP/2 too.
+    let out = run_bin(
+        &[
+            "--http2",
+            "-H",
+            "Connection: keep-alive",
+            "-H",
+            "TE: gzip",
+            "--input",
+            "jsonl",
+            &url,
+        ],
+        input,
+    );
     assert!(out.status.success(), "{out:?}");
     let out = run_bin(
         &[

@@ -53,6 +53,10 @@ pub struct Link {
     /// Headers for plain line requests over HTTP/2 (endpoint headers and
     /// Content-Type for POST-style endpoints; no Host).
     line_headers_h2: HeaderMap,
+    /// The endpoint's headers, HTTP/1.1 lines (no framing, no Host).
+    headers_h1: Vec<u8>,
+    /// The endpoint's headers over HTTP/2 (none of those it forbids).
+    headers_h2: HeaderMap,
     /// Once a connection negotiated HTTP/2, every slot shares it.
     h2: RefCell<H2State>,
     /// Wakes slots waiting for another slot's HTTP/2 connect.
@@ -205,20 +209,26 @@ impl Link {
             .map_err(|e| format!("{}: {e}", spec.label))?;
         let content_type = (spec.style == Style::Post && !spec.headers.contains_key(CONTENT_TYPE))
             .then(|| HeaderValue::from_static("application/json"));
-        let mut line_headers_h2 = HeaderMap::new();
+        // The endpoint's own headers as each protocol sends them, prepared
+        // once: no framing (versus's own) and no Host (the authority), and
+        // over HTTP/2 none of the connection headers it forbids.
+        let mut headers_h1 = Vec::new();
+        let mut headers_h2 = HeaderMap::new();
+        for (name, value) in &spec.headers {
+            if !framing(name) && *name != HOST {
+                put_header(&mut headers_h1, name, value.as_bytes());
+            }
+            if !h2_forbidden(name, value) {
+                headers_h2.append(name.clone(), value.clone());
+            }
+        }
+        let mut line_headers_h2 = headers_h2.clone();
         let mut line_head_h1 = Vec::new();
         put_header(&mut line_head_h1, &HOST, authority.as_bytes());
-        for (name, value) in spec
-            .headers
-            .iter()
-            .chain(content_type.iter().map(|v| (&CONTENT_TYPE, v)))
-        {
-            if !h2_forbidden(name, value) {
-                line_headers_h2.append(name.clone(), value.clone());
-            }
-            if !framing(name) && *name != HOST {
-                put_header(&mut line_head_h1, name, value.as_bytes());
-            }
+        line_head_h1.extend_from_slice(&headers_h1);
+        if let Some(v) = content_type {
+            put_header(&mut line_head_h1, &CONTENT_TYPE, v.as_bytes());
+            line_headers_h2.insert(CONTENT_TYPE, v);
         }
         let mut post_head_h1 = Vec::new();
         put_request_line(&mut post_head_h1, &Method::POST, &spec.base_path);
@@ -254,6 +264,8 @@ impl Link {
             line_head_h1,
             post_head_h1,
             line_headers_h2,
+            headers_h1,
+            headers_h2,
             h2: RefCell::new(H2State::default()),
             h2_opened: tokio::sync::Notify::new(),
             h2_warmed: Cell::new(0),
@@ -372,18 +384,14 @@ impl Link {
             buf.extend_from_slice(&self.line_head_h1);
         } else {
             put_header(buf, &HOST, self.authority.as_bytes());
+            // The endpoint's own headers (API keys) win over recorded ones
+            // (which carry no framing or Host: the input dropped those).
             for (name, value) in &req.headers {
-                // The endpoint's own headers (API keys) win over recorded
-                // ones; the framing is versus's own.
-                if !framing(name) && *name != HOST && !self.spec.headers.contains_key(name) {
+                if !self.spec.headers.contains_key(name) {
                     put_header(buf, name, value.as_bytes());
                 }
             }
-            for (name, value) in &self.spec.headers {
-                if !framing(name) && *name != HOST {
-                    put_header(buf, name, value.as_bytes());
-                }
-            }
+            buf.extend_from_slice(&self.headers_h1);
         }
         if !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
             buf.extend_from_slice(b"content-length: ");
@@ -430,18 +438,14 @@ impl Link {
                 *headers = self.line_headers_h2.clone();
             }
         } else {
+            // As over HTTP/1.1; recorded headers carry none HTTP/2 forbids.
             for (name, value) in &req.headers {
-                // The endpoint's own headers (API keys) win over recorded
-                // ones; HTTP/2 has no connection-level headers, and the
-                // authority is the endpoint's.
-                if !h2_forbidden(name, value) && !self.spec.headers.contains_key(name) {
+                if !self.spec.headers.contains_key(name) {
                     headers.append(name.clone(), value.clone());
                 }
             }
-            for (name, value) in &self.spec.headers {
-                if !h2_forbidden(name, value) {
-                    headers.insert(name.clone(), value.clone());
-                }
+            for (name, value) in &self.headers_h2 {
+                headers.append(name.clone(), value.clone());
             }
         }
         if !body.is_empty() || matches!(method, Method::POST | Method::PUT | Method::PATCH) {
@@ -463,9 +467,10 @@ fn framing(name: &HeaderName) -> bool {
     *name == CONTENT_LENGTH || *name == TRANSFER_ENCODING
 }
 
-/// Recorded headers an HTTP/2 request must not carry (RFC 9113 8.2.2) or
+/// Endpoint headers an HTTP/2 request must not carry (RFC 9113 8.2.2) or
 /// that versus sets itself: framing, Host (the `:authority` is the
-/// endpoint's) and the connection-specific ones.
+/// endpoint's) and the connection-specific ones. (Recorded requests never
+/// carry them: see [`crate::input::is_engine_header`].)
 fn h2_forbidden(name: &HeaderName, value: &HeaderValue) -> bool {
     framing(name)
         || *name == HOST

@@ -16,20 +16,6 @@ use serde_json::{Map, Value};
 
 use super::{Malformed, Next, Request, Source};
 
-/// Headers a recorded request must not carry because the engine sets them
-/// per endpoint: framing, connection management and the host.
-const DROPPED_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "upgrade",
-    "te",
-    "trailer",
-];
-
 /// The fields a `jsonl` record may have.
 const JSONL_FIELDS: &[&str] = &[
     "method",
@@ -244,11 +230,7 @@ pub(super) fn push_header(
     name: &[u8],
     value: &[u8],
 ) -> Result<(), String> {
-    if name.first() == Some(&b':')
-        || DROPPED_HEADERS
-            .iter()
-            .any(|d| d.as_bytes().eq_ignore_ascii_case(name))
-    {
+    if super::is_engine_header(name) {
         return Ok(());
     }
     let name = HeaderName::from_bytes(name)

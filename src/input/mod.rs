@@ -20,10 +20,35 @@ pub struct Request {
     /// Path and query (`/a?b=c`) or an absolute URL; `None` means the
     /// endpoint's own URL (and, for `+get` endpoints, the body is the suffix).
     pub target: Option<String>,
-    /// Headers to send in addition to the endpoint's own.
+    /// Headers to send in addition to the endpoint's own; never one that
+    /// [`is_engine_header`] names (every format drops those when reading).
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The body, owned (never a view into a reused read buffer).
     pub body: Bytes,
+}
+
+/// Headers a recorded request must not carry because the engine sets them
+/// per endpoint: framing, connection management (none of which HTTP/2
+/// allows) and the host.
+const ENGINE_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "te",
+    "trailer",
+];
+
+/// Whether a recorded header is one the engine sets itself (dropped by
+/// every input format), or an HTTP/2 pseudo-header.
+pub(crate) fn is_engine_header(name: &[u8]) -> bool {
+    name.first() == Some(&b':')
+        || ENGINE_HEADERS
+            .iter()
+            .any(|d| d.as_bytes().eq_ignore_ascii_case(name))
 }
 
 impl Request {

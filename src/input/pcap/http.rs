@@ -10,19 +10,6 @@ use crate::input::Request;
 
 /// Most headers a request head may have.
 const MAX_HEADERS: usize = 128;
-/// Headers not passed on: the engine sets framing and connection handling
-/// per endpoint.
-const DROPPED: [&str; 9] = [
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "upgrade",
-];
 
 /// Incremental parser of the requests in one client→server stream. Append
 /// reassembled bytes to [`RequestParser::buffer`], then call
@@ -187,7 +174,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<(Request, Framing, usize)>, String> {
                     .filter(|c| !c.is_empty()),
             );
         }
-        if DROPPED.iter().any(|d| name.eq_ignore_ascii_case(d)) {
+        if crate::input::is_engine_header(name.as_bytes()) {
             continue;
         }
         let value = HeaderValue::from_bytes(header.value)
