@@ -408,6 +408,32 @@ fn warm_up_requests_are_sent_but_not_counted() {
         "{report}"
     );
 
+    // A warm-up by count in single-request mode: 50 more, 100 counted.
+    let d = Server::start(|_| Reply::ok("{}"));
+    let (out, report) = run_lib(
+        &[
+            "--warmup",
+            "50",
+            "--stop-after",
+            "100",
+            "--method",
+            "GET",
+            "-c",
+            "3",
+            &d.url(),
+        ],
+        b"",
+    );
+    assert_eq!(d.requests(), 150, "{report}");
+    assert_eq!(
+        (
+            out.stats.endpoints[0].sent,
+            out.stats.endpoints[0].responses
+        ),
+        (100, 100),
+        "{report}"
+    );
+
     // A warm-up by time in single-request mode: the counted quota is whole.
     let c = Server::start(|_| Reply::ok("{}"));
     let (out, report) = run_lib(

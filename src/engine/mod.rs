@@ -189,11 +189,12 @@ pub fn run(
     let mut inputs: Vec<WorkerInput> = Vec::with_capacity(cores);
     match input {
         Input::Repeat(request) => {
+            // The quota counts counted requests only; warm-up ones come on
+            // top (see `Feed::take_now`).
             let count = plan.stop_after.count;
-            let warmup = plan.warmup.count.unwrap_or(0);
             let share = |n: u64, c: u64| n / cores as u64 + u64::from(c < n % cores as u64);
             for c in 0..cores as u64 {
-                let remaining = count.map(|n| share(n, c) + share(warmup, c));
+                let remaining = count.map(|n| share(n, c));
                 inputs.push(WorkerInput::Repeat {
                     request: request.clone(),
                     remaining,
