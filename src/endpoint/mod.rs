@@ -70,7 +70,7 @@ impl Outcome {
         let origin = due.map_or(clock, |d| d.min(clock));
         Outcome {
             result: result.map(|mut r| {
-                r.ttfb = (start + r.ttfb).saturating_duration_since(origin);
+                r.ttfb = (clock + r.ttfb).saturating_duration_since(origin);
                 r
             }),
             latency: end - origin,
@@ -127,7 +127,8 @@ pub struct Response {
     pub body: Bytes,
     /// Body length in bytes, whether or not the body was kept.
     pub body_len: u64,
-    /// Time from the start of the request to the response head.
+    /// Time to the response head, from the exchange's clock (which starts
+    /// after a connect that is not counted in the latency).
     pub ttfb: Duration,
 }
 
@@ -213,4 +214,36 @@ pub struct TransportOptions {
     pub version: HttpVersion,
     /// Response headers to keep for comparison.
     pub keep_headers: Vec<::http::HeaderName>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// After a reconnect kept out of the latency, the time to first byte
+    /// counts from the same restarted clock, not from before the connect.
+    #[test]
+    fn ttfb_counts_from_the_clock_after_a_reconnect() {
+        let start = Instant::now();
+        let clock = start + Duration::from_millis(50);
+        let response = Response {
+            status: 200,
+            headers: Vec::new(),
+            body: bytes::Bytes::new(),
+            body_len: 0,
+            ttfb: Duration::from_millis(10),
+        };
+        let o = Outcome::timed(Ok(response), start, clock, None, 0, None);
+        assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));
+        // In the open model it counts from the due time, like the latency.
+        let response = Response {
+            status: 200,
+            headers: Vec::new(),
+            body: bytes::Bytes::new(),
+            body_len: 0,
+            ttfb: Duration::from_millis(10),
+        };
+        let o = Outcome::timed(Ok(response), start, clock, None, 0, Some(start));
+        assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(60));
+    }
 }

@@ -187,7 +187,6 @@ impl WsSlot {
         clock: &mut Instant,
         connect: &mut Option<Duration>,
     ) -> Result<Response, Failure> {
-        let start = *clock;
         if req.body.is_empty() {
             return Err(Failure::BadRequest);
         }
@@ -206,6 +205,7 @@ impl WsSlot {
                 s
             }
         };
+        let start = *clock;
         let message = self.message(&req.body);
         socket.send(message).await.map_err(|e| classify(&e))?;
         loop {
