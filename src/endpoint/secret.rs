@@ -33,7 +33,8 @@ const SECRET_HEADERS: &[&str] = &[
 /// The mask that replaces a secret.
 pub const MASK: &str = "...";
 
-/// Mask the secrets of a URL: the password of the user info, path segments
+/// Mask the secrets of a URL: the password of the user info (all of it when
+/// it is a bare token), path segments
 /// that look like keys (long runs of letters and digits that include both),
 /// and the values of query parameters named like keys or tokens.
 pub fn mask_url(url: &str) -> String {
@@ -46,10 +47,13 @@ pub fn mask_url(url: &str) -> String {
         None => (rest, ""),
     };
     let authority = match authority.rfind('@') {
-        Some(at) => {
+        // `user:password@`: the password is the secret.
+        Some(at) if authority[..at].contains(':') => {
             let user = authority[..at].split(':').next().unwrap_or("");
             format!("{user}:{MASK}@{}", &authority[at + 1..])
         }
+        // `token@` (sent as a Basic credential too): all of it is.
+        Some(at) => format!("{MASK}@{}", &authority[at + 1..]),
         None => authority.to_string(),
     };
     let (path, query) = match tail.split_once('?') {
@@ -131,6 +135,8 @@ mod tests {
             "https://h/rpc?apikey=...&chain=1"
         );
         assert_eq!(mask_url("http://bob:hunter2@h:8/x"), "http://bob:...@h:8/x");
+        // A bare token as user info is the credential itself.
+        assert_eq!(mask_url("https://tok3nVALUE@h/x"), "https://...@h/x");
         assert_eq!(mask_url("http://127.0.0.1:8545/"), "http://127.0.0.1:8545/");
         assert_eq!(
             mask_url("http://h/users/12345/profile"),
