@@ -122,7 +122,11 @@ fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(FAILED);
         }
     };
-    if plan.mode == RequestMode::Stream && out.input.requests == 0 && out.input_error.is_none() {
+    if plan.mode == RequestMode::Stream
+        && out.input.requests == 0
+        && out.input_error.is_none()
+        && !out.interrupted
+    {
         eprintln!(
             "versus: no requests: the input had no requests ({} malformed records skipped)",
             out.input.malformed

@@ -294,6 +294,39 @@ fn ctrl_c_prints_a_partial_report_and_exits_0_with_a_complete_result_file() {
     let _ = std::fs::remove_file(saved);
 }
 
+/// Ctrl-C while the input has given nothing yet (`tail -f x | versus`) is
+/// still an interruption: the report and exit 0, not "no requests".
+#[test]
+fn ctrl_c_before_the_first_input_line_exits_0() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
+        .args(["--input", "lines", &server.url()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Connections are opened once the signal handlers are in place.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server
+        .counters
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst)
+        == 0
+    {
+        assert!(Instant::now() < deadline, "versus never connected");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stdin = child.stdin.take();
+    sigint(&child);
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("Stopped:    interrupted"), "{stdout}");
+    assert!(!text(&out.stderr).contains("no requests"));
+}
+
 #[test]
 fn a_second_ctrl_c_exits_at_once_with_130() {
     let server = Server::start(|s| {

@@ -7,7 +7,7 @@ use std::io::{self, BufRead};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Method};
+use http::Method;
 
 use super::{Malformed, Next, Request, Source};
 use crate::endpoint::secret;
@@ -43,11 +43,8 @@ impl SavedRun {
             if v == secret::MASK && secret::is_secret_header(&n) {
                 continue;
             }
-            let name = HeaderName::from_bytes(n.as_bytes())
-                .map_err(|_| format!("bad header name {n:?}"))?;
-            let value =
-                HeaderValue::from_str(&v).map_err(|_| format!("bad value of header {n}"))?;
-            headers.push((name, value));
+            // Like every other format: the engine's own headers are dropped.
+            super::jsonl::push_header(&mut headers, n.as_bytes(), v.as_bytes())?;
         }
         let body = match (line.body, line.body_base64) {
             (Some(b), _) => Bytes::from(b),
