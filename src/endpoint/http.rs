@@ -12,11 +12,8 @@
 //! reset and the connection stays.
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use std::borrow::Cow;
@@ -30,7 +27,7 @@ use rustls::pki_types::ServerName;
 
 use super::connect::{classify_h2, Connected, Dialer, H1Conn, H2Conn};
 use super::ws::{WsLink, WsSlot};
-use super::{EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
+use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
 use crate::input::Request;
 
 /// One core's connection state and prepared request parts for one endpoint.
@@ -551,11 +548,8 @@ pub struct Slot {
     /// The HTTP/2 connection this slot last used and its own handle to it
     /// (kept, so a request costs no handle clone).
     h2: Option<(Arc<H2Conn>, h2::client::SendRequest<Bytes>)>,
-    /// The `--timeout` timer, kept from request to request: moving a
-    /// registered timer's deadline later is an atomic store, where a
-    /// `tokio::time::timeout` per request inserts into and removes from the
-    /// timer wheel under its lock (about 700 instructions a request).
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The `--timeout` timer, kept from request to request.
+    deadline: Deadline,
     ws: WsSlot,
 }
 
@@ -612,7 +606,7 @@ impl Slot {
             h1: None,
             reuse: false,
             h2: None,
-            timer: None,
+            deadline: Deadline::default(),
             ws: WsSlot::default(),
         }
     }
@@ -690,29 +684,13 @@ impl Slot {
         let timeout = self.link.opts.timeout;
         let mut clock = start;
         let mut connect = None;
-        let deadline = tokio::time::Instant::from_std(start);
-        let deadline = deadline
-            .checked_add(timeout)
-            .unwrap_or(deadline + Duration::from_secs(30 * 365 * 86_400));
-        let mut timer = match self.timer.take() {
-            Some(mut t) => {
-                t.as_mut().reset(deadline);
-                t
-            }
-            None => Box::pin(tokio::time::sleep_until(deadline)),
-        };
-        let result = {
-            let mut exchange =
-                std::pin::pin!(self.exchange(req, keep_body, &mut clock, &mut connect));
-            std::future::poll_fn(|cx| {
-                if let Poll::Ready(r) = exchange.as_mut().poll(cx) {
-                    return Poll::Ready(r);
-                }
-                timer.as_mut().poll(cx).map(|()| Err(Failure::Timeout))
-            })
+        let mut deadline = std::mem::take(&mut self.deadline);
+        let exchange = self.exchange(req, keep_body, &mut clock, &mut connect);
+        let result = deadline
+            .run(start, timeout, exchange)
             .await
-        };
-        self.timer = Some(timer);
+            .unwrap_or(Err(Failure::Timeout));
+        self.deadline = deadline;
         match self.h1.take() {
             // An HTTP/1.1 connection is unusable after a failed exchange
             // (but untouched by a request that could not be formed).

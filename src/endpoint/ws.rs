@@ -49,7 +49,7 @@ use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
 use super::connect::{classify_io, Dialer, Io};
-use super::{EndpointSpec, Failure, Outcome, Response, Scheme, TransportOptions};
+use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, TransportOptions};
 use crate::input::Request;
 
 type Socket = WebSocketStream<Box<dyn Io>>;
@@ -125,6 +125,8 @@ pub(crate) struct WsSlot {
     stray: bool,
     /// Reused: where the ids of the request being sent are.
     ids: Vec<Range<usize>>,
+    /// The `--timeout` timer, kept from request to request.
+    deadline: Deadline,
 }
 
 impl WsSlot {
@@ -160,15 +162,14 @@ impl WsSlot {
         let mut clock = start;
         let mut connect = None;
         self.stray = false;
-        let result = tokio::time::timeout(
-            opts.timeout,
-            self.exchange(link, dialer, opts, req, keep_body, &mut clock, &mut connect),
-        )
-        .await;
+        let mut deadline = std::mem::take(&mut self.deadline);
+        let exchange = self.exchange(link, dialer, opts, req, keep_body, &mut clock, &mut connect);
+        let result = deadline.run(start, opts.timeout, exchange).await;
+        self.deadline = deadline;
         let result = match result {
-            Ok(r) => r,
-            Err(_) if self.stray => Err(Failure::Protocol),
-            Err(_) => Err(Failure::Timeout),
+            Some(r) => r,
+            None if self.stray => Err(Failure::Protocol),
+            None => Err(Failure::Timeout),
         };
         if result.is_err() || !opts.keepalive {
             self.socket = None;
