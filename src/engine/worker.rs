@@ -265,7 +265,20 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     core.take_handshakes();
     let mut stats = core.stats.replace(RunStats::new(endpoints));
     let completed = core.completed.borrow();
-    stats.verdicts.incomplete += core.window.borrow().incomplete();
+    {
+        // Answered requests stuck behind an unfinished one are judged now.
+        let plan = &core.plan;
+        let mut kinds = core.kinds.borrow_mut();
+        let incomplete = core
+            .window
+            .borrow_mut()
+            .drain_rest(|req, outcomes, warmup| {
+                if !warmup {
+                    judge::verdict(plan, &mut stats, &mut kinds, req, outcomes);
+                }
+            });
+        stats.verdicts.incomplete += incomplete;
+    }
     let inflight = core.inflight.borrow();
     let held_since = core.held_since.borrow();
     let held = core.held.borrow();
@@ -656,7 +669,7 @@ async fn feed_open(
         if !room(&core, true).await {
             break;
         }
-        {
+        if !warmup {
             let idle = core.idle.borrow();
             let mut stats = core.stats.borrow_mut();
             for (e, s) in stats.endpoints.iter_mut().enumerate() {
