@@ -39,6 +39,9 @@ impl PreciseTimer {
             tv_sec: 0,
             tv_nsec: 0,
         };
+        // The two clocks read back to back, `Instant` first: the pair is
+        // off by nanoseconds, in the direction that fires late, never early.
+        let std_now = Instant::now();
         // SAFETY: `now` is a valid timespec to write into.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
         // SAFETY: `fd` is a valid, open timerfd owned by the `AsyncFd` for
@@ -46,7 +49,7 @@ impl PreciseTimer {
         let fd = unsafe { AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)?;
         Ok(PreciseTimer {
             fd,
-            base: (Instant::now(), now),
+            base: (std_now, now),
         })
     }
 
@@ -69,11 +72,13 @@ impl PreciseTimer {
                 // SAFETY: reading 8 bytes into an 8-byte buffer.
                 let n =
                     unsafe { libc::read(self.fd.as_raw_fd(), expirations.as_mut_ptr().cast(), 8) };
+                // Read or not, the timer is not readable again until it next
+                // fires: without this the next sleep starts with a read that
+                // fails.
+                guard.clear_ready();
                 if n == 8 {
                     break;
                 }
-                // Nothing to read yet: the readiness was stale.
-                guard.clear_ready();
             }
         }
     }
