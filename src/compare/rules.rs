@@ -273,19 +273,27 @@ impl Rules {
     /// The rules for one request: the default merged with every matching section.
     /// `selector` is a JSON-RPC method name (`eth_getBlockByNumber`) or an HTTP method
     /// and request target (`GET /users/42`).
-    pub fn for_method(&self, selector: &str) -> Cow<'_, RuleSet> {
+    pub fn for_method(&self, selector: &str, jsonrpc: bool) -> Cow<'_, RuleSet> {
         let (http_method, target) = match selector.split_once(' ') {
             Some((method, target)) => (Some(method), target.trim()),
             None => (None, selector),
         };
+        // JSON-RPC awareness found in the request is a default like the
+        // others: a section that sets `jsonrpc` overrides it.
+        let base = || {
+            let mut rules = self.default.clone();
+            rules.jsonrpc |= jsonrpc;
+            rules
+        };
         let mut merged: Option<RuleSet> = None;
         for (section, overlay) in &self.sections {
             if section.accepts(http_method, target) {
-                overlay.apply(merged.get_or_insert_with(|| self.default.clone()));
+                overlay.apply(merged.get_or_insert_with(base));
             }
         }
         match merged {
             Some(rules) => Cow::Owned(rules),
+            None if jsonrpc && !self.default.jsonrpc => Cow::Owned(base()),
             None => Cow::Borrowed(&self.default),
         }
     }
@@ -466,7 +474,7 @@ mod tests {
     #[test]
     fn default_rules_apply_to_unmatched_selectors() {
         let rules = rules();
-        let chosen = rules.for_method("eth_call");
+        let chosen = rules.for_method("eth_call", false);
         assert!(matches!(chosen, Cow::Borrowed(_)));
         assert_eq!(chosen.ignore, vec![p("$..timestamp")]);
         assert!(chosen.jsonrpc && chosen.hex_case_insensitive && !chosen.subset);
@@ -475,7 +483,7 @@ mod tests {
     #[test]
     fn matching_sections_add_lists_and_override_flags_in_file_order() {
         let rules = rules();
-        let block = rules.for_method("eth_getBlockByNumber");
+        let block = rules.for_method("eth_getBlockByNumber", false);
         assert_eq!(
             block.ignore,
             vec![
@@ -497,8 +505,11 @@ mod tests {
             vec![(p("$.result.logs"), "logIndex".into())]
         );
         assert!(!block.jsonrpc, "the glob section turns jsonrpc off");
+        // Also when the request itself is JSON-RPC (awareness on by default).
+        assert!(!rules.for_method("eth_getBlockByNumber", true).jsonrpc);
+        assert!(rules.for_method("eth_call", true).jsonrpc);
 
-        let balance = rules.for_method("eth_getBalance");
+        let balance = rules.for_method("eth_getBalance", false);
         assert_eq!(
             balance.ignore,
             vec![p("$..timestamp"), p("$.result.blockHash")]
@@ -509,13 +520,16 @@ mod tests {
     #[test]
     fn http_sections_match_method_and_path() {
         let rules = rules();
-        assert!(rules.for_method("GET /users/42").subset);
-        assert!(rules.for_method("get /users/42").subset);
-        assert!(!rules.for_method("POST /users/42").subset);
-        assert!(!rules.for_method("GET /orders/1").subset);
+        assert!(rules.for_method("GET /users/42", false).subset);
+        assert!(rules.for_method("get /users/42", false).subset);
+        assert!(!rules.for_method("POST /users/42", false).subset);
+        assert!(!rules.for_method("GET /orders/1", false).subset);
         // A method name never selects an HTTP section and vice versa.
-        assert!(!rules.for_method("/users/42").subset);
-        assert!(rules.for_method("GET eth_getBalance").unordered.is_empty());
+        assert!(!rules.for_method("/users/42", false).subset);
+        assert!(rules
+            .for_method("GET eth_getBalance", false)
+            .unordered
+            .is_empty());
     }
 
     #[test]

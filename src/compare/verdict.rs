@@ -160,9 +160,9 @@ impl Comparer {
             return j;
         }
         let kind = kind();
-        let rules = self.rules.for_method(&kind.selector);
-        let mut rules = rules.into_owned();
-        rules.jsonrpc |= self.jsonrpc && kind.jsonrpc;
+        let rules = self
+            .rules
+            .for_method(&kind.selector, self.jsonrpc && kind.jsonrpc);
         let mut noise = Vec::new();
         if let Some((t, o)) = twin.filter(|_| twin_differs) {
             noise = self.findings(&rules, t, reference, o, &mut j.fell_back);
