@@ -23,7 +23,7 @@ impl fmt::Display for EndpointInfo {
     /// As the text report names an endpoint: `label "url"`, or `"url"`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.named {
-            write!(f, "{} {:?}", self.label, self.url)
+            write!(f, "{} {:?}", super::escape_terminal(&self.label), self.url)
         } else {
             write!(f, "{:?}", self.url)
         }
@@ -88,4 +88,22 @@ pub struct Report<'a> {
     pub checks: &'a [super::threshold::Check],
     /// Per-interval figures, when kept.
     pub series: Option<&'a crate::results::series::Series>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A label from a saved file made elsewhere cannot drive the terminal.
+    #[test]
+    fn an_endpoint_is_shown_with_control_characters_escaped() {
+        let e = EndpointInfo {
+            label: "a\u{1b}[2Jb".into(),
+            named: true,
+            url: "http://h/\u{1b}".into(),
+        };
+        let shown = e.to_string();
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+        assert_eq!(shown, r#"a\u{1b}[2Jb "http://h/\u{1b}""#);
+    }
 }

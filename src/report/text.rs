@@ -380,7 +380,8 @@ fn noise(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<()
     writeln!(
         out,
         "   Noise:      {} is a second copy of the reference; {} requests differed only where the two reference answers differ",
-        plan.endpoints[twin].label, v.noise_only
+        super::escape_terminal(&plan.endpoints[twin].label),
+        v.noise_only
     )?;
     let mut fields: Vec<_> = v.noise.iter().collect();
     fields.sort_by(|a, b| {

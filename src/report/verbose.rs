@@ -17,7 +17,8 @@ const BODY_LIMIT: usize = 2000;
 pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Option<Outcome>]) {
     let _ = writeln!(out, "--- mismatch: request {}", req.seq);
     if let Some(m) = &req.method {
-        let _ = writeln!(out, "    {m} {}", req.target.as_deref().unwrap_or(""));
+        let target = req.target.as_deref().unwrap_or("");
+        let _ = writeln!(out, "    {m} {}", super::escape_terminal(target));
     }
     let _ = writeln!(out, "    request: {}", show_body(&req.body, false));
     for (i, (spec, o)) in plan.endpoints.iter().zip(outcomes).enumerate() {
