@@ -133,7 +133,7 @@ pub struct DemoArgs {
 }
 
 /// Options of a run.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args)]
 pub struct RunArgs {
     /// Endpoints to send every request to, as URL or NAME=URL. The first is
     /// the reference the others are compared with. Schemes: http:// and

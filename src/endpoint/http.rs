@@ -188,10 +188,6 @@ impl Link {
             ),
             Scheme::Http => None,
         };
-        let _origin_uri: Uri = spec
-            .base_path
-            .parse()
-            .map_err(|e| format!("{}: {e}", spec.label))?;
         // A Host header given for the endpoint replaces the URL's authority
         // (virtual hosts behind an address): as Host over HTTP/1.1, as
         // `:authority` over HTTP/2.

@@ -60,17 +60,6 @@ impl Schedule {
         let global = k * self.cores + self.core;
         Duration::from_nanos((global as f64 * self.gap_ns).round() as u64)
     }
-
-    /// How many of this core's requests are due by `elapsed` (those with
-    /// `due(k) <= elapsed`).
-    pub fn due_by(&self, elapsed: Duration) -> u64 {
-        let global = (elapsed.as_nanos() as f64 / self.gap_ns).floor() as u64;
-        if global < self.core {
-            0
-        } else {
-            (global - self.core) / self.cores + 1
-        }
-    }
 }
 
 #[cfg(test)]
@@ -120,18 +109,5 @@ mod tests {
         // 20000 per second: 50 µs apart, no millisecond rounding.
         let fast = Schedule::new(Rate(20000.0), 0, 1);
         assert_eq!(fast.due(3), Duration::from_micros(150));
-    }
-
-    #[test]
-    fn due_by_counts_what_is_due() {
-        let c1 = Schedule::new(Rate(1000.0), 1, 2);
-        // Core 1's requests are due at 1, 3, 5 ms.
-        assert_eq!(c1.due_by(Duration::from_micros(999)), 0);
-        assert_eq!(c1.due_by(Duration::from_millis(1)), 1);
-        assert_eq!(c1.due_by(Duration::from_micros(4999)), 2);
-        assert_eq!(c1.due_by(Duration::from_millis(5)), 3);
-        let one = Schedule::new(Rate(200.0), 0, 1);
-        // 200/s for 2 s: 400 requests, due at 0..1995 ms, all due by 2 s.
-        assert_eq!(one.due_by(Duration::from_millis(1999)), 400);
     }
 }

@@ -17,10 +17,8 @@ pub struct EndpointPoint {
     pub bytes_in: u64,
     /// Latency mean, µs (`None` without responses).
     pub mean: Option<f64>,
-    /// Latency percentiles p50, p90, p95, p99 and the max, µs.
+    /// Latency percentiles p50, p95, p99 and the max, µs.
     pub p50: Option<u64>,
-    /// p90.
-    pub p90: Option<u64>,
     /// p95.
     pub p95: Option<u64>,
     /// p99.
@@ -63,7 +61,6 @@ impl Point {
                     bytes_in: e.bytes_in,
                     mean: (!e.latency.is_empty()).then(|| e.latency.mean()),
                     p50: q(&e.latency, 0.5),
-                    p90: q(&e.latency, 0.9),
                     p95: q(&e.latency, 0.95),
                     p99: q(&e.latency, 0.99),
                     max: (!e.latency.is_empty()).then(|| e.latency.max()),
