@@ -233,13 +233,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// One read into the read buffer; 0 at the end of the stream.
     async fn fill(&mut self, want: usize) -> Result<usize, Failure> {
+        self.fill_io(want)
+            .await
+            .map_err(|e| classify_io(&e, Failure::Io))
+    }
+
+    /// [`Conn::fill`] with the I/O error as it came.
+    async fn fill_io(&mut self, want: usize) -> io::Result<usize> {
         if self.rbuf.capacity() - self.rbuf.len() < want.min(READ_CHUNK) {
             self.rbuf.reserve(want.max(INITIAL));
         }
-        self.io
-            .read_buf(&mut self.rbuf)
-            .await
-            .map_err(|e| classify_io(&e, Failure::Io))
+        self.io.read_buf(&mut self.rbuf).await
     }
 
     async fn read_length(
@@ -380,12 +384,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Some(k) => k.extend_from_slice(&self.rbuf.split()),
                 None => self.rbuf.clear(),
             }
-            match self.fill(READ_CHUNK).await {
+            match self.fill_io(READ_CHUNK).await {
                 Ok(0) => break,
                 Ok(_) => {}
-                // TLS without close_notify: the end of a close-delimited body.
-                Err(Failure::Reset) => break,
-                Err(f) => return Err(f),
+                // TLS without close_notify (rustls reports an unexpected
+                // end): the end of a close-delimited body. A reset is not.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(classify_io(&e, Failure::Io)),
             }
         }
         Ok((kept.map_or_else(Bytes::new, BytesMut::freeze), len))
@@ -449,6 +454,28 @@ mod tests {
         let buf = c.request_buf();
         buf.extend_from_slice(format!("{method} / HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes());
         c.exchange(b"", head, max, true, &[]).await
+    }
+
+    /// A close-delimited body cut by a TCP reset is a reset, not a body.
+    #[tokio::test]
+    async fn a_reset_is_not_the_end_of_a_close_delimited_body() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npart")
+                .await
+                .unwrap();
+            s.flush().await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            // Linger 0: closing sends RST, not FIN.
+            s.set_zero_linger().unwrap();
+            drop(s);
+        });
+        let mut c = Conn::new(TcpStream::connect(addr).await.unwrap());
+        assert_eq!(get(&mut c, false, 100).await.unwrap_err(), Failure::Reset);
     }
 
     fn one(s: &str) -> Vec<Vec<u8>> {
