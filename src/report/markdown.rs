@@ -44,7 +44,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "Run on `{}` at {}, {} long{}.",
+        "Run on {} at {}, {} long{}.",
         cell(&r.header.host),
         cell(&r.header.start),
         super::go_duration(r.run.elapsed),
@@ -157,7 +157,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             let sample = g
                 .samples
                 .first()
-                .map(|s| format!("#{} `{}`", s.seq, cell(&s.request)))
+                .map(|s| format!("#{} {}", s.seq, cell(&s.request)))
                 .unwrap_or_default();
             writeln!(
                 out,
