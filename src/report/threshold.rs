@@ -27,7 +27,7 @@ pub enum Metric {
     Mean,
     /// Requests per second.
     Rps,
-    /// Errors (failures and statuses of 400 or above).
+    /// Errors (failures, statuses of 400 or above, JSON-RPC error answers).
     Errors,
     /// Mismatched requests.
     Mismatches,

@@ -83,7 +83,8 @@ pub struct EndpointRecord {
     pub completed: u64,
     /// Responses (any status).
     pub responses: u64,
-    /// Failures plus responses with status 400 or above.
+    /// Failures, responses with status 400 or above and JSON-RPC error
+    /// answers.
     pub errors: u64,
     /// Failures by kind, named as in the text report; only those seen.
     pub failures: BTreeMap<String, u64>,

@@ -9,7 +9,7 @@ use crate::stats::RunStats;
 pub struct EndpointPoint {
     /// Requests completed.
     pub completed: u64,
-    /// Errors (failures and statuses of 400 or more).
+    /// Errors (failures, statuses of 400 or more, JSON-RPC error answers).
     pub errors: u64,
     /// Responses.
     pub responses: u64,
