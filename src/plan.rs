@@ -153,10 +153,12 @@ impl Plan {
                 .map_err(|e| usage(e.replace("--stop-after", "--warmup")))?,
             None => StopAfter::default(),
         };
-        if warmup.duration.is_some()
-            && stop_after.count.is_some()
-            && !(args.method.is_some() || args.body.is_some() || stdin_is_terminal)
-        {
+        // Single-request mode: --method or --body, or nothing to read (stdin
+        // a terminal and no input named; `--input-file -` names stdin).
+        let single = args.method.is_some()
+            || args.body.is_some()
+            || (stdin_is_terminal && args.input_file.is_none() && args.input_format.is_none());
+        if warmup.duration.is_some() && stop_after.count.is_some() && !single {
             return Err(usage(
                 "--warmup DURATION with --stop-after N on a request stream: the input cannot know which requests the warm-up takes; give --warmup as a count".into(),
             ));
@@ -234,9 +236,6 @@ impl Plan {
                 "--method/--body send one request repeatedly; they cannot be combined with --input or --input-file".into(),
             ));
         }
-        let single = args.method.is_some()
-            || args.body.is_some()
-            || (stdin_is_terminal && input_file.is_none() && args.input_format.is_none());
         let mode = if single {
             let body = match &args.body {
                 Some(b) => match b.strip_prefix('@') {
@@ -464,6 +463,21 @@ mod tests {
         assert_eq!(p.stop_after.duration, Some(Duration::from_secs(10)));
         let p = Plan::from_args(&args(&["http://127.0.0.1:1/"]), true).unwrap();
         assert!(matches!(&p.mode, RequestMode::Single(r) if r.method == Some(Method::GET)));
+        // A named input is a stream even when it is the terminal's stdin.
+        let file = std::env::temp_dir().join(format!("versus-plan-{}.txt", std::process::id()));
+        std::fs::write(&file, "{}\n").unwrap();
+        let file = file.to_str().unwrap();
+        for named in [&["--input-file", "-"][..], &["--input-file", file][..]] {
+            let mut list = named.to_vec();
+            list.push("http://127.0.0.1:1/");
+            let p = Plan::from_args(&args(&list), true).unwrap();
+            assert_eq!(p.mode, RequestMode::Stream, "{named:?}");
+            // ... so a warm-up by time cannot go with a count.
+            list.extend(["--warmup", "2s", "--stop-after", "100"]);
+            let err = Plan::from_args(&args(&list), true).unwrap_err().to_string();
+            assert!(err.contains("--warmup DURATION"), "{named:?}: {err}");
+        }
+        let _ = std::fs::remove_file(file);
     }
 
     #[test]
