@@ -62,7 +62,9 @@ impl VegetaSource {
             if text.is_empty() {
                 break;
             }
-            if starts_with_method(text) {
+            // The next target: an http one, or a JSON one (whose lines
+            // follow each other with no blank line between).
+            if starts_with_method(text) || text.starts_with(b"{") {
                 self.pending = Some(line);
                 break;
             }
@@ -308,6 +310,19 @@ GET http://h/plain
                 "line 5: record longer than 60 bytes",
                 "line 8: record longer than 60 bytes",
                 "http://h/3"
+            ]
+        );
+        // An over-long JSON target costs itself only, not the ones after it.
+        let text = format!(
+            "{{\"method\":\"GET\",\"url\":\"http://h/{long}\"}}\n{{\"method\":\"GET\",\"url\":\"http://h/4\"}}\n{{\"method\":\"GET\",\"url\":\"http://h/5\"}}\n"
+        );
+        let out = vegeta(text.as_bytes(), 60);
+        assert_eq!(
+            summary(&out),
+            [
+                "line 1: record longer than 60 bytes",
+                "http://h/4",
+                "http://h/5"
             ]
         );
     }
