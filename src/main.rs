@@ -168,13 +168,19 @@ fn generate(args: &versus::cli::GenArgs) -> ExitCode {
         seed: args.seed,
         rpc: args.rpc.clone(),
     };
+    // A bad option exits 2; a failure while generating (a write error,
+    // the node for --rpc) exits 1.
+    if let Err(e) = versus::input::generate::ethereum_config(&opts) {
+        eprintln!("versus: gen: {e}");
+        return ExitCode::from(USAGE);
+    }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match versus::input::generate::ethereum(&opts, &mut out, &|w| eprintln!("versus: warning: {w}"))
     {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("versus: gen: {e}");
-            ExitCode::from(USAGE)
+            ExitCode::from(FAILED)
         }
     }
 }
@@ -190,7 +196,8 @@ fn demo(args: &versus::cli::DemoArgs) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("versus: demo: {e}");
-            ExitCode::from(FAILED)
+            let bad_arguments = matches!(e, versus::demo::DemoError::Plan(_));
+            ExitCode::from(if bad_arguments { USAGE } else { FAILED })
         }
     }
 }

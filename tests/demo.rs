@@ -86,6 +86,27 @@ fn gen_honours_the_method_weights_exactly() {
     let bad = run_bin(&["gen", "ethereum", "-m", "eth_nothing:3"], b"");
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("eth_nothing"));
+    // A write that fails (a full disk) is a failure, not a bad argument.
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_versus"))
+        .args(["gen", "ethereum", "-n", "100000"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The demo's own bad settings are bad arguments.
+    let out = run_bin(&["demo", "-c", "0"], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
