@@ -681,11 +681,11 @@ impl Slot {
         let mut clock = start;
         let mut connect = None;
         let mut deadline = std::mem::take(&mut self.deadline);
-        let exchange = self.exchange(req, keep_body, &mut clock, &mut connect);
-        let result = deadline
-            .run(start, timeout, exchange)
-            .await
-            .unwrap_or(Err(Failure::Timeout));
+        let result = {
+            let exchange = std::pin::pin!(self.exchange(req, keep_body, &mut clock, &mut connect));
+            deadline.run(start, timeout, exchange).await
+        };
+        let result = result.unwrap_or(Err(Failure::Timeout));
         self.deadline = deadline;
         match self.h1.take() {
             // An HTTP/1.1 connection is unusable after a failed exchange

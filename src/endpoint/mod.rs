@@ -62,12 +62,13 @@ pub(crate) struct Deadline(Option<std::pin::Pin<Box<tokio::time::Sleep>>>);
 
 impl Deadline {
     /// Run `exchange` until it completes, or until `timeout` after `start`
-    /// (`None`).
+    /// (`None`). Pinned by the caller, so the future is built in place and
+    /// not moved (a copy of several hundred bytes per request).
     pub(crate) async fn run<F: std::future::Future>(
         &mut self,
         start: Instant,
         timeout: Duration,
-        exchange: F,
+        mut exchange: std::pin::Pin<&mut F>,
     ) -> Option<F::Output> {
         let at = tokio::time::Instant::from_std(start);
         let at = at
@@ -80,7 +81,6 @@ impl Deadline {
             }
             none => none.insert(Box::pin(tokio::time::sleep_until(at))),
         };
-        let mut exchange = std::pin::pin!(exchange);
         std::future::poll_fn(|cx| {
             if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
                 return std::task::Poll::Ready(Some(r));

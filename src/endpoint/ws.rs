@@ -163,8 +163,18 @@ impl WsSlot {
         let mut connect = None;
         self.stray = false;
         let mut deadline = std::mem::take(&mut self.deadline);
-        let exchange = self.exchange(link, dialer, opts, req, keep_body, &mut clock, &mut connect);
-        let result = deadline.run(start, opts.timeout, exchange).await;
+        let result = {
+            let exchange = std::pin::pin!(self.exchange(
+                link,
+                dialer,
+                opts,
+                req,
+                keep_body,
+                &mut clock,
+                &mut connect
+            ));
+            deadline.run(start, opts.timeout, exchange).await
+        };
         self.deadline = deadline;
         let result = match result {
             Some(r) => r,
