@@ -264,24 +264,17 @@ mod tests {
     fn ttfb_counts_from_the_clock_after_a_reconnect() {
         let start = Instant::now();
         let clock = start + Duration::from_millis(50);
-        let response = Response {
+        let response = || Response {
             status: 200,
             headers: Vec::new(),
             body: bytes::Bytes::new(),
             body_len: 0,
             ttfb: Duration::from_millis(10),
         };
-        let o = Outcome::timed(Ok(response), start, clock, None, 0, None);
+        let o = Outcome::timed(Ok(response()), start, clock, None, 0, None);
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));
         // In the open model it counts from the due time, like the latency.
-        let response = Response {
-            status: 200,
-            headers: Vec::new(),
-            body: bytes::Bytes::new(),
-            body_len: 0,
-            ttfb: Duration::from_millis(10),
-        };
-        let o = Outcome::timed(Ok(response), start, clock, None, 0, Some(start));
+        let o = Outcome::timed(Ok(response()), start, clock, None, 0, Some(start));
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(60));
     }
 }
