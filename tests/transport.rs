@@ -257,3 +257,115 @@ fn http2_opens_connections_for_the_concurrency_the_server_limits() {
         .load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(conns, 2, "{report}");
 }
+
+/// HTTP/2 flow control both ways: request bodies larger than the server's
+/// windows wait for its WINDOW_UPDATEs, and answers larger than versus's
+/// connection window are read whole (versus hands its window back). The
+/// compared header comes through HTTP/2's header compression intact.
+#[test]
+fn http2_bodies_larger_than_the_windows_go_through_whole() {
+    let a = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
+    let b = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
+    // 40 requests of 300 KB: 12 MB each way, over the 8 MiB connection
+    // window versus opens and hyper's 1 MiB windows.
+    let mut input = Vec::new();
+    for i in 0..40 {
+        let pad = "x".repeat(300_000);
+        input.extend_from_slice(format!(r#"{{"id":{i},"pad":"{pad}"}}"#).as_bytes());
+        input.push(b'\n');
+    }
+    let (out, report) = run_lib(
+        &[
+            "--http2",
+            "--threads",
+            "1",
+            "-c",
+            "8",
+            "--compare-header",
+            "content-length",
+            &a.url(),
+            &b.url(),
+        ],
+        &input,
+    );
+    for e in &out.stats.endpoints {
+        assert_eq!(e.responses, 40, "{report}");
+        assert_eq!(e.errors(), 0, "{report}");
+        assert!(e.bytes_in >= 40 * 300_000, "{report}");
+    }
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+    assert_eq!(
+        a.counters
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+}
+
+/// A request past `--timeout` over HTTP/2 resets its stream only: the
+/// connection carries on with the other requests.
+#[test]
+fn http2_timeout_resets_the_stream_and_keeps_the_connection() {
+    let server = Server::start(|r: &Seen| {
+        let reply = Reply::ok(r.body.clone());
+        if id_of(&r.body) == 3 {
+            reply.after(Duration::from_secs(5))
+        } else {
+            reply
+        }
+    });
+    let (out, report) = run_lib(
+        &[
+            "--http2",
+            "--threads",
+            "1",
+            "-c",
+            "2",
+            "--timeout",
+            "300ms",
+            &server.url(),
+        ],
+        &lines(20),
+    );
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.responses, 19, "{report}");
+    assert_eq!(
+        e.failures[versus::endpoint::Failure::Timeout.index()],
+        1,
+        "{report}"
+    );
+    assert_eq!(e.reconnects, 0, "{report}");
+    let conns = server
+        .counters
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(conns, 1, "{report}");
+}
+
+/// `--http2` against a server that only speaks HTTP/1.1: every request
+/// fails as a protocol error, promptly.
+#[test]
+fn http2_to_an_http1_only_server_is_a_protocol_error() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let (out, report) = run_lib(&["--http2", "--timeout", "5s", &url], &lines(3));
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.responses, 0, "{report}");
+    assert_eq!(
+        e.failures[versus::endpoint::Failure::Protocol.index()],
+        3,
+        "{report}"
+    );
+}

@@ -1,16 +1,15 @@
 //! Opening connections: name resolution (once, before the run), TCP, TLS
 //! with rustls (verified by default), and the HTTP handshake: HTTP/1.1 on
 //! versus's own codec (`h1.rs`, nothing to run beside the slot), HTTP/2 on
-//! the `h2` crate, whose connection driver runs as a local task on the
-//! calling core.
+//! its own too (`h2.rs`), whose connection driver runs as a local task on
+//! the calling core.
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::rc::Rc;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
@@ -26,31 +25,10 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 /// An HTTP/1.1 connection on versus's codec, TCP or TLS.
 pub(crate) type H1Conn = super::h1::Conn<Box<dyn Io>>;
 
-/// An HTTP/2 connection: the handle streams are opened on, and whether
-/// its driver has ended (the connection is gone). Only its own core uses
-/// it (`Arc` because a link is made before its core's thread starts).
-pub(crate) struct H2Conn {
-    pub send: h2::client::SendRequest<Bytes>,
-    closed: Arc<AtomicBool>,
-}
-
-impl H2Conn {
-    /// Whether the connection has ended or takes no new streams.
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
-    }
-
-    /// Take no new streams here (the server is going away): the next
-    /// request opens a new connection.
-    pub fn retire(&self) {
-        self.closed.store(true, Ordering::Relaxed);
-    }
-}
-
 /// A ready connection.
 pub(crate) enum Connected {
     H1(H1Conn),
-    H2(Arc<H2Conn>),
+    H2(Rc<super::h2::Conn>),
 }
 
 /// TLS settings from the command line.
@@ -129,6 +107,8 @@ pub(crate) struct Dialer {
     pub version: HttpVersion,
     /// TLS handshake times (µs) since the core last took them.
     pub handshakes: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
+    /// Response headers HTTP/2 connections keep (`--compare-header`).
+    pub keep_headers: Vec<http::HeaderName>,
 }
 
 impl Dialer {
@@ -140,9 +120,15 @@ impl Dialer {
             (Scheme::Https, Some(tls), Some(name)) => {
                 let stream = self.tls_handshake(tls, name, tcp).await?;
                 let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-                handshake(stream, h2).await
+                self.handshake(stream, None, h2).await
             }
-            _ => handshake(tcp, self.version == HttpVersion::Http2).await,
+            _ if self.version == HttpVersion::Http2 => {
+                let std = tcp.into_std().map_err(|e| classify_io(&e, Failure::Io))?;
+                let drain = std.try_clone().map_err(|e| classify_io(&e, Failure::Io))?;
+                let tcp = TcpStream::from_std(std).map_err(|e| classify_io(&e, Failure::Io))?;
+                self.handshake(tcp, Some(drain), true).await
+            }
+            _ => self.handshake(tcp, None, false).await,
         }
     }
 
@@ -175,6 +161,22 @@ impl Dialer {
         Ok(stream)
     }
 
+    async fn handshake<I: Io + 'static>(
+        &self,
+        io: I,
+        drain: Option<std::net::TcpStream>,
+        h2: bool,
+    ) -> Result<Connected, Failure> {
+        if h2 {
+            let keep = self.keep_headers.clone();
+            super::h2::Conn::handshake(Box::new(io), drain, keep)
+                .await
+                .map(Connected::H2)
+        } else {
+            Ok(Connected::H1(super::h1::Conn::new(Box::new(io))))
+        }
+    }
+
     async fn tcp(&self) -> Result<TcpStream, Failure> {
         let mut last = Failure::Connect;
         for addr in &self.addrs {
@@ -190,37 +192,6 @@ impl Dialer {
     }
 }
 
-async fn handshake<I>(io: I, h2: bool) -> Result<Connected, Failure>
-where
-    I: Io + 'static,
-{
-    if !h2 {
-        return Ok(Connected::H1(super::h1::Conn::new(Box::new(io))));
-    }
-    let (send, mut conn) = h2::client::Builder::new()
-        .initial_window_size(4 << 20)
-        .initial_connection_window_size(8 << 20)
-        .handshake::<_, Bytes>(io)
-        .await
-        .map_err(|e| classify_h2(&e))?;
-    let pong = conn.ping_pong();
-    let closed = Arc::new(AtomicBool::new(false));
-    let flag = closed.clone();
-    tokio::task::spawn_local(async move {
-        let _ = conn.await;
-        flag.store(true, Ordering::Relaxed);
-    });
-    // One PING round trip: the server's SETTINGS come before its PONG, so
-    // afterwards its limit of concurrent streams is known, and streams
-    // opened at once are not refused for going past it.
-    if let Some(mut pong) = pong {
-        pong.ping(h2::Ping::opaque())
-            .await
-            .map_err(|e| classify_h2(&e))?;
-    }
-    Ok(Connected::H2(Arc::new(H2Conn { send, closed })))
-}
-
 /// Map an I/O error to a failure kind; `fallback` for the rest.
 pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
     use io::ErrorKind::*;
@@ -230,28 +201,6 @@ pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
         TimedOut => Failure::Timeout,
         InvalidData if fallback == Failure::Tls => Failure::Tls,
         _ => fallback,
-    }
-}
-
-/// Map an HTTP/2 error to a failure kind.
-pub(crate) fn classify_h2(e: &h2::Error) -> Failure {
-    use h2::Reason;
-    if let Some(io) = e.get_io() {
-        return classify_io(io, Failure::Io);
-    }
-    match e.reason() {
-        // The server broke the protocol (h2 noticed and ended the stream or
-        // connection), or said that versus did.
-        Some(
-            Reason::PROTOCOL_ERROR
-            | Reason::COMPRESSION_ERROR
-            | Reason::FRAME_SIZE_ERROR
-            | Reason::FLOW_CONTROL_ERROR,
-        ) => Failure::Protocol,
-        // RST_STREAM, GOAWAY or a closed connection.
-        Some(_) => Failure::Reset,
-        // h2 refused the request itself (a header HTTP/2 does not allow).
-        None => Failure::BadRequest,
     }
 }
 

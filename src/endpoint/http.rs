@@ -2,7 +2,7 @@
 //! connect, the prepared headers and URI, the shared HTTP/2 connection); a
 //! [`Slot`] is one request in flight at a time on it (an HTTP/1.1
 //! connection of versus's own codec taken from the link's idle pool, or a
-//! stream of the shared HTTP/2 one, on the `h2` crate). WebSocket endpoints
+//! stream of a shared HTTP/2 one, also versus's own). WebSocket endpoints
 //! (`ws://`, `wss://`) use the same two types; their exchange is in
 //! `ws.rs`.
 //!
@@ -11,50 +11,59 @@
 //! its next request (counted as a connect); on HTTP/2 only the stream is
 //! reset and the connection stays.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
+use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::borrow::Cow;
-
-use bytes::{Bytes, BytesMut};
 use http::header::{
     HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TE, TRANSFER_ENCODING, UPGRADE,
 };
-use http::{HeaderMap, HeaderName, Method, Uri};
+use http::{HeaderName, Method, Uri};
 use rustls::pki_types::ServerName;
 
-use super::connect::{classify_h2, Connected, Dialer, H1Conn, H2Conn};
+use super::connect::{Connected, Dialer, H1Conn};
+use super::h2::{Conn as H2Conn, H2Error};
+use super::hpack;
 use super::ws::{WsLink, WsSlot};
 use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
 use crate::input::Request;
 
-/// One core's connection state and prepared request parts for one endpoint.
-pub struct Link {
+/// The parts of a [`Link`] prepared before its core's thread starts: how to
+/// connect, and each protocol's request parts built once.
+pub struct Prepared {
     dialer: Dialer,
     opts: TransportOptions,
     spec: Arc<EndpointSpec>,
     /// Host and `:authority`: the endpoint's Host header if it has one,
     /// else the URL's.
     authority: String,
-    /// The endpoint's URI for requests without a target in absolute form
-    /// (h2 needs scheme and authority).
-    absolute_uri: Uri,
     /// The HTTP/1.1 header lines of plain line requests, serialized: Host,
     /// the endpoint's headers, Content-Type for POST-style endpoints.
     line_head_h1: Vec<u8>,
     /// The whole head of a plain POST line request over HTTP/1.1 up to the
     /// Content-Length value, the only part that differs per request.
     post_head_h1: Vec<u8>,
-    /// Headers for plain line requests over HTTP/2 (endpoint headers and
-    /// Content-Type for POST-style endpoints; no Host).
-    line_headers_h2: HeaderMap,
     /// The endpoint's headers, HTTP/1.1 lines (no framing, no Host).
     headers_h1: Vec<u8>,
-    /// The endpoint's headers over HTTP/2 (none of those it forbids).
-    headers_h2: HeaderMap,
-    /// Once a connection negotiated HTTP/2, every slot shares it.
+    /// HPACK: `:scheme` and `:authority`.
+    origin_h2: Vec<u8>,
+    /// HPACK: the endpoint's headers (none of those HTTP/2 forbids).
+    headers_h2: Vec<u8>,
+    /// HPACK: the headers of plain line requests (the endpoint's and
+    /// Content-Type for POST-style endpoints).
+    line_headers_h2: Vec<u8>,
+    /// Set for WebSocket endpoints: every request goes through it.
+    ws: Option<WsLink>,
+}
+
+/// One core's connection state and prepared request parts for one endpoint.
+pub struct Link {
+    prepared: Prepared,
+    /// Once a connection negotiated HTTP/2, every slot shares it (or, past
+    /// the server's limit of concurrent streams, one of several).
     h2: RefCell<H2State>,
     /// Wakes slots waiting for another slot's HTTP/2 connect.
     h2_opened: tokio::sync::Notify,
@@ -69,8 +78,14 @@ pub struct Link {
     waiting: Cell<usize>,
     /// Wakes one of them when a connection becomes idle.
     returned: tokio::sync::Notify,
-    /// Set for WebSocket endpoints: every request goes through it.
-    ws: Option<WsLink>,
+}
+
+impl Deref for Link {
+    type Target = Prepared;
+
+    fn deref(&self) -> &Prepared {
+        &self.prepared
+    }
 }
 
 #[derive(Default)]
@@ -85,7 +100,7 @@ struct H2State {
 
 /// One HTTP/2 connection of a link and its streams in flight.
 struct H2Entry {
-    conn: Arc<H2Conn>,
+    conn: Rc<H2Conn>,
     in_flight: usize,
 }
 
@@ -93,7 +108,7 @@ impl H2Entry {
     /// Whether one more stream fits under the server's limit of concurrent
     /// streams (SETTINGS_MAX_CONCURRENT_STREAMS, which may change).
     fn has_room(&self) -> bool {
-        self.in_flight < self.conn.send.current_max_send_streams()
+        self.in_flight < self.conn.max_streams()
     }
 }
 
@@ -101,7 +116,7 @@ impl H2Entry {
 /// the exchange ends (or is dropped by a timeout).
 struct H2Stream {
     link: Rc<Link>,
-    conn: Arc<H2Conn>,
+    conn: Rc<H2Conn>,
 }
 
 impl Drop for H2Stream {
@@ -110,7 +125,7 @@ impl Drop for H2Stream {
         if let Some(e) = state
             .conns
             .iter_mut()
-            .find(|e| Arc::ptr_eq(&e.conn, &self.conn))
+            .find(|e| Rc::ptr_eq(&e.conn, &self.conn))
         {
             e.in_flight -= 1;
         }
@@ -170,7 +185,7 @@ impl Drop for Connecting<'_> {
     }
 }
 
-impl Link {
+impl Prepared {
     /// Prepare a link. `addrs` come from [`super::resolve`], done once per run.
     ///
     /// # Errors
@@ -180,7 +195,7 @@ impl Link {
         addrs: Vec<std::net::SocketAddr>,
         tls: Option<Arc<rustls::ClientConfig>>,
         opts: TransportOptions,
-    ) -> Result<Link, String> {
+    ) -> Result<Prepared, String> {
         let server_name = match spec.scheme {
             Scheme::Https => Some(
                 ServerName::try_from(spec.host.clone())
@@ -198,7 +213,7 @@ impl Link {
                 .to_string(),
             None => spec.authority.clone(),
         };
-        let absolute_uri = absolute(spec.scheme, &authority, &spec.base_path)
+        absolute(spec.scheme, &authority, &spec.base_path)
             .map_err(|e| format!("{}: {e}", spec.label))?;
         let content_type = (spec.style == Style::Post && !spec.headers.contains_key(CONTENT_TYPE))
             .then(|| HeaderValue::from_static("application/json"));
@@ -206,22 +221,35 @@ impl Link {
         // once: no framing (versus's own) and no Host (the authority), and
         // over HTTP/2 none of the connection headers it forbids.
         let mut headers_h1 = Vec::new();
-        let mut headers_h2 = HeaderMap::new();
+        let mut headers_h2 = Vec::new();
         for (name, value) in &spec.headers {
             if !framing(name) && *name != HOST {
                 put_header(&mut headers_h1, name, value.as_bytes());
             }
             if !h2_forbidden(name, value) {
-                headers_h2.append(name.clone(), value.clone());
+                hpack::put_field(&mut headers_h2, name.as_str().as_bytes(), value.as_bytes());
             }
         }
+        let mut origin_h2 = Vec::new();
+        hpack::put_indexed(
+            &mut origin_h2,
+            match spec.scheme {
+                Scheme::Http => hpack::index::SCHEME_HTTP,
+                Scheme::Https => hpack::index::SCHEME_HTTPS,
+            },
+        );
+        hpack::put_named(
+            &mut origin_h2,
+            hpack::index::AUTHORITY,
+            authority.as_bytes(),
+        );
         let mut line_headers_h2 = headers_h2.clone();
         let mut line_head_h1 = Vec::new();
         put_header(&mut line_head_h1, &HOST, authority.as_bytes());
         line_head_h1.extend_from_slice(&headers_h1);
         if let Some(v) = content_type {
             put_header(&mut line_head_h1, &CONTENT_TYPE, v.as_bytes());
-            line_headers_h2.insert(CONTENT_TYPE, v);
+            hpack::put_field(&mut line_headers_h2, b"content-type", v.as_bytes());
         }
         let mut post_head_h1 = Vec::new();
         put_request_line(&mut post_head_h1, &Method::POST, &spec.base_path);
@@ -247,26 +275,36 @@ impl Link {
             tls: tls.map(tokio_rustls::TlsConnector::from),
             version: opts.version,
             handshakes: std::cell::RefCell::new(crate::stats::new_histogram()),
+            keep_headers: opts.keep_headers.clone(),
         };
-        Ok(Link {
+        Ok(Prepared {
             dialer,
             opts,
             spec,
             authority,
-            absolute_uri,
             line_head_h1,
             post_head_h1,
-            line_headers_h2,
             headers_h1,
+            origin_h2,
             headers_h2,
+            line_headers_h2,
+            ws,
+        })
+    }
+}
+
+impl Link {
+    /// A link on the current core.
+    pub fn new(prepared: Prepared) -> Link {
+        Link {
+            prepared,
             h2: RefCell::new(H2State::default()),
             h2_opened: tokio::sync::Notify::new(),
             h2_warmed: Cell::new(0),
             pool: RefCell::new(Vec::new()),
             waiting: Cell::new(0),
             returned: tokio::sync::Notify::new(),
-            ws,
-        })
+        }
     }
 
     /// The TLS handshake times since the last call, taken out (`None`
@@ -349,29 +387,7 @@ impl Link {
             put_length_end(buf, req.body.len());
             return Ok((&req.body, false));
         }
-        let (method, path, body): (&Method, Cow<'_, str>, &[u8]) = match (&req.target, style) {
-            (None, Style::Post | Style::WebSocket) => (
-                req.method.as_ref().unwrap_or(&Method::POST),
-                Cow::Borrowed(self.spec.base_path.as_str()),
-                &req.body,
-            ),
-            (None, Style::Get) => {
-                let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
-                (
-                    req.method.as_ref().unwrap_or(&Method::GET),
-                    Cow::Owned(join_suffix(&self.spec.base_path, suffix)),
-                    &[],
-                )
-            }
-            (Some(target), _) => (
-                req.method.as_ref().unwrap_or(&Method::GET),
-                Cow::Owned(join_target(&self.spec.base_path, target)),
-                &req.body,
-            ),
-        };
-        if let Cow::Owned(p) = &path {
-            p.parse::<Uri>().map_err(|_| Failure::BadRequest)?;
-        }
+        let (method, path, body) = self.target(req)?;
         put_request_line(buf, method, &path);
         if line {
             buf.extend_from_slice(&self.line_head_h1);
@@ -386,7 +402,7 @@ impl Link {
             }
             buf.extend_from_slice(&self.headers_h1);
         }
-        if !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
+        if sends_length(method, body) {
             buf.extend_from_slice(b"content-length: ");
             put_length_end(buf, body.len());
         } else {
@@ -395,64 +411,79 @@ impl Link {
         Ok((body, *method == Method::HEAD))
     }
 
-    /// Build the HTTP/2 request head for `req` at this endpoint, and the
-    /// body to send after it.
-    fn build_h2(&self, req: &Request) -> Result<(http::Request<()>, Bytes), Failure> {
-        let style = self.spec.style;
+    /// The method, path (under the endpoint's base path) and body of `req`
+    /// at this endpoint, on either protocol.
+    fn target<'a, 'r>(
+        &'a self,
+        req: &'r Request,
+    ) -> Result<(&'r Method, Cow<'a, str>, &'r [u8]), Failure> {
+        let (method, path, body): (&Method, Cow<'_, str>, &[u8]) =
+            match (&req.target, self.spec.style) {
+                (None, Style::Post | Style::WebSocket) => (
+                    req.method.as_ref().unwrap_or(&Method::POST),
+                    Cow::Borrowed(self.spec.base_path.as_str()),
+                    &req.body,
+                ),
+                (None, Style::Get) => {
+                    let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
+                    (
+                        req.method.as_ref().unwrap_or(&Method::GET),
+                        Cow::Owned(join_suffix(&self.spec.base_path, suffix)),
+                        &[],
+                    )
+                }
+                (Some(target), _) => (
+                    req.method.as_ref().unwrap_or(&Method::GET),
+                    Cow::Owned(join_target(&self.spec.base_path, target)),
+                    &req.body,
+                ),
+            };
+        if let Cow::Owned(p) = &path {
+            p.parse::<Uri>().map_err(|_| Failure::BadRequest)?;
+        }
+        Ok((method, path, body))
+    }
+
+    /// Append the HPACK block of `req` at this endpoint to `block`; returns
+    /// the body to send after it.
+    fn build_h2<'r>(&'r self, req: &'r Request, block: &mut Vec<u8>) -> Result<&'r [u8], Failure> {
         let line = req.target.is_none() && req.headers.is_empty();
-        let (method, uri, body) = match (&req.target, style) {
-            (None, Style::Post | Style::WebSocket) => (
-                req.method.clone().unwrap_or(Method::POST),
-                self.absolute_uri.clone(),
-                req.body.clone(),
-            ),
-            (None, Style::Get) => {
-                let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
-                let path = join_suffix(&self.spec.base_path, suffix);
-                (
-                    req.method.clone().unwrap_or(Method::GET),
-                    self.uri(&path)?,
-                    Bytes::new(),
-                )
-            }
-            (Some(target), _) => {
-                let path = join_target(&self.spec.base_path, target);
-                (
-                    req.method.clone().unwrap_or(Method::GET),
-                    self.uri(&path)?,
-                    req.body.clone(),
-                )
-            }
-        };
-        let mut out = http::Request::new(());
-        let headers = out.headers_mut();
+        let (method, path, body) = self.target(req)?;
+        match *method {
+            Method::GET => hpack::put_indexed(block, hpack::index::METHOD_GET),
+            Method::POST => hpack::put_indexed(block, hpack::index::METHOD_POST),
+            ref m => hpack::put_named(block, hpack::index::METHOD, m.as_str().as_bytes()),
+        }
+        block.extend_from_slice(&self.origin_h2);
+        if path == "/" {
+            hpack::put_indexed(block, hpack::index::PATH_ROOT);
+        } else {
+            hpack::put_named(block, hpack::index::PATH, path.as_bytes());
+        }
         if line {
-            if !self.line_headers_h2.is_empty() {
-                *headers = self.line_headers_h2.clone();
-            }
+            block.extend_from_slice(&self.line_headers_h2);
         } else {
             // As over HTTP/1.1; recorded headers carry none HTTP/2 forbids.
             for (name, value) in &req.headers {
                 if !self.spec.headers.contains_key(name) {
-                    headers.append(name.clone(), value.clone());
+                    hpack::put_field(block, name.as_str().as_bytes(), value.as_bytes());
                 }
             }
-            for (name, value) in &self.headers_h2 {
-                headers.append(name.clone(), value.clone());
-            }
+            block.extend_from_slice(&self.headers_h2);
         }
-        if !body.is_empty() || matches!(method, Method::POST | Method::PUT | Method::PATCH) {
-            let len = HeaderValue::from(body.len());
-            headers.insert(CONTENT_LENGTH, len);
+        if sends_length(method, body) {
+            let mut digits = itoa::Buffer::new();
+            let len = digits.format(body.len()).as_bytes();
+            hpack::put_named(block, hpack::index::CONTENT_LENGTH, len);
         }
-        *out.method_mut() = method;
-        *out.uri_mut() = uri;
-        Ok((out, body))
+        Ok(body)
     }
+}
 
-    fn uri(&self, path: &str) -> Result<Uri, Failure> {
-        absolute(self.spec.scheme, &self.authority, path).map_err(|_| Failure::BadRequest)
-    }
+/// Whether a request carries Content-Length: with a body, or with a method
+/// that expects one.
+fn sends_length(method: &Method, body: &[u8]) -> bool {
+    !body.is_empty() || matches!(*method, Method::POST | Method::PUT | Method::PATCH)
 }
 
 /// Headers that frame the message: versus writes its own.
@@ -541,57 +572,27 @@ pub struct Slot {
     /// Whether the last answer left the connection usable (no
     /// `Connection: close`, not close-delimited).
     reuse: bool,
-    /// The HTTP/2 connection this slot last used and its own handle to it
-    /// (kept, so a request costs no handle clone).
-    h2: Option<(Arc<H2Conn>, h2::client::SendRequest<Bytes>)>,
     /// The `--timeout` timer, kept from request to request.
     deadline: Deadline,
     ws: WsSlot,
 }
 
+/// A stream whose answer is awaited: reset if the wait is dropped (a
+/// timeout); a no-op once the answer is taken.
+struct OpenStream<'a> {
+    conn: &'a H2Conn,
+    id: u32,
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        self.conn.cancel(self.id);
+    }
+}
+
 enum Sender {
     H1(H1Conn),
     H2(H2Stream),
-}
-
-/// How an HTTP/2 exchange failed.
-enum H2Error {
-    /// The server did not process the request: safe to send again (RFC 9113
-    /// 8.7). `retire`: the connection takes no new streams (closed, or a
-    /// GOAWAY left the request out); otherwise the stream alone was refused
-    /// (REFUSED_STREAM, e.g. sent before the server's stream limit was known).
-    Unprocessed {
-        retire: bool,
-    },
-    Failed(Failure),
-}
-
-impl H2Error {
-    /// An error opening the stream: h2 refusing the request itself, or the
-    /// connection going away.
-    fn sending(e: h2::Error) -> H2Error {
-        match classify_h2(&e) {
-            Failure::BadRequest => H2Error::Failed(Failure::BadRequest),
-            _ => H2Error::Unprocessed { retire: true },
-        }
-    }
-
-    /// An error waiting for the response head.
-    fn answer(e: h2::Error) -> H2Error {
-        if e.is_go_away() && e.is_remote() {
-            H2Error::Unprocessed { retire: true }
-        } else if e.reason() == Some(h2::Reason::REFUSED_STREAM) {
-            H2Error::Unprocessed { retire: false }
-        } else {
-            H2Error::Failed(classify_h2(&e))
-        }
-    }
-}
-
-impl From<Failure> for H2Error {
-    fn from(f: Failure) -> H2Error {
-        H2Error::Failed(f)
-    }
 }
 
 impl Slot {
@@ -601,7 +602,6 @@ impl Slot {
             link,
             h1: None,
             reuse: false,
-            h2: None,
             deadline: Deadline::default(),
             ws: WsSlot::default(),
         }
@@ -631,7 +631,7 @@ impl Slot {
                         .conns
                         .iter()
                         .filter(|e| !e.conn.is_closed())
-                        .map(|e| e.conn.send.current_max_send_streams())
+                        .map(|e| e.conn.max_streams())
                         .fold(0, usize::saturating_add);
                     if room >= link.h2_warmed.get() {
                         return Ok(None);
@@ -733,10 +733,7 @@ impl Slot {
             match self.exchange_h2(&stream.conn, req, keep_body, start).await {
                 Ok(r) => return Ok(r),
                 Err(H2Error::Failed(f)) => return Err(f),
-                Err(H2Error::Unprocessed { retire }) => {
-                    if retire {
-                        stream.conn.retire();
-                    }
+                Err(H2Error::Unprocessed) => {
                     if std::mem::replace(&mut refused, true) {
                         return Err(Failure::Reset);
                     }
@@ -780,83 +777,28 @@ impl Slot {
         })
     }
 
-    /// One request on a stream of the shared HTTP/2 connection.
+    /// One request on a stream of a shared HTTP/2 connection.
     async fn exchange_h2(
         &mut self,
-        conn: &Arc<H2Conn>,
+        conn: &H2Conn,
         req: &Request,
         keep_body: bool,
         start: Instant,
     ) -> Result<Response, H2Error> {
         let link = &*self.link;
-        let (head, body) = link.build_h2(req)?;
-        let send = match &mut self.h2 {
-            Some((c, send)) if Arc::ptr_eq(c, conn) => send,
-            other => &mut other.insert((conn.clone(), conn.send.clone())).1,
-        };
-        // Waits while the server's limit of concurrent streams is reached;
-        // fails when the connection takes no new streams.
-        std::future::poll_fn(|cx| send.poll_ready(cx))
-            .await
-            .map_err(|_| H2Error::Unprocessed { retire: true })?;
-        let end = body.is_empty();
-        let (response, mut stream) = send.send_request(head, end).map_err(H2Error::sending)?;
-        if !end {
-            // Buffered by h2 until the flow-control window allows it.
-            stream.send_data(body, true).map_err(H2Error::sending)?;
-        }
-        let response = response.await.map_err(H2Error::answer)?;
-        let ttfb = start.elapsed();
-        let status = response.status().as_u16();
-        let headers = link
-            .opts
-            .keep_headers
-            .iter()
-            .flat_map(|name| {
-                response
-                    .headers()
-                    .get_all(name)
-                    .iter()
-                    .map(move |v| (name.clone(), v.clone()))
-            })
-            .collect();
-        let mut body = response.into_body();
-        let max = link.opts.max_body;
-        let mut len: u64 = 0;
-        let mut first: Option<Bytes> = None;
-        let mut rest: Option<BytesMut> = None;
-        while let Some(data) = body.data().await {
-            let data = data.map_err(|e| H2Error::Failed(classify_h2(&e)))?;
-            // Hand the window back at once: the body is read as it comes.
-            let _ = body.flow_control().release_capacity(data.len());
-            len += data.len() as u64;
-            if len > max {
-                return Err(H2Error::Failed(Failure::BodyTooLarge));
-            }
-            if keep_body {
-                match (&mut first, &mut rest) {
-                    (None, _) => first = Some(data),
-                    (Some(f), None) => {
-                        let mut b = BytesMut::with_capacity(f.len() + data.len());
-                        b.extend_from_slice(f);
-                        b.extend_from_slice(&data);
-                        rest = Some(b);
-                    }
-                    (Some(_), Some(b)) => b.extend_from_slice(&data),
-                }
-            }
-        }
-        let body = match (first, rest) {
-            (_, Some(b)) => b.freeze(),
-            (Some(f), None) => f,
-            (None, None) => Bytes::new(),
-        };
+        let id = conn.open(
+            |block| link.build_h2(req, block),
+            keep_body,
+            link.opts.max_body,
+        )?;
+        let _open = OpenStream { conn, id };
+        let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await?;
         Ok(Response {
-            status,
-            headers,
-            body,
-            body_len: len,
-            ttfb,
+            status: a.status,
+            headers: a.headers,
+            body: a.body,
+            body_len: a.body_len,
+            ttfb: a.head_at.saturating_duration_since(start),
         })
     }
 

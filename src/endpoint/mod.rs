@@ -1,13 +1,14 @@
 //! Transports: how one request reaches one endpoint and what came back.
-//! This module owns connections (TCP, TLS, HTTP/1.1 on its own codec in
-//! `h1.rs`, HTTP/2 on the `h2` crate, no pool; WebSocket on
-//! tokio-tungstenite), the
-//! per-request timeout, and the
-//! classification of faults. It knows nothing about other endpoints,
+//! This module owns connections (TCP, TLS, HTTP/1.1 and HTTP/2 on codecs
+//! of its own in `h1.rs` and `h2.rs` with `hpack.rs`; WebSocket on
+//! tokio-tungstenite), the per-request timeout, and the classification of
+//! faults. It knows nothing about other endpoints,
 //! comparison or statistics.
 
 mod connect;
 mod h1;
+mod h2;
+mod hpack;
 mod http;
 pub mod secret;
 pub mod spec;
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 pub use self::connect::{resolve, tls_config, TlsOptions};
-pub use self::http::{Link, Slot};
+pub use self::http::{Link, Prepared, Slot};
 pub use self::spec::{EndpointSpec, Scheme, SpecError, Style};
 
 /// Which HTTP version to speak.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub use self::judge::jsonrpc_error_name;
 pub use self::stop::Stop;
 use self::worker::{CoreMsg, WorkerInput, WorkerJob};
-use crate::endpoint::{self, Link};
+use crate::endpoint::{self, Prepared};
 use crate::input::reader::{self, InputError, InputState};
 use crate::input::{Request, Source};
 use crate::plan::Plan;
@@ -231,7 +231,7 @@ pub fn run(
         let mut links = Vec::with_capacity(plan.endpoints.len());
         for (spec, a) in plan.endpoints.iter().zip(&addrs) {
             links.push(
-                Link::new(
+                Prepared::new(
                     spec.clone(),
                     a.clone(),
                     plan.tls.clone(),

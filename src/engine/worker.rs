@@ -16,7 +16,7 @@ use super::pace::Schedule;
 use super::timer::PreciseTimer;
 use super::window::{Claim, Window};
 use super::Stop;
-use crate::endpoint::{Link, Outcome, Slot};
+use crate::endpoint::{Link, Outcome, Prepared, Slot};
 use crate::input::Request;
 use crate::plan::Plan;
 use crate::report;
@@ -36,7 +36,7 @@ pub(crate) enum WorkerInput {
 /// Everything a core needs, moved into its thread.
 pub(crate) struct WorkerJob {
     pub plan: Arc<Plan>,
-    pub links: Vec<Link>,
+    pub links: Vec<Prepared>,
     /// Slots per endpoint on this core.
     pub slots: usize,
     /// Of those, how many open their connection before the clock starts.
@@ -146,7 +146,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         core: core_number,
     } = job;
     let endpoints = links.len();
-    let links: Vec<Rc<Link>> = links.into_iter().map(Rc::new).collect();
+    let links: Vec<Rc<Link>> = links.into_iter().map(|p| Rc::new(Link::new(p))).collect();
 
     // Open every connection before the clock starts. The first slot of an
     // endpoint connects alone so that an HTTP/2 endpoint shares it.

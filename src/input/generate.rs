@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use super::ethereum::{EthereumConfig, EthereumGenerator};
 use super::Request;
-use crate::endpoint::{self, EndpointSpec, HttpVersion, Link, Slot, TlsOptions, TransportOptions};
+use crate::endpoint::{
+    self, EndpointSpec, HttpVersion, Link, Prepared, Slot, TlsOptions, TransportOptions,
+};
 
 /// How often `--rpc` asks the node for its head.
 const HEAD_POLL: Duration = Duration::from_secs(4);
@@ -142,7 +144,12 @@ fn follow_head(
                 Ok(a) => a,
                 Err(e) => return Err(format!("cannot resolve {}: {e}", spec.host)),
             };
-            let link = Link::new(spec.clone(), addrs, tls.clone(), opts.clone())?;
+            let link = Link::new(Prepared::new(
+                spec.clone(),
+                addrs,
+                tls.clone(),
+                opts.clone(),
+            )?);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

@@ -1,0 +1,943 @@
+//! versus's own HTTP/2 client connection (RFC 9113), as `h1.rs` is for
+//! HTTP/1.1: made for one core and a load tester's traffic.
+//!
+//! A connection is shared by the slots of one core. Its driver, a local
+//! task, owns the socket: it reads frames and files each answer under its
+//! stream, and writes whatever the slots queued since it last ran, so
+//! answers that arrive together send the next requests in one write. A
+//! slot writes its request straight into the connection's write buffer
+//! (a prepared HPACK block, no header map) and waits for its stream to end.
+//! No lock, channel or allocation per request: the state is a `RefCell`
+//! on the core's thread, a stream an entry in a map, a body without
+//! comparison only counted.
+//!
+//! Requests never touch the server's dynamic table (see `hpack.rs`).
+//! Flow control: versus reads as fast as frames come, so its windows are
+//! large (4 MiB a stream, 8 MiB the connection) and handed back once half
+//! is used; request bodies wait for the server's windows. Server push is
+//! refused in the SETTINGS. A GOAWAY or REFUSED_STREAM marks the streams
+//! the server did not process, which the caller may send again.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::{HeaderName, HeaderValue};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::connect::{classify_io, Io};
+use super::hpack;
+use super::Failure;
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
+const STREAM_WINDOW: u32 = 4 << 20;
+/// The receive window of the connection.
+const CONN_WINDOW: u32 = 8 << 20;
+/// Every window's size before SETTINGS or WINDOW_UPDATE change it.
+const DEFAULT_WINDOW: u32 = 65_535;
+const MAX_WINDOW: i64 = (1 << 31) - 1;
+/// The largest frame versus accepts (SETTINGS_MAX_FRAME_SIZE's default):
+/// frames are parsed whole from the read buffer, which holds two.
+const MAX_FRAME: usize = 16_384;
+const READ_BUF: usize = 2 * (9 + MAX_FRAME);
+/// The largest header block accepted across CONTINUATION frames.
+const MAX_HEADER_BLOCK: usize = 256 << 10;
+/// SETTINGS_HEADER_TABLE_SIZE (the default).
+const TABLE_SIZE: usize = 4096;
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// Frame types.
+mod kind {
+    pub const DATA: u8 = 0;
+    pub const HEADERS: u8 = 1;
+    pub const RST_STREAM: u8 = 3;
+    pub const SETTINGS: u8 = 4;
+    pub const PUSH_PROMISE: u8 = 5;
+    pub const PING: u8 = 6;
+    pub const GOAWAY: u8 = 7;
+    pub const WINDOW_UPDATE: u8 = 8;
+    pub const CONTINUATION: u8 = 9;
+}
+
+/// Frame flags.
+mod flag {
+    pub const END_STREAM: u8 = 0x1;
+    pub const ACK: u8 = 0x1;
+    pub const END_HEADERS: u8 = 0x4;
+    pub const PADDED: u8 = 0x8;
+    pub const PRIORITY: u8 = 0x20;
+}
+
+/// Error codes.
+mod code {
+    pub const NO_ERROR: u32 = 0;
+    pub const PROTOCOL_ERROR: u32 = 1;
+    pub const FLOW_CONTROL_ERROR: u32 = 3;
+    pub const FRAME_SIZE_ERROR: u32 = 6;
+    pub const REFUSED_STREAM: u32 = 7;
+    pub const CANCEL: u32 = 8;
+    pub const COMPRESSION_ERROR: u32 = 9;
+}
+
+/// How an HTTP/2 exchange failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum H2Error {
+    /// The server did not process the request: safe to send again (RFC
+    /// 9113 8.7): the connection went away before it (GOAWAY, or closed
+    /// before the request was opened), or the stream alone was refused
+    /// (REFUSED_STREAM, e.g. sent before the server's stream limit was
+    /// known).
+    Unprocessed,
+    Failed(Failure),
+}
+
+impl From<Failure> for H2Error {
+    fn from(f: Failure) -> H2Error {
+        H2Error::Failed(f)
+    }
+}
+
+/// A whole answer on a stream.
+pub(crate) struct Answer {
+    pub status: u16,
+    /// The response headers asked for, in order.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The body if kept, else empty.
+    pub body: Bytes,
+    pub body_len: u64,
+    /// When the response head arrived.
+    pub head_at: Instant,
+}
+
+/// One HTTP/2 connection, shared by the slots of one core (`Rc`).
+pub(crate) struct Conn(RefCell<Inner>);
+
+struct Inner {
+    /// Frames not yet written.
+    wbuf: Vec<u8>,
+    /// Wakes the driver to write them.
+    driver: Option<Waker>,
+    streams: HashMap<u32, Stream, BuildHasherDefault<IdHasher>>,
+    next_id: u32,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    max_streams: usize,
+    /// The server's SETTINGS_INITIAL_WINDOW_SIZE: a new stream's send
+    /// window.
+    peer_window: i64,
+    /// The server's SETTINGS_MAX_FRAME_SIZE.
+    max_frame: usize,
+    /// The connection's send window.
+    send_window: i64,
+    /// Bytes received on the connection not yet handed back.
+    unacked: u32,
+    /// Streams whose body waits for a window to open.
+    blocked: Vec<u32>,
+    /// The last stream id of the server's GOAWAY.
+    goaway: Option<u32>,
+    /// Why the connection ended, once it has.
+    gone: Option<Failure>,
+    /// The server's SETTINGS arrived (the handshake is complete).
+    settled: bool,
+    /// Wakes the handshake.
+    handshake: Option<Waker>,
+    decoder: hpack::Decoder,
+    /// Response headers to keep (`--compare-header`).
+    keep: Vec<HeaderName>,
+    /// A header block arriving in CONTINUATION frames: its stream (0 for
+    /// none), whether it ends the stream, the fragments so far.
+    block_stream: u32,
+    block_end: bool,
+    block: Vec<u8>,
+}
+
+struct Stream {
+    waker: Option<Waker>,
+    /// Set when the exchange is over.
+    end: Option<Result<(), H2Error>>,
+    /// The final status, 0 until the response head.
+    status: u16,
+    head_at: Option<Instant>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    keep_body: bool,
+    body: BytesMut,
+    len: u64,
+    max_body: u64,
+    send_window: i64,
+    /// Request body not yet sent.
+    unsent: Bytes,
+    /// Bytes received not yet handed back.
+    unacked: u32,
+}
+
+/// A connection-level error: versus sends GOAWAY with the code and fails
+/// every stream.
+struct ConnError(u32);
+
+impl Conn {
+    /// Send the connection preface and wait for the server's SETTINGS; the
+    /// connection's driver is spawned on the current `LocalSet`. `drain`:
+    /// for a plain TCP connection, a clone of its socket (for reads past
+    /// tokio's readiness). `keep`: the response headers to keep.
+    pub(crate) async fn handshake(
+        io: Box<dyn Io>,
+        drain: Option<std::net::TcpStream>,
+        keep: Vec<HeaderName>,
+    ) -> Result<Rc<Conn>, Failure> {
+        let mut wbuf = Vec::with_capacity(4096);
+        wbuf.extend_from_slice(PREFACE);
+        put_head(&mut wbuf, 12, kind::SETTINGS, 0, 0);
+        for (id, value) in [(2u16, 0u32), (4, STREAM_WINDOW)] {
+            wbuf.extend_from_slice(&id.to_be_bytes());
+            wbuf.extend_from_slice(&value.to_be_bytes());
+        }
+        put_window_update(&mut wbuf, 0, CONN_WINDOW - DEFAULT_WINDOW);
+        let conn = Rc::new(Conn(RefCell::new(Inner {
+            wbuf,
+            driver: None,
+            streams: HashMap::default(),
+            next_id: 1,
+            max_streams: usize::MAX,
+            peer_window: i64::from(DEFAULT_WINDOW),
+            max_frame: MAX_FRAME,
+            send_window: i64::from(DEFAULT_WINDOW),
+            unacked: 0,
+            blocked: Vec::new(),
+            goaway: None,
+            gone: None,
+            settled: false,
+            handshake: None,
+            decoder: hpack::Decoder::new(TABLE_SIZE),
+            keep,
+            block_stream: 0,
+            block_end: false,
+            block: Vec::new(),
+        })));
+        let driver = Driver {
+            conn: conn.clone(),
+            io,
+            rbuf: vec![0; READ_BUF].into_boxed_slice(),
+            start: 0,
+            filled: 0,
+            drain,
+        };
+        tokio::task::spawn_local(driver.run());
+        poll_fn(|cx| {
+            let mut inner = conn.0.borrow_mut();
+            if inner.settled {
+                Poll::Ready(Ok(()))
+            } else if let Some(f) = inner.gone {
+                Poll::Ready(Err(f))
+            } else {
+                inner.handshake = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await?;
+        Ok(conn)
+    }
+
+    /// Whether the connection takes no new streams: it ended, the server
+    /// is going away, or the stream ids ran out.
+    pub(crate) fn is_closed(&self) -> bool {
+        let inner = self.0.borrow();
+        inner.gone.is_some() || inner.goaway.is_some() || inner.next_id > MAX_STREAM_ID
+    }
+
+    /// The server's limit of concurrent streams.
+    pub(crate) fn max_streams(&self) -> usize {
+        self.0.borrow().max_streams
+    }
+
+    /// Open a stream: `encode` appends the request's HPACK block and
+    /// returns the body, sent after it as the windows allow. The stream
+    /// ends with [`Conn::answer`] or [`Conn::cancel`].
+    pub(crate) fn open<'r>(
+        &self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<&'r [u8], Failure>,
+        keep_body: bool,
+        max_body: u64,
+    ) -> Result<u32, H2Error> {
+        let mut guard = self.0.borrow_mut();
+        let inner = &mut *guard;
+        if inner.gone.is_some() || inner.goaway.is_some() || inner.next_id > MAX_STREAM_ID {
+            return Err(H2Error::Unprocessed);
+        }
+        let id = inner.next_id;
+        let at = inner.wbuf.len();
+        inner.wbuf.extend_from_slice(&[0; 9]);
+        let body = match encode(&mut inner.wbuf) {
+            Ok(b) => b,
+            Err(f) => {
+                inner.wbuf.truncate(at);
+                return Err(H2Error::Failed(f));
+            }
+        };
+        inner.next_id += 2;
+        let end = if body.is_empty() { flag::END_STREAM } else { 0 };
+        let block = inner.wbuf.len() - at - 9;
+        if block <= inner.max_frame {
+            set_head(
+                &mut inner.wbuf[at..],
+                block,
+                kind::HEADERS,
+                end | flag::END_HEADERS,
+                id,
+            );
+        } else {
+            // Larger than a frame: HEADERS, then CONTINUATION frames.
+            let rest = inner.wbuf.split_off(at + 9 + inner.max_frame);
+            set_head(
+                &mut inner.wbuf[at..],
+                inner.max_frame,
+                kind::HEADERS,
+                end,
+                id,
+            );
+            let mut chunks = rest.chunks(inner.max_frame).peekable();
+            while let Some(chunk) = chunks.next() {
+                let last = if chunks.peek().is_none() {
+                    flag::END_HEADERS
+                } else {
+                    0
+                };
+                put_head(&mut inner.wbuf, chunk.len(), kind::CONTINUATION, last, id);
+                inner.wbuf.extend_from_slice(chunk);
+            }
+        }
+        let mut stream = Stream {
+            waker: None,
+            end: None,
+            status: 0,
+            head_at: None,
+            headers: Vec::new(),
+            keep_body,
+            body: BytesMut::new(),
+            len: 0,
+            max_body,
+            send_window: inner.peer_window,
+            unsent: Bytes::new(),
+            unacked: 0,
+        };
+        let sent = put_data(
+            &mut inner.wbuf,
+            (&mut inner.send_window, &mut stream.send_window),
+            inner.max_frame,
+            id,
+            body,
+        );
+        if sent < body.len() {
+            // The rest waits for the server's windows.
+            stream.unsent = Bytes::copy_from_slice(&body[sent..]);
+            inner.blocked.push(id);
+        }
+        inner.streams.insert(id, stream);
+        if let Some(w) = &inner.driver {
+            w.wake_by_ref();
+        }
+        Ok(id)
+    }
+
+    /// The answer on stream `id`, once it is whole.
+    pub(crate) fn answer(&self, id: u32, cx: &mut Context<'_>) -> Poll<Result<Answer, H2Error>> {
+        let mut inner = self.0.borrow_mut();
+        let Some(s) = inner.streams.get_mut(&id) else {
+            return Poll::Ready(Err(H2Error::Failed(Failure::Reset)));
+        };
+        match s.end {
+            None => {
+                if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    s.waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            Some(end) => {
+                let s = inner.streams.remove(&id).expect("present");
+                Poll::Ready(end.map(|()| Answer {
+                    status: s.status,
+                    headers: s.headers,
+                    body: s.body.freeze(),
+                    body_len: s.len,
+                    head_at: s.head_at.unwrap_or_else(Instant::now),
+                }))
+            }
+        }
+    }
+
+    /// Give up stream `id` (a timeout): reset it if it is still open.
+    pub(crate) fn cancel(&self, id: u32) {
+        let mut guard = self.0.borrow_mut();
+        let inner = &mut *guard;
+        if let Some(s) = inner.streams.remove(&id) {
+            if s.end.is_none() && inner.gone.is_none() {
+                put_rst(&mut inner.wbuf, id, code::CANCEL);
+                if let Some(w) = &inner.driver {
+                    w.wake_by_ref();
+                }
+            }
+        }
+    }
+}
+
+/// Append DATA frames of the rest of a request body, `data`, as far as
+/// the windows (connection, stream) allow; the last frame ends the stream.
+/// Returns the bytes sent.
+fn put_data(
+    wbuf: &mut Vec<u8>,
+    (conn, stream): (&mut i64, &mut i64),
+    max_frame: usize,
+    id: u32,
+    data: &[u8],
+) -> usize {
+    let mut sent = 0;
+    while sent < data.len() {
+        let room = (*conn).min(*stream).min(max_frame as i64);
+        if room <= 0 {
+            break;
+        }
+        let n = (data.len() - sent).min(room as usize);
+        let end = if sent + n == data.len() {
+            flag::END_STREAM
+        } else {
+            0
+        };
+        put_head(wbuf, n, kind::DATA, end, id);
+        wbuf.extend_from_slice(&data[sent..sent + n]);
+        sent += n;
+        *conn -= n as i64;
+        *stream -= n as i64;
+    }
+    sent
+}
+
+fn put_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
+    out.extend_from_slice(&[0; 9]);
+    let at = out.len() - 9;
+    set_head(&mut out[at..], len, kind, flags, id);
+}
+
+fn set_head(out: &mut [u8], len: usize, kind: u8, flags: u8, id: u32) {
+    out[..3].copy_from_slice(&(len as u32).to_be_bytes()[1..]);
+    out[3] = kind;
+    out[4] = flags;
+    out[5..9].copy_from_slice(&id.to_be_bytes());
+}
+
+fn put_rst(out: &mut Vec<u8>, id: u32, code: u32) {
+    put_head(out, 4, kind::RST_STREAM, 0, id);
+    out.extend_from_slice(&code.to_be_bytes());
+}
+
+fn put_window_update(out: &mut Vec<u8>, id: u32, n: u32) {
+    put_head(out, 4, kind::WINDOW_UPDATE, 0, id);
+    out.extend_from_slice(&n.to_be_bytes());
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// A frame's payload without its padding (PADDED flag).
+fn unpad(payload: &[u8], flags: u8) -> Result<&[u8], ConnError> {
+    if flags & flag::PADDED == 0 {
+        return Ok(payload);
+    }
+    let (&pad, rest) = payload
+        .split_first()
+        .ok_or(ConnError(code::FRAME_SIZE_ERROR))?;
+    rest.len()
+        .checked_sub(usize::from(pad))
+        .map(|n| &rest[..n])
+        .ok_or(ConnError(code::PROTOCOL_ERROR))
+}
+
+impl Stream {
+    fn finish(&mut self, end: Result<(), H2Error>) {
+        self.end = Some(end);
+        self.unsent = Bytes::new();
+        if let Some(w) = self.waker.take() {
+            w.wake();
+        }
+    }
+}
+
+impl Inner {
+    /// Handle the whole frames at the front of `buf`; returns the bytes
+    /// used.
+    fn frames(&mut self, buf: &[u8]) -> Result<usize, ConnError> {
+        let mut at = 0;
+        while buf.len() - at >= 9 {
+            let head = &buf[at..at + 9];
+            let len = be32(&[0, head[0], head[1], head[2]]) as usize;
+            if len > MAX_FRAME {
+                return Err(ConnError(code::FRAME_SIZE_ERROR));
+            }
+            if buf.len() - at < 9 + len {
+                break;
+            }
+            let (kind, flags, id) = (head[3], head[4], be32(&head[5..]) & MAX_STREAM_ID);
+            let payload = &buf[at + 9..at + 9 + len];
+            at += 9 + len;
+            // The server's preface is a SETTINGS frame; a header block is
+            // continued by nothing but CONTINUATION frames.
+            if (!self.settled && kind != kind::SETTINGS)
+                || (self.block_stream != 0 && kind != kind::CONTINUATION)
+            {
+                return Err(ConnError(code::PROTOCOL_ERROR));
+            }
+            self.frame(kind, flags, id, payload)?;
+        }
+        Ok(at)
+    }
+
+    fn frame(&mut self, kind: u8, flags: u8, id: u32, payload: &[u8]) -> Result<(), ConnError> {
+        let zero = id == 0;
+        match kind {
+            kind::DATA if !zero => self.data(flags, id, payload)?,
+            kind::HEADERS if !zero => {
+                let mut frag = unpad(payload, flags)?;
+                if flags & flag::PRIORITY != 0 {
+                    frag = frag.get(5..).ok_or(ConnError(code::FRAME_SIZE_ERROR))?;
+                }
+                let end = flags & flag::END_STREAM != 0;
+                if flags & flag::END_HEADERS != 0 {
+                    self.headers(id, frag, end)?;
+                } else {
+                    self.block.clear();
+                    self.block.extend_from_slice(frag);
+                    self.block_stream = id;
+                    self.block_end = end;
+                }
+            }
+            kind::CONTINUATION => {
+                if id != self.block_stream || zero {
+                    return Err(ConnError(code::PROTOCOL_ERROR));
+                }
+                if self.block.len() + payload.len() > MAX_HEADER_BLOCK {
+                    return Err(ConnError(code::PROTOCOL_ERROR));
+                }
+                self.block.extend_from_slice(payload);
+                if flags & flag::END_HEADERS != 0 {
+                    self.block_stream = 0;
+                    let block = std::mem::take(&mut self.block);
+                    let r = self.headers(id, &block, self.block_end);
+                    self.block = block;
+                    r?;
+                }
+            }
+            kind::RST_STREAM if !zero => {
+                if payload.len() != 4 {
+                    return Err(ConnError(code::FRAME_SIZE_ERROR));
+                }
+                if let Some(s) = self.streams.get_mut(&id) {
+                    if s.end.is_none() {
+                        s.finish(Err(if be32(payload) == code::REFUSED_STREAM {
+                            H2Error::Unprocessed
+                        } else {
+                            H2Error::Failed(Failure::Reset)
+                        }));
+                    }
+                }
+            }
+            kind::SETTINGS if zero => self.settings(flags, payload)?,
+            kind::PING if zero => {
+                if payload.len() != 8 {
+                    return Err(ConnError(code::FRAME_SIZE_ERROR));
+                }
+                if flags & flag::ACK == 0 {
+                    put_head(&mut self.wbuf, 8, kind::PING, flag::ACK, 0);
+                    self.wbuf.extend_from_slice(payload);
+                }
+            }
+            kind::GOAWAY if zero => {
+                if payload.len() < 8 {
+                    return Err(ConnError(code::FRAME_SIZE_ERROR));
+                }
+                let last = be32(payload) & MAX_STREAM_ID;
+                let last = self.goaway.map_or(last, |l| l.min(last));
+                self.goaway = Some(last);
+                for (&id, s) in &mut self.streams {
+                    if id > last && s.end.is_none() {
+                        s.finish(Err(H2Error::Unprocessed));
+                    }
+                }
+            }
+            kind::WINDOW_UPDATE => {
+                if payload.len() != 4 {
+                    return Err(ConnError(code::FRAME_SIZE_ERROR));
+                }
+                let n = i64::from(be32(payload) & MAX_STREAM_ID);
+                if zero {
+                    self.send_window += n;
+                    if n == 0 || self.send_window > MAX_WINDOW {
+                        return Err(ConnError(code::FLOW_CONTROL_ERROR));
+                    }
+                } else if let Some(s) = self.streams.get_mut(&id) {
+                    s.send_window += n;
+                    if (n == 0 || s.send_window > MAX_WINDOW) && s.end.is_none() {
+                        put_rst(&mut self.wbuf, id, code::FLOW_CONTROL_ERROR);
+                        s.finish(Err(H2Error::Failed(Failure::Protocol)));
+                    }
+                }
+                self.unblock();
+            }
+            // Push is refused in versus's SETTINGS.
+            kind::PUSH_PROMISE => return Err(ConnError(code::PROTOCOL_ERROR)),
+            kind::DATA
+            | kind::HEADERS
+            | kind::RST_STREAM
+            | kind::SETTINGS
+            | kind::PING
+            | kind::GOAWAY => return Err(ConnError(code::PROTOCOL_ERROR)),
+            // PRIORITY and unknown types are ignored.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn data(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), ConnError> {
+        let data = unpad(payload, flags)?;
+        // Flow control counts the whole payload, padding included, also on
+        // streams already given up.
+        let n = payload.len() as u32;
+        self.unacked += n;
+        if self.unacked >= CONN_WINDOW / 2 {
+            put_window_update(&mut self.wbuf, 0, self.unacked);
+            self.unacked = 0;
+        }
+        let Some(s) = self.streams.get_mut(&id) else {
+            return Ok(());
+        };
+        if s.end.is_some() {
+            return Ok(());
+        }
+        if s.status == 0 {
+            put_rst(&mut self.wbuf, id, code::PROTOCOL_ERROR);
+            s.finish(Err(H2Error::Failed(Failure::Protocol)));
+            return Ok(());
+        }
+        s.len += data.len() as u64;
+        if s.len > s.max_body {
+            put_rst(&mut self.wbuf, id, code::CANCEL);
+            s.finish(Err(H2Error::Failed(Failure::BodyTooLarge)));
+            return Ok(());
+        }
+        if s.keep_body {
+            s.body.extend_from_slice(data);
+        }
+        if flags & flag::END_STREAM != 0 {
+            if !s.unsent.is_empty() {
+                // Answered before the request body was all sent: stop.
+                put_rst(&mut self.wbuf, id, code::NO_ERROR);
+            }
+            s.finish(Ok(()));
+        } else {
+            s.unacked += n;
+            if s.unacked >= STREAM_WINDOW / 2 {
+                put_window_update(&mut self.wbuf, id, s.unacked);
+                s.unacked = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// A whole header block on stream `id`: the response head (after any
+    /// 1xx), or trailers.
+    fn headers(&mut self, id: u32, block: &[u8], end: bool) -> Result<(), ConnError> {
+        let keep = &self.keep;
+        let mut status = 0u16;
+        let mut kept = Vec::new();
+        // Decoded even for a stream given up: the dynamic table depends on
+        // every block.
+        self.decoder
+            .decode(
+                block,
+                |name| name == b":status" || keep.iter().any(|k| k.as_str().as_bytes() == name),
+                |name, value| {
+                    if name == b":status" {
+                        status = std::str::from_utf8(value)
+                            .ok()
+                            .and_then(|v| v.parse().ok())
+                            .filter(|s| (100..1000).contains(s))
+                            .unwrap_or(0);
+                    } else if let (Ok(n), Ok(v)) =
+                        (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
+                    {
+                        kept.push((n, v));
+                    }
+                },
+            )
+            .map_err(|hpack::Error| ConnError(code::COMPRESSION_ERROR))?;
+        let Some(s) = self.streams.get_mut(&id) else {
+            return Ok(());
+        };
+        if s.end.is_some() {
+            return Ok(());
+        }
+        let malformed = if s.status == 0 {
+            // A response head needs a status; a 1xx one is interim.
+            status == 0 || (status < 200 && end)
+        } else {
+            // Trailers end the stream.
+            !end
+        };
+        if malformed {
+            put_rst(&mut self.wbuf, id, code::PROTOCOL_ERROR);
+            s.finish(Err(H2Error::Failed(Failure::Protocol)));
+            return Ok(());
+        }
+        if s.status == 0 {
+            if status < 200 {
+                return Ok(());
+            }
+            s.status = status;
+            s.head_at = Some(Instant::now());
+            s.headers = kept;
+        }
+        if end {
+            if !s.unsent.is_empty() {
+                put_rst(&mut self.wbuf, id, code::NO_ERROR);
+            }
+            s.finish(Ok(()));
+        }
+        Ok(())
+    }
+
+    fn settings(&mut self, flags: u8, payload: &[u8]) -> Result<(), ConnError> {
+        if flags & flag::ACK != 0 {
+            return if payload.is_empty() {
+                Ok(())
+            } else {
+                Err(ConnError(code::FRAME_SIZE_ERROR))
+            };
+        }
+        if payload.len() % 6 != 0 {
+            return Err(ConnError(code::FRAME_SIZE_ERROR));
+        }
+        for setting in payload.chunks(6) {
+            let value = be32(&setting[2..]);
+            match u16::from_be_bytes([setting[0], setting[1]]) {
+                2 if value > 1 => return Err(ConnError(code::PROTOCOL_ERROR)),
+                3 => self.max_streams = value as usize,
+                4 => {
+                    let value = i64::from(value);
+                    if value > MAX_WINDOW {
+                        return Err(ConnError(code::FLOW_CONTROL_ERROR));
+                    }
+                    let delta = value - self.peer_window;
+                    self.peer_window = value;
+                    for s in self.streams.values_mut() {
+                        s.send_window += delta;
+                    }
+                }
+                5 => {
+                    if !(16_384..=16_777_215).contains(&value) {
+                        return Err(ConnError(code::PROTOCOL_ERROR));
+                    }
+                    self.max_frame = value as usize;
+                }
+                _ => {}
+            }
+        }
+        put_head(&mut self.wbuf, 0, kind::SETTINGS, flag::ACK, 0);
+        self.unblock();
+        if !self.settled {
+            self.settled = true;
+            if let Some(w) = self.handshake.take() {
+                w.wake();
+            }
+        }
+        Ok(())
+    }
+
+    /// Send what the windows now allow of the bodies that waited.
+    fn unblock(&mut self) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        let mut blocked = std::mem::take(&mut self.blocked);
+        blocked.retain(|&id| match self.streams.get_mut(&id) {
+            Some(s) => {
+                let windows = (&mut self.send_window, &mut s.send_window);
+                let sent = put_data(&mut self.wbuf, windows, self.max_frame, id, &s.unsent);
+                s.unsent.advance(sent);
+                !s.unsent.is_empty()
+            }
+            None => false,
+        });
+        self.blocked = blocked;
+    }
+
+    /// The connection ended: every stream still waiting fails (as not
+    /// processed when a GOAWAY said so).
+    fn close(&mut self, why: Failure) {
+        self.gone = Some(why);
+        let goaway = self.goaway;
+        for (&id, s) in &mut self.streams {
+            if s.end.is_none() {
+                s.finish(Err(match goaway {
+                    Some(last) if id > last => H2Error::Unprocessed,
+                    _ => H2Error::Failed(why),
+                }));
+            }
+        }
+        if let Some(w) = self.handshake.take() {
+            w.wake();
+        }
+    }
+
+    /// Whether the connection has nothing left to do: no new streams
+    /// will come and none is open.
+    fn finished(&self) -> bool {
+        (self.goaway.is_some() || self.next_id > MAX_STREAM_ID)
+            && self.streams.values().all(|s| s.end.is_some())
+    }
+}
+
+/// The task that owns a connection's socket.
+struct Driver {
+    conn: Rc<Conn>,
+    io: Box<dyn Io>,
+    rbuf: Box<[u8]>,
+    /// Unparsed bytes are `rbuf[start..filled]`.
+    start: usize,
+    filled: usize,
+    /// Over plain TCP, a second handle on the socket to read until it
+    /// would block (see [`Driver::poll`]).
+    drain: Option<std::net::TcpStream>,
+}
+
+impl Driver {
+    async fn run(mut self) {
+        poll_fn(|cx| self.poll(cx)).await;
+    }
+
+    /// Read and handle every frame that has arrived, then write every frame
+    /// queued; ready when the connection has ended.
+    ///
+    /// tokio stops reading at the first read that does not fill the buffer
+    /// and waits for epoll to report more. Answers keep arriving while the
+    /// first ones are handled, though, so over TCP the driver reads on
+    /// until the socket would block (as h2load does): the requests that
+    /// follow go out in fewer, larger writes, and the core sleeps and wakes
+    /// less. (Measured: 5-15 % less CPU per request against nginx.)
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut progress = false;
+        loop {
+            if self.filled == self.rbuf.len() {
+                // Only a partial frame is left (less than half the buffer).
+                self.rbuf.copy_within(self.start..self.filled, 0);
+                self.filled -= self.start;
+                self.start = 0;
+            }
+            let mut rb = ReadBuf::new(&mut self.rbuf[self.filled..]);
+            let read = match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
+                Poll::Ready(r) => Poll::Ready(r.map(|()| rb.filled().len())),
+                Poll::Pending => match &self.drain {
+                    Some(s) if progress => {
+                        match std::io::Read::read(&mut &*s, &mut self.rbuf[self.filled..]) {
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
+                            r => Poll::Ready(r),
+                        }
+                    }
+                    _ => Poll::Pending,
+                },
+            };
+            match read {
+                Poll::Ready(Ok(n)) => {
+                    progress = true;
+                    let mut inner = self.conn.0.borrow_mut();
+                    if n == 0 {
+                        inner.close(Failure::Reset);
+                        return Poll::Ready(());
+                    }
+                    self.filled += n;
+                    match inner.frames(&self.rbuf[self.start..self.filled]) {
+                        Ok(used) => self.start += used,
+                        Err(ConnError(code)) => {
+                            // Tell the server why, if it still listens.
+                            inner.wbuf.clear();
+                            put_head(&mut inner.wbuf, 8, kind::GOAWAY, 0, 0);
+                            inner.wbuf.extend_from_slice(&[0; 4]);
+                            inner.wbuf.extend_from_slice(&code.to_be_bytes());
+                            let _ = Pin::new(&mut self.io).poll_write(cx, &inner.wbuf);
+                            inner.close(Failure::Protocol);
+                            return Poll::Ready(());
+                        }
+                    }
+                    if self.start == self.filled {
+                        self.start = 0;
+                        self.filled = 0;
+                    }
+                }
+                Poll::Ready(Err(e)) => {
+                    self.conn.0.borrow_mut().close(classify_io(&e, Failure::Io));
+                    return Poll::Ready(());
+                }
+                Poll::Pending => break,
+            }
+        }
+        let mut guard = self.conn.0.borrow_mut();
+        let inner = &mut *guard;
+        let mut written = 0;
+        while written < inner.wbuf.len() {
+            match Pin::new(&mut self.io).poll_write(cx, &inner.wbuf[written..]) {
+                Poll::Ready(Ok(0)) => {
+                    inner.close(Failure::Reset);
+                    return Poll::Ready(());
+                }
+                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(e)) => {
+                    inner.close(classify_io(&e, Failure::Io));
+                    return Poll::Ready(());
+                }
+                Poll::Pending => break,
+            }
+        }
+        inner.wbuf.drain(..written);
+        if written > 0 {
+            if let Poll::Ready(Err(e)) = Pin::new(&mut self.io).poll_flush(cx) {
+                inner.close(classify_io(&e, Failure::Io));
+                return Poll::Ready(());
+            }
+        }
+        if inner.finished() || Rc::strong_count(&self.conn) == 1 {
+            inner.close(Failure::Reset);
+            return Poll::Ready(());
+        }
+        if !inner
+            .driver
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            inner.driver = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+/// Hashes stream ids (odd, consecutive) for the stream map.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, id: u32) {
+        self.0 = u64::from(id >> 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
