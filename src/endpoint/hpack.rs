@@ -264,6 +264,7 @@ fn read_int(input: &mut &[u8], n: u8) -> Result<usize, Error> {
 fn read_str<'a, 'b: 'a>(
     input: &mut &'b [u8],
     scratch: &'a mut Vec<u8>,
+    memo: &mut Memo,
     need: bool,
 ) -> Result<&'a [u8], Error> {
     let huff = input.first().ok_or(Error)? & 0x80 != 0;
@@ -278,9 +279,44 @@ fn read_str<'a, 'b: 'a>(
     }
     scratch.clear();
     if need {
-        huffman(raw, scratch)?;
+        memo.huffman(raw, scratch)?;
     }
     Ok(scratch)
+}
+
+/// The last few Huffman strings decoded, by their coded bytes. A server
+/// that inserts every response's fields into the table (nginx) sends the
+/// same few coded values over and over (server, content type, the date
+/// of this second): comparing their bytes costs less than decoding them.
+#[derive(Default)]
+struct Memo {
+    /// Coded, decoded.
+    seen: [(Vec<u8>, Vec<u8>); 8],
+    next: usize,
+}
+
+impl Memo {
+    /// Strings longer than this are decoded every time.
+    const LONGEST: usize = 64;
+
+    fn huffman(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        if raw.len() > Self::LONGEST {
+            return huffman(raw, out);
+        }
+        if let Some((_, decoded)) = self.seen.iter().find(|(coded, _)| coded == raw) {
+            out.extend_from_slice(decoded);
+            return Ok(());
+        }
+        huffman(raw, out)?;
+        let slot = self.next;
+        self.next = (slot + 1) % self.seen.len();
+        let (coded, decoded) = &mut self.seen[slot];
+        coded.clear();
+        coded.extend_from_slice(raw);
+        decoded.clear();
+        decoded.extend_from_slice(out);
+        Ok(())
+    }
 }
 
 /// A response header block decoder: one per connection, holding the
@@ -292,6 +328,7 @@ pub(crate) struct Decoder {
     limit: usize,
     name: Vec<u8>,
     value: Vec<u8>,
+    memo: Memo,
 }
 
 /// The dynamic table. Servers such as nginx insert every response's
@@ -325,6 +362,7 @@ impl Decoder {
             limit,
             name: Vec::new(),
             value: Vec::new(),
+            memo: Memo::default(),
         }
     }
 
@@ -359,7 +397,7 @@ impl Decoder {
             let indexing = b & 0xc0 == 0x40;
             let i = read_int(&mut block, if indexing { 6 } else { 4 })?;
             let name: &[u8] = match i {
-                0 => read_str(&mut block, &mut self.name, true)?,
+                0 => read_str(&mut block, &mut self.name, &mut self.memo, true)?,
                 1..=61 => STATIC[i - 1].0,
                 _ => {
                     // Copied: inserting may evict the entry it names.
@@ -369,7 +407,8 @@ impl Decoder {
                 }
             };
             let wanted = want(name);
-            let value = read_str(&mut block, &mut self.value, wanted || indexing)?;
+            let need = wanted || indexing;
+            let value = read_str(&mut block, &mut self.value, &mut self.memo, need)?;
             if wanted {
                 field(name, value);
             }
@@ -632,6 +671,17 @@ mod tests {
         );
         assert_eq!(d.table.size, 215);
         assert_eq!(d.table.entries.len(), 3);
+        // The first block again: its Huffman strings now come from the
+        // memo of decoded strings, the same.
+        assert_eq!(
+            all(&mut d, &first),
+            pairs(&[
+                (":status", "302"),
+                ("cache-control", "private"),
+                ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
+                ("location", "https://www.example.com"),
+            ])
+        );
     }
 
     #[test]
