@@ -82,29 +82,41 @@ fn run(args: &RunArgs) -> ExitCode {
         eprintln!("versus: cannot watch for Ctrl-C: {e}");
         return ExitCode::from(FAILED);
     }
-    let recorder = outputs.recorder(plan.show_secrets);
+    // Everything that can keep the run from starting comes before the
+    // output files are created: a typo must not cost an earlier run's file.
     let input = match &plan.mode {
         RequestMode::Stream => {
             match versus::input::open(plan.input_format, plan.input_file.as_deref(), plan.max_line)
             {
-                Ok(source) => match recorder {
-                    Some(r) => {
-                        Input::Stream(Box::new(versus::results::writer::Recording::new(source, r)))
-                    }
-                    None => Input::Stream(source),
-                },
+                Ok(source) => Input::Stream(source),
                 Err(e) => {
                     eprintln!("versus: cannot read the input: {e}");
                     return ExitCode::from(FAILED);
                 }
             }
         }
-        RequestMode::Single(r) => {
-            if let Some(mut rec) = recorder {
-                rec.record(r, true);
-            }
-            Input::Repeat(r.clone())
+        RequestMode::Single(r) => Input::Repeat(r.clone()),
+    };
+    let resolved = match engine::resolve(&plan) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("versus: {e}");
+            return ExitCode::from(FAILED);
         }
+    };
+    if let Err(e) = outputs.open() {
+        eprintln!("versus: {e}");
+        return ExitCode::from(USAGE);
+    }
+    let input = match (input, outputs.recorder(plan.show_secrets)) {
+        (Input::Stream(source), Some(r)) => {
+            Input::Stream(Box::new(versus::results::writer::Recording::new(source, r)))
+        }
+        (Input::Repeat(r), Some(mut rec)) => {
+            rec.record(&r, true);
+            Input::Repeat(r)
+        }
+        (input, None) => input,
     };
     let mut view = match versus::live::Session::start(live, &plan, &stop) {
         Ok(v) => v,
@@ -113,7 +125,9 @@ fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(FAILED);
         }
     };
-    let out = outputs.observe(&mut view, |o| engine::run(&plan, input, &stop, o));
+    let out = outputs.observe(&mut view, |o| {
+        engine::run_resolved(&plan, resolved, input, &stop, o)
+    });
     view.finish();
     let out = match out {
         Ok(o) => o,

@@ -303,13 +303,10 @@ impl Plan {
                 "--noise needs a comparison: not with --compare none".into(),
             ));
         }
-        let mismatch_log = match &args.mismatches {
-            Some(path) => Some(Arc::new(
-                MismatchLog::create(path, args.mismatch_limit)
-                    .map_err(|e| usage(format!("--mismatches {}: {e}", path.display())))?,
-            )),
-            None => None,
-        };
+        let mismatch_log = args
+            .mismatches
+            .as_ref()
+            .map(|path| Arc::new(MismatchLog::new(path, args.mismatch_limit)));
 
         let version = match (args.http1, args.http2) {
             (true, _) => HttpVersion::Http1,

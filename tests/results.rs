@@ -33,6 +33,7 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
     let plan = Arc::new(plan);
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
     let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
+    live.open().expect("output files");
     let input = match &plan.mode {
         RequestMode::Single(r) => engine::Input::Repeat(r.clone()),
         RequestMode::Stream => engine::Input::Stream(Box::new(
@@ -687,4 +688,58 @@ fn the_html_report_loads_in_headless_chromium_without_errors_and_draws_charts() 
     let (dom, log) = chromium(&live);
     assert!(!log.contains(":CONSOLE"), "{log}");
     assert!(dom.contains("id=\"percentiles\""));
+}
+
+/// A run that cannot start (its input file is missing, an endpoint does
+/// not resolve) leaves the files of an earlier run as they were; a run that
+/// does start replaces them.
+#[test]
+fn a_run_that_cannot_start_leaves_earlier_files_alone() {
+    let dir = std::env::temp_dir().join(format!("versus-keep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (output, mismatches, html) = (
+        dir.join("run.vrs"),
+        dir.join("mismatches.jsonl"),
+        dir.join("run.html"),
+    );
+    let paths = [&output, &mismatches, &html];
+    for p in paths {
+        std::fs::write(p, "an earlier run\n").unwrap();
+    }
+    let server = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
+    let url = server.url();
+    let files = [
+        "-o",
+        output.to_str().unwrap(),
+        "--mismatches",
+        mismatches.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ];
+    let missing = dir.join("no-such-input.jsonl");
+    let mut no_input = files.to_vec();
+    no_input.extend(["--input-file", missing.to_str().unwrap(), &url]);
+    let mut no_host = files.to_vec();
+    no_host.extend(["http://no-such-host.invalid/", &url]);
+    for (args, code) in [(no_input, 2), (no_host, 1)] {
+        let out = versus(&args);
+        assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
+        for p in paths {
+            assert_eq!(
+                std::fs::read_to_string(p).unwrap(),
+                "an earlier run\n",
+                "{}: {}",
+                p.display(),
+                text(&out.stderr)
+            );
+        }
+    }
+    let mut ok = files.to_vec();
+    ok.push(&url);
+    let out = run_bin(&ok, &lines(3));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for p in paths {
+        assert_ne!(std::fs::read_to_string(p).unwrap(), "an earlier run\n");
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

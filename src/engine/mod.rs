@@ -156,6 +156,35 @@ fn collect(
     Ok((total, span.map_or(Duration::ZERO, |(s, e)| e - s)))
 }
 
+/// The endpoints of a plan, resolved (once per run) and checked: what can
+/// fail before a run starts, so a caller can check it before it creates
+/// its output files.
+pub struct Resolved(Vec<Vec<std::net::SocketAddr>>);
+
+/// Resolve every endpoint's host and prepare each endpoint once.
+///
+/// # Errors
+/// When an endpoint does not resolve or cannot be prepared.
+pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
+    let mut addrs = Vec::with_capacity(plan.endpoints.len());
+    for spec in &plan.endpoints {
+        let a = endpoint::resolve(&spec.host, spec.port).map_err(|e| RunError::Resolve {
+            label: spec.label.clone(),
+            host: spec.host.clone(),
+            error: e.to_string(),
+        })?;
+        Prepared::new(
+            spec.clone(),
+            a.clone(),
+            plan.tls.clone(),
+            plan.transport.clone(),
+        )
+        .map_err(RunError::Endpoint)?;
+        addrs.push(a);
+    }
+    Ok(Resolved(addrs))
+}
+
 /// Carry out a run. Blocking: returns when every core has finished, after
 /// showing each interval to `observer`.
 ///
@@ -168,16 +197,20 @@ pub fn run(
     stop: &Stop,
     observer: &mut dyn Observer,
 ) -> Result<RunOutput, RunError> {
-    let mut addrs = Vec::with_capacity(plan.endpoints.len());
-    for spec in &plan.endpoints {
-        let a = endpoint::resolve(&spec.host, spec.port).map_err(|e| RunError::Resolve {
-            label: spec.label.clone(),
-            host: spec.host.clone(),
-            error: e.to_string(),
-        })?;
-        addrs.push(a);
-    }
+    run_resolved(plan, resolve(plan)?, input, stop, observer)
+}
 
+/// [`run`] with the endpoints already resolved by [`resolve`].
+///
+/// # Errors
+/// When the engine's threads cannot start.
+pub fn run_resolved(
+    plan: &Arc<Plan>,
+    Resolved(addrs): Resolved,
+    input: Input,
+    stop: &Stop,
+    observer: &mut dyn Observer,
+) -> Result<RunOutput, RunError> {
     // Closed model: no more cores than requests in flight. Open model:
     // every core shares the schedule, up to --max-in-flight.
     let in_flight = match plan.rate {

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::{LineWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -18,27 +18,42 @@ use crate::endpoint::{secret, Outcome};
 use crate::input::Request;
 use crate::plan::Plan;
 
-/// The open mismatch file.
+/// The mismatch file.
 #[derive(Debug)]
 pub struct MismatchLog {
-    out: Mutex<LineWriter<File>>,
+    path: PathBuf,
+    /// Set once [`MismatchLog::open`] has created the file.
+    out: Mutex<Option<LineWriter<File>>>,
     limit: u64,
     seen: AtomicU64,
     written: AtomicU64,
 }
 
 impl MismatchLog {
-    /// Create (truncate) the file.
-    ///
-    /// # Errors
-    /// When the file cannot be created.
-    pub fn create(path: &Path, limit: u64) -> std::io::Result<MismatchLog> {
-        Ok(MismatchLog {
-            out: Mutex::new(LineWriter::new(File::create(path)?)),
+    /// A log to `path`, not created yet.
+    pub fn new(path: &Path, limit: u64) -> MismatchLog {
+        MismatchLog {
+            path: path.to_path_buf(),
+            out: Mutex::new(None),
             limit,
             seen: AtomicU64::new(0),
             written: AtomicU64::new(0),
-        })
+        }
+    }
+
+    /// Create (truncate) the file. Done just before the run starts, after
+    /// every check that can fail, so a run that never starts leaves an
+    /// earlier file alone.
+    ///
+    /// # Errors
+    /// When the file cannot be created, as a message naming the flag.
+    pub fn open(&self) -> Result<(), String> {
+        let file = File::create(&self.path)
+            .map_err(|e| format!("--mismatches {}: {e}", self.path.display()))?;
+        if let Ok(mut out) = self.out.lock() {
+            *out = Some(LineWriter::new(file));
+        }
+        Ok(())
     }
 
     /// Mismatches seen, lines written, and the limit.
@@ -64,6 +79,7 @@ impl MismatchLog {
         }
         let line = line(plan, req, method, outcomes, findings);
         if let Ok(mut out) = self.out.lock() {
+            let Some(out) = out.as_mut() else { return };
             // A failed write loses this line only (and is not counted as
             // written); the run goes on.
             if writeln!(out, "{line}").is_ok() {

@@ -31,14 +31,16 @@ pub struct Live {
     format: Format,
     thresholds: Vec<Threshold>,
     html: Option<PathBuf>,
+    output: Option<PathBuf>,
+    /// The `--output` file, once [`Live::open`] has created it.
     writer: Option<RunWriter>,
     series: Option<SeriesObserver>,
     log: Option<std::sync::Arc<crate::report::mismatch_log::MismatchLog>>,
 }
 
 impl Live {
-    /// Check the output flags and create the `--output` file (its header
-    /// written). `argv` is the command line as given.
+    /// Check the output flags (no file is touched yet: see
+    /// [`Live::open`]). `argv` is the command line as given.
     ///
     /// # Errors
     /// A usage message naming the flag (exit 2).
@@ -61,16 +63,6 @@ impl Live {
             .unwrap_or(1000)
             .max(1);
         let header = writer::header(&info, command, interval_ms, plan.concurrency);
-        let writer = match &args.output {
-            Some(path) => Some(
-                RunWriter::create(path, &header)
-                    .map_err(|e| format!("--output {}: {e}", path.display()))?,
-            ),
-            None => None,
-        };
-        if let Some(path) = &args.html {
-            std::fs::File::create(path).map_err(|e| format!("--html {}: {e}", path.display()))?;
-        }
         Ok(Live {
             series: args
                 .html
@@ -81,9 +73,34 @@ impl Live {
             format,
             thresholds,
             html: args.html.clone(),
-            writer,
+            output: args.output.clone(),
+            writer: None,
             log: plan.mismatch_log.clone(),
         })
+    }
+
+    /// Create the output files: the `--output` file (its header written),
+    /// the `--mismatches` file, and the `--html` file (written at the end;
+    /// created now so that a path it cannot be written to fails before
+    /// the run). Called when nothing else can stop the run from starting:
+    /// a run that never starts leaves earlier files alone.
+    ///
+    /// # Errors
+    /// A message naming the flag (exit 2).
+    pub fn open(&mut self) -> Result<(), String> {
+        if let Some(path) = &self.output {
+            self.writer = Some(
+                RunWriter::create(path, &self.header)
+                    .map_err(|e| format!("--output {}: {e}", path.display()))?,
+            );
+        }
+        if let Some(log) = &self.log {
+            log.open()?;
+        }
+        if let Some(path) = &self.html {
+            std::fs::File::create(path).map_err(|e| format!("--html {}: {e}", path.display()))?;
+        }
+        Ok(())
     }
 
     /// A recorder of the run's requests into the `--output` file, if any.

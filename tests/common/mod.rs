@@ -318,6 +318,9 @@ pub fn run_lib_with(
     argv.extend_from_slice(args);
     let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
     let plan = Arc::new(versus::plan::Plan::from_args(&cli.run, false).expect("plan"));
+    if let Some(log) = &plan.mismatch_log {
+        log.open().expect("--mismatches");
+    }
     let input = match &plan.mode {
         versus::plan::RequestMode::Single(r) => versus::engine::Input::Repeat(r.clone()),
         versus::plan::RequestMode::Stream => {
