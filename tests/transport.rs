@@ -261,11 +261,12 @@ fn http2_opens_connections_for_the_concurrency_the_server_limits() {
 /// HTTP/2 flow control both ways: request bodies larger than the server's
 /// windows wait for its WINDOW_UPDATEs, and answers larger than versus's
 /// connection window are read whole (versus hands its window back). The
-/// compared header comes through HTTP/2's header compression intact.
+/// compared header comes through HTTP/2's header compression intact. Over
+/// TLS too, where the socket fills and the TLS layer holds written bytes
+/// until it is flushed.
 #[test]
 fn http2_bodies_larger_than_the_windows_go_through_whole() {
-    let a = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
-    let b = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
+    let cert = TestCert::new();
     // 40 requests of 300 KB: 12 MB each way, over the 8 MiB connection
     // window versus opens and hyper's 1 MiB windows.
     let mut input = Vec::new();
@@ -274,32 +275,49 @@ fn http2_bodies_larger_than_the_windows_go_through_whole() {
         input.extend_from_slice(format!(r#"{{"id":{i},"pad":"{pad}"}}"#).as_bytes());
         input.push(b'\n');
     }
-    let (out, report) = run_lib(
-        &[
-            "--http2",
-            "--threads",
-            "1",
-            "-c",
-            "8",
-            "--compare-header",
-            "content-length",
-            &a.url(),
-            &b.url(),
-        ],
-        &input,
-    );
-    for e in &out.stats.endpoints {
-        assert_eq!(e.responses, 40, "{report}");
-        assert_eq!(e.errors(), 0, "{report}");
-        assert!(e.bytes_in >= 40 * 300_000, "{report}");
-    }
-    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
-    assert_eq!(
-        a.counters
+    for tls in [false, true] {
+        let echo = |r: &Seen| Reply::ok(r.body.clone());
+        let (a, b) = if tls {
+            (
+                Server::start_tls(&cert, echo),
+                Server::start_tls(&cert, echo),
+            )
+        } else {
+            (Server::start(echo), Server::start(echo))
+        };
+        let url = |s: &Server| {
+            let scheme = if tls { "https" } else { "http" };
+            format!("{scheme}://127.0.0.1:{}/", s.addr.port())
+        };
+        let (out, report) = run_lib(
+            &[
+                "--http2",
+                "--insecure",
+                "--threads",
+                "1",
+                "-c",
+                "8",
+                "--timeout",
+                "10s",
+                "--compare-header",
+                "content-length",
+                &url(&a),
+                &url(&b),
+            ],
+            &input,
+        );
+        for e in &out.stats.endpoints {
+            assert_eq!(e.responses, 40, "tls {tls}\n{report}");
+            assert_eq!(e.errors(), 0, "tls {tls}\n{report}");
+            assert!(e.bytes_in >= 40 * 300_000, "{report}");
+        }
+        assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+        let conns = a
+            .counters
             .connections
-            .load(std::sync::atomic::Ordering::SeqCst),
-        1
-    );
+            .load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(conns, 1, "tls {tls}");
+    }
 }
 
 /// A request past `--timeout` over HTTP/2 resets its stream only: the

@@ -326,6 +326,11 @@ impl Link {
                 conn,
                 connect: took,
             }),
+            // A server that allows no stream at all: nothing to keep.
+            Connected::H2(c) if c.max_streams() == 0 => {
+                self.h2.borrow_mut().negotiated = true;
+                c.shut();
+            }
             Connected::H2(c) => {
                 let mut h2 = self.h2.borrow_mut();
                 h2.negotiated = true;
