@@ -393,3 +393,29 @@ fn compared_headers_count_and_others_do_not() {
         .collect();
     assert_eq!(fields, ["header content-length"]);
 }
+
+/// An endpoint's mismatched requests count each request once, however many
+/// fields differ in it (the groups count fields).
+#[test]
+fn mismatches_per_endpoint_count_requests_not_fields() {
+    let a = Server::start(|_| Reply::ok(r#"{"x":1,"y":1}"#));
+    let b = Server::start(|_| Reply::ok(r#"{"x":2,"y":2}"#));
+    let (out, report) = run_lib(
+        &["ref=".to_string() + &a.url(), "new=".to_string() + &b.url()]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &lines(5),
+    );
+    let v = &out.stats.verdicts;
+    assert_eq!(v.mismatched, 5, "{report}");
+    let fields: u64 = v
+        .groups
+        .iter()
+        .filter(|g| g.endpoint == "new")
+        .map(|g| g.count)
+        .sum();
+    assert_eq!(fields, 10, "{report}");
+    assert_eq!(v.mismatched_at("new"), 5, "{report}");
+    assert_eq!(v.mismatched_at("ref"), 0, "{report}");
+}

@@ -153,6 +153,13 @@ pub(crate) fn verdict(
         return;
     }
     v.mismatched += 1;
+    let mut counted: Vec<usize> = Vec::new();
+    for f in &j.findings {
+        if !counted.contains(&f.endpoint) {
+            counted.push(f.endpoint);
+            v.count_endpoint(&plan.endpoints[f.endpoint].label, 1);
+        }
+    }
     let group = kind_of().group;
     for (n, f) in j.findings.iter().enumerate() {
         let seen_before = j.findings[..n]

@@ -36,8 +36,8 @@ pub struct EndpointRow {
     pub p99: u64,
     /// Highest latency, µs.
     pub max: u64,
-    /// Mismatches attributed to this endpoint (the sum of its mismatch
-    /// groups); always 0 for the reference.
+    /// Requests where this endpoint disagreed with the reference; always 0
+    /// for the reference.
     pub diffs: u64,
     /// Requests per second of each recent interval, oldest first.
     pub rps_history: VecDeque<u64>,
@@ -166,13 +166,7 @@ impl Tracker {
         s.compared = total.verdicts.compared;
         s.mismatched = total.verdicts.mismatched;
         for row in s.endpoints.iter_mut().skip(1) {
-            row.diffs = total
-                .verdicts
-                .groups
-                .iter()
-                .filter(|g| g.endpoint == row.label)
-                .map(|g| g.count)
-                .sum();
+            row.diffs = total.verdicts.mismatched_at(&row.label);
         }
         s.groups = total
             .verdicts

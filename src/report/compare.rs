@@ -51,16 +51,7 @@ fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
         stats: run.output.stats.endpoints[e].clone(),
         compared: run.output.stats.verdicts.compared,
         mismatched: run.output.stats.verdicts.mismatched,
-        own_mismatches: one_run.then(|| {
-            run.output
-                .stats
-                .verdicts
-                .groups
-                .iter()
-                .filter(|g| &g.endpoint == label)
-                .map(|g| g.count)
-                .sum()
-        }),
+        own_mismatches: one_run.then(|| run.output.stats.verdicts.mismatched_at(label)),
         samples: run
             .series
             .points

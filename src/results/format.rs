@@ -133,6 +133,9 @@ pub struct VerdictRecord {
     pub compared: u64,
     /// Requests where an endpoint disagreed with the first.
     pub mismatched: u64,
+    /// Per endpoint label, the requests where it disagreed with the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_endpoint: Vec<(String, u64)>,
     /// Requests not answered by every endpoint at the stop.
     pub incomplete: u64,
     /// Mismatch groups with their samples (of this interval, or all).
@@ -400,6 +403,7 @@ impl VerdictRecord {
         VerdictRecord {
             compared: v.compared,
             mismatched: v.mismatched,
+            by_endpoint: v.by_endpoint.clone(),
             incomplete: v.incomplete,
             groups: v.groups.clone(),
             error_groups: v.error_groups.clone(),
@@ -415,6 +419,7 @@ impl VerdictRecord {
         VerdictStats {
             compared: self.compared,
             mismatched: self.mismatched,
+            by_endpoint: self.by_endpoint.clone(),
             incomplete: self.incomplete,
             groups: self.groups.clone(),
             error_groups: self.error_groups.clone(),
