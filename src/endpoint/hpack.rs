@@ -621,23 +621,25 @@ mod tests {
         assert!(huffman(&[0xff, 0xff, 0xff, 0xff], &mut Vec::new()).is_err());
     }
 
+    /// RFC 7541 C.6.1: a response with Huffman strings, all indexed.
+    const C61: &str = "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 \
+                       66e0 82a6 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3";
+
+    fn c61_fields() -> Vec<(String, String)> {
+        pairs(&[
+            (":status", "302"),
+            ("cache-control", "private"),
+            ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
+            ("location", "https://www.example.com"),
+        ])
+    }
+
     #[test]
     fn rfc_response_examples_with_huffman_and_eviction() {
         // RFC 7541 C.6: three responses, a 256-byte table, evictions.
         let mut d = Decoder::new(256);
-        let first = hex(
-            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6 \
-             2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
-        );
-        assert_eq!(
-            all(&mut d, &first),
-            pairs(&[
-                (":status", "302"),
-                ("cache-control", "private"),
-                ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
-                ("location", "https://www.example.com"),
-            ])
-        );
+        let first = hex(C61);
+        assert_eq!(all(&mut d, &first), c61_fields());
         assert_eq!(d.table.size, 222);
         let second = hex("4883 640e ffc1 c0bf");
         assert_eq!(
@@ -673,15 +675,7 @@ mod tests {
         assert_eq!(d.table.entries.len(), 3);
         // The first block again: its Huffman strings now come from the
         // memo of decoded strings, the same.
-        assert_eq!(
-            all(&mut d, &first),
-            pairs(&[
-                (":status", "302"),
-                ("cache-control", "private"),
-                ("date", "Mon, 21 Oct 2013 20:13:21 GMT"),
-                ("location", "https://www.example.com"),
-            ])
-        );
+        assert_eq!(all(&mut d, &first), c61_fields());
     }
 
     #[test]
@@ -731,10 +725,7 @@ mod tests {
         let mut d = Decoder::new(4096);
         let mut seen = Vec::new();
         // C.6.1 again, asking only for :status.
-        let first = hex(
-            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6 \
-             2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
-        );
+        let first = hex(C61);
         d.decode(
             &first,
             |n| n == b":status",
