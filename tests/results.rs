@@ -743,3 +743,38 @@ fn a_run_that_cannot_start_leaves_earlier_files_alone() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A run whose input failed (`--strict` met a malformed line) says so when
+/// its saved file is reported again, and after a merge.
+#[test]
+fn a_saved_run_remembers_that_its_input_failed() {
+    let dir = std::env::temp_dir().join(format!("versus-inerr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (saved, merged) = (dir.join("run.vrs"), dir.join("merged.vrs"));
+    let server = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
+    let out = run_bin(
+        &["--strict", "-o", saved.to_str().unwrap(), &server.url()],
+        b"{\"id\":1}\n\xff\n{\"id\":2}\n",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let again = versus(&["report", saved.to_str().unwrap()]);
+    assert!(
+        text(&again.stderr).contains("warning: the run's input failed: line 2:"),
+        "{}",
+        text(&again.stderr)
+    );
+    let m = versus(&[
+        "merge",
+        "-o",
+        merged.to_str().unwrap(),
+        saved.to_str().unwrap(),
+    ]);
+    assert_eq!(m.status.code(), Some(0), "{}", text(&m.stderr));
+    let again = versus(&["report", merged.to_str().unwrap()]);
+    assert!(
+        text(&again.stderr).contains("warning: the run's input failed: line 2:"),
+        "{}",
+        text(&again.stderr)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

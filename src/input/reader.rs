@@ -23,6 +23,9 @@ pub enum InputError {
     /// Reading failed.
     #[error("reading the input failed: {0}")]
     Io(String),
+    /// Either of the above, as a saved run recorded it.
+    #[error("{0}")]
+    Saved(String),
 }
 
 /// What the input thread shares with the rest of the run.

@@ -264,7 +264,7 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> u8 {
     w.totals(&RunOutput {
         stats: f.stats,
         input: f.input,
-        input_error: None,
+        input_error: f.input_error.map(crate::input::reader::InputError::Saved),
         elapsed: f.elapsed,
         interrupted: f.interrupted,
     });

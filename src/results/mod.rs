@@ -15,6 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::engine::RunOutput;
+use crate::input::reader::InputError;
 use crate::report::info::RunInfo;
 
 pub use self::reader::ReadError;
@@ -50,6 +51,10 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         s.points.push(series::Point::of(index, interval, stats));
     })?;
     s.close(f.elapsed.as_secs_f64());
+    let mut warnings = f.warnings;
+    if let Some(e) = &f.input_error {
+        warnings.push(format!("the run's input failed: {e}"));
+    }
     let info = RunInfo {
         endpoints: f.header.endpoints.clone(),
         window: f.header.lead,
@@ -65,12 +70,12 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         output: RunOutput {
             stats: f.stats,
             input: f.input,
-            input_error: None,
+            input_error: f.input_error.map(InputError::Saved),
             elapsed: f.elapsed,
             interrupted: f.interrupted,
         },
         series: s,
-        warnings: f.warnings,
+        warnings,
         header: f.header,
     })
 }
