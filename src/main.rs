@@ -189,8 +189,11 @@ fn generate(args: &versus::cli::GenArgs) -> ExitCode {
         return ExitCode::from(USAGE);
     }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    match versus::input::generate::ethereum(&opts, &mut out, &|w| eprintln!("versus: warning: {w}"))
-    {
+    match versus::input::generate::ethereum(
+        &opts,
+        &mut out,
+        Arc::new(|w| eprintln!("versus: warning: {w}")),
+    ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("versus: gen: {e}");

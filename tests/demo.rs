@@ -149,3 +149,43 @@ fn gen_follows_a_nodes_head_and_only_warns_when_it_is_unreachable() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 5);
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: --rpc"));
 }
+
+/// A node that answers at first and fails later is warned about when it
+/// fails, while generation goes on (the next poll is 4 s later, so this
+/// test generates for 5 s).
+#[test]
+fn gen_warns_when_the_node_fails_after_answering() {
+    let polls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let p = polls.clone();
+    let node = Server::start(move |_| {
+        if p.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1000000"}"#)
+        } else {
+            Reply::ok("{}").status(503)
+        }
+    });
+    let out = run_bin(
+        &[
+            "gen",
+            "ethereum",
+            "-n",
+            "50",
+            "--rate",
+            "10",
+            "--rpc",
+            &node.url(),
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 50);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        polls.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("warning: --rpc") && stderr.contains("HTTP 503"),
+        "{stderr}"
+    );
+}

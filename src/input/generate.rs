@@ -71,7 +71,7 @@ pub fn ethereum_config(opts: &GenOptions) -> Result<EthereumConfig, String> {
 pub fn ethereum(
     opts: &GenOptions,
     out: &mut dyn Write,
-    warn: &(dyn Fn(String) + Sync),
+    warn: Arc<dyn Fn(String) + Send + Sync>,
 ) -> Result<(), String> {
     let mut generator = EthereumGenerator::new(ethereum_config(opts)?)?;
     let head = Arc::new(AtomicU64::new(0));
@@ -120,7 +120,7 @@ pub fn ethereum(
 fn follow_head(
     url: &str,
     head: Arc<AtomicU64>,
-    warn: &(dyn Fn(String) + Sync),
+    warn: Arc<dyn Fn(String) + Send + Sync>,
 ) -> Result<(), String> {
     let spec = Arc::new(EndpointSpec::parse(url, false).map_err(|e| format!("--rpc: {e}"))?);
     let opts = TransportOptions {
@@ -169,15 +169,21 @@ fn follow_head(
                         }),
                         Err(f) => Err(f.to_string()),
                     };
+                    // An empty message: an answer (or, after a first failure,
+                    // the end of the wait for one).
                     match block {
-                        Ok(b) => head.store(b, Ordering::Relaxed),
+                        Ok(b) => {
+                            head.store(b, Ordering::Relaxed);
+                            let _ = tx.send(String::new());
+                        }
                         Err(e) => {
                             let _ = tx.send(e);
+                            if *first {
+                                let _ = tx.send(String::new());
+                            }
                         }
                     }
-                    if std::mem::take(first) {
-                        let _ = tx.send(String::new());
-                    }
+                    *first = false;
                     tokio::time::sleep(HEAD_POLL).await;
                 }
             })
@@ -194,19 +200,27 @@ fn follow_head(
         })
         .map_err(|e| e.to_string())?;
     // Wait for the first answer (or failure); later failures are warned as
-    // they come, once each in a row.
+    // they come, on a thread of their own: once each in a row, again after
+    // an answer.
     let mut last = String::new();
+    let mut note = move |msg: String| {
+        if !msg.is_empty() && msg != last {
+            warn(format!(
+                "--rpc {label}: {msg}; generating from the last known head"
+            ));
+        }
+        last = msg;
+    };
     for msg in rx.iter() {
         if msg.is_empty() {
             break;
         }
-        if msg != last {
-            warn(format!(
-                "--rpc {label}: {msg}; generating from the last known head"
-            ));
-            last = msg;
-        }
+        note(msg);
     }
+    std::thread::Builder::new()
+        .name("versus-gen-rpc-warn".into())
+        .spawn(move || rx.iter().for_each(note))
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -259,7 +273,7 @@ mod tests {
                 ..GenOptions::default()
             },
             &mut out,
-            &|_| {},
+            Arc::new(|_| {}),
         )
         .unwrap();
         assert_eq!(out.iter().filter(|b| **b == b'\n').count(), 100);
@@ -273,7 +287,7 @@ mod tests {
                 Ok(())
             }
         }
-        assert!(ethereum(&GenOptions::default(), &mut Closed, &|_| {}).is_ok());
+        assert!(ethereum(&GenOptions::default(), &mut Closed, Arc::new(|_| {})).is_ok());
     }
 
     #[test]
