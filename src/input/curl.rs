@@ -5,7 +5,7 @@
 //! ones that only affect curl's own behaviour are ignored; any other option
 //! makes the command malformed.
 
-use std::io::{self, BufRead};
+use std::io;
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -15,7 +15,7 @@ use super::jsonl::{
     has_header, malformed_line, parse_method, parse_target, percent_encode, push_header, read_file,
     record, too_long, Line, LineReader,
 };
-use super::{Next, Request, Source};
+use super::{Next, ReadAhead, Request, Source};
 
 /// What curl sends for `--compressed`.
 const COMPRESSED: &str = "deflate, gzip, br, zstd";
@@ -31,7 +31,7 @@ impl CurlSource {
     /// `max_record` bytes (continuation lines included) is reported as
     /// malformed and skipped. `@file` arguments are read relative to the
     /// current directory.
-    pub fn new(reader: Box<dyn BufRead + Send>, max_record: usize) -> Self {
+    pub fn new(reader: Box<dyn ReadAhead>, max_record: usize) -> Self {
         CurlSource {
             lines: LineReader::new(reader),
             max_record,
@@ -40,6 +40,15 @@ impl CurlSource {
 }
 
 impl Source for CurlSource {
+    fn buffered(&self) -> bool {
+        // A line that ends a command: not blank, not a comment, not
+        // continued (`\`, or `^` in cmd style).
+        self.lines.holds(|line| {
+            let t = line.trim_ascii();
+            !t.is_empty() && !t.starts_with(b"#") && !t.ends_with(b"\\") && !t.ends_with(b"^")
+        })
+    }
+
     fn next(&mut self) -> io::Result<Next> {
         loop {
             let Some(mut line) = self.lines.read(self.max_record)? else {

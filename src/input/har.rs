@@ -2,7 +2,7 @@
 //! Playwright, proxies), whose `log.entries[].request` are replayed in
 //! order. The whole file is read into memory on the first read.
 
-use std::io::{self, BufRead, Read as _};
+use std::io::{self, Read as _};
 
 use bytes::Bytes;
 use http::HeaderValue;
@@ -12,12 +12,12 @@ use serde_json::Value;
 use super::jsonl::{
     decode_base64, has_header, parse_method, parse_url, percent_encode, push_header,
 };
-use super::{Malformed, Next, Request, Source};
+use super::{Malformed, Next, ReadAhead, Request, Source};
 
 /// Reads the requests of a HAR file.
 pub struct HarSource {
     /// The input, until it has been read.
-    reader: Option<Box<dyn BufRead + Send>>,
+    reader: Option<Box<dyn ReadAhead>>,
     /// The entries not yet replayed.
     entries: std::vec::IntoIter<Value>,
     /// The 1-based number of the last entry taken.
@@ -26,7 +26,7 @@ pub struct HarSource {
 
 impl HarSource {
     /// A source replaying the HAR file in `reader`.
-    pub fn new(reader: Box<dyn BufRead + Send>) -> Self {
+    pub fn new(reader: Box<dyn ReadAhead>) -> Self {
         HarSource {
             reader: Some(reader),
             entries: Vec::new().into_iter(),
@@ -36,6 +36,11 @@ impl HarSource {
 }
 
 impl Source for HarSource {
+    fn buffered(&self) -> bool {
+        // Once the file is read, every entry is in memory.
+        self.reader.is_none()
+    }
+
     fn next(&mut self) -> io::Result<Next> {
         if let Some(mut reader) = self.reader.take() {
             let mut data = Vec::new();

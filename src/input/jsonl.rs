@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 use serde_json::{Map, Value};
 
-use super::{Malformed, Next, Request, Source};
+use super::{Malformed, Next, ReadAhead, Request, Source};
 
 /// The fields a `jsonl` record may have.
 const JSONL_FIELDS: &[&str] = &[
@@ -36,7 +36,7 @@ pub struct JsonlSource {
 impl JsonlSource {
     /// A source reading `reader` line by line; a line longer than
     /// `max_record` bytes is reported as malformed and skipped.
-    pub fn new(reader: Box<dyn BufRead + Send>, max_record: usize) -> Self {
+    pub fn new(reader: Box<dyn ReadAhead>, max_record: usize) -> Self {
         JsonlSource {
             lines: LineReader::new(reader),
             max_record,
@@ -45,6 +45,10 @@ impl JsonlSource {
 }
 
 impl Source for JsonlSource {
+    fn buffered(&self) -> bool {
+        self.lines.holds(|line| !line.trim_ascii().is_empty())
+    }
+
     fn next(&mut self) -> io::Result<Next> {
         loop {
             let Some(line) = self.lines.read(self.max_record)? else {
@@ -130,13 +134,19 @@ pub(super) struct Line {
 /// limit of one line in memory. A UTF-8 byte order mark starting the input
 /// is dropped.
 pub(super) struct LineReader {
-    reader: Box<dyn BufRead + Send>,
+    reader: Box<dyn ReadAhead>,
     number: u64,
 }
 
 impl LineReader {
+    /// Whether a whole line that `ends_record` says ends a record is read
+    /// ahead (blank lines before it are skipped by the sources too).
+    pub fn holds(&self, ends_record: impl Fn(&[u8]) -> bool) -> bool {
+        super::holds_record(self.reader.ahead(), ends_record)
+    }
+
     /// A reader at the start of `reader`.
-    pub fn new(reader: Box<dyn BufRead + Send>) -> Self {
+    pub fn new(reader: Box<dyn ReadAhead>) -> Self {
         LineReader { reader, number: 0 }
     }
 
@@ -409,7 +419,7 @@ pub(super) mod tests {
     }
 
     /// A boxed reader over `text`.
-    pub(in crate::input) fn reader(text: &[u8]) -> Box<dyn BufRead + Send> {
+    pub(in crate::input) fn reader(text: &[u8]) -> Box<dyn ReadAhead> {
         Box::new(io::Cursor::new(text.to_vec()))
     }
 
@@ -641,6 +651,34 @@ pub(super) mod tests {
             drain(super::super::har::HarSource::new(reader(&input)));
             super::super::detect::detect(&input, None);
         }
+    }
+
+    #[test]
+    fn buffered_says_whether_the_next_record_is_in_memory() {
+        // jsonl: a blank line is no record; a line without its newline may
+        // still grow.
+        let mut src = JsonlSource::new(
+            reader(b"{\"path\":\"/a\"}\n\n{\"path\":\"/b\"}\n{\"path\""),
+            99,
+        );
+        assert!(src.buffered());
+        assert!(matches!(src.next().unwrap(), Next::Request(_)));
+        assert!(src.buffered(), "/b is whole");
+        assert!(matches!(src.next().unwrap(), Next::Request(_)));
+        assert!(!src.buffered(), "the last line has no end yet");
+        let src = JsonlSource::new(reader(b"\n  \n"), 99);
+        assert!(!src.buffered(), "blank lines only");
+        // curl: a continued line does not end a command.
+        let curl = |text: &[u8]| super::super::curl::CurlSource::new(reader(text), 999);
+        assert!(!curl(b"curl http://h/ \\\n").buffered());
+        assert!(curl(b"curl http://h/ \\\n  -X POST\n").buffered());
+        assert!(!curl(b"# a comment\n\n").buffered());
+        // A buffered reader shows only what it has read ahead.
+        let mut r =
+            io::BufReader::with_capacity(8, io::Cursor::new(b"{\"path\":\"/a\"}\n".to_vec()));
+        let _ = r.fill_buf().unwrap();
+        let src = JsonlSource::new(Box::new(r), 99);
+        assert!(!src.buffered(), "only 8 bytes of the line are in memory");
     }
 
     #[test]

@@ -127,6 +127,37 @@ use std::path::Path;
 
 pub use self::detect::Format;
 
+/// A buffered reader that shows what it has read ahead: the input of a
+/// record format, so that its source can tell whether the next record is
+/// already in memory ([`Source::buffered`]).
+pub trait ReadAhead: BufRead + Send {
+    /// The bytes read but not consumed yet.
+    fn ahead(&self) -> &[u8];
+}
+
+impl<R: Read + Send> ReadAhead for BufReader<R> {
+    fn ahead(&self) -> &[u8] {
+        self.buffer()
+    }
+}
+
+impl ReadAhead for std::io::Cursor<Vec<u8>> {
+    fn ahead(&self) -> &[u8] {
+        let data = self.get_ref();
+        let at = usize::try_from(self.position()).map_or(data.len(), |p| p.min(data.len()));
+        &data[at..]
+    }
+}
+
+/// Whether `ahead` holds a whole line that `ends_record` says ends a record
+/// (for the line-based formats' [`Source::buffered`]).
+pub(crate) fn holds_record(ahead: &[u8], ends_record: impl Fn(&[u8]) -> bool) -> bool {
+    match memchr::memrchr(b'\n', ahead) {
+        Some(end) => ahead[..end].split(|&b| b == b'\n').any(ends_record),
+        None => false,
+    }
+}
+
 /// Open a request source: `path` (`-` or `None` is stdin) in `format`.
 /// `max_record` bounds a line or record of the line-based formats.
 ///
@@ -141,8 +172,7 @@ pub fn open(
         Some(p) if p != Path::new("-") => Box::new(std::fs::File::open(p)?),
         _ => Box::new(std::io::stdin()),
     };
-    let buffered =
-        |r| -> Box<dyn BufRead + Send> { Box::new(BufReader::with_capacity(1 << 16, r)) };
+    let buffered = |r| -> Box<dyn ReadAhead> { Box::new(BufReader::with_capacity(1 << 16, r)) };
     Ok(match format {
         // Lines keep their own buffer (to know whether the next line waits).
         Format::Lines => Box::new(lines::LinesSource::new(reader, max_record)),

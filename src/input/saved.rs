@@ -9,13 +9,13 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http::Method;
 
-use super::{Malformed, Next, Request, Source};
+use super::{Malformed, Next, ReadAhead, Request, Source};
 use crate::endpoint::secret;
 use crate::results::format::RequestLine;
 
 /// Reads the requests of a saved run.
 pub struct SavedRun {
-    reader: Box<dyn BufRead + Send>,
+    reader: Box<dyn ReadAhead>,
     line_no: u64,
     buf: Vec<u8>,
     /// Single-request mode's request, once seen: the replay repeats it.
@@ -24,7 +24,7 @@ pub struct SavedRun {
 
 impl SavedRun {
     /// Read the saved run from `reader`.
-    pub fn new(reader: Box<dyn BufRead + Send>) -> SavedRun {
+    pub fn new(reader: Box<dyn ReadAhead>) -> SavedRun {
         SavedRun {
             reader,
             line_no: 0,
@@ -66,6 +66,10 @@ impl SavedRun {
 }
 
 impl Source for SavedRun {
+    fn buffered(&self) -> bool {
+        self.repeat.is_some() || super::holds_record(self.reader.ahead(), is_request_line)
+    }
+
     fn next(&mut self) -> io::Result<Next> {
         if let Some(r) = &self.repeat {
             return Ok(Next::Request(r.clone()));
@@ -83,10 +87,7 @@ impl Source for SavedRun {
                     reason: "cut off (the run was killed while writing); the requests before it were replayed".into(),
                 }));
             }
-            // Only request lines matter; a cheap test skips the others.
-            if memchr::memmem::find(&self.buf[..self.buf.len().min(40)], br#""type":"request""#)
-                .is_none()
-            {
+            if !is_request_line(&self.buf) {
                 continue;
             }
             let parsed = serde_json::from_slice::<RequestLine>(&self.buf)
@@ -105,4 +106,9 @@ impl Source for SavedRun {
             });
         }
     }
+}
+
+/// Only request lines matter; a cheap test skips the others.
+fn is_request_line(line: &[u8]) -> bool {
+    memchr::memmem::find(&line[..line.len().min(40)], br#""type":"request""#).is_some()
 }

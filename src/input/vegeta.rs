@@ -4,7 +4,7 @@
 //! (one object per line: `method`, `url`, `header` of name to string
 //! arrays, `body` in base64), told apart target by target.
 
-use std::io::{self, BufRead};
+use std::io;
 
 use bytes::Bytes;
 use http::Method;
@@ -13,7 +13,7 @@ use super::jsonl::{
     check_fields, decode_base64, headers_from_json, json_object, json_str, malformed_line,
     parse_method, parse_url, push_header, read_file, record, too_long, Line, LineReader,
 };
-use super::{Next, Request, Source};
+use super::{Next, ReadAhead, Request, Source};
 
 /// The fields of a JSON target.
 const JSON_FIELDS: &[&str] = &["method", "url", "header", "body"];
@@ -30,7 +30,7 @@ impl VegetaSource {
     /// A source reading `reader` line by line; a target longer than
     /// `max_record` bytes (all its lines) is reported as malformed and
     /// skipped. `@body` files are read relative to the current directory.
-    pub fn new(reader: Box<dyn BufRead + Send>, max_record: usize) -> Self {
+    pub fn new(reader: Box<dyn ReadAhead>, max_record: usize) -> Self {
         VegetaSource {
             lines: LineReader::new(reader),
             pending: None,
