@@ -145,6 +145,11 @@ impl LineReader {
         super::holds_record(self.reader.ahead(), ends_record)
     }
 
+    /// The whole lines read ahead.
+    pub fn ahead(&self) -> impl Iterator<Item = &[u8]> {
+        super::whole_lines(self.reader.ahead())
+    }
+
     /// A reader at the start of `reader`.
     pub fn new(reader: Box<dyn ReadAhead>) -> Self {
         LineReader { reader, number: 0 }
@@ -673,6 +678,16 @@ pub(super) mod tests {
         assert!(!curl(b"curl http://h/ \\\n").buffered());
         assert!(curl(b"curl http://h/ \\\n  -X POST\n").buffered());
         assert!(!curl(b"# a comment\n\n").buffered());
+        // vegeta: a target is whole once something ends it.
+        let vegeta = |text: &[u8]| super::super::vegeta::VegetaSource::new(reader(text), 999);
+        assert!(!vegeta(b"GET http://h/a\nX-A: 1\n").buffered());
+        assert!(vegeta(b"GET http://h/a\nX-A: 1\n\n").buffered());
+        assert!(vegeta(b"GET http://h/a\nGET http://h/b\n").buffered());
+        assert!(vegeta(b"POST http://h/a\n@body.json\n").buffered());
+        assert!(vegeta(b"{\"url\":\"http://h/\"}\n").buffered());
+        let mut src = vegeta(b"GET http://h/a\nGET http://h/b\n");
+        assert!(matches!(src.next().unwrap(), Next::Request(_)));
+        assert!(!src.buffered(), "/b may still get headers");
         // A buffered reader shows only what it has read ahead.
         let mut r =
             io::BufReader::with_capacity(8, io::Cursor::new(b"{\"path\":\"/a\"}\n".to_vec()));

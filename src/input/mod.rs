@@ -149,13 +149,18 @@ impl ReadAhead for std::io::Cursor<Vec<u8>> {
     }
 }
 
+/// The whole lines (those with their newline) of `ahead`.
+pub(crate) fn whole_lines(ahead: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let end = memchr::memrchr(b'\n', ahead);
+    end.map(|end| ahead[..end].split(|&b| b == b'\n'))
+        .into_iter()
+        .flatten()
+}
+
 /// Whether `ahead` holds a whole line that `ends_record` says ends a record
 /// (for the line-based formats' [`Source::buffered`]).
 pub(crate) fn holds_record(ahead: &[u8], ends_record: impl Fn(&[u8]) -> bool) -> bool {
-    match memchr::memrchr(b'\n', ahead) {
-        Some(end) => ahead[..end].split(|&b| b == b'\n').any(ends_record),
-        None => false,
-    }
+    whole_lines(ahead).any(ends_record)
 }
 
 /// Open a request source: `path` (`-` or `None` is stdin) in `format`.

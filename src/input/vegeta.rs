@@ -109,6 +109,28 @@ impl VegetaSource {
 }
 
 impl Source for VegetaSource {
+    /// A target is whole once a line after its first ends it: a blank
+    /// line, an `@body` line, or the next target; a JSON target is one line.
+    fn buffered(&self) -> bool {
+        let mut started = false;
+        let pending = self.pending.as_ref().and_then(|l| l.text.as_deref());
+        for text in pending.into_iter().chain(self.lines.ahead()) {
+            let text = text.trim_ascii();
+            if text.starts_with(b"{") {
+                return true;
+            }
+            if starts_with_method(text) {
+                if started {
+                    return true;
+                }
+                started = true;
+            } else if started && (text.is_empty() || text.starts_with(b"@")) {
+                return true;
+            }
+        }
+        false
+    }
+
     fn next(&mut self) -> io::Result<Next> {
         loop {
             let Some(line) = self.read()? else {
