@@ -125,6 +125,11 @@ impl PcapSource {
 }
 
 impl Source for PcapSource {
+    fn buffered(&self) -> bool {
+        // Records already taken out of the capture wait in the queue.
+        !self.out.queue.is_empty()
+    }
+
     fn summary(&self) -> Option<String> {
         let s = self.stats();
         Some(format!(

@@ -754,3 +754,19 @@ impl Read for FailingReader {
         Err(io::Error::other("pipe broke"))
     }
 }
+
+#[test]
+fn buffered_when_requests_taken_from_the_capture_wait() {
+    // Three pipelined requests in one segment: taking the first leaves two
+    // in the queue; after the last, the next record needs more capture.
+    let mut s = Session::new(40000);
+    let mut packets = s.handshake();
+    packets.push(s.send(&[POST, GET, POST].concat()));
+    let mut source = PcapSource::new(Box::new(io::Cursor::new(pcap(Link::Ethernet, &packets))));
+    assert_eq!(got(source.next().unwrap()), post());
+    assert!(source.buffered());
+    assert_eq!(got(source.next().unwrap()), get());
+    assert!(source.buffered());
+    assert_eq!(got(source.next().unwrap()), post());
+    assert!(!source.buffered());
+}
