@@ -17,7 +17,7 @@ use http::{HeaderName, HeaderValue};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::connect::classify_io;
-use super::Failure;
+use super::{Answer, Failure};
 
 /// A connection's read buffer to start with: a small answer, head and body,
 /// comes in one read. It grows to what larger answers need (4 KiB rather
@@ -32,21 +32,6 @@ const MAX_HEAD: usize = 64 * 1024;
 const MAX_LINE: usize = 4 * 1024;
 /// Headers parsed per response head.
 const MAX_HEADERS: usize = 64;
-
-/// What one exchange returned.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub status: u16,
-    /// When the response head was parsed.
-    pub head_at: Instant,
-    /// The kept headers (those named in `keep`), in `keep`'s order.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The body when kept, otherwise empty.
-    pub body: Bytes,
-    pub body_len: u64,
-    /// Whether the connection can carry another request.
-    pub keep_alive: bool,
-}
 
 /// How a response body is delimited.
 enum Framing {

@@ -19,7 +19,7 @@
 //! the server did not process, which the caller may send again.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::future::poll_fn;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
@@ -33,7 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::connect::{classify_io, Io};
 use super::hpack;
-use super::Failure;
+use super::{Answer, Failure};
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
@@ -102,18 +102,6 @@ impl From<Failure> for H2Error {
     fn from(f: Failure) -> H2Error {
         H2Error::Failed(f)
     }
-}
-
-/// A whole answer on a stream.
-pub(crate) struct Answer {
-    pub status: u16,
-    /// The response headers asked for, in order.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The body if kept, else empty.
-    pub body: Bytes,
-    pub body_len: u64,
-    /// When the response head arrived.
-    pub head_at: Instant,
 }
 
 /// One HTTP/2 connection, shared by the slots of one core (`Rc`).
@@ -383,27 +371,26 @@ impl Conn {
     /// The answer on stream `id`, once it is whole.
     pub(crate) fn answer(&self, id: u32, cx: &mut Context<'_>) -> Poll<Result<Answer, H2Error>> {
         let mut inner = self.0.borrow_mut();
-        let Some(s) = inner.streams.get_mut(&id) else {
+        let Entry::Occupied(entry) = inner.streams.entry(id) else {
             return Poll::Ready(Err(H2Error::Failed(Failure::Reset)));
         };
-        match s.end {
-            None => {
-                if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    s.waker = Some(cx.waker().clone());
-                }
-                Poll::Pending
+        let Some(end) = entry.get().end else {
+            let s = entry.into_mut();
+            if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                s.waker = Some(cx.waker().clone());
             }
-            Some(end) => {
-                let s = inner.streams.remove(&id).expect("present");
-                Poll::Ready(end.map(|()| Answer {
-                    status: s.status,
-                    headers: s.headers,
-                    body: s.body.freeze(),
-                    body_len: s.len,
-                    head_at: s.head_at.unwrap_or_else(Instant::now),
-                }))
-            }
-        }
+            return Poll::Pending;
+        };
+        let s = entry.remove();
+        Poll::Ready(end.map(|()| Answer {
+            status: s.status,
+            head_at: s.head_at.unwrap_or_else(Instant::now),
+            headers: s.headers,
+            body: s.body.freeze(),
+            body_len: s.len,
+            // A stream ends, not its connection.
+            keep_alive: true,
+        }))
     }
 
     /// Give up stream `id` (a timeout): reset it if it is still open.

@@ -773,13 +773,7 @@ impl Slot {
         self.h1 = Some(c);
         let a = r?;
         self.reuse = a.keep_alive;
-        Ok(Response {
-            status: a.status,
-            headers: a.headers,
-            body: a.body,
-            body_len: a.body_len,
-            ttfb: a.head_at.saturating_duration_since(start),
-        })
+        Ok(a.response(start))
     }
 
     /// One request on a stream of a shared HTTP/2 connection.
@@ -798,13 +792,7 @@ impl Slot {
         )?;
         let _open = OpenStream { conn, id };
         let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await?;
-        Ok(Response {
-            status: a.status,
-            headers: a.headers,
-            body: a.body,
-            body_len: a.body_len,
-            ttfb: a.head_at.saturating_duration_since(start),
-        })
+        Ok(a.response(start))
     }
 
     /// A sender ready for one request, connecting if needed. The second

@@ -171,6 +171,35 @@ pub struct Response {
     pub ttfb: Duration,
 }
 
+/// A whole answer as a codec read it.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: u16,
+    /// When the response head arrived.
+    pub head_at: Instant,
+    /// The kept headers (`--compare-header`), in order.
+    pub headers: Vec<(::http::HeaderName, ::http::HeaderValue)>,
+    /// The body when kept, otherwise empty.
+    pub body: Bytes,
+    pub body_len: u64,
+    /// Whether the connection can carry another request (always over
+    /// HTTP/2, where a stream ends, not its connection).
+    pub keep_alive: bool,
+}
+
+impl Answer {
+    /// The response, its time to first byte counted from `start`.
+    pub(crate) fn response(self, start: Instant) -> Response {
+        Response {
+            status: self.status,
+            headers: self.headers,
+            body: self.body,
+            body_len: self.body_len,
+            ttfb: self.head_at.saturating_duration_since(start),
+        }
+    }
+}
+
 /// Why a request got no response. Each kind is counted and reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Failure {
