@@ -387,3 +387,40 @@ fn http2_to_an_http1_only_server_is_a_protocol_error() {
         "{report}"
     );
 }
+
+/// A server that stops reading for a while over TLS: versus's writes fill
+/// the socket and the TLS layer, wait for them to drain, and every request
+/// completes (none waits for `--timeout`).
+#[test]
+fn http2_over_tls_carries_on_after_the_server_stops_reading() {
+    let cert = TestCert::new();
+    let server = Server::start_tls_stalling(&cert, Duration::from_millis(500), |r: &Seen| {
+        Reply::ok(r.body.len().to_string())
+    });
+    // 8 requests of 3 MB: more than loopback's socket buffers hold while
+    // the server does not read.
+    let mut input = Vec::new();
+    for i in 0..8 {
+        let pad = "x".repeat(3_000_000);
+        input.extend_from_slice(format!(r#"{{"id":{i},"pad":"{pad}"}}"#).as_bytes());
+        input.push(b'\n');
+    }
+    let url = format!("https://127.0.0.1:{}/", server.addr.port());
+    let (out, report) = run_lib(
+        &[
+            "--http2",
+            "--insecure",
+            "--threads",
+            "1",
+            "-c",
+            "8",
+            "--timeout",
+            "10s",
+            &url,
+        ],
+        &input,
+    );
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.responses, 8, "{report}");
+    assert_eq!(e.errors(), 0, "{report}");
+}

@@ -72,6 +72,64 @@ struct Limits {
     requests_per_connection: Option<u64>,
     /// Concurrent HTTP/2 streams per connection.
     h2_streams: Option<u32>,
+    /// Stop reading each connection for this long once it has read 1 MiB,
+    /// with HTTP/2 windows of 256 MiB: the client's writes fill the socket.
+    stall: Option<Duration>,
+}
+
+/// A socket that stops reading for a while once, after its first MiB
+/// (see [`Limits::stall`]).
+struct Stall {
+    io: tokio::net::TcpStream,
+    read: usize,
+    stall: Option<Duration>,
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl tokio::io::AsyncRead for Stall {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.read >= 1 << 20 {
+            if let Some(d) = self.stall.take() {
+                self.sleep = Some(Box::pin(tokio::time::sleep(d)));
+            }
+        }
+        if let Some(sleep) = self.sleep.as_mut() {
+            std::task::ready!(std::future::Future::poll(sleep.as_mut(), cx));
+            self.sleep = None;
+        }
+        let before = buf.filled().len();
+        std::task::ready!(std::pin::Pin::new(&mut self.io).poll_read(cx, buf))?;
+        self.read += buf.filled().len() - before;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+impl tokio::io::AsyncWrite for Stall {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 /// A running test server; dropped at the end of the test process.
@@ -121,6 +179,29 @@ impl Server {
         cert: &TestCert,
         handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
     ) -> Server {
+        Server::start_tls_with(cert, Limits::default(), handler)
+    }
+
+    /// [`Server::start_tls`], but each connection stops reading for
+    /// `stall` after its first MiB, with HTTP/2 windows large enough that
+    /// the client's writes fill the socket meanwhile.
+    pub fn start_tls_stalling(
+        cert: &TestCert,
+        stall: Duration,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let limits = Limits {
+            stall: Some(stall),
+            ..Limits::default()
+        };
+        Server::start_tls_with(cert, limits, handler)
+    }
+
+    fn start_tls_with(
+        cert: &TestCert,
+        limits: Limits,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut config = rustls::ServerConfig::builder()
             .with_no_client_auth()
@@ -132,7 +213,7 @@ impl Server {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Server::start_with(
             Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
-            Limits::default(),
+            limits,
             handler,
         )
     }
@@ -183,6 +264,18 @@ impl Server {
                             if let Some(n) = limits.h2_streams {
                                 builder.http2().max_concurrent_streams(n);
                             }
+                            if limits.stall.is_some() {
+                                builder
+                                    .http2()
+                                    .initial_stream_window_size(256 << 20)
+                                    .initial_connection_window_size(256 << 20);
+                            }
+                            let stream = Stall {
+                                io: stream,
+                                read: 0,
+                                stall: limits.stall,
+                                sleep: None,
+                            };
                             match tls {
                                 Some(acceptor) => {
                                     let Ok(stream) = acceptor.accept(stream).await else {
