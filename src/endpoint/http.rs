@@ -583,15 +583,18 @@ pub struct Slot {
 }
 
 /// A stream whose answer is awaited: reset if the wait is dropped (a
-/// timeout); a no-op once the answer is taken.
+/// timeout) before the answer is taken.
 struct OpenStream<'a> {
     conn: &'a H2Conn,
     id: u32,
+    answered: bool,
 }
 
 impl Drop for OpenStream<'_> {
     fn drop(&mut self) {
-        self.conn.cancel(self.id);
+        if !self.answered {
+            self.conn.cancel(self.id);
+        }
     }
 }
 
@@ -790,9 +793,15 @@ impl Slot {
             keep_body,
             link.opts.max_body,
         )?;
-        let _open = OpenStream { conn, id };
-        let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await?;
-        Ok(a.response(start))
+        let mut open = OpenStream {
+            conn,
+            id,
+            answered: false,
+        };
+        let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await;
+        // Taken (the stream is out of the map): nothing to reset.
+        open.answered = true;
+        Ok(a?.response(start))
     }
 
     /// A sender ready for one request, connecting if needed. The second
