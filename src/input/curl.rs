@@ -43,7 +43,7 @@ impl Source for CurlSource {
     fn buffered(&self) -> bool {
         // A line that ends a command: not blank, not a comment, not
         // continued (`\`, or `^` in cmd style).
-        self.lines.holds(|line| {
+        self.lines.ahead().any(|line| {
             let t = line.trim_ascii();
             !t.is_empty() && !t.starts_with(b"#") && !t.ends_with(b"\\") && !t.ends_with(b"^")
         })

@@ -46,7 +46,7 @@ impl JsonlSource {
 
 impl Source for JsonlSource {
     fn buffered(&self) -> bool {
-        self.lines.holds(|line| !line.trim_ascii().is_empty())
+        self.lines.ahead().any(|line| !line.trim_ascii().is_empty())
     }
 
     fn next(&mut self) -> io::Result<Next> {
@@ -139,12 +139,6 @@ pub(super) struct LineReader {
 }
 
 impl LineReader {
-    /// Whether a whole line that `ends_record` says ends a record is read
-    /// ahead (blank lines before it are skipped by the sources too).
-    pub fn holds(&self, ends_record: impl Fn(&[u8]) -> bool) -> bool {
-        super::holds_record(self.reader.ahead(), ends_record)
-    }
-
     /// The whole lines read ahead.
     pub fn ahead(&self) -> impl Iterator<Item = &[u8]> {
         super::whole_lines(self.reader.ahead())

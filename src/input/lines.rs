@@ -73,8 +73,9 @@ impl<R: Read + Send> LinesSource<R> {
 
 impl<R: Read + Send> Source for LinesSource<R> {
     fn buffered(&self) -> bool {
-        // A whole next line is in the buffer: reading it will not wait.
-        memchr::memchr(b'\n', self.reader.buffer()).is_some()
+        // A whole non-blank line is in the buffer (blank ones are skipped):
+        // reading the next record will not wait.
+        super::whole_lines(self.reader.buffer()).any(|l| !l.trim_ascii().is_empty())
     }
 
     fn next(&mut self) -> io::Result<Next> {
@@ -169,6 +170,10 @@ mod tests {
             !src.buffered(),
             "c has no newline yet: the next read may wait"
         );
+        // Blank lines are skipped, so they are no record in memory.
+        let mut src = LinesSource::new(&b"a\n\n\r\n"[..], 10);
+        assert!(matches!(src.next().unwrap(), Next::Request(_)));
+        assert!(!src.buffered(), "only blank lines follow");
     }
 
     #[test]

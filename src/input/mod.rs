@@ -141,6 +141,7 @@ impl<R: Read + Send> ReadAhead for BufReader<R> {
     }
 }
 
+#[cfg(test)]
 impl ReadAhead for std::io::Cursor<Vec<u8>> {
     fn ahead(&self) -> &[u8] {
         let data = self.get_ref();
@@ -149,18 +150,15 @@ impl ReadAhead for std::io::Cursor<Vec<u8>> {
     }
 }
 
-/// The whole lines (those with their newline) of `ahead`.
+/// The whole lines (those with their newline) of `ahead`, without it: what
+/// the line-based formats' [`Source::buffered`] looks through for a record.
 pub(crate) fn whole_lines(ahead: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let end = memchr::memrchr(b'\n', ahead);
-    end.map(|end| ahead[..end].split(|&b| b == b'\n'))
-        .into_iter()
-        .flatten()
-}
-
-/// Whether `ahead` holds a whole line that `ends_record` says ends a record
-/// (for the line-based formats' [`Source::buffered`]).
-pub(crate) fn holds_record(ahead: &[u8], ends_record: impl Fn(&[u8]) -> bool) -> bool {
-    whole_lines(ahead).any(ends_record)
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', ahead).map(move |end| {
+        let line = &ahead[start..end];
+        start = end + 1;
+        line
+    })
 }
 
 /// Open a request source: `path` (`-` or `None` is stdin) in `format`.

@@ -67,12 +67,6 @@ pub fn spawn(
                         r.seq = seq;
                         seq += 1;
                         batch.push(r);
-                        if batch.len() >= MAX_BATCH || tx.is_empty() || !source.buffered() {
-                            update(&mut |s| s.stats.requests = seq);
-                            if tx.send_blocking(std::mem::take(&mut batch)).is_err() {
-                                return;
-                            }
-                        }
                     }
                     Ok(Next::Malformed(m)) => {
                         update(&mut |s| {
@@ -88,6 +82,16 @@ pub fn spawn(
                     Ok(Next::End) => break None,
                     Err(e) => break Some(InputError::Io(e.to_string())),
                 }
+                // After any record, a request or a malformed one: the batch
+                // goes when the next record may have to wait for input.
+                if !batch.is_empty()
+                    && (batch.len() >= MAX_BATCH || tx.is_empty() || !source.buffered())
+                {
+                    update(&mut |s| s.stats.requests = seq);
+                    if tx.send_blocking(std::mem::take(&mut batch)).is_err() {
+                        return;
+                    }
+                }
             };
             let summary = source.summary();
             update(&mut |s| {
@@ -102,4 +106,79 @@ pub fn spawn(
                 on_error();
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Malformed;
+    use std::collections::VecDeque;
+    use std::sync::mpsc;
+
+    /// Records given in order, `buffered` as scripted; at the end it says
+    /// so on `waiting` and waits for `release`, as a live pipe waits for
+    /// input.
+    struct Scripted {
+        records: VecDeque<(Next, bool)>,
+        buffered: bool,
+        waiting: mpsc::Sender<()>,
+        release: mpsc::Receiver<()>,
+    }
+
+    impl Source for Scripted {
+        fn next(&mut self) -> std::io::Result<Next> {
+            match self.records.pop_front() {
+                Some((next, buffered)) => {
+                    self.buffered = buffered;
+                    Ok(next)
+                }
+                None => {
+                    let _ = self.waiting.send(());
+                    let _ = self.release.recv();
+                    Ok(Next::End)
+                }
+            }
+        }
+
+        fn buffered(&self) -> bool {
+            self.buffered
+        }
+    }
+
+    /// A request followed by a malformed record and then a wait for input:
+    /// the request is sent before the wait, not held back through it.
+    #[test]
+    fn a_malformed_record_does_not_hold_back_the_requests_before_it() {
+        let (waiting, waits) = mpsc::channel();
+        let (release, released) = mpsc::channel();
+        let source = Scripted {
+            records: VecDeque::from([
+                (Next::Request(Request::line(0, "a".into())), true),
+                (
+                    Next::Malformed(Malformed {
+                        location: "line 2".into(),
+                        reason: "bad".into(),
+                    }),
+                    false,
+                ),
+            ]),
+            buffered: false,
+            waiting,
+            release: released,
+        };
+        // A batch already queued, so only `buffered` decides when the
+        // request goes.
+        let (tx, rx) = async_channel::bounded(4);
+        tx.send_blocking(Vec::new()).unwrap();
+        let state = Arc::new(Mutex::new(InputState::default()));
+        let input = spawn(Box::new(source), None, false, tx, state, || {}).unwrap();
+        waits
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the source reaches its wait");
+        assert_eq!(rx.len(), 2, "the request waited with the input");
+        release.send(()).unwrap();
+        input.join().unwrap();
+        assert!(rx.recv_blocking().unwrap().is_empty());
+        assert_eq!(rx.recv_blocking().unwrap().len(), 1);
+    }
 }

@@ -67,7 +67,7 @@ impl SavedRun {
 
 impl Source for SavedRun {
     fn buffered(&self) -> bool {
-        self.repeat.is_some() || super::holds_record(self.reader.ahead(), is_request_line)
+        self.repeat.is_some() || super::whole_lines(self.reader.ahead()).any(is_request_line)
     }
 
     fn next(&mut self) -> io::Result<Next> {
