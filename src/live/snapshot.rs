@@ -165,8 +165,8 @@ impl Tracker {
         }
         s.compared = total.verdicts.compared;
         s.mismatched = total.verdicts.mismatched;
-        for row in s.endpoints.iter_mut().skip(1) {
-            row.diffs = total.verdicts.mismatched_at(&row.label);
+        for (row, e) in s.endpoints.iter_mut().zip(&total.endpoints).skip(1) {
+            row.diffs = e.mismatched;
         }
         s.groups = total
             .verdicts
@@ -337,6 +337,7 @@ mod tests {
         let mut delta = RunStats::new(2);
         delta.verdicts.groups = vec![group("eth_call", 2, 7), group("eth_getBalance", 5, 3)];
         delta.verdicts.mismatched = 7;
+        delta.endpoints[1].mismatched = 7;
         let total = delta.clone();
         t.observe(0, &delta, &total, Duration::ZERO, None);
         let s = t.snapshot();

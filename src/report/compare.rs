@@ -45,13 +45,12 @@ pub struct Table {
 
 fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
     let full = run.series.interval * 0.5;
-    let label = &run.info.endpoints[e].label;
     Column {
         title,
         stats: run.output.stats.endpoints[e].clone(),
         compared: run.output.stats.verdicts.compared,
         mismatched: run.output.stats.verdicts.mismatched,
-        own_mismatches: one_run.then(|| run.output.stats.verdicts.mismatched_at(label)),
+        own_mismatches: one_run.then_some(run.output.stats.endpoints[e].mismatched),
         samples: run
             .series
             .points

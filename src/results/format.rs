@@ -124,6 +124,10 @@ pub struct EndpointRecord {
     /// Open model: requests that started late (`--max-in-flight` reached).
     #[serde(default)]
     pub late: u64,
+    /// Requests where this endpoint disagreed with the first one, once
+    /// each; absent in files written before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatched: Option<u64>,
 }
 
 /// Comparison counters.
@@ -133,9 +137,6 @@ pub struct VerdictRecord {
     pub compared: u64,
     /// Requests where an endpoint disagreed with the first.
     pub mismatched: u64,
-    /// Per endpoint label, the requests where it disagreed with the first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub by_endpoint: Vec<(String, u64)>,
     /// Requests not answered by every endpoint at the stop.
     pub incomplete: u64,
     /// Mismatch groups with their samples (of this interval, or all).
@@ -346,6 +347,7 @@ impl EndpointRecord {
             uncorrected: optional_histogram(&s.uncorrected),
             lag: optional_histogram(&s.lag),
             late: s.late,
+            mismatched: Some(s.mismatched),
         }
     }
 
@@ -368,6 +370,7 @@ impl EndpointRecord {
             connect: decode_histogram(&self.connect)?,
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
+            mismatched: self.mismatched.unwrap_or(0),
             ..EndpointStats::default()
         };
         if !self.tls.is_empty() {
@@ -403,7 +406,6 @@ impl VerdictRecord {
         VerdictRecord {
             compared: v.compared,
             mismatched: v.mismatched,
-            by_endpoint: v.by_endpoint.clone(),
             incomplete: v.incomplete,
             groups: v.groups.clone(),
             error_groups: v.error_groups.clone(),
@@ -419,7 +421,6 @@ impl VerdictRecord {
         VerdictStats {
             compared: self.compared,
             mismatched: self.mismatched,
-            by_endpoint: self.by_endpoint.clone(),
             incomplete: self.incomplete,
             groups: self.groups.clone(),
             error_groups: self.error_groups.clone(),
@@ -446,23 +447,37 @@ pub fn records_of(s: &RunStats) -> Vec<EndpointRecord> {
     s.endpoints.iter().map(EndpointRecord::from_stats).collect()
 }
 
-/// The statistics of `endpoints` and `verdicts`.
+/// The statistics of `endpoints` (those of the header, `infos`) and
+/// `verdicts`.
+/// A record written before mismatched requests were counted per endpoint
+/// gets the sum of its mismatch groups (which counts a request once per
+/// differing field: the closest figure such a file holds).
 ///
 /// # Errors
 /// As [`EndpointRecord::to_stats`].
 #[allow(clippy::needless_update)]
 pub fn stats_of(
     endpoints: &[EndpointRecord],
+    infos: &[EndpointInfo],
     verdicts: &VerdictRecord,
 ) -> Result<RunStats, String> {
-    Ok(RunStats {
+    let mut stats = RunStats {
         endpoints: endpoints
             .iter()
             .map(EndpointRecord::to_stats)
             .collect::<Result<_, _>>()?,
         verdicts: verdicts.to_stats(),
         ..RunStats::default()
-    })
+    };
+    for ((s, r), info) in stats.endpoints.iter_mut().zip(endpoints).zip(infos) {
+        if r.mismatched.is_none() {
+            s.mismatched = (verdicts.groups.iter())
+                .filter(|g| g.endpoint == info.label)
+                .map(|g| g.count)
+                .sum();
+        }
+    }
+    Ok(stats)
 }
 
 impl InputRecord {
@@ -498,5 +513,51 @@ impl InputRecord {
                 .collect(),
             summary: self.summary.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mismatched_requests_round_trip_and_older_files_fall_back_to_the_groups() {
+        let info = |label: &str| EndpointInfo {
+            label: label.into(),
+            named: true,
+            url: String::new(),
+        };
+        let infos = [info("ref"), info("new")];
+        let verdicts = VerdictRecord {
+            groups: vec![
+                MismatchGroup {
+                    endpoint: "new".into(),
+                    count: 4,
+                    ..MismatchGroup::default()
+                },
+                MismatchGroup {
+                    endpoint: "new".into(),
+                    count: 2,
+                    ..MismatchGroup::default()
+                },
+            ],
+            ..VerdictRecord::default()
+        };
+        let new = EndpointStats {
+            mismatched: 3,
+            ..EndpointStats::default()
+        };
+        let json = serde_json::to_value(EndpointRecord::from_stats(&new)).unwrap();
+        let reference = EndpointRecord::from_stats(&EndpointStats::default());
+        let saved: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
+        let stats = stats_of(&[reference.clone(), saved], &infos, &verdicts).unwrap();
+        assert_eq!(stats.endpoints[1].mismatched, 3);
+        // A file from before the counter: the sum of the endpoint's groups.
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("mismatched");
+        let old: EndpointRecord = serde_json::from_value(old).unwrap();
+        let stats = stats_of(&[reference, old], &infos, &verdicts).unwrap();
+        assert_eq!(stats.endpoints[1].mismatched, 6);
+        assert_eq!(stats.endpoints[0].mismatched, 0);
     }
 }

@@ -225,7 +225,8 @@ impl RunReader {
                 self.header.endpoints.len()
             )));
         }
-        stats_of(endpoints, verdicts).map_err(|e| self.fail(format!("line {}: {e}", self.line_no)))
+        stats_of(endpoints, &self.header.endpoints, verdicts)
+            .map_err(|e| self.fail(format!("line {}: {e}", self.line_no)))
     }
 
     /// Read to the end and return the whole run: the totals line, or when
@@ -239,7 +240,8 @@ impl RunReader {
         let interval = Duration::from_millis(self.header.interval_ms);
         match self.totals.take() {
             Some(t) => Ok(Finished {
-                stats: stats_of(&t.endpoints, &t.verdicts).map_err(|e| self.fail(e))?,
+                stats: stats_of(&t.endpoints, &self.header.endpoints, &t.verdicts)
+                    .map_err(|e| self.fail(e))?,
                 input: t.input.to_stats(),
                 input_error: t.input_error,
                 elapsed: Duration::from_nanos(t.elapsed_ns),

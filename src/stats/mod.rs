@@ -72,6 +72,10 @@ pub struct EndpointStats {
     /// Open model: requests released when no slot was free for this
     /// endpoint (`--max-in-flight` reached); they started late.
     pub late: u64,
+    /// Requests where this endpoint disagreed with the first one: once a
+    /// request however many fields differ (the mismatch groups count
+    /// fields).
+    pub mismatched: u64,
     /// Connections opened during the run (not counting warm-up connects).
     pub reconnects: u64,
     /// Requests still in flight when the run was stopped, abandoned.
@@ -101,6 +105,7 @@ impl Default for EndpointStats {
             uncorrected: new_histogram(),
             lag: new_histogram(),
             late: 0,
+            mismatched: 0,
             reconnects: 0,
             abandoned: 0,
             held: Duration::ZERO,
@@ -182,6 +187,7 @@ impl EndpointStats {
         let _ = self.uncorrected.add(&other.uncorrected);
         let _ = self.lag.add(&other.lag);
         self.late += other.late;
+        self.mismatched += other.mismatched;
         self.reconnects += other.reconnects;
         self.abandoned += other.abandoned;
         self.held = self.held.max(other.held);
@@ -212,10 +218,6 @@ pub struct VerdictStats {
     pub compared: u64,
     /// Requests where at least one endpoint disagreed with the first.
     pub mismatched: u64,
-    /// Per endpoint (label), the requests where it disagreed with the
-    /// first: once a request however many fields differ (the groups count
-    /// fields).
-    pub by_endpoint: Vec<(String, u64)>,
     /// Requests not answered by every endpoint when the run stopped.
     pub incomplete: u64,
     /// Mismatches grouped by request method and field, most frequent first
@@ -294,39 +296,10 @@ pub struct NoiseField {
 }
 
 impl VerdictStats {
-    /// Count `n` more requests where endpoint `label` disagreed.
-    pub fn count_endpoint(&mut self, label: &str, n: u64) {
-        match self.by_endpoint.iter_mut().find(|(l, _)| l == label) {
-            Some((_, c)) => *c += n,
-            None => self.by_endpoint.push((label.to_string(), n)),
-        }
-    }
-
-    /// The requests where endpoint `label` disagreed with the first. (Runs
-    /// saved before this was counted hold only the groups: their sum, which
-    /// counts a request once per differing field.)
-    pub fn mismatched_at(&self, label: &str) -> u64 {
-        if self.by_endpoint.is_empty() {
-            return self
-                .groups
-                .iter()
-                .filter(|g| g.endpoint == label)
-                .map(|g| g.count)
-                .sum();
-        }
-        self.by_endpoint
-            .iter()
-            .find(|(l, _)| l == label)
-            .map_or(0, |(_, n)| *n)
-    }
-
     /// Add another core's counters and groups.
     pub fn merge(&mut self, other: &VerdictStats) {
         self.compared += other.compared;
         self.mismatched += other.mismatched;
-        for (label, n) in &other.by_endpoint {
-            self.count_endpoint(label, *n);
-        }
         self.incomplete += other.incomplete;
         for g in &other.groups {
             count_group(
