@@ -104,7 +104,15 @@ fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(FAILED);
         }
     };
+    let mut view = match versus::live::Session::start(live, &plan, &stop) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("versus: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
     if let Err(e) = outputs.open() {
+        view.finish();
         eprintln!("versus: {e}");
         return ExitCode::from(USAGE);
     }
@@ -117,13 +125,6 @@ fn run(args: &RunArgs) -> ExitCode {
             Input::Repeat(r)
         }
         (input, None) => input,
-    };
-    let mut view = match versus::live::Session::start(live, &plan, &stop) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("versus: {e}");
-            return ExitCode::from(FAILED);
-        }
     };
     let out = outputs.observe(&mut view, |o| {
         engine::run_resolved(&plan, resolved, input, &stop, o)

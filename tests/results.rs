@@ -721,7 +721,12 @@ fn a_run_that_cannot_start_leaves_earlier_files_alone() {
     no_input.extend(["--input-file", missing.to_str().unwrap(), &url]);
     let mut no_host = files.to_vec();
     no_host.extend(["http://no-such-host.invalid/", &url]);
-    for (args, code) in [(no_input, 2), (no_host, 1)] {
+    // One output file that cannot be written: none is replaced.
+    let mut no_html = files.to_vec();
+    let bad_html = dir.join("no-such-dir").join("run.html");
+    no_html[5] = bad_html.to_str().unwrap();
+    no_html.push(&url);
+    for (args, code) in [(no_input, 2), (no_host, 1), (no_html, 2)] {
         let out = versus(&args);
         assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
         for p in paths {

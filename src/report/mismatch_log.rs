@@ -41,6 +41,11 @@ impl MismatchLog {
         }
     }
 
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Create (truncate) the file. Done just before the run starts, after
     /// every check that can fail, so a run that never starts leaves an
     /// earlier file alone.

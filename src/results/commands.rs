@@ -38,6 +38,22 @@ pub struct Live {
     log: Option<std::sync::Arc<crate::report::mismatch_log::MismatchLog>>,
 }
 
+/// Check that `path` can be written without changing it (a file the check
+/// creates is removed again).
+fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 impl Live {
     /// Check the output flags (no file is touched yet: see
     /// [`Live::open`]). `argv` is the command line as given.
@@ -88,6 +104,17 @@ impl Live {
     /// # Errors
     /// A message naming the flag (exit 2).
     pub fn open(&mut self) -> Result<(), String> {
+        // Every file can be written before any is replaced.
+        let paths = [
+            ("--output", self.output.as_deref()),
+            ("--mismatches", self.log.as_ref().map(|l| l.path())),
+            ("--html", self.html.as_deref()),
+        ];
+        for (flag, path) in paths {
+            if let Some(path) = path {
+                writable(flag, path)?;
+            }
+        }
         if let Some(path) = &self.output {
             self.writer = Some(
                 RunWriter::create(path, &self.header)
