@@ -185,13 +185,17 @@ fn generate(args: &versus::cli::GenArgs) -> ExitCode {
     };
     // A bad option exits 2; a failure while generating (a write error,
     // the node for --rpc) exits 1.
-    if let Err(e) = versus::input::generate::ethereum_config(&opts) {
-        eprintln!("versus: gen: {e}");
-        return ExitCode::from(USAGE);
-    }
+    let config = match versus::input::generate::ethereum_config(&opts) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("versus: gen: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match versus::input::generate::ethereum(
         &opts,
+        config,
         &mut out,
         Arc::new(|w| eprintln!("versus: warning: {w}")),
     ) {

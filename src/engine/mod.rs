@@ -161,7 +161,8 @@ fn collect(
 /// its output files.
 pub struct Resolved(Vec<Vec<std::net::SocketAddr>>);
 
-/// Resolve every endpoint's host and prepare each endpoint once.
+/// Resolve every endpoint's host, and check that each endpoint can be
+/// prepared (each core prepares its own when the run starts).
 ///
 /// # Errors
 /// When an endpoint does not resolve or cannot be prepared.
@@ -203,7 +204,8 @@ pub fn run(
 /// [`run`] with the endpoints already resolved by [`resolve`].
 ///
 /// # Errors
-/// When the engine's threads cannot start.
+/// When the engine's threads cannot start (preparing an endpoint cannot
+/// fail once [`resolve`] has checked it).
 pub fn run_resolved(
     plan: &Arc<Plan>,
     Resolved(addrs): Resolved,

@@ -63,17 +63,19 @@ pub fn ethereum_config(opts: &GenOptions) -> Result<EthereumConfig, String> {
     Ok(config)
 }
 
-/// Write Ethereum JSON-RPC lines to `out` until `count` lines, a closed
-/// pipe, or forever. Warnings (an unreachable `--rpc`) go to `warn`.
+/// Write Ethereum JSON-RPC lines of `config` (from [`ethereum_config`]) to
+/// `out` until `count` lines, a closed pipe, or forever. Warnings (an
+/// unreachable `--rpc`) go to `warn`.
 ///
 /// # Errors
 /// A bad option, or a write error other than a closed pipe.
 pub fn ethereum(
     opts: &GenOptions,
+    config: EthereumConfig,
     out: &mut dyn Write,
     warn: Arc<dyn Fn(String) + Send + Sync>,
 ) -> Result<(), String> {
-    let mut generator = EthereumGenerator::new(ethereum_config(opts)?)?;
+    let mut generator = EthereumGenerator::new(config)?;
     let head = Arc::new(AtomicU64::new(0));
     if let Some(url) = &opts.rpc {
         follow_head(url, head.clone(), warn)?;
@@ -267,11 +269,13 @@ mod tests {
     #[test]
     fn count_lines_are_written_and_a_closed_pipe_is_not_an_error() {
         let mut out = Vec::new();
+        let opts = GenOptions {
+            count: Some(100),
+            ..GenOptions::default()
+        };
         ethereum(
-            &GenOptions {
-                count: Some(100),
-                ..GenOptions::default()
-            },
+            &opts,
+            ethereum_config(&opts).unwrap(),
             &mut out,
             Arc::new(|_| {}),
         )
@@ -287,7 +291,9 @@ mod tests {
                 Ok(())
             }
         }
-        assert!(ethereum(&GenOptions::default(), &mut Closed, Arc::new(|_| {})).is_ok());
+        let opts = GenOptions::default();
+        let config = ethereum_config(&opts).unwrap();
+        assert!(ethereum(&opts, config, &mut Closed, Arc::new(|_| {})).is_ok());
     }
 
     #[test]
