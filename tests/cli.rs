@@ -308,12 +308,7 @@ fn ctrl_c_before_the_first_input_line_exits_0() {
         .unwrap();
     // Connections are opened once the signal handlers are in place.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while server
-        .counters
-        .connections
-        .load(std::sync::atomic::Ordering::SeqCst)
-        == 0
-    {
+    while server.connections() == 0 {
         assert!(Instant::now() < deadline, "versus never connected");
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -266,12 +266,7 @@ fn connections_are_reused() {
     let a = Server::start(|_| Reply::ok("{}"));
     let (out, _) = run_lib(&["-c", "4", "--threads", "2", &a.url()], &lines(500));
     assert_eq!(out.stats.endpoints[0].responses, 500);
-    assert_eq!(
-        a.counters
-            .connections
-            .load(std::sync::atomic::Ordering::SeqCst),
-        4
-    );
+    assert_eq!(a.connections(), 4);
     assert_eq!(out.stats.endpoints[0].reconnects, 0);
 }
 
@@ -499,13 +494,7 @@ fn a_thousand_connections_complete_with_every_request_accounted_for() {
         "the connections were not used: {}",
         a.max_in_flight()
     );
-    assert_eq!(
-        a.counters
-            .connections
-            .load(std::sync::atomic::Ordering::SeqCst),
-        1000,
-        "{report}"
-    );
+    assert_eq!(a.connections(), 1000, "{report}");
 }
 
 #[test]

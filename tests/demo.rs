@@ -152,7 +152,7 @@ fn gen_follows_a_nodes_head_and_only_warns_when_it_is_unreachable() {
 
 /// A node that answers at first and fails later is warned about when it
 /// fails, while generation goes on (the next poll is 4 s later, so this
-/// test generates for 5 s).
+/// test generates for 7 s).
 #[test]
 fn gen_warns_when_the_node_fails_after_answering() {
     let polls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -169,7 +169,7 @@ fn gen_warns_when_the_node_fails_after_answering() {
             "gen",
             "ethereum",
             "-n",
-            "50",
+            "70",
             "--rate",
             "10",
             "--rpc",
@@ -178,7 +178,7 @@ fn gen_warns_when_the_node_fails_after_answering() {
         b"",
     );
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 50);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 70);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         polls.load(std::sync::atomic::Ordering::SeqCst) >= 2,

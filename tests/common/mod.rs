@@ -317,6 +317,27 @@ impl Server {
     pub fn max_in_flight(&self) -> u64 {
         self.counters.max_in_flight.load(Ordering::SeqCst)
     }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.counters.connections.load(Ordering::SeqCst)
+    }
+
+    /// The URL of a TLS server ([`Server::start_tls`]).
+    pub fn https_url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.addr.port())
+    }
+}
+
+/// `n` JSON lines of about `size` bytes each, numbered by `id`.
+pub fn padded_lines(n: usize, size: usize) -> Vec<u8> {
+    let pad = "x".repeat(size);
+    let mut input = Vec::new();
+    for i in 0..n {
+        input.extend_from_slice(format!(r#"{{"id":{i},"pad":"{pad}"}}"#).as_bytes());
+        input.push(b'\n');
+    }
+    input
 }
 
 /// Serve a connection; shut it down gracefully when `enough` is notified.
