@@ -2,7 +2,7 @@
 # End-to-end benchmark: versus against wrk, oha, hey and h2load on the same
 # workload, all against one local nginx (bench/nginx.conf).
 #
-#   bench/run.sh [single stream2 h2 sleep100 memory]   (default: all)
+#   bench/run.sh [single stream2 h2 flow2 sleep100 memory]   (default: all)
 #
 # nginx gets one worker on core 0; every client runs under `taskset -c 1`
 # (versus also with --threads 1), under /usr/bin/time for CPU and peak RSS.
@@ -30,9 +30,9 @@ H2_STREAMS="${H2_STREAMS:-50}"
 CLIENT_CORE=1
 
 SCENARIOS=("$@")
-[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 sleep100 memory)
+[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 sleep100 memory)
 for s in "${SCENARIOS[@]}"; do
-  case "$s" in single|stream2|h2|sleep100|memory) ;; *) die "unknown scenario '$s' (single stream2 h2 sleep100 memory)";; esac
+  case "$s" in single|stream2|h2|flow2|sleep100|memory) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 sleep100 memory)";; esac
 done
 
 [ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time, or run bench/setup.sh)"
@@ -326,6 +326,28 @@ sc_h2() {
   table "$ROWS" lat | tee -a "$REPORT"
   out ""
   out "(h2load prints no percentiles; its mean is 'time for request'. versus --threads 1 opens one connection; with H2_CONNS>1 the connection counts differ.)"
+  commands
+}
+
+# A two-step flow (examples/flow_bench.rs: step 2 takes a value from step
+# 1's answer) against the plain single-request stream, run in the same
+# round-robin: CPU per request of each, and their ratio.
+sc_flow2() {
+  header flow2 "two-step flow (examples/flow_bench.rs) against the plain stream, GET /, HTTP/1.1, 50 virtual users, ${DURATION}s"
+  local bench_bin="$(dirname "$VERSUS")/examples/flow_bench"
+  if [ ! -x "$bench_bin" ]; then
+    log "building examples/flow_bench (cargo build --release --example flow_bench)"
+    (cd "$REPO_DIR" && cargo build --release --example flow_bench) >&2 || die "cannot build the flow_bench example"
+  fi
+  measure versus parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  measure flow2 parse_versus 1 -- "$bench_bin" -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  run_queued
+  table "$ROWS" lat | tee -a "$REPORT"
+  local plain flow
+  plain="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  flow="$(awk '$1 == "flow2" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  out ""
+  out "CPU per request: two-step flow $(printf %.2f "$flow") µs vs plain stream $(printf %.2f "$plain") µs = $(awk -v a="$flow" -v b="$plain" 'BEGIN { printf "%.2fx", a / b }') (target ≤ 1.30x)"
   commands
 }
 

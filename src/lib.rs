@@ -25,6 +25,7 @@ pub mod compare;
 pub mod demo;
 pub mod endpoint;
 pub mod engine;
+pub mod flow;
 pub mod input;
 pub mod live;
 pub mod plan;

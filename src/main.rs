@@ -124,7 +124,8 @@ fn run(args: &RunArgs) -> ExitCode {
             rec.record(&r, true);
             Input::Repeat(r)
         }
-        (input, None) => input,
+        // A flow's requests are built at each endpoint: nothing to replay.
+        (input @ Input::Flow(_), Some(_)) | (input, None) => input,
     };
     let out = outputs.observe(&mut view, |o| {
         engine::run_resolved(&plan, resolved, input, &stop, o)

@@ -110,6 +110,9 @@ pub struct Plan {
     pub interval: Duration,
     /// Where mismatched requests are written (`--mismatches`).
     pub mismatch_log: Option<Arc<MismatchLog>>,
+    /// What sees each request as the cores carry it out: the `-v` printer
+    /// and the mismatch log, when asked for.
+    pub taps: Vec<Arc<dyn crate::engine::Tap>>,
     /// Format of the request stream.
     pub input_format: Format,
     /// File of the request stream; `None` is stdin.
@@ -307,6 +310,15 @@ impl Plan {
             .mismatches
             .as_ref()
             .map(|path| Arc::new(MismatchLog::new(path, args.mismatch_limit)));
+        let mut taps: Vec<Arc<dyn crate::engine::Tap>> = Vec::new();
+        if args.verbose > 0 {
+            taps.push(Arc::new(crate::report::verbose::Printer {
+                level: args.verbose,
+            }));
+        }
+        if let Some(log) = &mismatch_log {
+            taps.push(log.clone());
+        }
 
         let version = match (args.http1, args.http2) {
             (true, _) => HttpVersion::Http1,
@@ -352,6 +364,7 @@ impl Plan {
             mode,
             interval: Duration::from_secs(1),
             mismatch_log,
+            taps,
             input_format,
             input_file,
         })

@@ -1,11 +1,12 @@
-//! On the core, after a request leaves the lead window: the verdict across
-//! endpoints recorded into the core's statistics (mismatch groups with
-//! samples, noise, per-method counts), and per outcome the error class
-//! (failures, HTTP 4xx/5xx, JSON-RPC errors inside HTTP 2xx) by method.
-//! Equal answers cost a byte comparison and a method scan.
+//! On the core, once every endpoint has finished a unit of work: the
+//! verdict across endpoints recorded into the core's statistics (mismatch
+//! groups with samples, noise, per-method counts and latency; for a flow,
+//! per step, with the steps an endpoint skipped counted apart), and per
+//! outcome the error class (failures, HTTP 4xx/5xx, JSON-RPC errors inside
+//! HTTP 2xx) by method. Equal answers cost a byte comparison and a method
+//! scan.
 
 use std::cell::OnceCell;
-use std::io::Write;
 
 use crate::compare::jsonrpc::{classify_response, ResponseClass};
 use crate::compare::method::{self, Kind};
@@ -13,18 +14,20 @@ use crate::compare::sample::sample;
 use crate::endpoint::Outcome;
 use crate::input::Request;
 use crate::plan::Plan;
-use crate::report;
-use crate::stats::{count_group, RunStats, BATCH_ERROR};
+use crate::stats::{count_group, part, RunStats, BATCH_ERROR};
+
+use super::unit::{is_error, FlowRun};
 
 /// Record what kind of error `outcome` (endpoint `e`) is, if any: JSON-RPC
 /// error answers are counted by code, and every error is grouped by the
-/// request's method.
+/// flow step's name (`step`) or else the request's method.
 pub(crate) fn classify(
     plan: &Plan,
     stats: &mut RunStats,
     e: usize,
     req: &Request,
     outcome: &Outcome,
+    step: Option<&str>,
 ) {
     let error = match &outcome.result {
         Err(f) => Some(f.name().to_string()),
@@ -47,10 +50,17 @@ pub(crate) fn classify(
         Ok(_) => None,
     };
     if let Some(error) = error {
-        let kind = method::kind(req, &plan.endpoints[0]);
+        let kind;
+        let group = match step {
+            Some(name) => name,
+            None => {
+                kind = method::kind(req, &plan.endpoints[0]);
+                &kind.group
+            }
+        };
         count_group(
             &mut stats.verdicts.error_groups,
-            &kind.group,
+            group,
             &error,
             "error",
             &plan.endpoints[e].label,
@@ -114,26 +124,84 @@ pub(crate) fn verdict(
     req: &Request,
     outcomes: &[Option<Outcome>],
 ) {
-    let v = &mut stats.verdicts;
-    v.compared += 1;
     let kind: OnceCell<Kind> = OnceCell::new();
-    match req
+    let name = match req
         .target
         .is_none()
         .then(|| method::quick_jsonrpc_method(&req.body))
         .flatten()
     {
-        Some(m) => v.count_method(m, 1),
-        None => v.count_method(&kinds.kind(plan, req).group, 1),
+        Some(m) => m,
+        None => &kinds.kind(plan, req).group,
+    };
+    for (s, o) in stats.endpoints.iter_mut().zip(outcomes) {
+        if let Some(o) = o {
+            part(&mut s.methods, name).record(o, is_error(o));
+        }
     }
     let kind_of = || {
         kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
             .clone()
     };
+    judge(plan, stats, req, name, outcomes, &kind_of, false);
+}
+
+/// Judge one flow instance that every endpoint has finished (`runs`, in
+/// endpoint order), step by step: the answers of step k are compared
+/// wherever the reference and another endpoint both have one; a step an
+/// endpoint never reached (its instance failed earlier there) is counted
+/// as skipped at that endpoint. `outcomes` is a buffer for the outcomes
+/// of one step.
+pub(crate) fn flow_verdict(
+    plan: &Plan,
+    steps: &[String],
+    stats: &mut RunStats,
+    mut runs: Vec<Option<&mut FlowRun>>,
+    outcomes: &mut Vec<Option<Outcome>>,
+) {
+    for (k, name) in steps.iter().enumerate() {
+        outcomes.clear();
+        for (e, run) in runs.iter_mut().enumerate() {
+            let step = run.as_mut().and_then(|r| r.steps.get_mut(k));
+            if step.is_none() {
+                part(&mut stats.endpoints[e].steps, name).skipped += 1;
+            }
+            outcomes.push(step.and_then(|s| s.outcome.take()));
+        }
+        // Without the reference's answer, or any other where there are
+        // other endpoints, there is nothing to compare.
+        let others = outcomes.len() == 1 || outcomes[1..].iter().any(Option::is_some);
+        let reference = match runs.first() {
+            Some(Some(run)) if outcomes[0].is_some() && others => &run.steps[k].request,
+            _ => continue,
+        };
+        let kind = || Kind {
+            group: name.clone(),
+            selector: name.clone(),
+            jsonrpc: false,
+        };
+        judge(plan, stats, reference, name, outcomes, &kind, true);
+    }
+}
+
+/// Judge the outcomes of one request (or, with `step`, one flow step)
+/// named `name` at every endpoint, and record the verdict.
+fn judge(
+    plan: &Plan,
+    stats: &mut RunStats,
+    req: &Request,
+    name: &str,
+    outcomes: &[Option<Outcome>],
+    kind_of: &dyn Fn() -> Kind,
+    step: bool,
+) {
+    let v = &mut stats.verdicts;
+    v.compared += 1;
+    v.count_method(name, 1);
     if outcomes.len() < 2 {
         return;
     }
-    let j = plan.comparer.judge(&kind_of, outcomes);
+    let j = plan.comparer.judge(kind_of, outcomes);
     if j.fell_back {
         v.fell_back += 1;
     }
@@ -160,6 +228,9 @@ pub(crate) fn verdict(
     for (e, s) in stats.endpoints.iter_mut().enumerate().skip(1) {
         if j.findings.iter().any(|f| f.endpoint == e) {
             s.mismatched += 1;
+            if step {
+                part(&mut s.steps, name).mismatched += 1;
+            }
         }
     }
     let v = &mut stats.verdicts;
@@ -176,13 +247,8 @@ pub(crate) fn verdict(
             vec![sample(req, outcomes, f)]
         });
     }
-    if plan.verbose >= 1 {
-        let mut err = std::io::stderr().lock();
-        report::verbose::mismatch(&mut err, plan, req, outcomes);
-        let _ = err.flush();
-    }
-    if let Some(log) = &plan.mismatch_log {
-        log.record(plan, req, &group, outcomes, &j.findings);
+    for tap in &plan.taps {
+        tap.mismatch(plan, req, &group, outcomes, &j.findings);
     }
 }
 

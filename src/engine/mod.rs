@@ -8,7 +8,9 @@
 mod judge;
 pub mod pace;
 mod stop;
+mod tap;
 mod timer;
+mod unit;
 mod window;
 mod worker;
 
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 
 pub use self::judge::jsonrpc_error_name;
 pub use self::stop::Stop;
+pub use self::tap::Tap;
 use self::worker::{CoreMsg, WorkerInput, WorkerJob};
 use crate::endpoint::{self, Prepared};
 use crate::input::reader::{self, InputError, InputState};
@@ -41,12 +44,15 @@ pub struct Quiet;
 
 impl Observer for Quiet {}
 
-/// Where a run's requests come from.
+/// Where a run's work comes from.
 pub enum Input {
-    /// A request stream.
+    /// A request stream: each request is a one-step flow.
     Stream(Box<dyn Source>),
     /// The same request over and over (single-request mode).
     Repeat(Request),
+    /// Instances of a flow, numbered from 0: as many as `--stop-after N`
+    /// says, or until the run is stopped.
+    Flow(Arc<crate::flow::Flow>),
 }
 
 /// A finished (or stopped) run.
@@ -222,17 +228,31 @@ pub fn run_resolved(
     let cores = plan.threads.min(in_flight).max(1);
     let state = Arc::new(Mutex::new(InputState::default()));
     let mut inputs: Vec<WorkerInput> = Vec::with_capacity(cores);
+    // The quota counts counted units only; warm-up ones come on top (see
+    // `Feed::take_now`).
+    let quota = |c: u64| {
+        plan.stop_after
+            .count
+            .map(|n| n / cores as u64 + u64::from(c < n % cores as u64))
+    };
     match input {
         Input::Repeat(request) => {
-            // The quota counts counted requests only; warm-up ones come on
-            // top (see `Feed::take_now`).
-            let count = plan.stop_after.count;
-            let share = |n: u64, c: u64| n / cores as u64 + u64::from(c < n % cores as u64);
             for c in 0..cores as u64 {
-                let remaining = count.map(|n| share(n, c));
                 inputs.push(WorkerInput::Repeat {
                     request: request.clone(),
-                    remaining,
+                    remaining: quota(c),
+                });
+            }
+        }
+        Input::Flow(flow) => {
+            // Core c numbers its instances c, c + cores, ...: together
+            // 0, 1, 2, ... with no number twice.
+            for c in 0..cores as u64 {
+                inputs.push(WorkerInput::Flow {
+                    flow: flow.clone(),
+                    next: c,
+                    step: cores as u64,
+                    remaining: quota(c),
                 });
             }
         }

@@ -1,166 +1,165 @@
-//! The lead window of one core: the requests that at least one endpoint has
-//! not finished, in order. Each endpoint claims requests in order and may
-//! run ahead of the slowest by at most the window's size, so a slow endpoint
-//! never slows a fast one's requests while memory stays bounded. When every
-//! endpoint has answered the oldest request, it leaves the window for
-//! comparison. Pure data: no clock, no I/O.
+//! The lead window of one core: the units of work (a request, or an
+//! instance of a flow) that are open, that is started and not yet judged.
+//! Each endpoint claims work in the order it was pushed and at its own
+//! pace; work is finished at each endpoint in any order and judged as soon
+//! as every endpoint has finished it. The window bounds how many units are
+//! open, not how far the newest is from the oldest: a unit that hangs at
+//! one endpoint holds one place, and nothing behind it waits. A fast
+//! endpoint may run ahead of a slow one until the window is full; then it
+//! is held back (and that time is counted and reported). Pure data: no
+//! clock, no I/O.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::endpoint::Outcome;
-use crate::input::Request;
-
-struct Entry {
-    req: Request,
-    /// Open model: when the request is due.
+struct Entry<W> {
+    work: W,
+    /// Open model: when the work is due.
     due: Option<Instant>,
     /// Sent during the warm-up: not counted.
     warmup: bool,
     /// Endpoints that claimed it.
     started: usize,
-    /// Endpoints that have not delivered an outcome.
+    /// Endpoints that have not delivered their result.
     pending: usize,
 }
 
 /// What an endpoint may do next.
 #[derive(Debug)]
-pub(crate) enum Claim {
-    /// Send this request (local index, request, due time in the open
-    /// model, whether it belongs to the warm-up).
-    Got(u64, Request, Option<Instant>, bool),
-    /// Nothing to send yet: wait for input or for the window to move.
+pub(crate) enum Claim<W> {
+    /// Carry out this work (its place in the window, the work, its due
+    /// time in the open model, whether it belongs to the warm-up).
+    Got(usize, W, Option<Instant>, bool),
+    /// Nothing to do yet: wait for input or for the window to move.
     Wait,
-    /// Input is over and every request was claimed.
+    /// Input is over and every unit was claimed.
     Done,
 }
 
-pub(crate) struct Window {
-    limit: usize,
+/// Open work `W` and each endpoint's result `D` for it.
+pub(crate) struct Window<W, D> {
     endpoints: usize,
-    base: u64,
-    entries: VecDeque<Entry>,
-    /// `limit * endpoints` outcome places, a ring indexed by local index.
-    outcomes: Vec<Option<Outcome>>,
-    next: Vec<u64>,
+    /// `limit` places; `None` is free.
+    entries: Vec<Option<Entry<W>>>,
+    /// Free places, reused last-in first-out.
+    free: Vec<usize>,
+    /// Per endpoint, the places it has not claimed yet, in push order.
+    queues: Vec<VecDeque<usize>>,
+    /// `limit * endpoints` results, by place and endpoint.
+    results: Vec<Option<D>>,
     input_done: bool,
 }
 
-impl Window {
-    pub fn new(limit: usize, endpoints: usize) -> Window {
+impl<W: Clone, D> Window<W, D> {
+    pub fn new(limit: usize, endpoints: usize) -> Self {
         let limit = limit.max(1);
         Window {
-            limit,
             endpoints,
-            base: 0,
-            entries: VecDeque::with_capacity(limit),
-            outcomes: (0..limit * endpoints).map(|_| None).collect(),
-            next: vec![0; endpoints],
+            entries: (0..limit).map(|_| None).collect(),
+            free: (0..limit).rev().collect(),
+            queues: (0..endpoints)
+                .map(|_| VecDeque::with_capacity(limit))
+                .collect(),
+            results: (0..limit * endpoints).map(|_| None).collect(),
             input_done: false,
         }
     }
 
     pub fn has_space(&self) -> bool {
-        self.entries.len() < self.limit
+        !self.free.is_empty()
     }
 
-    pub fn push(&mut self, req: Request, due: Option<Instant>, warmup: bool) {
-        debug_assert!(self.has_space());
-        self.entries.push_back(Entry {
-            req,
+    pub fn push(&mut self, work: W, due: Option<Instant>, warmup: bool) {
+        let Some(place) = self.free.pop() else {
+            debug_assert!(false, "push into a full window");
+            return;
+        };
+        self.entries[place] = Some(Entry {
+            work,
             due,
             warmup,
             started: 0,
             pending: self.endpoints,
         });
+        for q in &mut self.queues {
+            q.push_back(place);
+        }
     }
 
-    /// Requests in the window that the leading endpoint has not claimed:
-    /// what the feeder keeps ready without hoarding input from other cores.
+    /// Work in the window that the leading endpoint has not claimed: what
+    /// the feeder keeps ready without hoarding input from other cores.
     pub fn unclaimed(&self) -> usize {
-        let lead = self.next.iter().copied().max().unwrap_or(self.base);
-        (self.base + self.entries.len() as u64 - lead) as usize
+        self.queues.iter().map(VecDeque::len).min().unwrap_or(0)
     }
 
     pub fn finish_input(&mut self) {
         self.input_done = true;
     }
 
-    pub fn claim(&mut self, e: usize) -> Claim {
-        let i = self.next[e];
-        match self.entries.get_mut((i - self.base) as usize) {
-            Some(entry) => {
-                self.next[e] += 1;
-                entry.started += 1;
-                Claim::Got(i, entry.req.clone(), entry.due, entry.warmup)
-            }
+    pub fn claim(&mut self, e: usize) -> Claim<W> {
+        match self.queues[e].pop_front() {
+            Some(place) => match &mut self.entries[place] {
+                Some(entry) => {
+                    entry.started += 1;
+                    Claim::Got(place, entry.work.clone(), entry.due, entry.warmup)
+                }
+                None => Claim::Wait,
+            },
             None if self.input_done => Claim::Done,
             None => Claim::Wait,
         }
     }
 
-    /// True when endpoint `e` is waiting only because it is a full window
-    /// ahead of the slowest endpoint.
+    /// True when endpoint `e` has nothing to claim only because the window
+    /// is full of work that slower endpoints have not finished.
     pub fn holds_back(&self, e: usize) -> bool {
-        self.entries.len() == self.limit && self.next[e] == self.base + self.limit as u64
+        self.free.is_empty() && self.queues[e].is_empty()
     }
 
-    /// Store endpoint `e`'s outcome for local index `i`.
-    pub fn complete(&mut self, e: usize, i: u64, outcome: Outcome) {
-        let Some(entry) = self.entries.get_mut((i - self.base) as usize) else {
-            return;
+    /// Store endpoint `e`'s result for the work at `place`. When it was the
+    /// last one missing, hand the work, every endpoint's result (in
+    /// endpoint order) and whether it was warm-up work to `judge`, free the
+    /// place, and return true.
+    pub fn complete(
+        &mut self,
+        e: usize,
+        place: usize,
+        result: D,
+        judge: impl FnOnce(&W, &mut [Option<D>], bool),
+    ) -> bool {
+        let Some(entry) = &mut self.entries[place] else {
+            return false;
         };
         entry.pending -= 1;
-        let place = (i as usize % self.limit) * self.endpoints + e;
-        self.outcomes[place] = Some(outcome);
-    }
-
-    /// Hand every request that all endpoints finished, oldest first, to `f`
-    /// with its outcomes (in endpoint order) and whether it was a warm-up
-    /// request, and drop it from the window. Returns how many left.
-    pub fn drain_ready(
-        &mut self,
-        mut f: impl FnMut(&Request, &mut [Option<Outcome>], bool),
-    ) -> usize {
-        let mut n = 0;
-        while self.entries.front().is_some_and(|e| e.pending == 0) {
-            let Some(entry) = self.entries.pop_front() else {
-                break;
-            };
-            let at = (self.base as usize % self.limit) * self.endpoints;
-            let outcomes = &mut self.outcomes[at..at + self.endpoints];
-            f(&entry.req, outcomes, entry.warmup);
-            outcomes.iter_mut().for_each(|o| *o = None);
-            self.base += 1;
-            n += 1;
+        let at = place * self.endpoints;
+        self.results[at + e] = Some(result);
+        if entry.pending > 0 {
+            return false;
         }
-        n
+        let results = &mut self.results[at..at + self.endpoints];
+        judge(&entry.work, results, entry.warmup);
+        results.iter_mut().for_each(|r| *r = None);
+        self.entries[place] = None;
+        self.free.push(place);
+        true
     }
 
-    /// At the end of the run: hand every request that all endpoints
-    /// finished to `f` as [`Window::drain_ready`] does, also those behind an
-    /// unfinished one, and return how many counted requests some endpoint
-    /// sent but not every endpoint finished. The window is left empty.
-    pub fn drain_rest(&mut self, mut f: impl FnMut(&Request, &mut [Option<Outcome>], bool)) -> u64 {
-        let mut incomplete = 0;
-        for (k, entry) in self.entries.iter().enumerate() {
-            if entry.pending == 0 {
-                let at = ((self.base as usize + k) % self.limit) * self.endpoints;
-                f(
-                    &entry.req,
-                    &mut self.outcomes[at..at + self.endpoints],
-                    entry.warmup,
-                );
-            } else if entry.started > 0 && !entry.warmup {
-                incomplete += 1;
+    /// At the end of the run: how many counted units some endpoint started
+    /// but not every endpoint finished. The window is left empty.
+    pub fn drain_rest(&mut self) -> u64 {
+        let incomplete = self
+            .entries
+            .iter()
+            .flatten()
+            .filter(|e| e.started > 0 && !e.warmup)
+            .count() as u64;
+        for (place, entry) in self.entries.iter_mut().enumerate() {
+            if entry.take().is_some() {
+                self.free.push(place);
             }
         }
-        self.base += self.entries.len() as u64;
-        for n in &mut self.next {
-            *n = (*n).max(self.base);
-        }
-        self.entries.clear();
-        self.outcomes.iter_mut().for_each(|o| *o = None);
+        self.queues.iter_mut().for_each(VecDeque::clear);
+        self.results.iter_mut().for_each(|r| *r = None);
         incomplete
     }
 }
@@ -168,89 +167,109 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::Failure;
 
-    fn req(n: u64) -> Request {
-        Request::line(n, bytes::Bytes::from(n.to_string()))
-    }
+    type W = Window<u64, &'static str>;
 
-    fn out() -> Outcome {
-        Outcome::test_failure(Failure::Timeout)
+    fn got(c: Claim<u64>) -> (usize, u64) {
+        match c {
+            Claim::Got(place, work, ..) => (place, work),
+            other => panic!("expected work, got {other:?}"),
+        }
     }
 
     #[test]
     fn a_fast_endpoint_leads_by_at_most_the_window() {
-        let mut w = Window::new(3, 2);
+        let mut w = W::new(3, 2);
         for n in 0..3 {
-            w.push(req(n), None, false);
+            w.push(n, None, false);
         }
         // Endpoint 0 claims all three and finishes them; endpoint 1 nothing.
-        for i in 0..3 {
-            assert!(matches!(w.claim(0), Claim::Got(j, ..) if j == i));
-            w.complete(0, i, out());
+        let mut places = Vec::new();
+        for n in 0..3 {
+            let (place, work) = got(w.claim(0));
+            assert_eq!(work, n);
+            places.push(place);
+            assert!(!w.complete(0, place, "a", |_, _, _| panic!("judged early")));
         }
         assert!(matches!(w.claim(0), Claim::Wait));
         assert!(w.holds_back(0));
+        assert!(!w.holds_back(1));
         assert!(!w.has_space());
-        assert_eq!(w.drain_ready(|_, _, _| {}), 0);
-        // Endpoint 1 finishes the oldest: it leaves, making room for one.
-        assert!(matches!(w.claim(1), Claim::Got(0, ..)));
-        w.complete(1, 0, out());
+        // Endpoint 1 finishes the oldest: it is judged, making room for one.
+        let (place, work) = got(w.claim(1));
+        assert_eq!((place, work), (places[0], 0));
         let mut seen = Vec::new();
-        assert_eq!(
-            w.drain_ready(|r, o, _| {
-                assert!(o.iter().all(Option::is_some));
-                seen.push(r.seq)
-            }),
-            1
-        );
+        assert!(w.complete(1, place, "b", |work, results, _| {
+            assert_eq!(results, [Some("a"), Some("b")]);
+            seen.push(*work)
+        }));
         assert_eq!(seen, [0]);
         assert!(w.has_space());
         assert!(!w.holds_back(0));
         assert_eq!(w.unclaimed(), 0);
-        w.push(req(3), None, false);
-        assert!(matches!(w.claim(0), Claim::Got(3, r, ..) if r.seq == 3));
+        w.push(3, None, false);
+        assert_eq!(got(w.claim(0)).1, 3);
     }
 
     #[test]
-    fn done_only_after_input_ends_and_the_rest_is_judged_at_the_end() {
-        let mut w = Window::new(4, 2);
-        w.push(req(0), None, false);
-        w.push(req(1), None, false);
-        w.push(req(2), None, false);
-        assert_eq!(w.unclaimed(), 3);
-        assert!(matches!(w.claim(0), Claim::Got(0, ..)));
-        assert!(matches!(w.claim(0), Claim::Got(1, ..)));
-        w.finish_input();
-        w.complete(0, 0, out());
-        w.complete(0, 1, out());
-        assert!(matches!(w.claim(1), Claim::Got(0, ..)));
-        assert!(matches!(w.claim(1), Claim::Got(1, ..)));
-        w.complete(1, 1, out());
-        // Request 1 is answered everywhere but waits behind request 0.
-        assert_eq!(w.drain_ready(|_, _, _| {}), 0);
+    fn work_hanging_at_one_endpoint_holds_one_place_and_nothing_behind_it() {
+        // One endpoint, a window of 4: work 0 hangs, everything after it
+        // is finished and judged at once, for as long as the run goes on.
+        let mut w = W::new(4, 1);
+        w.push(0, None, false);
+        let (hung, _) = got(w.claim(0));
         let mut judged = Vec::new();
-        let incomplete = w.drain_rest(|r, outcomes, _| {
-            assert!(outcomes.iter().all(Option::is_some));
-            judged.push(r.seq);
-        });
-        // 1 judged; 0 sent but unfinished; 2 never sent, so not counted.
-        assert_eq!(judged, [1]);
-        assert_eq!(incomplete, 1);
-        assert!(matches!(w.claim(0), Claim::Done));
+        for n in 1..100 {
+            assert!(w.has_space());
+            w.push(n, None, false);
+            let (place, work) = got(w.claim(0));
+            assert_eq!(work, n);
+            assert_ne!(place, hung);
+            assert!(w.complete(0, place, "ok", |work, _, _| judged.push(*work)));
+        }
+        assert_eq!(judged, (1..100).collect::<Vec<_>>());
+        assert!(w.complete(0, hung, "late", |work, _, _| judged.push(*work)));
+        assert_eq!(judged.last(), Some(&0));
     }
 
     #[test]
-    fn ring_places_do_not_collide_after_wrapping() {
-        let mut w = Window::new(2, 1);
+    fn done_only_after_input_ends_and_unfinished_work_is_counted_at_the_end() {
+        let mut w = W::new(4, 2);
+        for n in 0..3 {
+            w.push(n, None, false);
+        }
+        assert_eq!(w.unclaimed(), 3);
+        let (p0, _) = got(w.claim(0));
+        let (p1, _) = got(w.claim(0));
+        w.finish_input();
+        w.complete(0, p0, "a", |_, _, _| {});
+        w.complete(0, p1, "a", |_, _, _| {});
+        got(w.claim(1));
+        got(w.claim(1));
+        // Work 1 is finished everywhere and judged although 0 is not.
+        let mut judged = Vec::new();
+        assert!(w.complete(1, p1, "b", |work, _, _| judged.push(*work)));
+        assert_eq!(judged, [1]);
+        // 0 started but unfinished; 2 never claimed: not counted.
+        assert_eq!(w.drain_rest(), 1);
+        assert!(matches!(w.claim(0), Claim::Done));
+        assert!(matches!(w.claim(1), Claim::Done));
+    }
+
+    #[test]
+    fn places_are_reused_without_mixing_results() {
+        let mut w = W::new(2, 2);
         for n in 0..10 {
-            w.push(req(n), None, false);
-            let Claim::Got(i, r, ..) = w.claim(0) else {
-                panic!("no claim")
-            };
-            assert_eq!(r.seq, n);
-            w.complete(0, i, out());
-            assert_eq!(w.drain_ready(|r, _, _| assert_eq!(r.seq, n)), 1);
+            w.push(n, None, false);
+            let (p, work) = got(w.claim(0));
+            assert_eq!(work, n);
+            let (q, _) = got(w.claim(1));
+            assert_eq!(p, q);
+            w.complete(1, q, "b", |_, _, _| panic!("judged early"));
+            assert!(w.complete(0, p, "a", |work, results, _| {
+                assert_eq!(*work, n);
+                assert_eq!(results, [Some("a"), Some("b")]);
+            }));
         }
     }
 }

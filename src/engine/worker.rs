@@ -1,8 +1,8 @@
 //! One core's share of the run: a single-threaded runtime whose tasks are
 //! one feeder (input into the lead window), one task per in-flight slot per
-//! endpoint (claim, send, deliver), and the stop watcher. Everything here is
-//! local to the core: statistics are recorded without locks and handed back
-//! when the core finishes.
+//! endpoint (claim a unit of work, carry it out, deliver), and the stop
+//! watcher. Everything here is local to the core: statistics are recorded
+//! without locks and handed back when the core finishes.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -14,13 +14,14 @@ use tokio::sync::Notify;
 use super::judge;
 use super::pace::Schedule;
 use super::timer::PreciseTimer;
+use super::unit::{self, Done, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
 use crate::endpoint::{Link, Outcome, Prepared, Slot};
+use crate::flow::Flow;
 use crate::input::Request;
 use crate::plan::Plan;
-use crate::report;
-use crate::stats::RunStats;
+use crate::stats::{self, RunStats};
 
 /// Where a core's requests come from.
 pub(crate) enum WorkerInput {
@@ -31,6 +32,14 @@ pub(crate) enum WorkerInput {
     },
     /// Batches from the input thread.
     Batches(async_channel::Receiver<Vec<Request>>),
+    /// Instances of a flow: `next`, then every `step`-th number, `remaining`
+    /// more (`None`: until stopped).
+    Flow {
+        flow: Arc<Flow>,
+        next: u64,
+        step: u64,
+        remaining: Option<u64>,
+    },
 }
 
 /// Everything a core needs, moved into its thread.
@@ -82,7 +91,16 @@ pub(crate) enum CoreMsg {
 
 struct Core {
     plan: Arc<Plan>,
-    window: RefCell<Window>,
+    window: RefCell<Window<Work, Done>>,
+    /// The flow this core runs instances of, if any.
+    flow: Option<Arc<Flow>>,
+    /// The plan's taps that see every outcome (`-vv`); usually none.
+    outcome_taps: Vec<Arc<dyn super::Tap>>,
+    /// Endpoint labels, for flow steps.
+    labels: Vec<Rc<str>>,
+    /// The outcomes of one request or step, moved here to be judged: one
+    /// buffer for the run, so judging allocates nothing.
+    judged: RefCell<Vec<Option<Outcome>>>,
     stats: RefCell<RunStats>,
     /// Slots waiting for a request.
     work: Vec<Notify>,
@@ -109,6 +127,9 @@ struct Core {
     paused_since: Cell<Option<Instant>>,
     /// Time spent paused so far.
     paused: Cell<Duration>,
+    /// The flow's step names, in order (empty for a request stream): every
+    /// interval's statistics list the steps in this order.
+    step_names: Vec<String>,
     live_slots: Cell<usize>,
     inflight: RefCell<Vec<u32>>,
     /// Slots per endpoint waiting for a request (open model: a request
@@ -194,7 +215,13 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     });
     start_barrier.wait();
     let started = Instant::now();
-    let mut first_stats = RunStats::new(endpoints);
+    let step_names: Vec<String> = match &input {
+        WorkerInput::Flow { flow, .. } => {
+            flow.steps().iter().map(|s| s.name().to_string()).collect()
+        }
+        _ => Vec::new(),
+    };
+    let mut first_stats = fresh_stats(endpoints, &step_names);
     for (s, took) in first_stats.endpoints.iter_mut().zip(&connects) {
         for t in took {
             s.record_connect(*t);
@@ -203,10 +230,28 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
 
     let keep_body = plan.comparer.jsonrpc()
         || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
+    let flow = match &input {
+        WorkerInput::Flow { flow, .. } => Some(flow.clone()),
+        _ => None,
+    };
     let core = Rc::new(Core {
-        // Never smaller than the slots: --lead bounds how far endpoints
-        // drift apart, not how many requests are in flight.
+        // Never smaller than the slots: --lead bounds how much work is
+        // open, never how many requests are in flight.
         window: RefCell::new(Window::new(plan.window.max(2 * per_endpoint), endpoints)),
+        flow,
+        outcome_taps: plan
+            .taps
+            .iter()
+            .filter(|t| t.wants_outcomes())
+            .cloned()
+            .collect(),
+        labels: plan
+            .endpoints
+            .iter()
+            .map(|e| Rc::from(e.label.as_str()))
+            .collect(),
+        judged: RefCell::new(Vec::with_capacity(endpoints)),
+        step_names,
         stats: RefCell::new(first_stats),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
         space: Notify::new(),
@@ -263,22 +308,14 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     // The counted run starts after the warm-up.
     let counted_from = core.counting_since.get().unwrap_or(ended);
     core.take_handshakes();
-    let mut stats = core.stats.replace(RunStats::new(endpoints));
+    let mut stats = core.stats.replace(core.fresh_stats());
     let completed = core.completed.borrow();
-    {
-        // Answered requests stuck behind an unfinished one are judged now.
-        let plan = &core.plan;
-        let mut kinds = core.kinds.borrow_mut();
-        let incomplete = core
-            .window
-            .borrow_mut()
-            .drain_rest(|req, outcomes, warmup| {
-                if !warmup {
-                    judge::verdict(plan, &mut stats, &mut kinds, req, outcomes);
-                }
-            });
-        stats.verdicts.incomplete += incomplete;
-    }
+    // Work is judged as soon as every endpoint finished it: what is left
+    // was not finished everywhere.
+    stats.verdicts.incomplete += core.window.borrow_mut().drain_rest();
+    // An endpoint that still had a request in flight was sending until
+    // the stop, not only until its last completion.
+    let stopped_at = core.stopping.get().unwrap_or(ended).min(ended);
     let inflight = core.inflight.borrow();
     let held_since = core.held_since.borrow();
     let held = core.held.borrow();
@@ -294,7 +331,11 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             h += ended.saturating_duration_since(since);
         }
         s.held = h;
-        let active = last_done[e]
+        let mut until = last_done[e];
+        if inflight[e] > 0 {
+            until = until.max(Some(stopped_at));
+        }
+        let active = until
             .map(|t| t.saturating_duration_since(counted_from))
             .unwrap_or_default()
             .saturating_sub(h)
@@ -327,12 +368,11 @@ async fn tick(
     started: Instant,
 ) {
     let every = core.plan.interval;
-    let endpoints = core.stats.borrow().endpoints.len();
     for index in 0u64.. {
         let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
         core.take_handshakes();
-        let stats = core.stats.replace(RunStats::new(endpoints));
+        let stats = core.stats.replace(core.fresh_stats());
         if to
             .send(CoreMsg::Tick {
                 core: number,
@@ -366,7 +406,21 @@ async fn wait_for_slots(core: &Core) {
     }
 }
 
+/// Empty statistics for `endpoints`, listing `steps` in order.
+fn fresh_stats(endpoints: usize, steps: &[String]) -> RunStats {
+    let mut stats = RunStats::new(endpoints);
+    for s in &mut stats.endpoints {
+        s.steps = steps.iter().map(|n| stats::PartStats::new(n)).collect();
+    }
+    stats
+}
+
 impl Core {
+    /// Empty statistics for the next interval.
+    fn fresh_stats(&self) -> RunStats {
+        fresh_stats(self.labels.len(), &self.step_names)
+    }
+
     /// Wake every waiting slot (stop, pause, end of input).
     fn wake_all(&self) {
         for w in &self.work {
@@ -483,20 +537,25 @@ struct Feed {
 }
 
 impl Feed {
-    /// The next request if one is at hand, without waiting.
-    /// `counted`: the request is counted (a repeated request's quota counts
-    /// only those; warm-up requests come on top).
-    fn take_now(&mut self, counted: bool) -> Option<Request> {
+    /// The next unit of work if one is at hand, without waiting.
+    /// `counted`: the unit is counted (a repeated request's or a flow's
+    /// quota counts only those; warm-up units come on top).
+    fn take_now(&mut self, counted: bool) -> Option<Work> {
         match &mut self.input {
-            WorkerInput::Repeat { request, remaining } => match remaining {
-                Some(0) if counted => None,
-                Some(n) if counted => {
-                    *n -= 1;
-                    Some(request.clone())
-                }
-                _ => Some(request.clone()),
-            },
-            WorkerInput::Batches(_) => self.batch.next(),
+            WorkerInput::Repeat { request, remaining } => {
+                take_quota(remaining, counted).then(|| Work::Request(request.clone()))
+            }
+            WorkerInput::Batches(_) => self.batch.next().map(Work::Request),
+            WorkerInput::Flow {
+                next,
+                step,
+                remaining,
+                ..
+            } => take_quota(remaining, counted).then(|| {
+                let n = *next;
+                *next += *step;
+                Work::Flow(n)
+            }),
         }
     }
 
@@ -504,7 +563,7 @@ impl Feed {
     /// is stopping).
     async fn refill(&mut self, core: &Core) -> bool {
         match &mut self.input {
-            WorkerInput::Repeat { .. } => false,
+            WorkerInput::Repeat { .. } | WorkerInput::Flow { .. } => false,
             WorkerInput::Batches(rx) => {
                 let stopped = core.done.notified();
                 if core.stopping.get().is_some() {
@@ -524,8 +583,8 @@ impl Feed {
         }
     }
 
-    /// The next request, waiting for input if needed.
-    async fn next(&mut self, core: &Core, counted: bool) -> Option<Request> {
+    /// The next unit of work, waiting for input if needed.
+    async fn next(&mut self, core: &Core, counted: bool) -> Option<Work> {
         loop {
             if let Some(r) = self.take_now(counted) {
                 return Some(r);
@@ -534,6 +593,19 @@ impl Feed {
                 return None;
             }
         }
+    }
+}
+
+/// Take one from a quota (`None`: no limit) if it has any left; units
+/// that are not `counted` (warm-up) do not use it up.
+fn take_quota(remaining: &mut Option<u64>, counted: bool) -> bool {
+    match remaining {
+        Some(0) if counted => false,
+        Some(n) if counted => {
+            *n -= 1;
+            true
+        }
+        _ => true,
     }
 }
 
@@ -663,7 +735,7 @@ async fn feed_open(
             due += paused;
         }
         let warmup = core.is_warmup();
-        let Some(req) = feed.next(&core, !warmup).await else {
+        let Some(work) = feed.next(&core, !warmup).await else {
             break;
         };
         if !room(&core, true).await {
@@ -679,29 +751,57 @@ async fn feed_open(
             }
         }
         core.released(warmup, Some(due));
-        core.window.borrow_mut().push(req, Some(due), warmup);
+        core.window.borrow_mut().push(work, Some(due), warmup);
         core.wake_one_each();
     }
     core.window.borrow_mut().finish_input();
     core.wake_all();
 }
 
-/// One slot: claim the endpoint's next request, send it, deliver the outcome.
+/// One slot: claim the endpoint's next unit of work, carry it out,
+/// deliver the result.
 async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
-    while let Some((i, req, due, warmup)) = claim(&core, e).await {
+    while let Some((place, work, due, warmup)) = claim(&core, e).await {
         core.inflight.borrow_mut()[e] += 1;
-        if !warmup {
-            core.stats.borrow_mut().endpoints[e].sent += 1;
-        }
-        let outcome = slot.send(&req, core.keep_body, due).await;
+        let done = match &work {
+            Work::Request(req) => {
+                if !warmup {
+                    core.stats.borrow_mut().endpoints[e].sent += 1;
+                }
+                let outcome = slot.send(req, core.keep_body, due).await;
+                if !warmup {
+                    record(&core, e, req, &outcome, None);
+                }
+                Done::One(outcome)
+            }
+            Work::Flow(n) => {
+                let flow = core
+                    .flow
+                    .as_deref()
+                    .unwrap_or_else(|| unreachable!("flow work without a flow"));
+                let run =
+                    unit::run_flow(flow, &mut slot, e, &core.labels[e], *n, due, |k, step| {
+                        if !warmup {
+                            record_step(&core, e, k, step);
+                        }
+                    })
+                    .await;
+                if !warmup {
+                    core.stats.borrow_mut().endpoints[e]
+                        .flows
+                        .record(run.succeeded, run.duration);
+                }
+                Done::Flow(run)
+            }
+        };
         core.inflight.borrow_mut()[e] -= 1;
-        deliver(&core, e, i, &req, outcome, warmup);
+        deliver(&core, e, place, done);
     }
     core.live_slots.set(core.live_slots.get() - 1);
     core.done.notify_waiters();
 }
 
-async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>, bool)> {
+async fn claim(core: &Core, e: usize) -> Option<(usize, Work, Option<Instant>, bool)> {
     loop {
         let notified = core.work[e].notified();
         if core.stopping.get().is_some() {
@@ -715,14 +815,14 @@ async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>, 
         }
         let claim = core.window.borrow_mut().claim(e);
         match claim {
-            Claim::Got(i, req, due, warmup) => {
+            Claim::Got(place, work, due, warmup) => {
                 if core.window.borrow().unclaimed() * 2 < core.prefetch {
                     core.space.notify_waiters();
                 }
                 if let Some(since) = core.held_since.borrow_mut()[e].take() {
                     core.held.borrow_mut()[e] += since.elapsed();
                 }
-                return Some((i, req, due, warmup));
+                return Some((place, work, due, warmup));
             }
             Claim::Done => return None,
             Claim::Wait => {
@@ -734,32 +834,97 @@ async fn claim(core: &Core, e: usize) -> Option<(u64, Request, Option<Instant>, 
     }
 }
 
-fn deliver(core: &Core, e: usize, i: u64, req: &Request, outcome: Outcome, warmup: bool) {
+/// Record a counted request's outcome at endpoint `e` as it ends (its
+/// errors grouped under the flow step's name, if it is one).
+fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<&str>) {
+    let plan = &core.plan;
+    core.last_done.borrow_mut()[e] = Some(Instant::now());
+    for tap in &core.outcome_taps {
+        tap.outcome(plan, e, req, outcome);
+    }
+    let mut stats = core.stats.borrow_mut();
+    stats.endpoints[e].record(outcome);
+    judge::classify(plan, &mut stats, e, req, outcome, step);
+    core.completed.borrow_mut()[e] += 1;
+}
+
+/// Record a counted flow step at endpoint `e` as it ends: the request as
+/// any other, and the step's own figures.
+fn record_step(core: &Core, e: usize, k: usize, step: &StepRun) {
+    let name = &core.step_names[k];
+    if let Some(outcome) = &step.outcome {
+        core.stats.borrow_mut().endpoints[e].sent += 1;
+        record(core, e, &step.request, outcome, Some(name));
+    }
+    let mut stats = core.stats.borrow_mut();
+    let s = &mut stats.endpoints[e];
+    let check = matches!(step.failure, Some(StepFailure::Check(_)));
+    if check {
+        s.failed_checks += 1;
+    }
+    let part = stats::part(&mut s.steps, name);
+    match (&step.outcome, &step.failure) {
+        (None, _) => part.not_built += 1,
+        (Some(outcome), failure) => {
+            part.record(outcome, failure.is_some());
+            part.failed_checks += u64::from(check);
+        }
+    }
+    // An error answer was grouped as an error already (`record`).
+    if let Some(f @ (StepFailure::NotBuilt(_) | StepFailure::Check(_))) = &step.failure {
+        stats::count_group(
+            &mut stats.verdicts.error_groups,
+            name,
+            &f.reason(),
+            "error",
+            &core.plan.endpoints[e].label,
+            1,
+            Vec::new,
+        );
+    }
+}
+
+/// Hand endpoint `e`'s result for the work at `place` to the window, and
+/// judge the work when it was the last one missing.
+fn deliver(core: &Core, e: usize, place: usize, done: Done) {
     let now = Instant::now();
     let plan = &core.plan;
-    if !warmup {
-        core.last_done.borrow_mut()[e] = Some(now);
-        if plan.verbose >= 2 {
-            report::verbose::timing_line(&mut std::io::stderr().lock(), plan, e, req, &outcome);
+    let mut w = core.window.borrow_mut();
+    let judged = w.complete(e, place, done, |work, results, warmup| {
+        if warmup {
+            return;
         }
         let mut stats = core.stats.borrow_mut();
-        stats.endpoints[e].record(&outcome);
-        judge::classify(plan, &mut stats, e, req, &outcome);
-        core.completed.borrow_mut()[e] += 1;
-    }
-    let mut w = core.window.borrow_mut();
-    w.complete(e, i, outcome);
+        let mut outcomes = core.judged.borrow_mut();
+        match work {
+            Work::Request(req) => {
+                outcomes.clear();
+                outcomes.extend(results.iter_mut().map(|r| match r.take() {
+                    Some(Done::One(o)) => Some(o),
+                    _ => None,
+                }));
+                let mut kinds = core.kinds.borrow_mut();
+                judge::verdict(plan, &mut stats, &mut kinds, req, &outcomes);
+            }
+            Work::Flow(_) => {
+                let runs = results.iter_mut().map(|r| match r {
+                    Some(Done::Flow(run)) => Some(run),
+                    _ => None,
+                });
+                judge::flow_verdict(
+                    plan,
+                    &core.step_names,
+                    &mut stats,
+                    runs.collect(),
+                    &mut outcomes,
+                );
+            }
+        }
+    });
     if core.inflight.borrow()[e] == 0 && w.holds_back(e) {
         core.held_since.borrow_mut()[e].get_or_insert(now);
     }
-    let mut stats = core.stats.borrow_mut();
-    let mut kinds = core.kinds.borrow_mut();
-    let left = w.drain_ready(|req, outcomes, warmup| {
-        if !warmup {
-            judge::verdict(plan, &mut stats, &mut kinds, req, outcomes);
-        }
-    });
-    if left > 0 {
+    if judged {
         core.space.notify_waiters();
     }
 }

@@ -88,6 +88,29 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "connect_ms": latency(&s.connect),
         "held_s": s.held.as_secs_f64(),
         "abandoned": s.abandoned,
+        "failed_checks": s.failed_checks,
+        "steps": s.steps.iter().map(part).collect::<Vec<_>>(),
+        "methods": s.methods.iter().map(part).collect::<Vec<_>>(),
+        "flows": (s.flows.instances > 0).then(|| json!({
+            "instances": s.flows.instances,
+            "succeeded": s.flows.succeeded,
+            "success_rate": fraction(s.flows.succeeded, s.flows.instances),
+            "duration_ms": latency(&s.flows.duration),
+        })),
+    })
+}
+
+/// One flow step or method of an endpoint.
+fn part(p: &crate::stats::PartStats) -> Value {
+    json!({
+        "name": p.name,
+        "requests": p.requests,
+        "errors": p.errors,
+        "failed_checks": p.failed_checks,
+        "not_built": p.not_built,
+        "skipped": p.skipped,
+        "mismatched": p.mismatched,
+        "latency_ms": latency(&p.latency),
     })
 }
 

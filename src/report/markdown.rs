@@ -143,6 +143,40 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             r.run.input.requests, r.run.input.malformed
         )?;
     }
+    if eps.iter().any(|s| s.flows.instances > 0) {
+        writeln!(out)?;
+        writeln!(out, "## Flows")?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| endpoint | instances | successful | duration p50 | duration p99 |"
+        )?;
+        writeln!(out, "|---|---:|---:|---:|---:|")?;
+        for (e, s) in r.info.endpoints.iter().zip(eps) {
+            let f = &s.flows;
+            let q = |q: f64| {
+                if f.duration.is_empty() {
+                    "-".to_string()
+                } else {
+                    micros(f.duration.value_at_quantile(q) as f64)
+                }
+            };
+            writeln!(
+                out,
+                "| {} | {} | {} ({}) | {} | {} |",
+                cell(&e.label),
+                f.instances,
+                f.succeeded,
+                super::percent(f.succeeded, f.instances),
+                q(0.5),
+                q(0.99)
+            )?;
+        }
+    }
+    parts(out, r, "Steps", |s| &s.steps)?;
+    if eps.iter().any(|s| s.methods.len() > 1) {
+        parts(out, r, "By method", |s| &s.methods)?;
+    }
     let groups = v.sorted_groups();
     if !groups.is_empty() {
         writeln!(out)?;
@@ -184,6 +218,53 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 cell(&c.threshold),
                 cell(c.endpoint.as_deref().unwrap_or("(run)")),
                 cell(&c.actual)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A table of every endpoint's parts (flow steps, or methods).
+fn parts(
+    out: &mut dyn Write,
+    r: &Report<'_>,
+    title: &str,
+    of: impl Fn(&crate::stats::EndpointStats) -> &Vec<crate::stats::PartStats>,
+) -> io::Result<()> {
+    let eps = &r.run.stats.endpoints;
+    if eps.iter().all(|s| of(s).is_empty()) {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "## {title}")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| name | endpoint | requests | errors | p50 | p99 | failed checks | not built | skipped | mismatched |"
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        for p in of(s) {
+            let q = |q: f64| {
+                if p.latency.is_empty() {
+                    "-".to_string()
+                } else {
+                    micros(p.latency.value_at_quantile(q) as f64)
+                }
+            };
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(&p.name),
+                cell(&e.label),
+                p.requests,
+                p.errors,
+                q(0.5),
+                q(0.99),
+                p.failed_checks,
+                p.not_built,
+                p.skipped,
+                p.mismatched
             )?;
         }
     }

@@ -69,9 +69,12 @@ impl MismatchLog {
             self.limit,
         )
     }
+}
 
-    /// Write one mismatched request, unless the limit is reached.
-    pub fn record(
+/// The log is an engine tap: each mismatch becomes a line, unless the
+/// limit is reached.
+impl crate::engine::Tap for MismatchLog {
+    fn mismatch(
         &self,
         plan: &Plan,
         req: &Request,

@@ -166,9 +166,14 @@ fn endpoint(
         )?;
     }
     if !s.held.is_zero() {
+        let whole = if elapsed.is_zero() {
+            0.0
+        } else {
+            completed as f64 / elapsed.as_secs_f64()
+        };
         writeln!(
             out,
-            "   Held back:  {} a full lead window ({} requests) ahead of a slower endpoint; not counted in its rate",
+            "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: left out of its rate above; over the whole run it completed {whole:.2} per second",
             go_duration(s.held),
             plan.window
         )?;
@@ -179,6 +184,97 @@ fn endpoint(
             "   Abandoned:  {} requests still in flight when the run stopped",
             s.abandoned
         )?;
+    }
+    flows(out, s)?;
+    parts(out, "Steps", &s.steps, true)?;
+    if s.methods.len() > 1 {
+        parts(out, "By method", &s.methods, false)?;
+    }
+    Ok(())
+}
+
+/// The whole flow instances of an endpoint, if it ran a flow.
+fn flows(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
+    let f = &s.flows;
+    if f.instances == 0 {
+        return Ok(());
+    }
+    write!(
+        out,
+        "   Flows:      {} instances, {} successful ({})",
+        f.instances,
+        f.succeeded,
+        percent(f.succeeded, f.instances)
+    )?;
+    if !f.duration.is_empty() {
+        write!(
+            out,
+            "; successful ones took {} avg, {} p50, {} p99",
+            seconds(f.duration.mean().round() as u64),
+            seconds(f.duration.value_at_percentile(50.0)),
+            seconds(f.duration.value_at_percentile(99.0))
+        )?;
+    }
+    writeln!(out)
+}
+
+/// A table of an endpoint's parts (flow steps, or methods), one line each,
+/// in their order. `steps` adds the columns only flow steps have.
+fn parts(
+    out: &mut dyn Write,
+    title: &str,
+    parts: &[crate::stats::PartStats],
+    steps: bool,
+) -> io::Result<()> {
+    if parts.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "   {title}:")?;
+    let width = parts
+        .iter()
+        .map(|p| super::escape_terminal(&p.name).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    write!(
+        out,
+        "     {:<width$}  {:>9} {:>8} {:>10} {:>10}",
+        "name", "requests", "errors", "p50", "p99"
+    )?;
+    if steps {
+        write!(
+            out,
+            " {:>8} {:>9} {:>8} {:>10}",
+            "chk fail", "not built", "skipped", "mismatched"
+        )?;
+    }
+    writeln!(out)?;
+    for p in parts {
+        let (p50, p99) = if p.latency.is_empty() {
+            ("-".to_string(), "-".to_string())
+        } else {
+            (
+                seconds(p.latency.value_at_percentile(50.0)),
+                seconds(p.latency.value_at_percentile(99.0)),
+            )
+        };
+        write!(
+            out,
+            "     {:<width$}  {:>9} {:>8} {:>10} {:>10}",
+            super::escape_terminal(&p.name),
+            p.requests,
+            p.errors,
+            p50,
+            p99
+        )?;
+        if steps {
+            write!(
+                out,
+                " {:>8} {:>9} {:>8} {:>10}",
+                p.failed_checks, p.not_built, p.skipped, p.mismatched
+            )?;
+        }
+        writeln!(out)?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Verbose output on stderr: each mismatched request with every endpoint's
 //! answer (`-v`), and a timing line per request (`-vv`). Bodies are pretty
 //! printed when they are JSON, cut when long, and escaped for the terminal.
+//! [`Printer`] is the engine tap that prints them.
 
 use std::io::Write;
 
@@ -12,6 +13,37 @@ use crate::plan::Plan;
 
 /// Longest body shown, in bytes.
 const BODY_LIMIT: usize = 2000;
+
+/// The `-v` (mismatches) and `-vv` (also a timing line per request)
+/// printer, an engine tap writing to stderr.
+#[derive(Debug)]
+pub struct Printer {
+    /// The `-v` count: 1 mismatches, 2 also timing lines.
+    pub level: u8,
+}
+
+impl crate::engine::Tap for Printer {
+    fn wants_outcomes(&self) -> bool {
+        self.level >= 2
+    }
+
+    fn outcome(&self, plan: &Plan, endpoint: usize, req: &Request, outcome: &Outcome) {
+        timing_line(&mut std::io::stderr().lock(), plan, endpoint, req, outcome);
+    }
+
+    fn mismatch(
+        &self,
+        plan: &Plan,
+        req: &Request,
+        _group: &str,
+        outcomes: &[Option<Outcome>],
+        _findings: &[crate::compare::Finding],
+    ) {
+        let mut err = std::io::stderr().lock();
+        mismatch(&mut err, plan, req, outcomes);
+        let _ = err.flush();
+    }
+}
 
 /// Print one mismatched request and every endpoint's answer.
 pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Option<Outcome>]) {

@@ -128,6 +128,86 @@ pub struct EndpointRecord {
     /// each; absent in files written before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mismatched: Option<u64>,
+    /// Answers that failed a flow step's check.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_checks: u64,
+    /// Flows: per step, in step order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<PartRecord>,
+    /// Request streams: per JSON-RPC method or HTTP route.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<PartRecord>,
+    /// Flows: whole instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<FlowRecord>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One step of a flow, or one method of a stream, at one endpoint.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PartRecord {
+    /// The step's name, or the method or route.
+    pub name: String,
+    /// Requests finished.
+    pub requests: u64,
+    /// Of those, errors (for a step: the step failed).
+    pub errors: u64,
+    /// Answers that failed the step's check.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_checks: u64,
+    /// Steps whose request could not be built.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_built: u64,
+    /// Steps skipped after the instance failed earlier.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+    /// Answers that differed from the reference's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mismatched: u64,
+    /// Latency histogram (µs).
+    pub latency: String,
+}
+
+/// Whole flow instances at one endpoint.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FlowRecord {
+    /// Instances that ended.
+    pub instances: u64,
+    /// Of those, instances whose every step succeeded.
+    pub succeeded: u64,
+    /// Duration histogram of the successful instances (µs).
+    pub duration: String,
+}
+
+impl PartRecord {
+    fn from_stats(p: &crate::stats::PartStats) -> PartRecord {
+        PartRecord {
+            name: p.name.clone(),
+            requests: p.requests,
+            errors: p.errors,
+            failed_checks: p.failed_checks,
+            not_built: p.not_built,
+            skipped: p.skipped,
+            mismatched: p.mismatched,
+            latency: encode_histogram(&p.latency),
+        }
+    }
+
+    fn to_stats(&self) -> Result<crate::stats::PartStats, String> {
+        Ok(crate::stats::PartStats {
+            name: self.name.clone(),
+            requests: self.requests,
+            errors: self.errors,
+            failed_checks: self.failed_checks,
+            not_built: self.not_built,
+            skipped: self.skipped,
+            mismatched: self.mismatched,
+            latency: decode_histogram(&self.latency)?,
+        })
+    }
 }
 
 /// Comparison counters.
@@ -348,6 +428,14 @@ impl EndpointRecord {
             lag: optional_histogram(&s.lag),
             late: s.late,
             mismatched: Some(s.mismatched),
+            failed_checks: s.failed_checks,
+            steps: s.steps.iter().map(PartRecord::from_stats).collect(),
+            methods: s.methods.iter().map(PartRecord::from_stats).collect(),
+            flows: (s.flows.instances > 0).then(|| FlowRecord {
+                instances: s.flows.instances,
+                succeeded: s.flows.succeeded,
+                duration: encode_histogram(&s.flows.duration),
+            }),
         }
     }
 
@@ -371,8 +459,26 @@ impl EndpointRecord {
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
             mismatched: self.mismatched.unwrap_or(0),
+            failed_checks: self.failed_checks,
+            steps: self
+                .steps
+                .iter()
+                .map(PartRecord::to_stats)
+                .collect::<Result<_, _>>()?,
+            methods: self
+                .methods
+                .iter()
+                .map(PartRecord::to_stats)
+                .collect::<Result<_, _>>()?,
             ..EndpointStats::default()
         };
+        if let Some(f) = &self.flows {
+            s.flows = crate::stats::FlowStats {
+                instances: f.instances,
+                succeeded: f.succeeded,
+                duration: decode_histogram(&f.duration)?,
+            };
+        }
         if !self.tls.is_empty() {
             s.tls = decode_histogram(&self.tls)?;
         }

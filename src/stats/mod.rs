@@ -82,9 +82,151 @@ pub struct EndpointStats {
     /// Time this endpoint could not send because it was a full lead window
     /// ahead of a slower endpoint.
     pub held: Duration,
-    /// Requests per second while the endpoint was not held back, summed over
-    /// cores.
+    /// Requests completed per second of the time the endpoint could send
+    /// (see `engine`: from the start of counting to its last completion,
+    /// or to the stop while a request was still in flight, less time
+    /// paused and time held back), summed over cores.
     pub rate: f64,
+    /// Answers that failed a flow step's check (their status was not an
+    /// error by itself).
+    pub failed_checks: u64,
+    /// Flows: per step, in step order.
+    pub steps: Vec<PartStats>,
+    /// Request streams: per JSON-RPC method or HTTP route, at most
+    /// [`MAX_PARTS`] names (the rest under `(other)`).
+    pub methods: Vec<PartStats>,
+    /// Flows: the whole instances.
+    pub flows: FlowStats,
+}
+
+/// Most parts (steps, methods) an endpoint keeps by name; later names
+/// are counted together under `(other)`.
+pub const MAX_PARTS: usize = 50;
+
+/// One named part of an endpoint's traffic: a flow's step, or in a
+/// request stream one JSON-RPC method or HTTP route.
+#[derive(Clone, Debug)]
+pub struct PartStats {
+    /// The step's name, or the method or route.
+    pub name: String,
+    /// Requests finished (an answer or a failure).
+    pub requests: u64,
+    /// Of those: failures, statuses of 400 and above, JSON-RPC error
+    /// answers, and answers that failed the step's check.
+    pub errors: u64,
+    /// Answers that failed the step's check (and were not errors by
+    /// themselves).
+    pub failed_checks: u64,
+    /// Flow steps whose request could not be built (a value an earlier
+    /// answer lacked); no request was sent.
+    pub not_built: u64,
+    /// Flow steps not run because the instance had failed at an earlier
+    /// step at this endpoint.
+    pub skipped: u64,
+    /// Answers that differed from the reference endpoint's.
+    pub mismatched: u64,
+    /// Latency of the answers, µs.
+    pub latency: Histogram<u64>,
+}
+
+impl PartStats {
+    /// An empty part named `name`.
+    pub fn new(name: &str) -> PartStats {
+        PartStats {
+            name: name.to_string(),
+            requests: 0,
+            errors: 0,
+            failed_checks: 0,
+            not_built: 0,
+            skipped: 0,
+            mismatched: 0,
+            latency: new_histogram(),
+        }
+    }
+
+    /// Record one finished request; `error` as [`PartStats::errors`]
+    /// counts it.
+    pub fn record(&mut self, outcome: &Outcome, error: bool) {
+        self.requests += 1;
+        self.errors += u64::from(error);
+        if outcome.result.is_ok() {
+            record(&mut self.latency, outcome.latency);
+        }
+    }
+
+    /// Add another record of the same part.
+    pub fn merge(&mut self, other: &PartStats) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        self.failed_checks += other.failed_checks;
+        self.not_built += other.not_built;
+        self.skipped += other.skipped;
+        self.mismatched += other.mismatched;
+        // Histograms resize themselves, so adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+    }
+}
+
+/// The part named `name` of `parts`, created while fewer than
+/// [`MAX_PARTS`] exist (then `(other)`, so nothing goes uncounted).
+pub fn part<'a>(parts: &'a mut Vec<PartStats>, name: &str) -> &'a mut PartStats {
+    let i = match parts.iter().position(|p| p.name == name) {
+        Some(i) => i,
+        None if parts.len() < MAX_PARTS || name == crate::compare::method::OTHER => {
+            parts.push(PartStats::new(name));
+            parts.len() - 1
+        }
+        None => return part(parts, crate::compare::method::OTHER),
+    };
+    &mut parts[i]
+}
+
+/// Add `other`'s parts to `parts`, by name.
+fn merge_parts(parts: &mut Vec<PartStats>, other: &[PartStats]) {
+    for p in other {
+        part(parts, &p.name).merge(p);
+    }
+}
+
+/// Whole flow instances at one endpoint.
+#[derive(Clone, Debug)]
+pub struct FlowStats {
+    /// Instances that ended at this endpoint (every step done, or one
+    /// failed).
+    pub instances: u64,
+    /// Of those, instances whose every step succeeded.
+    pub succeeded: u64,
+    /// Duration of the successful instances, from the first step's start
+    /// (its due time in the open model) to the last step's end, µs.
+    pub duration: Histogram<u64>,
+}
+
+impl Default for FlowStats {
+    fn default() -> Self {
+        FlowStats {
+            instances: 0,
+            succeeded: 0,
+            duration: new_histogram(),
+        }
+    }
+}
+
+impl FlowStats {
+    /// Record one instance that ended.
+    pub fn record(&mut self, succeeded: bool, duration: Duration) {
+        self.instances += 1;
+        if succeeded {
+            self.succeeded += 1;
+            record(&mut self.duration, duration);
+        }
+    }
+
+    /// Add another record.
+    pub fn merge(&mut self, other: &FlowStats) {
+        self.instances += other.instances;
+        self.succeeded += other.succeeded;
+        let _ = self.duration.add(&other.duration);
+    }
 }
 
 impl Default for EndpointStats {
@@ -109,6 +251,10 @@ impl Default for EndpointStats {
             abandoned: 0,
             held: Duration::ZERO,
             rate: 0.0,
+            failed_checks: 0,
+            steps: Vec::new(),
+            methods: Vec::new(),
+            flows: FlowStats::default(),
         }
     }
 }
@@ -155,12 +301,13 @@ impl EndpointStats {
         self.status[400..].iter().sum()
     }
 
-    /// Errors: failures, responses with status 400 or above, and JSON-RPC
-    /// error answers.
+    /// Errors: failures, responses with status 400 or above, JSON-RPC
+    /// error answers, and answers that failed a flow step's check.
     pub fn errors(&self) -> u64 {
         self.failures.iter().sum::<u64>()
             + self.error_statuses()
             + self.jsonrpc_errors.values().sum::<u64>()
+            + self.failed_checks
     }
 
     /// Add another core's stats of the same endpoint.
@@ -191,6 +338,10 @@ impl EndpointStats {
         self.abandoned += other.abandoned;
         self.held = self.held.max(other.held);
         self.rate += other.rate;
+        self.failed_checks += other.failed_checks;
+        merge_parts(&mut self.steps, &other.steps);
+        merge_parts(&mut self.methods, &other.methods);
+        self.flows.merge(&other.flows);
     }
 }
 

@@ -1,0 +1,38 @@
+//! Taps: what sees each request as a core carries it out. The engine never
+//! prints or writes files itself; `-v`/`-vv` (`report::verbose::Printer`)
+//! and `--mismatches` (`report::mismatch_log::MismatchLog`) are taps the
+//! plan holds, called on the core where the request ran. A tap must be
+//! cheap when it has nothing to do: `outcome` is called only for taps that
+//! ask for every outcome, `mismatch` only on a mismatch.
+
+use crate::compare::Finding;
+use crate::endpoint::Outcome;
+use crate::input::Request;
+use crate::plan::Plan;
+
+/// Sees requests as the cores carry them out. Shared by every core.
+pub trait Tap: Send + Sync + std::fmt::Debug {
+    /// True when the tap wants [`Tap::outcome`] for every request (it is
+    /// then called per request and endpoint: keep it for diagnostics).
+    fn wants_outcomes(&self) -> bool {
+        false
+    }
+
+    /// One counted request's outcome at endpoint `endpoint`.
+    fn outcome(&self, plan: &Plan, endpoint: usize, req: &Request, outcome: &Outcome) {
+        let _ = (plan, endpoint, req, outcome);
+    }
+
+    /// One mismatched request (or flow step) named `group`: every
+    /// endpoint's outcome, in endpoint order, and the differences found.
+    fn mismatch(
+        &self,
+        plan: &Plan,
+        req: &Request,
+        group: &str,
+        outcomes: &[Option<Outcome>],
+        findings: &[Finding],
+    ) {
+        let _ = (plan, req, group, outcomes, findings);
+    }
+}

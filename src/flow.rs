@@ -1,0 +1,334 @@
+//! Flows: sequences of dependent requests, defined in Rust.
+//!
+//! A [`Flow`] is a list of named steps. Each instance of a flow runs on
+//! every endpoint independently: a step receives the answers of the
+//! earlier steps *at that endpoint* (endpoint A's token is not endpoint
+//! B's) and returns the next request, which versus sends, times and
+//! checks. The answers of step k at every endpoint are then compared with
+//! each other under the rules for that step. A step that fails at one
+//! endpoint (no answer, an error status, a failed check, or a request that
+//! could not be built because an earlier answer lacked a value) ends the
+//! instance there; its later steps are counted as skipped for that
+//! endpoint, never as mismatches.
+//!
+//! This module owns the vocabulary of a flow as a library user writes it;
+//! the engine runs it (`engine::run` with [`crate::engine::Input::Flow`]).
+//!
+//! ```no_run
+//! use versus::flow::{Call, Flow};
+//!
+//! let flow = Flow::new("order")
+//!     .step("login", |_ctx| async { Ok(Call::post("/login").json(&serde_json::json!({"user": "ann"}))) })
+//!     .step("create", |ctx| async move {
+//!         let token = ctx.last()?.json_str("/token")?;
+//!         Ok(Call::post("/orders").header("authorization", &format!("Bearer {token}"))?.body("{}"))
+//!     })
+//!     .step("read", |ctx| async move {
+//!         let id = ctx.last()?.json_str("/id")?;
+//!         Ok(Call::get(&format!("/orders/{id}")))
+//!     });
+//! # let _ = flow;
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+
+use crate::input::Request;
+
+/// Why a step could not go on at one endpoint: the request could not be
+/// built (a value missing from an earlier answer) or the answer failed a
+/// check. The text is shown in the report, grouped by step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepError(pub String);
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StepError {}
+
+impl From<String> for StepError {
+    fn from(s: String) -> Self {
+        StepError(s)
+    }
+}
+
+impl From<&str> for StepError {
+    fn from(s: &str) -> Self {
+        StepError(s.to_string())
+    }
+}
+
+/// The future a step returns: the request to send. It runs on the core
+/// that carries out the instance, so it need not be `Send`.
+pub type StepFuture = Pin<Box<dyn Future<Output = Result<Call, StepError>>>>;
+
+type MakeFn = Box<dyn Fn(Context) -> StepFuture + Send + Sync>;
+type CheckFn = Box<dyn Fn(&Reply) -> Result<(), StepError> + Send + Sync>;
+
+/// A named sequence of steps.
+pub struct Flow {
+    name: String,
+    steps: Vec<Step>,
+}
+
+/// One step of a flow: how to build its request and how to check its
+/// answer.
+pub struct Step {
+    name: String,
+    make: MakeFn,
+    check: CheckFn,
+}
+
+impl Flow {
+    /// A flow with no steps yet.
+    pub fn new(name: &str) -> Flow {
+        Flow {
+            name: name.to_string(),
+            steps: Vec::new(),
+        }
+    }
+
+    /// Add a step: `make` receives the answers so far at one endpoint and
+    /// returns the request to send there. The answer is checked by the
+    /// default check (a status below 400) unless [`Flow::check`] replaces
+    /// it.
+    pub fn step<F, Fut>(mut self, name: &str, make: F) -> Flow
+    where
+        F: Fn(Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Call, StepError>> + 'static,
+    {
+        self.steps.push(Step {
+            name: name.to_string(),
+            make: Box::new(move |ctx| Box::pin(make(ctx))),
+            check: Box::new(default_check),
+        });
+        self
+    }
+
+    /// Replace the check of the last step added: an `Err` fails the
+    /// instance at that endpoint (counted as a check failure of the step).
+    pub fn check<F>(mut self, check: F) -> Flow
+    where
+        F: Fn(&Reply) -> Result<(), StepError> + Send + Sync + 'static,
+    {
+        if let Some(step) = self.steps.last_mut() {
+            step.check = Box::new(check);
+        }
+        self
+    }
+
+    /// The flow's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The steps, in order.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+}
+
+impl Step {
+    /// The step's name, as reports show it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Build this step's request for one endpoint.
+    pub(crate) fn make(&self, ctx: Context) -> StepFuture {
+        (self.make)(ctx)
+    }
+
+    /// Check an answer.
+    pub(crate) fn check(&self, reply: &Reply) -> Result<(), StepError> {
+        (self.check)(reply)
+    }
+}
+
+/// The default check: an HTTP status below 400.
+fn default_check(reply: &Reply) -> Result<(), StepError> {
+    if reply.status < 400 {
+        Ok(())
+    } else {
+        Err(StepError(format!("HTTP {}", reply.status)))
+    }
+}
+
+/// What a step sees: where it runs and the answers so far.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The endpoint's position on the command line (0 is the reference).
+    pub endpoint: usize,
+    /// The endpoint's label.
+    pub label: std::rc::Rc<str>,
+    /// The instance's number in the run, from 0 (the same at every
+    /// endpoint).
+    pub instance: u64,
+    /// The answers of the earlier steps at this endpoint, in step order.
+    pub replies: Vec<Reply>,
+}
+
+impl Context {
+    /// The answer of the step just before.
+    ///
+    /// # Errors
+    /// In the first step, which has no earlier answer.
+    pub fn last(&self) -> Result<&Reply, StepError> {
+        self.replies
+            .last()
+            .ok_or_else(|| StepError("no earlier step".to_string()))
+    }
+}
+
+/// An answer as a step sees it.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    /// The HTTP status.
+    pub status: u16,
+    /// The headers kept for comparison (`--compare-header`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The body.
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// The body as JSON.
+    ///
+    /// # Errors
+    /// When the body is not JSON.
+    pub fn json(&self) -> Result<serde_json::Value, StepError> {
+        serde_json::from_slice(&self.body)
+            .map_err(|e| StepError(format!("the answer is not JSON: {e}")))
+    }
+
+    /// The value at a JSON pointer (`/data/0/id`) of the body.
+    ///
+    /// # Errors
+    /// When the body is not JSON or has nothing there.
+    pub fn json_at(&self, pointer: &str) -> Result<serde_json::Value, StepError> {
+        self.json()?
+            .pointer(pointer)
+            .cloned()
+            .ok_or_else(|| StepError(format!("nothing at {pointer} in the answer")))
+    }
+
+    /// The value at a JSON pointer as text: a string as it is, a number or
+    /// a boolean written out.
+    ///
+    /// # Errors
+    /// When the body is not JSON, has nothing there, or holds an object,
+    /// an array or null there.
+    pub fn json_str(&self, pointer: &str) -> Result<String, StepError> {
+        match self.json_at(pointer)? {
+            serde_json::Value::String(s) => Ok(s),
+            v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_)) => Ok(v.to_string()),
+            other => Err(StepError(format!(
+                "{pointer} in the answer is {}, not a value",
+                match other {
+                    serde_json::Value::Null => "null",
+                    serde_json::Value::Array(_) => "an array",
+                    _ => "an object",
+                }
+            ))),
+        }
+    }
+
+    /// A kept header's value as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.as_str().eq_ignore_ascii_case(name))
+            .and_then(|(_, v)| v.to_str().ok())
+    }
+}
+
+/// A request as a step builds it: method, target (a path under the
+/// endpoint's base path, with its query), headers and body.
+#[derive(Clone, Debug)]
+pub struct Call {
+    method: Method,
+    target: String,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    body: Bytes,
+}
+
+impl Call {
+    /// A request with `method` to `target`.
+    pub fn new(method: Method, target: &str) -> Call {
+        Call {
+            method,
+            target: target.to_string(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+
+    /// A GET request.
+    pub fn get(target: &str) -> Call {
+        Call::new(Method::GET, target)
+    }
+
+    /// A POST request.
+    pub fn post(target: &str) -> Call {
+        Call::new(Method::POST, target)
+    }
+
+    /// A PUT request.
+    pub fn put(target: &str) -> Call {
+        Call::new(Method::PUT, target)
+    }
+
+    /// A DELETE request.
+    pub fn delete(target: &str) -> Call {
+        Call::new(Method::DELETE, target)
+    }
+
+    /// Add a header.
+    ///
+    /// # Errors
+    /// When the name or value is not a valid header.
+    pub fn header(mut self, name: &str, value: &str) -> Result<Call, StepError> {
+        let n = HeaderName::try_from(name)
+            .map_err(|_| StepError(format!("{name:?} is not a header name")))?;
+        let v = HeaderValue::try_from(value)
+            .map_err(|_| StepError(format!("the value of {name} is not a header value")))?;
+        self.headers.push((n, v));
+        Ok(self)
+    }
+
+    /// Set the body.
+    pub fn body(mut self, body: impl Into<Bytes>) -> Call {
+        self.body = body.into();
+        self
+    }
+
+    /// Set a JSON body and its content type.
+    pub fn json(mut self, value: &serde_json::Value) -> Call {
+        self.body = Bytes::from(value.to_string());
+        self.headers.push((
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ));
+        self
+    }
+
+    /// The request the engine sends, numbered `seq`. Headers the engine
+    /// sets itself (Host, framing) are left out, as every input does.
+    pub(crate) fn into_request(self, seq: u64) -> Request {
+        let mut headers = self.headers;
+        headers.retain(|(n, _)| !crate::input::is_engine_header(n.as_str().as_bytes()));
+        Request {
+            seq,
+            method: Some(self.method),
+            target: Some(self.target),
+            headers,
+            body: self.body,
+        }
+    }
+}

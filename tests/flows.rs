@@ -1,0 +1,397 @@
+//! Flows and the out-of-order engine: a hung request holds one place and
+//! nothing behind it waits; the reported rate is completed requests over
+//! the time the endpoint could send; flow instances run per endpoint with
+//! that endpoint's own values, are judged step by step, and a step that
+//! fails at one endpoint skips its later steps there.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use common::{Reply, Server};
+use versus::engine::{self, Input, Observer, RunOutput};
+use versus::flow::{Call, Flow, StepError};
+use versus::plan::Plan;
+use versus::stats::RunStats;
+
+/// A server that answers at once, except its `hang`-th request (from 1),
+/// which it holds for ten seconds.
+fn hanging_server(hang: u64) -> Server {
+    let n = AtomicU64::new(0);
+    Server::start(move |_| {
+        let i = n.fetch_add(1, Ordering::Relaxed) + 1;
+        let reply = Reply::ok("ok");
+        if i == hang {
+            reply.after(Duration::from_secs(10))
+        } else {
+            reply
+        }
+    })
+}
+
+/// Requests completed per endpoint in each interval.
+#[derive(Default)]
+struct PerInterval(Vec<Vec<u64>>);
+
+impl Observer for PerInterval {
+    fn interval(&mut self, _index: u64, delta: &RunStats, _total: &RunStats) {
+        self.0
+            .push(delta.endpoints.iter().map(|e| e.completed()).collect());
+    }
+}
+
+fn plan(args: &[&str]) -> Arc<Plan> {
+    let mut argv = vec!["versus"];
+    argv.extend_from_slice(args);
+    let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
+    Arc::new(Plan::from_args(&cli.run, false).expect("plan"))
+}
+
+fn run(plan: &Arc<Plan>, input: Input, observer: &mut dyn Observer) -> RunOutput {
+    engine::run(plan, input, &engine::Stop::new(), observer).expect("run")
+}
+
+/// The rate an endpoint reports against what it completed over the
+/// sending time (the 6 s of `--stop-after`: the hung request is in flight
+/// until the stop).
+fn assert_rate_is_completed_over_the_run(out: &RunOutput, e: usize) {
+    let s = &out.stats.endpoints[e];
+    let truth = s.completed() as f64 / 6.0;
+    let off = (s.rate - truth).abs() / truth;
+    assert!(
+        off < 0.03,
+        "endpoint {e}: rate {:.1}/s, completed {} over 6 s = {truth:.1}/s",
+        s.rate,
+        s.completed()
+    );
+}
+
+/// Every interval after the hang began kept completing requests: none is
+/// below a fifth of the busiest (the last, cut short by the stop, aside).
+fn assert_no_stall(intervals: &[Vec<u64>], e: usize) {
+    let counts: Vec<u64> = intervals.iter().map(|i| i[e]).collect();
+    let full = &counts[..counts.len().min(6)];
+    let best = *full.iter().max().unwrap();
+    assert!(
+        full.iter().all(|&n| n * 5 >= best),
+        "endpoint {e} stalled: completed per interval {counts:?}"
+    );
+}
+
+#[test]
+fn a_request_held_ten_seconds_holds_nothing_behind_it() {
+    let server = hanging_server(100);
+    let url = server.url();
+    let plan = plan(&[
+        "--threads",
+        "1",
+        "-c",
+        "50",
+        "--stop-after",
+        "6s",
+        "--method",
+        "GET",
+        &url,
+    ]);
+    let input = match &plan.mode {
+        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
+    };
+    let mut seen = PerInterval::default();
+    let out = run(&plan, input, &mut seen);
+    let s = &out.stats.endpoints[0];
+    assert!(s.completed() > 2_000, "only {} completed", s.completed());
+    assert_eq!(s.abandoned, 1, "the held request is abandoned at the stop");
+    assert_no_stall(&seen.0, 0);
+    assert_rate_is_completed_over_the_run(&out, 0);
+}
+
+#[test]
+fn a_hang_at_the_second_endpoint_leaves_the_first_untouched() {
+    let fast = Server::start(|_| Reply::ok("ok"));
+    let hung = hanging_server(100);
+    let (a, b) = (format!("a={}", fast.url()), format!("b={}", hung.url()));
+    let plan = plan(&[
+        "--threads",
+        "1",
+        "-c",
+        "50",
+        "--stop-after",
+        "6s",
+        "--method",
+        "GET",
+        &a,
+        &b,
+    ]);
+    let input = match &plan.mode {
+        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
+    };
+    let mut seen = PerInterval::default();
+    let out = run(&plan, input, &mut seen);
+    for e in 0..2 {
+        assert_no_stall(&seen.0, e);
+        assert_rate_is_completed_over_the_run(&out, e);
+    }
+    let a = &out.stats.endpoints[0];
+    assert_eq!(a.abandoned, 0);
+    // The first endpoint never waited for the hung request: its slowest
+    // answer is far from the ten seconds.
+    let max_ms = a.latency.max() / 1000;
+    assert!(
+        max_ms < 1_000,
+        "endpoint a's slowest answer took {max_ms} ms"
+    );
+    assert_eq!(out.stats.endpoints[1].abandoned, 1);
+}
+
+/// One shop: `login` hands out a token of its own (`prefix`), `create`
+/// takes it and answers an order for the user, `read` returns the order
+/// by the id `create` gave. Every request that does not carry the value
+/// the previous answer gave is counted in `wrong` and refused.
+fn shop(prefix: &'static str, item: &'static str, wrong: Arc<AtomicU64>) -> Server {
+    Server::start(move |seen| {
+        let refuse = || {
+            wrong.fetch_add(1, Ordering::Relaxed);
+            Reply::ok("{}").status(403)
+        };
+        match (seen.method.as_str(), seen.path.as_str()) {
+            ("POST", "/login") => {
+                let v: serde_json::Value = serde_json::from_slice(&seen.body).unwrap();
+                let user = v["user"].as_str().unwrap().to_string();
+                Reply::ok(format!(r#"{{"token":"{prefix}-{user}"}}"#))
+            }
+            ("POST", "/orders") => {
+                let auth = seen
+                    .headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                let Some(user) = auth.strip_prefix(&format!("Bearer {prefix}-")) else {
+                    return refuse();
+                };
+                let id = user.trim_start_matches('u');
+                Reply::ok(format!(
+                    r#"{{"id":"{id}","owner":"{user}","item":"{item}"}}"#
+                ))
+            }
+            ("GET", path) if path.starts_with("/orders/") => {
+                let id = &path["/orders/".len()..];
+                if id.parse::<u64>().is_err() {
+                    return refuse();
+                }
+                Reply::ok(format!(r#"{{"id":"{id}","state":"new"}}"#))
+            }
+            _ => refuse(),
+        }
+    })
+}
+
+/// The three-step order flow, written with the library API.
+fn order_flow() -> Flow {
+    Flow::new("order")
+        .step("login", |ctx| async move {
+            let user = format!("u{}", ctx.instance);
+            Ok(Call::post("/login").json(&serde_json::json!({ "user": user })))
+        })
+        .step("create", |ctx| async move {
+            let token = ctx.last()?.json_str("/token")?;
+            Call::post("/orders")
+                .header("authorization", &format!("Bearer {token}"))
+                .map(|c| c.body("{}"))
+        })
+        .step("read", |ctx| async move {
+            let id = ctx.last()?.json_str("/id")?;
+            Ok(Call::get(&format!("/orders/{id}")))
+        })
+}
+
+fn step<'a>(out: &'a RunOutput, e: usize, name: &str) -> &'a versus::stats::PartStats {
+    out.stats.endpoints[e]
+        .steps
+        .iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no step {name} at endpoint {e}"))
+}
+
+#[test]
+fn a_three_step_flow_runs_per_endpoint_and_a_planted_difference_is_a_step_two_mismatch() {
+    let wrong = Arc::new(AtomicU64::new(0));
+    let a = shop("A", "book", wrong.clone());
+    let b = shop("B", "pen", wrong.clone());
+    let (a, b) = (format!("ref={}", a.url()), format!("cand={}", b.url()));
+    let plan = plan(&[
+        "-c",
+        "4",
+        "--stop-after",
+        "200",
+        "--ignore",
+        "$.token",
+        &a,
+        &b,
+    ]);
+    let out = run(
+        &plan,
+        Input::Flow(Arc::new(order_flow())),
+        &mut engine::Quiet,
+    );
+    assert_eq!(wrong.load(Ordering::Relaxed), 0, "a step lacked its value");
+    for e in 0..2 {
+        let s = &out.stats.endpoints[e];
+        assert_eq!(s.flows.instances, 200, "endpoint {e}");
+        assert_eq!(s.flows.succeeded, 200, "endpoint {e}");
+        assert_eq!(s.completed(), 600, "endpoint {e}");
+        let names: Vec<&str> = s.steps.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["login", "create", "read"]);
+        for p in &s.steps {
+            assert_eq!((p.requests, p.errors, p.skipped), (200, 0, 0), "{}", p.name);
+        }
+    }
+    assert_eq!(step(&out, 1, "login").mismatched, 0);
+    assert_eq!(step(&out, 1, "create").mismatched, 200);
+    assert_eq!(step(&out, 1, "read").mismatched, 0);
+    let groups = out.stats.verdicts.sorted_groups();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!(
+        (groups[0].method.as_str(), groups[0].field.as_str()),
+        ("create", "$.item")
+    );
+    assert_eq!(groups[0].count, 200);
+    assert_eq!(out.stats.verdicts.compared, 600);
+    assert_eq!(out.stats.verdicts.mismatched, 200);
+}
+
+#[test]
+fn a_flow_failing_at_step_one_skips_its_later_steps_without_mismatches() {
+    let wrong = Arc::new(AtomicU64::new(0));
+    let good = shop("A", "book", wrong.clone());
+    // The candidate refuses every login.
+    let bad = Server::start(|_| Reply::ok(r#"{"error":"no"}"#).status(500));
+    let (a, b) = (format!("ref={}", good.url()), format!("cand={}", bad.url()));
+    let plan = plan(&["-c", "2", "--stop-after", "50", &a, &b]);
+    let out = run(
+        &plan,
+        Input::Flow(Arc::new(order_flow())),
+        &mut engine::Quiet,
+    );
+    let cand = &out.stats.endpoints[1];
+    assert_eq!(cand.flows.instances, 50);
+    assert_eq!(cand.flows.succeeded, 0);
+    assert_eq!(step(&out, 1, "login").errors, 50);
+    for later in ["create", "read"] {
+        let p = step(&out, 1, later);
+        assert_eq!((p.requests, p.skipped, p.mismatched), (0, 50, 0), "{later}");
+    }
+    assert_eq!(cand.completed(), 50, "only the logins were sent");
+    // The reference went all the way.
+    assert_eq!(out.stats.endpoints[0].flows.succeeded, 50);
+    // Only step 1 was compared (a 500 against a 200): later steps were not.
+    assert_eq!(out.stats.verdicts.compared, 50);
+    assert!(out
+        .stats
+        .verdicts
+        .groups
+        .iter()
+        .all(|g| g.method == "login"));
+    // The failure is counted by step and reason.
+    let failed = out
+        .stats
+        .verdicts
+        .error_groups
+        .iter()
+        .find(|g| g.method == "login" && g.endpoint == "cand" && g.field == "HTTP 500")
+        .expect("login failures grouped");
+    assert_eq!(failed.count, 50, "{failed:?}");
+}
+
+#[test]
+fn a_value_missing_from_an_answer_fails_the_instance_at_that_step() {
+    // The candidate's login answers without a token: `create` cannot be
+    // built there, and `read` is skipped.
+    let wrong = Arc::new(AtomicU64::new(0));
+    let good = shop("A", "book", wrong);
+    let tokenless = Server::start(|_| Reply::ok(r#"{"user":"x"}"#));
+    let (a, b) = (
+        format!("ref={}", good.url()),
+        format!("cand={}", tokenless.url()),
+    );
+    let plan = plan(&[
+        "-c",
+        "2",
+        "--stop-after",
+        "20",
+        "--ignore",
+        "$.token",
+        "--ignore",
+        "$.user",
+        &a,
+        &b,
+    ]);
+    let out = run(
+        &plan,
+        Input::Flow(Arc::new(order_flow())),
+        &mut engine::Quiet,
+    );
+    let create = step(&out, 1, "create");
+    assert_eq!((create.requests, create.not_built), (0, 20));
+    assert_eq!(step(&out, 1, "read").skipped, 20);
+    let reasons: Vec<&str> = out
+        .stats
+        .verdicts
+        .error_groups
+        .iter()
+        .filter(|g| g.endpoint == "cand")
+        .map(|g| g.field.as_str())
+        .collect();
+    assert_eq!(reasons, ["not built: nothing at /token in the answer"]);
+}
+
+/// The check of a step replaces the default one: a 404 can be the answer
+/// a step expects, and a 200 can fail it.
+#[test]
+fn a_step_check_decides_success() {
+    let server = Server::start(|seen| match seen.path.as_str() {
+        "/gone" => Reply::ok("{}").status(404),
+        _ => Reply::ok(r#"{"state":"broken"}"#),
+    });
+    let flow = Flow::new("checks")
+        .step("gone", |_| async { Ok(Call::get("/gone")) })
+        .check(|r| {
+            if r.status == 404 {
+                Ok(())
+            } else {
+                Err(StepError::from("expected 404"))
+            }
+        })
+        .step("state", |_| async { Ok(Call::get("/state")) })
+        .check(|r| match r.json_str("/state")?.as_str() {
+            "ok" => Ok(()),
+            other => Err(StepError(format!("state is {other}"))),
+        });
+    let url = server.url();
+    let plan = plan(&["-c", "1", "--stop-after", "10", &url]);
+    let out = run(&plan, Input::Flow(Arc::new(flow)), &mut engine::Quiet);
+    let s = &out.stats.endpoints[0];
+    assert_eq!(
+        step(&out, 0, "gone").errors,
+        0,
+        "the expected 404 is no error"
+    );
+    assert_eq!(step(&out, 0, "state").failed_checks, 10);
+    assert_eq!(s.failed_checks, 10);
+    assert_eq!(s.flows.succeeded, 0);
+    let reasons: Vec<String> = out
+        .stats
+        .verdicts
+        .error_groups
+        .iter()
+        .map(|g| format!("{} {}", g.method, g.field))
+        .collect();
+    assert!(
+        reasons.contains(&"state check failed: state is broken".to_string()),
+        "{reasons:?}"
+    );
+}
