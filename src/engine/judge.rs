@@ -14,7 +14,7 @@ use crate::compare::sample::sample;
 use crate::endpoint::Outcome;
 use crate::input::Request;
 use crate::plan::Plan;
-use crate::stats::{count_group, part, RunStats, BATCH_ERROR};
+use crate::stats::{count_group, part, part_index, RunStats, BATCH_ERROR};
 
 use super::unit::{is_error, FlowRun};
 
@@ -134,9 +134,22 @@ pub(crate) fn verdict(
         Some(m) => m,
         None => &kinds.kind(plan, req).group,
     };
+    // Every endpoint's methods are recorded together, so they stand in
+    // the same order: the name is looked up once, at the reference.
+    let at = stats
+        .endpoints
+        .first_mut()
+        .map(|s| part_index(&mut s.methods, name));
     for (s, o) in stats.endpoints.iter_mut().zip(outcomes) {
         if let Some(o) = o {
-            part(&mut s.methods, name).record(o, is_error(o));
+            let same = at
+                .and_then(|i| s.methods.get_mut(i))
+                .filter(|p| p.name == name);
+            match same {
+                Some(p) => p,
+                None => part(&mut s.methods, name),
+            }
+            .record(o, is_error(o));
         }
     }
     let kind_of = || {

@@ -779,13 +779,23 @@ async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
                     .flow
                     .as_deref()
                     .unwrap_or_else(|| unreachable!("flow work without a flow"));
-                let run =
-                    unit::run_flow(flow, &mut slot, e, &core.labels[e], *n, due, |k, step| {
+                // Boxed: a flow's state (its steps' futures, the answers
+                // so far) stays out of the slot's task, which a request
+                // stream keeps small.
+                let run = Box::pin(unit::run_flow(
+                    flow,
+                    &mut slot,
+                    e,
+                    &core.labels[e],
+                    *n,
+                    due,
+                    |k, step| {
                         if !warmup {
                             record_step(&core, e, k, step);
                         }
-                    })
-                    .await;
+                    },
+                ))
+                .await;
                 if !warmup {
                     core.stats.borrow_mut().endpoints[e]
                         .flows

@@ -170,15 +170,20 @@ impl PartStats {
 /// The part named `name` of `parts`, created while fewer than
 /// [`MAX_PARTS`] exist (then `(other)`, so nothing goes uncounted).
 pub fn part<'a>(parts: &'a mut Vec<PartStats>, name: &str) -> &'a mut PartStats {
-    let i = match parts.iter().position(|p| p.name == name) {
+    let i = part_index(parts, name);
+    &mut parts[i]
+}
+
+/// Where [`part`] finds or puts `name` in `parts`.
+pub fn part_index(parts: &mut Vec<PartStats>, name: &str) -> usize {
+    match parts.iter().position(|p| p.name == name) {
         Some(i) => i,
         None if parts.len() < MAX_PARTS || name == crate::compare::method::OTHER => {
             parts.push(PartStats::new(name));
             parts.len() - 1
         }
-        None => return part(parts, crate::compare::method::OTHER),
-    };
-    &mut parts[i]
+        None => part_index(parts, crate::compare::method::OTHER),
+    }
 }
 
 /// Add `other`'s parts to `parts`, by name.
