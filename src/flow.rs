@@ -36,7 +36,7 @@ use std::pin::Pin;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 
-use crate::input::Request;
+use crate::model::Request;
 
 /// Why a step could not go on at one endpoint: the request could not be
 /// built (a value missing from an earlier answer) or the answer failed a

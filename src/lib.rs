@@ -5,6 +5,29 @@
 //! The binary is a thin layer over this library:
 //! [`cli`] parses, [`plan::Plan`] validates, [`engine::run`] carries out the
 //! run on one thread per core, [`report`] renders the merged [`stats`].
+//! [`model`] is the vocabulary every layer shares; [`flow`] defines
+//! sequences of dependent requests in Rust (see `examples/flow.rs`):
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use clap::Parser;
+//! use versus::flow::{Call, Flow};
+//! use versus::{cli::Cli, engine, plan::Plan};
+//!
+//! let flow = Flow::new("order")
+//!     .step("login", |_| async { Ok(Call::post("/login").body("{\"user\":\"ann\"}")) })
+//!     .step("read", |ctx| async move {
+//!         let token = ctx.last()?.json_str("/token")?;
+//!         Ok(Call::get("/me").header("authorization", &format!("Bearer {token}"))?)
+//!     });
+//! let cli = Cli::parse_from(["versus", "-c", "8", "--stop-after=1000", "old=http://127.0.0.1:8080/", "new=http://127.0.0.1:8081/"]);
+//! let plan = Arc::new(Plan::from_args(&cli.run, false)?);
+//! let run = engine::run(&plan, engine::Input::Flow(Arc::new(flow)), &engine::Stop::new(), &mut engine::Quiet)?;
+//! versus::report::text::write(&mut std::io::stdout(), &plan, &run)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A request stream:
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -28,6 +51,7 @@ pub mod engine;
 pub mod flow;
 pub mod input;
 pub mod live;
+pub mod model;
 pub mod plan;
 pub mod report;
 pub mod results;

@@ -15,7 +15,8 @@ use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, Scheme, TlsOptions, TransportOptions,
 };
-use crate::input::{Format, Request};
+use crate::input::Format;
+use crate::model::Request;
 use crate::report::mismatch_log::MismatchLog;
 use std::path::PathBuf;
 

@@ -3,10 +3,10 @@
 //! a byte scan, not a parse.
 
 use crate::endpoint::{EndpointSpec, Style};
-use crate::input::Request;
+use crate::model::Request;
 
 /// Requests whose kind could not be named (beyond the method cap).
-pub const OTHER: &str = "(other)";
+pub use crate::model::OTHER;
 
 /// The JSON-RPC method of a request body, read by a byte scan: `batch` for
 /// a batch, `None` when the body is not a JSON-RPC call.

@@ -4,8 +4,8 @@
 
 use super::json::value_at;
 use super::verdict::{describe, Finding};
-use crate::endpoint::Outcome;
-use crate::input::Request;
+use crate::model::Outcome;
+use crate::model::Request;
 use crate::stats::MismatchSample;
 
 /// Longest request text kept in a sample.

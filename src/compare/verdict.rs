@@ -10,7 +10,7 @@ use super::method::Kind;
 use super::path::{render, render_grouped, Segment};
 use super::rules::Rules;
 use super::CompareMode;
-use crate::endpoint::{Outcome, Response};
+use crate::model::{Outcome, Response};
 
 /// One place where an endpoint's answer differs from the reference's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -277,7 +277,7 @@ pub fn describe(o: &Outcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::Failure;
+    use crate::model::Failure;
 
     fn resp(status: u16, body: &str) -> Option<Outcome> {
         Some(Outcome::test_response(status, body))

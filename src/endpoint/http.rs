@@ -29,7 +29,7 @@ use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
 use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
-use crate::input::Request;
+use crate::model::Request;
 
 /// The parts of a [`Link`] prepared before its core's thread starts: how to
 /// connect, and each protocol's request parts built once.

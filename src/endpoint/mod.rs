@@ -34,25 +34,7 @@ pub enum HttpVersion {
     Http2,
 }
 
-/// The result of one request at one endpoint: an outcome.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// The response, or why there was none.
-    pub result: Result<Response, Failure>,
-    /// From the start of the request to the end of the body (or the fault);
-    /// in the open model, from the time the request was due.
-    pub latency: Duration,
-    /// From the actual start of sending to the end: the latency a
-    /// closed-loop tool would report (differs from `latency` only in the
-    /// open model).
-    pub uncorrected: Duration,
-    /// Open model: how late the request started against its schedule.
-    pub lag: Option<Duration>,
-    /// Time spent opening a connection for this request, if one was opened.
-    pub connect: Option<Duration>,
-    /// Request body bytes sent.
-    pub bytes_out: u64,
-}
+pub use crate::model::{Failure, Outcome, Response};
 
 /// A slot's `--timeout` timer, kept from request to request: moving a
 /// registered timer's deadline later is an atomic store, where a
@@ -154,23 +136,6 @@ impl Outcome {
     }
 }
 
-/// What an endpoint answered.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Response {
-    /// HTTP status code.
-    pub status: u16,
-    /// The response headers that are compared (`--compare-header`), in
-    /// order; empty otherwise.
-    pub headers: Vec<(::http::HeaderName, ::http::HeaderValue)>,
-    /// The body, kept only when something needs it (comparison, `-v`).
-    pub body: Bytes,
-    /// Body length in bytes, whether or not the body was kept.
-    pub body_len: u64,
-    /// Time to the response head, from the exchange's clock (which starts
-    /// after a connect that is not counted in the latency).
-    pub ttfb: Duration,
-}
-
 /// A whole answer as a codec read it.
 #[derive(Debug)]
 pub(crate) struct Answer {
@@ -197,74 +162,6 @@ impl Answer {
             body_len: self.body_len,
             ttfb: self.head_at.saturating_duration_since(start),
         }
-    }
-}
-
-/// Why a request got no response. Each kind is counted and reported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Failure {
-    /// The host name did not resolve.
-    Dns,
-    /// The connection was refused.
-    Refused,
-    /// Connecting failed otherwise (unreachable, no route, ...).
-    Connect,
-    /// The TLS handshake failed (certificate, protocol).
-    Tls,
-    /// No complete answer within `--timeout`.
-    Timeout,
-    /// The connection was reset or closed before the answer was complete.
-    Reset,
-    /// The answer was not valid HTTP.
-    Protocol,
-    /// The body was larger than `--max-body`.
-    BodyTooLarge,
-    /// The request could not be formed for this endpoint (bad target).
-    BadRequest,
-    /// Any other I/O error.
-    Io,
-}
-
-impl Failure {
-    /// Every kind, in report order.
-    pub const ALL: [Failure; 10] = [
-        Failure::Dns,
-        Failure::Refused,
-        Failure::Connect,
-        Failure::Tls,
-        Failure::Timeout,
-        Failure::Reset,
-        Failure::Protocol,
-        Failure::BodyTooLarge,
-        Failure::BadRequest,
-        Failure::Io,
-    ];
-
-    /// Index into [`Failure::ALL`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Short name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Failure::Dns => "dns lookup failed",
-            Failure::Refused => "connection refused",
-            Failure::Connect => "connect failed",
-            Failure::Tls => "tls handshake failed",
-            Failure::Timeout => "timeout",
-            Failure::Reset => "connection reset",
-            Failure::Protocol => "malformed response",
-            Failure::BodyTooLarge => "body too large",
-            Failure::BadRequest => "bad request target",
-            Failure::Io => "i/o error",
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

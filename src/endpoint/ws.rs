@@ -50,7 +50,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::connect::{classify_io, Dialer, Io};
 use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, TransportOptions};
-use crate::input::Request;
+use crate::model::Request;
 
 type Socket = WebSocketStream<Box<dyn Io>>;
 

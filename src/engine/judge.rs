@@ -11,8 +11,8 @@ use std::cell::OnceCell;
 use crate::compare::jsonrpc::{classify_response, ResponseClass};
 use crate::compare::method::{self, Kind};
 use crate::compare::sample::sample;
-use crate::endpoint::Outcome;
-use crate::input::Request;
+use crate::model::Outcome;
+use crate::model::Request;
 use crate::plan::Plan;
 use crate::stats::{count_group, part, part_index, RunStats, BATCH_ERROR};
 

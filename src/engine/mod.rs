@@ -24,7 +24,8 @@ pub use self::tap::Tap;
 use self::worker::{CoreMsg, WorkerInput, WorkerJob};
 use crate::endpoint::{self, Prepared};
 use crate::input::reader::{self, InputError, InputState};
-use crate::input::{Request, Source};
+use crate::input::Source;
+use crate::model::Request;
 use crate::plan::Plan;
 use crate::stats::{InputStats, RunStats};
 

@@ -6,8 +6,8 @@
 //! ask for every outcome, `mismatch` only on a mismatch.
 
 use crate::compare::Finding;
-use crate::endpoint::Outcome;
-use crate::input::Request;
+use crate::model::Outcome;
+use crate::model::Request;
 use crate::plan::Plan;
 
 /// Sees requests as the cores carry them out. Shared by every core.

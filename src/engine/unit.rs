@@ -6,9 +6,10 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::endpoint::{Outcome, Slot};
+use crate::endpoint::Slot;
 use crate::flow::{Context, Flow, Reply, StepError};
-use crate::input::Request;
+use crate::model::Outcome;
+use crate::model::Request;
 
 /// What one place of the lead window asks every endpoint to do.
 #[derive(Clone, Debug)]

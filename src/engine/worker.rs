@@ -17,9 +17,10 @@ use super::timer::PreciseTimer;
 use super::unit::{self, Done, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
-use crate::endpoint::{Link, Outcome, Prepared, Slot};
+use crate::endpoint::{Link, Prepared, Slot};
 use crate::flow::Flow;
-use crate::input::Request;
+use crate::model::Outcome;
+use crate::model::Request;
 use crate::plan::Plan;
 use crate::stats::{self, RunStats};
 

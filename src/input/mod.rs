@@ -2,30 +2,7 @@
 //! [`Request`] values. This module owns reading and validating input; it
 //! knows nothing about endpoints, timing or comparison.
 
-use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Method};
-
-/// One request of the stream, before it is addressed to any endpoint.
-///
-/// A plain input line is a request with no method and no target: each
-/// endpoint interprets it by its URL scheme (POST the line as the body, or
-/// GET the base URL joined with the line). Formats that carry whole requests
-/// (HAR, curl, JSON lines, captures) fill in method, target and headers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    /// Position in the input stream, from 0, counting only accepted requests.
-    pub seq: u64,
-    /// The method; `None` means the endpoint's default.
-    pub method: Option<Method>,
-    /// Path and query (`/a?b=c`) or an absolute URL; `None` means the
-    /// endpoint's own URL (and, for `+get` endpoints, the body is the suffix).
-    pub target: Option<String>,
-    /// Headers to send in addition to the endpoint's own; never one that
-    /// [`is_engine_header`] names (every format drops those when reading).
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The body, owned (never a view into a reused read buffer).
-    pub body: Bytes,
-}
+pub use crate::model::{Malformed, Request};
 
 /// Headers a recorded request must not carry because the engine sets them
 /// per endpoint: framing, connection management (none of which HTTP/2
@@ -49,29 +26,6 @@ pub(crate) fn is_engine_header(name: &[u8]) -> bool {
         || ENGINE_HEADERS
             .iter()
             .any(|d| d.as_bytes().eq_ignore_ascii_case(name))
-}
-
-impl Request {
-    /// A request made of one input line: the body, nothing else.
-    pub fn line(seq: u64, body: Bytes) -> Self {
-        Request {
-            seq,
-            method: None,
-            target: None,
-            headers: Vec::new(),
-            body,
-        }
-    }
-}
-
-/// A record of the input that could not be turned into a request. It is
-/// skipped and counted (or, in strict mode, ends the run).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Malformed {
-    /// Where it was: `line 7`, `entry 3`, `packet 120`, `stream 10.0.0.1:5000`.
-    pub location: String,
-    /// What was wrong, in a few words: `not valid UTF-8`, `invalid JSON: ...`.
-    pub reason: String,
 }
 
 /// What a [`Source`] yields next.

@@ -243,7 +243,7 @@ fn time_left(s: &Snapshot, stop_after: StopAfter, input_done: Option<f64>) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::{Outcome, Response};
+    use crate::model::{Outcome, Response};
 
     fn answered(stats: &mut RunStats, e: usize, n: u64, micros: u64) {
         for _ in 0..n {

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
 use super::info::Report;
-use crate::endpoint::Failure;
+use crate::model::Failure;
 use crate::stats::EndpointStats;
 
 /// The schema name.

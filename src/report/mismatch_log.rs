@@ -14,8 +14,9 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use crate::compare::Finding;
-use crate::endpoint::{secret, Outcome};
-use crate::input::Request;
+use crate::endpoint::secret;
+use crate::model::Outcome;
+use crate::model::Request;
 use crate::plan::Plan;
 
 /// The mismatch file.

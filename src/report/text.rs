@@ -6,8 +6,8 @@
 use std::io::{self, Write};
 
 use super::{escape_terminal, go_duration, percent, seconds};
-use crate::endpoint::Failure;
 use crate::engine::RunOutput;
+use crate::model::Failure;
 use crate::plan::Plan;
 use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
 

@@ -7,8 +7,8 @@ use std::io::Write;
 
 use super::{escape_terminal, go_duration};
 use crate::compare::sample;
-use crate::endpoint::Outcome;
-use crate::input::Request;
+use crate::model::Outcome;
+use crate::model::Request;
 use crate::plan::Plan;
 
 /// Longest body shown, in bytes.

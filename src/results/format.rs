@@ -11,8 +11,8 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::endpoint::Failure;
-use crate::input::Malformed;
+use crate::model::Failure;
+use crate::model::Malformed;
 use crate::report::info::EndpointInfo;
 use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, VerdictStats};
 
@@ -272,7 +272,7 @@ impl RequestLine {
     /// The line of `req`.
     pub fn of(
         seq: u64,
-        req: &crate::input::Request,
+        req: &crate::model::Request,
         repeat: bool,
         show_secrets: bool,
     ) -> RequestLine {

@@ -7,7 +7,8 @@ use std::fs::File;
 use std::sync::{Arc, Mutex};
 
 use super::format::RequestLine;
-use crate::input::{Next, Request, Source};
+use crate::input::{Next, Source};
+use crate::model::Request;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};

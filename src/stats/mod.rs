@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::endpoint::{Failure, Outcome};
+use crate::model::{Failure, Outcome};
 
 /// The code under which a JSON-RPC batch answer holding errors is counted.
 pub const BATCH_ERROR: i64 = i64::MIN;
@@ -178,11 +178,11 @@ pub fn part<'a>(parts: &'a mut Vec<PartStats>, name: &str) -> &'a mut PartStats 
 pub fn part_index(parts: &mut Vec<PartStats>, name: &str) -> usize {
     match parts.iter().position(|p| p.name == name) {
         Some(i) => i,
-        None if parts.len() < MAX_PARTS || name == crate::compare::method::OTHER => {
+        None if parts.len() < MAX_PARTS || name == crate::model::OTHER => {
             parts.push(PartStats::new(name));
             parts.len() - 1
         }
-        None => part_index(parts, crate::compare::method::OTHER),
+        None => part_index(parts, crate::model::OTHER),
     }
 }
 
@@ -358,7 +358,7 @@ pub struct InputStats {
     /// Records skipped as malformed.
     pub malformed: u64,
     /// The first few malformed records, for the report.
-    pub samples: Vec<crate::input::Malformed>,
+    pub samples: Vec<crate::model::Malformed>,
     /// What the source says it held, once it ended (e.g. capture streams).
     pub summary: Option<String>,
 }
@@ -495,10 +495,10 @@ impl VerdictStats {
     pub fn count_method(&mut self, method: &str, n: u64) {
         if let Some(m) = self.methods.iter_mut().find(|(m, _)| m == method) {
             m.1 += n;
-        } else if self.methods.len() < MAX_METHODS || method == crate::compare::method::OTHER {
+        } else if self.methods.len() < MAX_METHODS || method == crate::model::OTHER {
             self.methods.push((method.to_string(), n));
         } else {
-            self.count_method(crate::compare::method::OTHER, n);
+            self.count_method(crate::model::OTHER, n);
         }
     }
 
@@ -515,7 +515,7 @@ impl VerdictStats {
     pub fn noise_field(&mut self, field: &str) -> &mut NoiseField {
         let known = self.noise.iter().position(|f| f.field == field);
         let field = if known.is_none() && self.noise.len() >= MAX_GROUPS {
-            crate::compare::method::OTHER
+            crate::model::OTHER
         } else {
             field
         };
@@ -566,7 +566,7 @@ pub fn count_group(
     n: u64,
     samples: impl FnOnce() -> Vec<MismatchSample>,
 ) {
-    let other = crate::compare::method::OTHER;
+    let other = crate::model::OTHER;
     let found = groups.iter().position(|h| {
         h.method == method && h.field == field && h.kind == kind && h.endpoint == endpoint
     });
@@ -623,7 +623,7 @@ impl RunStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::Response;
+    use crate::model::Response;
 
     fn ok(status: u16, ms: u64) -> Outcome {
         Outcome {
