@@ -395,3 +395,91 @@ fn a_step_check_decides_success() {
         "{reasons:?}"
     );
 }
+
+/// A rules-file section named after a step applies to that step only: the
+/// planted difference at `create` is ignored there, and nowhere else.
+#[test]
+fn a_rules_section_named_after_a_step_applies_to_that_step() {
+    let wrong = Arc::new(AtomicU64::new(0));
+    let a = shop("A", "book", wrong.clone());
+    let b = shop("B", "pen", wrong);
+    let rules = std::env::temp_dir().join(format!("versus-step-rules-{}.toml", std::process::id()));
+    std::fs::write(
+        &rules,
+        "ignore = [\"$.token\"]\n[step.create]\nignore = [\"$.item\"]\n",
+    )
+    .unwrap();
+    let (a, b) = (format!("ref={}", a.url()), format!("cand={}", b.url()));
+    let rules_arg = rules.to_string_lossy().to_string();
+    let plan = plan(&[
+        "-c",
+        "2",
+        "--stop-after",
+        "20",
+        "--rules",
+        &rules_arg,
+        &a,
+        &b,
+    ]);
+    let out = run(
+        &plan,
+        Input::Flow(Arc::new(order_flow())),
+        &mut engine::Quiet,
+    );
+    let _ = std::fs::remove_file(&rules);
+    assert_eq!(
+        out.stats.verdicts.mismatched, 0,
+        "{:?}",
+        out.stats.verdicts.groups
+    );
+    assert_eq!(out.stats.verdicts.compared, 60);
+}
+
+/// Open model: instances start on the schedule, whatever the endpoint is
+/// doing, and the first step's latency counts from when the instance was
+/// due. A server that takes 50 ms per step, at 40 instances a second with
+/// room for them all, runs 40 instances a second; each instance's three
+/// steps take 150 ms.
+#[test]
+fn flow_instances_start_on_the_schedule_in_the_open_model() {
+    // Each step's answer carries what the next step takes.
+    let slow = Server::start(|seen| {
+        let body = match seen.path.as_str() {
+            "/login" => r#"{"token":"t"}"#,
+            "/orders" => r#"{"id":"1"}"#,
+            _ => r#"{"state":"new"}"#,
+        };
+        Reply::ok(body).after(Duration::from_millis(50))
+    });
+    let url = slow.url();
+    let plan = plan(&[
+        "--rate",
+        "40",
+        "--max-in-flight",
+        "20",
+        "--stop-after",
+        "2s",
+        &url,
+    ]);
+    let out = run(
+        &plan,
+        Input::Flow(Arc::new(order_flow())),
+        &mut engine::Quiet,
+    );
+    let s = &out.stats.endpoints[0];
+    // 2 s at 40/s: 80 instances, give or take the edges.
+    assert!(
+        (76..=81).contains(&s.flows.instances),
+        "{} instances",
+        s.flows.instances
+    );
+    assert_eq!(s.flows.succeeded, s.flows.instances);
+    assert_eq!(s.late, 0, "no instance should wait for a free slot");
+    let p50 = s.flows.duration.value_at_quantile(0.5) / 1000;
+    assert!(
+        (150..250).contains(&p50),
+        "an instance took {p50} ms at p50"
+    );
+    let login = step(&out, 0, "login").latency.value_at_quantile(0.5) / 1000;
+    assert!((50..100).contains(&login), "login took {login} ms at p50");
+}

@@ -47,6 +47,21 @@ pub struct Kind {
     pub selector: String,
     /// True for JSON-RPC requests.
     pub jsonrpc: bool,
+    /// True for a flow step: `selector` is the step's name, and the rules
+    /// file's `[step.NAME]` sections apply.
+    pub step: bool,
+}
+
+impl Kind {
+    /// The kind of a flow step named `name`.
+    pub fn step(name: &str) -> Kind {
+        Kind {
+            group: name.to_string(),
+            selector: name.to_string(),
+            jsonrpc: false,
+            step: true,
+        }
+    }
 }
 
 /// Name a request as the reference endpoint would receive it.
@@ -57,6 +72,7 @@ pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
                 group: m.to_string(),
                 selector: m.to_string(),
                 jsonrpc: true,
+                step: false,
             };
         }
     }
@@ -83,6 +99,7 @@ pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
         group: format!("{method} {}", normalize(&path)),
         selector: format!("{method} {path}"),
         jsonrpc: false,
+        step: false,
     }
 }
 

@@ -6,7 +6,8 @@
 //! Top-level keys add to the base rules (usually from the command line); each
 //! `[method."GLOB"]` section applies to JSON-RPC calls whose method matches the glob
 //! (`*` matches any run of characters), each `[http."METHOD /PATH-GLOB"]` section to
-//! HTTP requests (`METHOD` may be `*`). Every section takes the same keys as the top
+//! HTTP requests (`METHOD` may be `*`), each `[step."GLOB"]` section to the flow
+//! steps of that name (and only to them). Every section takes the same keys as the top
 //! level:
 //!
 //! ```toml
@@ -183,6 +184,8 @@ enum Selector {
         method: Option<String>,
         path: Vec<Glob<u8>>,
     },
+    /// Flow step name glob.
+    Step(Vec<Glob<u8>>),
 }
 
 impl Selector {
@@ -246,14 +249,14 @@ impl Rules {
             message: e.to_string().trim_end().to_string(),
         })?;
         let mut sections = Vec::new();
-        for kind in ["method", "http"] {
+        for kind in ["method", "http", "step"] {
             let Some(value) = table.remove(kind) else {
                 continue;
             };
             let toml::Value::Table(entries) = value else {
                 return Err(file_error(
                     kind,
-                    "expected sections like [method.NAME] or [http.\"GET /path\"]",
+                    "expected sections like [method.NAME], [http.\"GET /path\"] or [step.NAME]",
                 ));
             };
             for (name, body) in entries {
@@ -268,6 +271,20 @@ impl Rules {
         let mut default = base;
         parse_overlay("top level", &table)?.apply(&mut default);
         Ok(Rules { default, sections })
+    }
+
+    /// The rules for one flow step: the default merged with every
+    /// `[step.NAME]` section whose glob matches `name`.
+    pub fn for_step(&self, name: &str) -> Cow<'_, RuleSet> {
+        let mut merged: Option<RuleSet> = None;
+        for (section, overlay) in &self.sections {
+            if let Selector::Step(glob) = section {
+                if byte_glob_match(glob, name) {
+                    overlay.apply(merged.get_or_insert_with(|| self.default.clone()));
+                }
+            }
+        }
+        merged.map_or(Cow::Borrowed(&self.default), Cow::Owned)
     }
 
     /// The rules for one request: the default merged with every matching section.
@@ -320,6 +337,12 @@ fn toml_key(name: &str) -> String {
 }
 
 fn parse_selector(kind: &str, name: &str) -> Result<Selector, String> {
+    if kind == "step" {
+        if name.is_empty() {
+            return Err("a step name must be non-empty".into());
+        }
+        return Ok(Selector::Step(byte_glob(name)));
+    }
     if kind == "method" {
         if name.is_empty() || name.contains(char::is_whitespace) {
             return Err("a JSON-RPC method name must be non-empty, without spaces".into());

@@ -120,6 +120,7 @@ mod tests {
             group: "m".into(),
             selector: "m".into(),
             jsonrpc: false,
+            step: false,
         };
         let j = c.judge(&kind, &outcomes);
         let s = sample(

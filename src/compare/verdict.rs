@@ -160,9 +160,12 @@ impl Comparer {
             return j;
         }
         let kind = kind();
-        let rules = self
-            .rules
-            .for_method(&kind.selector, self.jsonrpc && kind.jsonrpc);
+        let rules = if kind.step {
+            self.rules.for_step(&kind.selector)
+        } else {
+            self.rules
+                .for_method(&kind.selector, self.jsonrpc && kind.jsonrpc)
+        };
         let mut noise = Vec::new();
         if let Some((t, o)) = twin.filter(|_| twin_differs) {
             noise = self.findings(&rules, t, reference, o, &mut j.fell_back);
@@ -292,6 +295,7 @@ mod tests {
             group: "eth_x".into(),
             selector: "eth_x".into(),
             jsonrpc: true,
+            step: false,
         }
     }
 

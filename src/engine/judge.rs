@@ -188,11 +188,7 @@ pub(crate) fn flow_verdict(
             Some(Some(run)) if outcomes[0].is_some() && others => &run.steps[k].request,
             _ => continue,
         };
-        let kind = || Kind {
-            group: name.clone(),
-            selector: name.clone(),
-            jsonrpc: false,
-        };
+        let kind = || Kind::step(name);
         judge(plan, stats, reference, name, outcomes, &kind, true);
     }
 }
