@@ -15,7 +15,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
-use super::{Failure, HttpVersion, Scheme};
+use super::{Failure, HttpVersion, Protocol, Scheme};
 
 /// A byte stream, TCP or TLS.
 pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
@@ -91,10 +91,11 @@ pub fn tls_config(opts: &TlsOptions, version: HttpVersion) -> Result<Arc<ClientC
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     config.alpn_protocols = match version {
-        HttpVersion::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-        HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
-        HttpVersion::Http2 => vec![b"h2".to_vec()],
-    };
+        HttpVersion::Auto => Protocol::Negotiate,
+        HttpVersion::Http1 => Protocol::Http1,
+        HttpVersion::Http2 => Protocol::Http2,
+    }
+    .alpn();
     Ok(Arc::new(config))
 }
 
@@ -104,7 +105,7 @@ pub(crate) struct Dialer {
     pub scheme: Scheme,
     pub server_name: Option<ServerName<'static>>,
     pub tls: Option<tokio_rustls::TlsConnector>,
-    pub version: HttpVersion,
+    pub protocol: Protocol,
     /// TLS handshake times (µs) since the core last took them.
     pub handshakes: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
     /// Response headers HTTP/2 connections keep (`--compare-header`).
@@ -122,7 +123,7 @@ impl Dialer {
                 let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
                 self.handshake(stream, None, h2).await
             }
-            _ if self.version == HttpVersion::Http2 => {
+            _ if self.protocol == Protocol::Http2 => {
                 let std = tcp.into_std().map_err(|e| classify_io(&e, Failure::Io))?;
                 let drain = std.try_clone().map_err(|e| classify_io(&e, Failure::Io))?;
                 let tcp = TcpStream::from_std(std).map_err(|e| classify_io(&e, Failure::Io))?;

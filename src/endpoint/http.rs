@@ -28,7 +28,9 @@ use super::connect::{Connected, Dialer, H1Conn};
 use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
-use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, Style, TransportOptions};
+use super::{
+    Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, Style, TransportOptions,
+};
 use crate::model::Request;
 
 /// The parts of a [`Link`] prepared before its core's thread starts: how to
@@ -255,25 +257,30 @@ impl Prepared {
         put_request_line(&mut post_head_h1, &Method::POST, &spec.base_path);
         post_head_h1.extend_from_slice(&line_head_h1);
         post_head_h1.extend_from_slice(b"content-length: ");
-        let ws = match spec.style {
-            Style::WebSocket => Some(WsLink::new(&spec, &opts)?),
-            Style::Post | Style::Get => None,
+        let protocol = Protocol::choose(&spec, opts.version);
+        let ws = match protocol {
+            Protocol::WebSocket => Some(WsLink::new(&spec, &opts)?),
+            Protocol::Http1 | Protocol::Http2 | Protocol::Negotiate => None,
         };
-        let tls = match (tls, &ws) {
-            // The upgrade is an HTTP/1.1 request: never negotiate h2.
-            (Some(config), Some(_)) => {
-                let mut config = (*config).clone();
-                config.alpn_protocols = vec![b"http/1.1".to_vec()];
-                Some(Arc::new(config))
+        // The run's TLS configuration offers what the version policy says;
+        // an endpoint whose protocol offers otherwise (a WebSocket upgrade
+        // is an HTTP/1.1 request) gets a copy of its own.
+        let tls = tls.map(|config| {
+            let alpn = protocol.alpn();
+            if config.alpn_protocols == alpn {
+                config
+            } else {
+                let mut own = (*config).clone();
+                own.alpn_protocols = alpn;
+                Arc::new(own)
             }
-            (tls, _) => tls,
-        };
+        });
         let dialer = Dialer {
             addrs,
             scheme: spec.scheme,
             server_name,
             tls: tls.map(tokio_rustls::TlsConnector::from),
-            version: opts.version,
+            protocol,
             handshakes: std::cell::RefCell::new(crate::stats::new_histogram()),
             keep_headers: opts.keep_headers.clone(),
         };

@@ -36,6 +36,44 @@ pub enum HttpVersion {
 
 pub use crate::model::{Failure, Outcome, Response};
 
+/// How versus talks to one endpoint: chosen once per endpoint, in
+/// [`Protocol::choose`], from its URL and the HTTP version policy. Every
+/// transport decision follows from it: the TLS ALPN offer, prior-knowledge
+/// HTTP/2 on plain TCP, the WebSocket upgrade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 only.
+    Http1,
+    /// HTTP/2 only: ALPN `h2` over TLS, prior knowledge (h2c) over TCP.
+    Http2,
+    /// Over TLS, what ALPN negotiates (h2 or HTTP/1.1); HTTP/1.1 over TCP.
+    Negotiate,
+    /// JSON-RPC over a WebSocket (`ws://`, `wss://`), opened with an
+    /// HTTP/1.1 upgrade.
+    WebSocket,
+}
+
+impl Protocol {
+    /// The protocol of `spec` under the run's HTTP version policy.
+    pub fn choose(spec: &EndpointSpec, version: HttpVersion) -> Protocol {
+        match (spec.style, version) {
+            (Style::WebSocket, _) => Protocol::WebSocket,
+            (_, HttpVersion::Http1) => Protocol::Http1,
+            (_, HttpVersion::Http2) => Protocol::Http2,
+            (_, HttpVersion::Auto) => Protocol::Negotiate,
+        }
+    }
+
+    /// What a TLS handshake offers for it (ALPN).
+    pub fn alpn(self) -> Vec<Vec<u8>> {
+        match self {
+            Protocol::Negotiate => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            Protocol::Http1 | Protocol::WebSocket => vec![b"http/1.1".to_vec()],
+            Protocol::Http2 => vec![b"h2".to_vec()],
+        }
+    }
+}
+
 /// A slot's `--timeout` timer, kept from request to request: moving a
 /// registered timer's deadline later is an atomic store, where a
 /// `tokio::time::timeout` per request inserts into and removes from the
