@@ -70,6 +70,11 @@ pub type StepFuture = Pin<Box<dyn Future<Output = Result<Call, StepError>>>>;
 
 type MakeFn = Box<dyn Fn(Context) -> StepFuture + Send + Sync>;
 type CheckFn = Box<dyn Fn(&Reply) -> Result<(), StepError> + Send + Sync>;
+type TakeFn = Box<dyn Fn(&Reply, &mut Vars) -> Result<(), StepError> + Send + Sync>;
+
+/// Values a flow instance has taken from its answers at one endpoint, by
+/// name: each endpoint has its own.
+pub type Vars = std::collections::HashMap<String, String>;
 
 /// A named sequence of steps.
 pub struct Flow {
@@ -82,6 +87,7 @@ pub struct Flow {
 pub struct Step {
     name: String,
     make: MakeFn,
+    take: Option<TakeFn>,
     check: CheckFn,
 }
 
@@ -106,8 +112,23 @@ impl Flow {
         self.steps.push(Step {
             name: name.to_string(),
             make: Box::new(move |ctx| Box::pin(make(ctx))),
+            take: None,
             check: Box::new(default_check),
         });
+        self
+    }
+
+    /// Take values from the answer of the last step added into the
+    /// instance's variables at that endpoint ([`Context::vars`] of the
+    /// later steps). Runs before the check; an `Err` (a value that is not
+    /// there) fails the instance at that endpoint.
+    pub fn take<F>(mut self, take: F) -> Flow
+    where
+        F: Fn(&Reply, &mut Vars) -> Result<(), StepError> + Send + Sync + 'static,
+    {
+        if let Some(step) = self.steps.last_mut() {
+            step.take = Some(Box::new(take));
+        }
         self
     }
 
@@ -145,6 +166,11 @@ impl Step {
         (self.make)(ctx)
     }
 
+    /// Take values from an answer into `vars`.
+    pub(crate) fn take(&self, reply: &Reply, vars: &mut Vars) -> Result<(), StepError> {
+        self.take.as_ref().map_or(Ok(()), |take| take(reply, vars))
+    }
+
     /// Check an answer.
     pub(crate) fn check(&self, reply: &Reply) -> Result<(), StepError> {
         (self.check)(reply)
@@ -172,6 +198,9 @@ pub struct Context {
     pub instance: u64,
     /// The answers of the earlier steps at this endpoint, in step order.
     pub replies: Vec<Reply>,
+    /// The values the earlier steps took ([`Flow::take`]) at this
+    /// endpoint.
+    pub vars: Vars,
 }
 
 impl Context {
@@ -330,5 +359,138 @@ impl Call {
             headers,
             body: self.body,
         }
+    }
+}
+
+/// Several flows run in one run, mixed by weight: instance n runs flow
+/// [`Mix::pick`]`(n)`. The mix is exact over every cycle of the weights'
+/// sum (smooth weighted round robin: weights 3 and 1 give A A B A, A A B
+/// A, ...), so any share is right to within one cycle.
+pub struct Mix {
+    flows: Vec<std::sync::Arc<Flow>>,
+    /// One cycle of picks.
+    cycle: Vec<usize>,
+}
+
+/// Longest cycle a mix may have (the weights' sum over their common
+/// divisor).
+const MAX_CYCLE: u64 = 100_000;
+
+impl Mix {
+    /// A mix of `flows` with their weights.
+    ///
+    /// # Errors
+    /// No flow, a weight of 0, a flow without steps, or weights whose sum
+    /// (over their common divisor) is over 100,000.
+    pub fn new(flows: Vec<(Flow, u32)>) -> Result<Mix, String> {
+        if flows.is_empty() {
+            return Err("no flow to run".into());
+        }
+        if let Some((f, _)) = flows.iter().find(|(_, w)| *w == 0) {
+            return Err(format!("{}: a weight must be at least 1", f.name()));
+        }
+        if let Some((f, _)) = flows.iter().find(|(f, _)| f.steps().is_empty()) {
+            return Err(format!("{}: a flow needs at least one step", f.name()));
+        }
+        let gcd = flows.iter().fold(0u64, |g, (_, w)| gcd(g, u64::from(*w)));
+        let weights: Vec<u64> = flows.iter().map(|(_, w)| u64::from(*w) / gcd).collect();
+        let total: u64 = weights.iter().sum();
+        if total > MAX_CYCLE {
+            return Err(format!(
+                "the weights add up to {total} parts (over their common divisor); at most {MAX_CYCLE}"
+            ));
+        }
+        let mut current = vec![0i64; weights.len()];
+        let mut cycle = Vec::with_capacity(total as usize);
+        for _ in 0..total {
+            for (c, w) in current.iter_mut().zip(&weights) {
+                *c += *w as i64;
+            }
+            let (best, _) = current
+                .iter()
+                .enumerate()
+                .max_by_key(|(i, c)| (**c, std::cmp::Reverse(*i)))
+                .unwrap_or((0, &0));
+            current[best] -= total as i64;
+            cycle.push(best);
+        }
+        Ok(Mix {
+            flows: flows
+                .into_iter()
+                .map(|(f, _)| std::sync::Arc::new(f))
+                .collect(),
+            cycle,
+        })
+    }
+
+    /// A mix of one flow.
+    pub fn one(flow: std::sync::Arc<Flow>) -> Mix {
+        Mix {
+            flows: vec![flow],
+            cycle: vec![0],
+        }
+    }
+
+    /// The flows, in the order given.
+    pub fn flows(&self) -> &[std::sync::Arc<Flow>] {
+        &self.flows
+    }
+
+    /// Which flow instance `n` runs.
+    pub fn pick(&self, n: u64) -> usize {
+        self.cycle[(n % self.cycle.len() as u64) as usize]
+    }
+}
+
+impl std::fmt::Debug for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.flows.iter().map(|f| f.name()).collect();
+        f.debug_struct("Mix")
+            .field("flows", &names)
+            .field("cycle", &self.cycle.len())
+            .finish()
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(name: &str) -> Flow {
+        Flow::new(name).step("s", |_| async { Ok(Call::get("/")) })
+    }
+
+    #[test]
+    fn a_mix_is_exact_over_each_cycle_and_spread_within_it() {
+        let mix = Mix::new(vec![(flow("a"), 30), (flow("b"), 10)]).unwrap();
+        // 30:10 is 3:1: a a b a, a a b a, ...
+        let picks: Vec<usize> = (0..8).map(|n| mix.pick(n)).collect();
+        assert_eq!(picks, [0, 0, 1, 0, 0, 0, 1, 0]);
+        let mix = Mix::new(vec![(flow("a"), 1), (flow("b"), 2), (flow("c"), 7)]).unwrap();
+        let mut counts = [0u64; 3];
+        for n in 0..10_000 {
+            counts[mix.pick(n)] += 1;
+        }
+        assert_eq!(counts, [1_000, 2_000, 7_000]);
+    }
+
+    #[test]
+    fn a_mix_refuses_what_cannot_run() {
+        assert!(Mix::new(Vec::new()).is_err());
+        assert!(Mix::new(vec![(flow("a"), 0)])
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(Mix::new(vec![(Flow::new("empty"), 1)])
+            .unwrap_err()
+            .contains("step"));
+        assert!(Mix::new(vec![(flow("a"), 100_000), (flow("b"), 1)]).is_err());
     }
 }

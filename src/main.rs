@@ -125,7 +125,7 @@ fn run(args: &RunArgs) -> ExitCode {
             Input::Repeat(r)
         }
         // A flow's requests are built at each endpoint: nothing to replay.
-        (input @ Input::Flow(_), Some(_)) | (input, None) => input,
+        (input @ (Input::Flow(_) | Input::Mix(_)), Some(_)) | (input, None) => input,
     };
     let out = outputs.observe(&mut view, |o| {
         engine::run_resolved(&plan, resolved, input, &stop, o)

@@ -54,6 +54,9 @@ pub enum Input {
     /// Instances of a flow, numbered from 0: as many as `--stop-after N`
     /// says, or until the run is stopped.
     Flow(Arc<crate::flow::Flow>),
+    /// Instances of several flows mixed by weight (scenario suites),
+    /// numbered from 0 across them.
+    Mix(Arc<crate::flow::Mix>),
 }
 
 /// A finished (or stopped) run.
@@ -245,12 +248,17 @@ pub fn run_resolved(
                 });
             }
         }
-        Input::Flow(flow) => {
+        Input::Flow(_) | Input::Mix(_) => {
+            let mix = match input {
+                Input::Mix(mix) => mix,
+                Input::Flow(flow) => Arc::new(crate::flow::Mix::one(flow)),
+                _ => unreachable!("matched above"),
+            };
             // Core c numbers its instances c, c + cores, ...: together
             // 0, 1, 2, ... with no number twice.
             for c in 0..cores as u64 {
                 inputs.push(WorkerInput::Flow {
-                    flow: flow.clone(),
+                    mix: mix.clone(),
                     next: c,
                     step: cores as u64,
                     remaining: quota(c),

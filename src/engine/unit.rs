@@ -16,8 +16,8 @@ use crate::model::Request;
 pub(crate) enum Work {
     /// One request, the same at every endpoint.
     Request(Request),
-    /// Instance `n` of the run's flow.
-    Flow(u64),
+    /// Instance `n` of the run's flows: flow `k` of the mix.
+    Flow(usize, u64),
 }
 
 /// What one endpoint made of a unit of work.
@@ -63,6 +63,8 @@ pub(crate) enum StepFailure {
     Error(StepError),
     /// The answer was not an error but failed the step's check.
     Check(StepError),
+    /// A value the step takes from the answer was not there.
+    Extract(StepError),
 }
 
 impl StepFailure {
@@ -72,6 +74,7 @@ impl StepFailure {
             StepFailure::NotBuilt(e) => format!("not built: {e}"),
             StepFailure::Error(e) => e.to_string(),
             StepFailure::Check(e) => format!("check failed: {e}"),
+            StepFailure::Extract(e) => format!("extract failed: {e}"),
         }
     }
 }
@@ -100,6 +103,7 @@ pub(crate) async fn run_flow(
 ) -> FlowRun {
     let began = due.unwrap_or_else(Instant::now).min(Instant::now());
     let mut replies: Vec<Reply> = Vec::with_capacity(flow.steps().len());
+    let mut vars = crate::flow::Vars::new();
     let mut steps = Vec::with_capacity(flow.steps().len());
     let mut succeeded = true;
     for (k, step) in flow.steps().iter().enumerate() {
@@ -108,6 +112,7 @@ pub(crate) async fn run_flow(
             label: label.clone(),
             instance,
             replies: replies.clone(),
+            vars: vars.clone(),
         };
         let run = match step.make(ctx).await {
             Err(e) => StepRun {
@@ -128,15 +133,13 @@ pub(crate) async fn run_flow(
                             headers: r.headers.clone(),
                             body: r.body.clone(),
                         };
-                        let checked = step.check(&reply);
+                        let checked = match step.check(&reply) {
+                            Err(e) if r.status >= 400 => Some(StepFailure::Error(e)),
+                            Err(e) => Some(StepFailure::Check(e)),
+                            Ok(()) => step.take(&reply, &mut vars).err().map(StepFailure::Extract),
+                        };
                         replies.push(reply);
-                        checked.err().map(|e| {
-                            if r.status >= 400 {
-                                StepFailure::Error(e)
-                            } else {
-                                StepFailure::Check(e)
-                            }
-                        })
+                        checked
                     }
                 };
                 StepRun {

@@ -18,7 +18,7 @@ use super::unit::{self, Done, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
 use crate::endpoint::{Link, Prepared, Slot};
-use crate::flow::Flow;
+use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
 use crate::plan::Plan;
@@ -36,7 +36,7 @@ pub(crate) enum WorkerInput {
     /// Instances of a flow: `next`, then every `step`-th number, `remaining`
     /// more (`None`: until stopped).
     Flow {
-        flow: Arc<Flow>,
+        mix: Arc<Mix>,
         next: u64,
         step: u64,
         remaining: Option<u64>,
@@ -93,8 +93,8 @@ pub(crate) enum CoreMsg {
 struct Core {
     plan: Arc<Plan>,
     window: RefCell<Window<Work, Done>>,
-    /// The flow this core runs instances of, if any.
-    flow: Option<Arc<Flow>>,
+    /// The flows this core runs instances of, if any.
+    mix: Option<Arc<Mix>>,
     /// The plan's taps that see every outcome (`-vv`); usually none.
     outcome_taps: Vec<Arc<dyn super::Tap>>,
     /// Endpoint labels, for flow steps.
@@ -128,9 +128,11 @@ struct Core {
     paused_since: Cell<Option<Instant>>,
     /// Time spent paused so far.
     paused: Cell<Duration>,
-    /// The flow's step names, in order (empty for a request stream): every
-    /// interval's statistics list the steps in this order.
-    step_names: Vec<String>,
+    /// Per flow of the mix, its steps' names as reports show them (with
+    /// the flow's name in front when there are several flows).
+    step_names: Vec<Vec<String>>,
+    /// Per flow of the mix, its name (empty unless there are several).
+    flow_names: Vec<String>,
     live_slots: Cell<usize>,
     inflight: RefCell<Vec<u32>>,
     /// Slots per endpoint waiting for a request (open model: a request
@@ -216,13 +218,11 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     });
     start_barrier.wait();
     let started = Instant::now();
-    let step_names: Vec<String> = match &input {
-        WorkerInput::Flow { flow, .. } => {
-            flow.steps().iter().map(|s| s.name().to_string()).collect()
-        }
-        _ => Vec::new(),
+    let (step_names, flow_names) = match &input {
+        WorkerInput::Flow { mix, .. } => names(mix),
+        _ => (Vec::new(), Vec::new()),
     };
-    let mut first_stats = fresh_stats(endpoints, &step_names);
+    let mut first_stats = fresh_stats(endpoints, &step_names, &flow_names);
     for (s, took) in first_stats.endpoints.iter_mut().zip(&connects) {
         for t in took {
             s.record_connect(*t);
@@ -231,15 +231,15 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
 
     let keep_body = plan.comparer.jsonrpc()
         || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
-    let flow = match &input {
-        WorkerInput::Flow { flow, .. } => Some(flow.clone()),
+    let mix = match &input {
+        WorkerInput::Flow { mix, .. } => Some(mix.clone()),
         _ => None,
     };
     let core = Rc::new(Core {
         // Never smaller than the slots: --lead bounds how much work is
         // open, never how many requests are in flight.
         window: RefCell::new(Window::new(plan.window.max(2 * per_endpoint), endpoints)),
-        flow,
+        mix,
         outcome_taps: plan
             .taps
             .iter()
@@ -253,6 +253,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             .collect(),
         judged: RefCell::new(Vec::with_capacity(endpoints)),
         step_names,
+        flow_names,
         stats: RefCell::new(first_stats),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
         space: Notify::new(),
@@ -407,11 +408,42 @@ async fn wait_for_slots(core: &Core) {
     }
 }
 
-/// Empty statistics for `endpoints`, listing `steps` in order.
-fn fresh_stats(endpoints: usize, steps: &[String]) -> RunStats {
+/// The names reports show for each flow of `mix` and its steps: with
+/// several flows, a step is named `flow: step` and each flow has its own
+/// instance figures.
+fn names(mix: &Mix) -> (Vec<Vec<String>>, Vec<String>) {
+    let several = mix.flows().len() > 1;
+    let steps = mix
+        .flows()
+        .iter()
+        .map(|f| {
+            f.steps()
+                .iter()
+                .map(|s| match several {
+                    true => format!("{}: {}", f.name(), s.name()),
+                    false => s.name().to_string(),
+                })
+                .collect()
+        })
+        .collect();
+    let flows = match several {
+        true => mix.flows().iter().map(|f| f.name().to_string()).collect(),
+        false => Vec::new(),
+    };
+    (steps, flows)
+}
+
+/// Empty statistics for `endpoints`, listing the flows' `steps` and the
+/// `flows` in order.
+fn fresh_stats(endpoints: usize, steps: &[Vec<String>], flows: &[String]) -> RunStats {
     let mut stats = RunStats::new(endpoints);
     for s in &mut stats.endpoints {
-        s.steps = steps.iter().map(|n| stats::PartStats::new(n)).collect();
+        s.steps = steps
+            .iter()
+            .flatten()
+            .map(|n| stats::PartStats::new(n))
+            .collect();
+        s.scenarios = flows.iter().map(|n| stats::FlowStats::named(n)).collect();
     }
     stats
 }
@@ -419,7 +451,7 @@ fn fresh_stats(endpoints: usize, steps: &[String]) -> RunStats {
 impl Core {
     /// Empty statistics for the next interval.
     fn fresh_stats(&self) -> RunStats {
-        fresh_stats(self.labels.len(), &self.step_names)
+        fresh_stats(self.labels.len(), &self.step_names, &self.flow_names)
     }
 
     /// Wake every waiting slot (stop, pause, end of input).
@@ -548,14 +580,14 @@ impl Feed {
             }
             WorkerInput::Batches(_) => self.batch.next().map(Work::Request),
             WorkerInput::Flow {
+                mix,
                 next,
                 step,
                 remaining,
-                ..
             } => take_quota(remaining, counted).then(|| {
                 let n = *next;
                 *next += *step;
-                Work::Flow(n)
+                Work::Flow(mix.pick(n), n)
             }),
         }
     }
@@ -775,11 +807,12 @@ async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
                 }
                 Done::One(outcome)
             }
-            Work::Flow(n) => {
-                let flow = core
-                    .flow
+            Work::Flow(f, n) => {
+                let mix = core
+                    .mix
                     .as_deref()
                     .unwrap_or_else(|| unreachable!("flow work without a flow"));
+                let flow = &mix.flows()[*f];
                 // Boxed: a flow's state (its steps' futures, the answers
                 // so far) stays out of the slot's task, which a request
                 // stream keeps small.
@@ -792,15 +825,17 @@ async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
                     due,
                     |k, step| {
                         if !warmup {
-                            record_step(&core, e, k, step);
+                            record_step(&core, e, &core.step_names[*f][k], step);
                         }
                     },
                 ))
                 .await;
                 if !warmup {
-                    core.stats.borrow_mut().endpoints[e]
-                        .flows
-                        .record(run.succeeded, run.duration);
+                    let s = &mut core.stats.borrow_mut().endpoints[e];
+                    s.flows.record(run.succeeded, run.duration);
+                    if let Some(one) = s.scenarios.get_mut(*f) {
+                        one.record(run.succeeded, run.duration);
+                    }
                 }
                 Done::Flow(run)
             }
@@ -861,15 +896,17 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
 
 /// Record a counted flow step at endpoint `e` as it ends: the request as
 /// any other, and the step's own figures.
-fn record_step(core: &Core, e: usize, k: usize, step: &StepRun) {
-    let name = &core.step_names[k];
+fn record_step(core: &Core, e: usize, name: &str, step: &StepRun) {
     if let Some(outcome) = &step.outcome {
         core.stats.borrow_mut().endpoints[e].sent += 1;
         record(core, e, &step.request, outcome, Some(name));
     }
     let mut stats = core.stats.borrow_mut();
     let s = &mut stats.endpoints[e];
-    let check = matches!(step.failure, Some(StepFailure::Check(_)));
+    let check = matches!(
+        step.failure,
+        Some(StepFailure::Check(_) | StepFailure::Extract(_))
+    );
     if check {
         s.failed_checks += 1;
     }
@@ -882,7 +919,9 @@ fn record_step(core: &Core, e: usize, k: usize, step: &StepRun) {
         }
     }
     // An error answer was grouped as an error already (`record`).
-    if let Some(f @ (StepFailure::NotBuilt(_) | StepFailure::Check(_))) = &step.failure {
+    if let Some(f @ (StepFailure::NotBuilt(_) | StepFailure::Check(_) | StepFailure::Extract(_))) =
+        &step.failure
+    {
         stats::count_group(
             &mut stats.verdicts.error_groups,
             name,
@@ -917,14 +956,14 @@ fn deliver(core: &Core, e: usize, place: usize, done: Done) {
                 let mut kinds = core.kinds.borrow_mut();
                 judge::verdict(plan, &mut stats, &mut kinds, req, &outcomes);
             }
-            Work::Flow(_) => {
+            Work::Flow(f, _) => {
                 let runs = results.iter_mut().map(|r| match r {
                     Some(Done::Flow(run)) => Some(run),
                     _ => None,
                 });
                 judge::flow_verdict(
                     plan,
-                    &core.step_names,
+                    &core.step_names[*f],
                     &mut stats,
                     runs.collect(),
                     &mut outcomes,

@@ -97,6 +97,13 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
             "success_rate": fraction(s.flows.succeeded, s.flows.instances),
             "duration_ms": latency(&s.flows.duration),
         })),
+        "scenarios": s.scenarios.iter().map(|f| json!({
+            "name": f.name,
+            "instances": f.instances,
+            "succeeded": f.succeeded,
+            "success_rate": fraction(f.succeeded, f.instances),
+            "duration_ms": latency(&f.duration),
+        })).collect::<Vec<_>>(),
     })
 }
 

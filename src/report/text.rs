@@ -193,15 +193,26 @@ fn endpoint(
     Ok(())
 }
 
-/// The whole flow instances of an endpoint, if it ran a flow.
+/// The whole flow instances of an endpoint, if it ran a flow (and of each
+/// flow, when it ran several).
 fn flows(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
-    let f = &s.flows;
-    if f.instances == 0 {
+    if s.flows.instances == 0 {
         return Ok(());
     }
+    flow_line(out, "   Flows:      ", &s.flows)?;
+    for f in &s.scenarios {
+        let name = super::escape_terminal(&f.name);
+        flow_line(out, &format!("     {name}: "), f)?;
+    }
+    Ok(())
+}
+
+/// One line of whole instances: how many, how many succeeded, how long
+/// the successful ones took.
+fn flow_line(out: &mut dyn Write, lead: &str, f: &crate::stats::FlowStats) -> io::Result<()> {
     write!(
         out,
-        "   Flows:      {} instances, {} successful ({})",
+        "{lead}{} instances, {} successful ({})",
         f.instances,
         f.succeeded,
         percent(f.succeeded, f.instances)

@@ -140,6 +140,9 @@ pub struct EndpointRecord {
     /// Flows: whole instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flows: Option<FlowRecord>,
+    /// Scenario suites: whole instances of each flow, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<FlowRecord>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -174,12 +177,35 @@ pub struct PartRecord {
 /// Whole flow instances at one endpoint.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlowRecord {
+    /// The flow's name (absent for all flows of a run together).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// Instances that ended.
     pub instances: u64,
     /// Of those, instances whose every step succeeded.
     pub succeeded: u64,
     /// Duration histogram of the successful instances (µs).
     pub duration: String,
+}
+
+impl FlowRecord {
+    fn from_stats(f: &crate::stats::FlowStats) -> FlowRecord {
+        FlowRecord {
+            name: f.name.clone(),
+            instances: f.instances,
+            succeeded: f.succeeded,
+            duration: encode_histogram(&f.duration),
+        }
+    }
+
+    fn to_stats(&self) -> Result<crate::stats::FlowStats, String> {
+        Ok(crate::stats::FlowStats {
+            name: self.name.clone(),
+            instances: self.instances,
+            succeeded: self.succeeded,
+            duration: decode_histogram(&self.duration)?,
+        })
+    }
 }
 
 impl PartRecord {
@@ -431,11 +457,8 @@ impl EndpointRecord {
             failed_checks: s.failed_checks,
             steps: s.steps.iter().map(PartRecord::from_stats).collect(),
             methods: s.methods.iter().map(PartRecord::from_stats).collect(),
-            flows: (s.flows.instances > 0).then(|| FlowRecord {
-                instances: s.flows.instances,
-                succeeded: s.flows.succeeded,
-                duration: encode_histogram(&s.flows.duration),
-            }),
+            flows: (s.flows.instances > 0).then(|| FlowRecord::from_stats(&s.flows)),
+            scenarios: s.scenarios.iter().map(FlowRecord::from_stats).collect(),
         }
     }
 
@@ -473,12 +496,13 @@ impl EndpointRecord {
             ..EndpointStats::default()
         };
         if let Some(f) = &self.flows {
-            s.flows = crate::stats::FlowStats {
-                instances: f.instances,
-                succeeded: f.succeeded,
-                duration: decode_histogram(&f.duration)?,
-            };
+            s.flows = f.to_stats()?;
         }
+        s.scenarios = self
+            .scenarios
+            .iter()
+            .map(FlowRecord::to_stats)
+            .collect::<Result<_, _>>()?;
         if !self.tls.is_empty() {
             s.tls = decode_histogram(&self.tls)?;
         }

@@ -97,6 +97,9 @@ pub struct EndpointStats {
     pub methods: Vec<PartStats>,
     /// Flows: the whole instances.
     pub flows: FlowStats,
+    /// Several flows in one run (scenario suites): the instances of each,
+    /// in the order of the mix; empty otherwise.
+    pub scenarios: Vec<FlowStats>,
 }
 
 /// Most parts (steps, methods) an endpoint keeps by name; later names
@@ -196,6 +199,8 @@ fn merge_parts(parts: &mut Vec<PartStats>, other: &[PartStats]) {
 /// Whole flow instances at one endpoint.
 #[derive(Clone, Debug)]
 pub struct FlowStats {
+    /// The flow's name (empty for all flows of a run together).
+    pub name: String,
     /// Instances that ended at this endpoint (every step done, or one
     /// failed).
     pub instances: u64,
@@ -208,15 +213,21 @@ pub struct FlowStats {
 
 impl Default for FlowStats {
     fn default() -> Self {
+        FlowStats::named("")
+    }
+}
+
+impl FlowStats {
+    /// Empty figures of the flow named `name`.
+    pub fn named(name: &str) -> FlowStats {
         FlowStats {
+            name: name.to_string(),
             instances: 0,
             succeeded: 0,
             duration: new_histogram(),
         }
     }
-}
 
-impl FlowStats {
     /// Record one instance that ended.
     pub fn record(&mut self, succeeded: bool, duration: Duration) {
         self.instances += 1;
@@ -260,6 +271,7 @@ impl Default for EndpointStats {
             steps: Vec::new(),
             methods: Vec::new(),
             flows: FlowStats::default(),
+            scenarios: Vec::new(),
         }
     }
 }
@@ -347,6 +359,12 @@ impl EndpointStats {
         merge_parts(&mut self.steps, &other.steps);
         merge_parts(&mut self.methods, &other.methods);
         self.flows.merge(&other.flows);
+        for f in &other.scenarios {
+            match self.scenarios.iter_mut().find(|s| s.name == f.name) {
+                Some(mine) => mine.merge(f),
+                None => self.scenarios.push(f.clone()),
+            }
+        }
     }
 }
 
