@@ -55,28 +55,31 @@ fn run(plan: &Arc<Plan>, input: Input, observer: &mut dyn Observer) -> RunOutput
 }
 
 /// The rate an endpoint reports against what it completed over the
-/// sending time (the 6 s of `--stop-after`: the hung request is in flight
-/// until the stop).
+/// sending time: the 6 s of `--stop-after` (the hung request is in flight
+/// until the stop), less any time it was held back a full window ahead of
+/// the other endpoint, which the report shows beside the rate.
 fn assert_rate_is_completed_over_the_run(out: &RunOutput, e: usize) {
     let s = &out.stats.endpoints[e];
-    let truth = s.completed() as f64 / 6.0;
+    let sending = 6.0 - s.held.as_secs_f64();
+    let truth = s.completed() as f64 / sending;
     let off = (s.rate - truth).abs() / truth;
     assert!(
         off < 0.03,
-        "endpoint {e}: rate {:.1}/s, completed {} over 6 s = {truth:.1}/s",
+        "endpoint {e}: rate {:.1}/s, completed {} over {sending:.3} s = {truth:.1}/s",
         s.rate,
         s.completed()
     );
 }
 
 /// Every interval after the hang began kept completing requests: none is
-/// below a fifth of the busiest (the last, cut short by the stop, aside).
+/// below a tenth of the busiest (the last, cut short by the stop, aside).
+/// Before the engine judged out of order, they dropped to nothing.
 fn assert_no_stall(intervals: &[Vec<u64>], e: usize) {
     let counts: Vec<u64> = intervals.iter().map(|i| i[e]).collect();
     let full = &counts[..counts.len().min(6)];
     let best = *full.iter().max().unwrap();
     assert!(
-        full.iter().all(|&n| n * 5 >= best),
+        full.iter().all(|&n| n * 10 >= best),
         "endpoint {e} stalled: completed per interval {counts:?}"
     );
 }
