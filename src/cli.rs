@@ -46,6 +46,28 @@ pub enum Command {
     /// file, its endpoints): rates, latency, size, errors, mismatches, the
     /// change against the first, and whether it is significant.
     Compare(CompareArgs),
+    /// Run a scenario file: named sequences of dependent calls (log in,
+    /// take the token, create, read back), every step compared across the
+    /// endpoints. Every run option applies.
+    Run(Box<ScenarioArgs>),
+}
+
+/// Options of `versus run FILE`.
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    /// The scenario file (TOML; see the README, "Scenarios").
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Run only the scenarios whose name matches (a glob with `*`, else a
+    /// part of the name; repeatable).
+    #[arg(long = "match", value_name = "PATTERN")]
+    pub patterns: Vec<String>,
+    /// Print the scenarios (name, weight, steps) and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Options of the run; ENDPOINTs given here replace the file's.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// Options of `versus report`.
@@ -133,7 +155,7 @@ pub struct DemoArgs {
 }
 
 /// Options of a run.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct RunArgs {
     /// Endpoints to send every request to, as URL or NAME=URL. The first is
     /// the reference the others are compared with. Schemes: http:// and

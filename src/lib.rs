@@ -55,4 +55,5 @@ pub mod model;
 pub mod plan;
 pub mod report;
 pub mod results;
+pub mod scenario;
 pub mod stats;

@@ -41,8 +41,41 @@ fn main() -> ExitCode {
             &mut std::io::stdout().lock(),
             &mut std::io::stderr(),
         )),
-        None => run(&cli.run),
+        Some(Command::Run(args)) => scenario(&args),
+        None => run(&cli.run, None),
     }
+}
+
+/// `versus run FILE`: read and check the scenario file, then run its
+/// scenarios mixed by weight like any other run. The file's endpoints
+/// count unless the command line names its own.
+fn scenario(args: &versus::cli::ScenarioArgs) -> ExitCode {
+    let mut suite = match versus::scenario::Suite::load(&args.file, &args.run.endpoints) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("versus: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    if let Err(e) = suite.select(&args.patterns) {
+        eprintln!("versus: {e}");
+        return ExitCode::from(USAGE);
+    }
+    if args.list {
+        print!("{}", suite.listing());
+        return ExitCode::SUCCESS;
+    }
+    let mut run_args = args.run.clone();
+    run_args.endpoints.clone_from(&suite.endpoints);
+    run_args
+        .endpoint_headers
+        .extend(suite.endpoint_headers.iter().cloned());
+    // A scenario run stops after 10 s unless told otherwise, like a
+    // single-request run.
+    if run_args.stop_after.is_none() {
+        run_args.stop_after = Some("10s".to_string());
+    }
+    run(&run_args, Some(suite))
 }
 
 /// Exit code when the run could not be carried out.
@@ -50,7 +83,8 @@ const FAILED: u8 = 1;
 /// Exit code for a bad command line.
 const USAGE: u8 = 2;
 
-fn run(args: &RunArgs) -> ExitCode {
+/// A run of a request stream, or of a scenario file's flows.
+fn run(args: &RunArgs, suite: Option<versus::scenario::Suite>) -> ExitCode {
     let live =
         match versus::live::Mode::for_this_terminal(args.interactive, args.quiet, args.verbose) {
             Ok(m) => m,
@@ -59,9 +93,15 @@ fn run(args: &RunArgs) -> ExitCode {
                 return ExitCode::from(USAGE);
             }
         };
-    let plan = match Plan::from_args(args, std::io::stdin().is_terminal()) {
+    let plan = match Plan::from_args(args, std::io::stdin().is_terminal() && suite.is_none()) {
         Ok(mut p) => {
             p.interval = live.interval(p.interval);
+            if let Some(s) = &suite {
+                if let Err(e) = s.fit(&mut p) {
+                    eprintln!("versus: {e}");
+                    return ExitCode::from(USAGE);
+                }
+            }
             Arc::new(p)
         }
         Err(e) => {
@@ -84,8 +124,15 @@ fn run(args: &RunArgs) -> ExitCode {
     }
     // Everything that can keep the run from starting comes before the
     // output files are created: a typo must not cost an earlier run's file.
-    let input = match &plan.mode {
-        RequestMode::Stream => {
+    let input = match (&plan.mode, suite) {
+        (_, Some(suite)) => match suite.mix() {
+            Ok(mix) => Input::Mix(Arc::new(mix)),
+            Err(e) => {
+                eprintln!("versus: {e}");
+                return ExitCode::from(USAGE);
+            }
+        },
+        (RequestMode::Stream, None) => {
             match versus::input::open(plan.input_format, plan.input_file.as_deref(), plan.max_line)
             {
                 Ok(source) => Input::Stream(source),
@@ -95,8 +142,9 @@ fn run(args: &RunArgs) -> ExitCode {
                 }
             }
         }
-        RequestMode::Single(r) => Input::Repeat(r.clone()),
+        (RequestMode::Single(r), None) => Input::Repeat(r.clone()),
     };
+    let flows = matches!(input, Input::Mix(_));
     let resolved = match engine::resolve(&plan) {
         Ok(r) => r,
         Err(e) => {
@@ -139,6 +187,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
     };
     if plan.mode == RequestMode::Stream
+        && !flows
         && out.input.requests == 0
         && out.input_error.is_none()
         && !out.interrupted

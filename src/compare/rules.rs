@@ -273,6 +273,19 @@ impl Rules {
         Ok(Rules { default, sections })
     }
 
+    /// Add a `[step.NAME]` section (a scenario step's own rules) from its
+    /// TOML table.
+    ///
+    /// # Errors
+    /// Unknown keys or bad paths, naming them.
+    pub fn add_step(&mut self, name: &str, table: &toml::Table) -> Result<(), RuleError> {
+        let context = format!("[step.{}]", toml_key(name));
+        let overlay = parse_overlay(&context, table)?;
+        self.sections
+            .push((Selector::Step(byte_glob(name)), overlay));
+        Ok(())
+    }
+
     /// The rules for one flow step: the default merged with every
     /// `[step.NAME]` section whose glob matches `name`.
     pub fn for_step(&self, name: &str) -> Cow<'_, RuleSet> {

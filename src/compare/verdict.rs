@@ -78,6 +78,18 @@ impl Comparer {
         self
     }
 
+    /// Add a flow step's own rules (a `[step.NAME]` section).
+    ///
+    /// # Errors
+    /// Unknown keys or bad paths, naming them.
+    pub fn add_step_rules(
+        &mut self,
+        step: &str,
+        table: &toml::Table,
+    ) -> Result<(), super::rules::RuleError> {
+        self.rules.add_step(step, table)
+    }
+
     /// Turn JSON-RPC awareness on or off.
     pub fn with_jsonrpc(mut self, on: bool) -> Comparer {
         self.jsonrpc = on;

@@ -34,6 +34,7 @@ pub struct Reply {
     pub status: u16,
     pub body: Bytes,
     pub delay: Duration,
+    pub headers: Vec<(String, String)>,
 }
 
 impl Reply {
@@ -42,7 +43,12 @@ impl Reply {
             status: 200,
             body: body.into(),
             delay: Duration::ZERO,
+            headers: Vec::new(),
         }
+    }
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
     }
     pub fn status(mut self, s: u16) -> Reply {
         self.status = s;
@@ -391,6 +397,12 @@ async fn serve(
         c.in_flight.fetch_sub(1, Ordering::SeqCst);
         let mut resp = hyper::Response::new(Full::new(reply.body));
         *resp.status_mut() = http::StatusCode::from_u16(reply.status).unwrap();
+        for (n, v) in &reply.headers {
+            resp.headers_mut().append(
+                http::HeaderName::try_from(n.as_str()).unwrap(),
+                http::HeaderValue::try_from(v.as_str()).unwrap(),
+            );
+        }
         if last && seen.version == http::Version::HTTP_11 {
             resp.headers_mut()
                 .insert(http::header::CONNECTION, "close".parse().unwrap());

@@ -1,0 +1,797 @@
+//! Scenario files (`versus run FILE`): named sequences of dependent HTTP
+//! calls in TOML, turned into [`Flow`]s before the run. A file has
+//! endpoints, constant variables, data rows (one per instance), and one or
+//! more scenarios of steps; a step's method, path, query, headers and body
+//! are templates (`template.rs`), it takes values from its answer
+//! (`extract.rs`) and checks it, and an endpoint may have its own version
+//! of a step. Everything is checked when the file is read: a template
+//! that does not parse, a variable nothing defines, a JSON path that is
+//! not valid, a step name used twice, a data file without a column that a
+//! step uses; each error names the file and line and says how to fix it.
+//! The format is documented in the README ("Scenarios").
+
+mod data;
+mod extract;
+mod template;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use self::data::{Data, Order};
+use self::extract::{Check, Checks, JsonPath, Source, Takes};
+use self::template::{Escape, Template};
+use crate::flow::{Call, Context, Flow, Mix, StepError};
+
+/// Built-in variables every template can read.
+const BUILTINS: [&str; 2] = ["instance", "endpoint"];
+
+/// A scenario file, read and checked.
+pub struct Suite {
+    /// The endpoints the file names, as `NAME=URL`.
+    pub endpoints: Vec<String>,
+    /// Headers the file gives an endpoint, as `NAME=Name: value`.
+    pub endpoint_headers: Vec<String>,
+    /// The scenarios, in file order.
+    pub scenarios: Vec<Scenario>,
+    /// Response headers some step takes a value from (the transport must
+    /// keep them).
+    pub headers_taken: Vec<String>,
+}
+
+/// One named scenario.
+pub struct Scenario {
+    /// Its name.
+    pub name: String,
+    /// Its weight in a mix.
+    pub weight: u32,
+    /// Its steps' names.
+    pub steps: Vec<String>,
+    rules: Vec<(String, toml::Table)>,
+    flow: Flow,
+}
+
+/// Why a scenario file cannot be run: the place and the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ScenarioError(pub String);
+
+// ---- the file as written ------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    #[serde(default)]
+    endpoint: Vec<EndpointDoc>,
+    #[serde(default)]
+    vars: BTreeMap<String, toml::Value>,
+    data: Option<DataDoc>,
+    #[serde(default)]
+    scenario: Vec<ScenarioDoc>,
+    /// One scenario without a `[[scenario]]` table: its steps.
+    #[serde(default)]
+    step: Vec<StepDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointDoc {
+    name: Spanned<String>,
+    url: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DataDoc {
+    file: Option<Spanned<String>>,
+    #[serde(default)]
+    rows: Vec<toml::Table>,
+    #[serde(default)]
+    order: Order,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioDoc {
+    name: Spanned<String>,
+    #[serde(default = "one")]
+    weight: u32,
+    #[serde(default)]
+    step: Vec<StepDoc>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// What a step sends; an endpoint's override replaces the fields it gives.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallDoc {
+    method: Option<String>,
+    path: Option<String>,
+    query: Option<BTreeMap<String, String>>,
+    headers: Option<BTreeMap<String, String>>,
+    body: Option<String>,
+    json: Option<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepDoc {
+    name: Spanned<String>,
+    #[serde(flatten)]
+    call: CallDoc,
+    #[serde(default, with = "humantime_serde_opt")]
+    think: Option<Duration>,
+    #[serde(default)]
+    extract: BTreeMap<String, String>,
+    #[serde(default)]
+    check: BTreeMap<String, toml::Value>,
+    rules: Option<toml::Table>,
+    #[serde(default)]
+    endpoint: BTreeMap<String, CallDoc>,
+}
+
+/// `think = "100ms"` as a humantime duration.
+mod humantime_serde_opt {
+    use serde::Deserialize;
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<std::time::Duration>, D::Error> {
+        let s: Option<String> = Option::deserialize(d)?;
+        s.map(|s| {
+            humantime::parse_duration(&s)
+                .map_err(|e| serde::de::Error::custom(format!("think = {s:?}: {e}")))
+        })
+        .transpose()
+    }
+}
+
+// ---- compiled ----------------------------------------------------------
+
+/// A step's call at one endpoint, compiled.
+struct CallPlan {
+    method: http::Method,
+    path: Template,
+    headers: Vec<(http::HeaderName, Template)>,
+    body: Option<Template>,
+    json: bool,
+}
+
+/// Everything a step's code needs at run time, shared by its instances.
+struct StepPlan {
+    /// Per endpoint (by position), the call.
+    calls: Vec<Arc<CallPlan>>,
+    think: Option<Duration>,
+    constants: Arc<BTreeMap<String, String>>,
+    data: Arc<Data>,
+    labels: Arc<Vec<String>>,
+}
+
+impl Suite {
+    /// Read and check the scenario file at `path`. `endpoints`, when not
+    /// empty, replaces the file's (`NAME=URL` or URL, as on the command
+    /// line): per-endpoint step versions then refer to these names.
+    ///
+    /// # Errors
+    /// Anything that keeps the file from running, naming the file, the
+    /// line and the fix.
+    pub fn load(path: &Path, endpoints: &[String]) -> Result<Suite, ScenarioError> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ScenarioError(format!("{shown}: {e}")))?;
+        let at = |span: std::ops::Range<usize>| {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("{shown}:{line}")
+        };
+        let doc: FileDoc = toml::from_str(&text).map_err(|e| {
+            let place = e.span().map_or(shown.clone(), &at);
+            ScenarioError(format!("{place}: {}", e.message().trim_end()))
+        })?;
+
+        // Endpoints: the command line's, else the file's.
+        let (names, endpoint_specs, endpoint_headers) = if endpoints.is_empty() {
+            if doc.endpoint.is_empty() {
+                return Err(ScenarioError(format!(
+                    "{shown}: no endpoint: add [[endpoint]] tables (name, url) or name NAME=URL on the command line"
+                )));
+            }
+            let mut names = Vec::new();
+            let mut specs = Vec::new();
+            let mut headers = Vec::new();
+            for e in &doc.endpoint {
+                let name = e.name.get_ref();
+                if names.contains(name) {
+                    return Err(ScenarioError(format!(
+                        "{}: endpoint {name:?} is named twice",
+                        at(e.name.span())
+                    )));
+                }
+                names.push(name.clone());
+                specs.push(format!("{name}={}", e.url));
+                for (k, v) in &e.headers {
+                    headers.push(format!("{name}={k}: {v}"));
+                }
+            }
+            (names, specs, headers)
+        } else {
+            let names = endpoints
+                .iter()
+                .enumerate()
+                .map(|(i, e)| match e.split_once('=') {
+                    Some((n, _)) if !n.contains("://") => n.to_string(),
+                    _ => i.to_string(),
+                })
+                .collect();
+            (names, endpoints.to_vec(), Vec::new())
+        };
+
+        let constants: BTreeMap<String, String> = doc
+            .vars
+            .iter()
+            .map(|(k, v)| {
+                data::scalar(v).map(|v| (k.clone(), v)).ok_or_else(|| {
+                    ScenarioError(format!("{shown}: [vars] {k}: a string, number or boolean"))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let data = match &doc.data {
+            None => Data::default(),
+            Some(d) => match &d.file {
+                Some(file) => {
+                    let p = resolve(path, file.get_ref());
+                    Data::file(&p, d.order)
+                        .map_err(|e| ScenarioError(format!("{}: [data] {e}", at(file.span()))))?
+                }
+                None => Data::inline(&d.rows, d.order)
+                    .map_err(|e| ScenarioError(format!("{shown}: [data] {e}")))?,
+            },
+        };
+        let constants = Arc::new(constants);
+        let data = Arc::new(data);
+        let labels = Arc::new(names.clone());
+
+        let docs: Vec<(Spanned<String>, u32, &[StepDoc])> = if doc.scenario.is_empty() {
+            if doc.step.is_empty() {
+                return Err(ScenarioError(format!(
+                    "{shown}: no steps: add [[step]] tables, or [[scenario]] tables with [[scenario.step]]"
+                )));
+            }
+            let stem = path
+                .file_stem()
+                .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+            vec![(Spanned::new(0..0, stem), 1, &doc.step)]
+        } else {
+            if !doc.step.is_empty() {
+                return Err(ScenarioError(format!(
+                    "{shown}: top-level [[step]] tables and [[scenario]] tables together: put the steps in a [[scenario]]"
+                )));
+            }
+            doc.scenario
+                .iter()
+                .map(|s| (s.name.clone(), s.weight, s.step.as_slice()))
+                .collect()
+        };
+
+        let mut scenarios = Vec::new();
+        let mut headers_taken = Vec::new();
+        let several = docs.len() > 1;
+        for (name, weight, steps) in docs {
+            if scenarios
+                .iter()
+                .any(|s: &Scenario| &s.name == name.get_ref())
+            {
+                return Err(ScenarioError(format!(
+                    "{}: scenario {:?} is named twice",
+                    at(name.span()),
+                    name.get_ref()
+                )));
+            }
+            if steps.is_empty() {
+                return Err(ScenarioError(format!(
+                    "{}: scenario {:?} has no [[scenario.step]]",
+                    at(name.span()),
+                    name.get_ref()
+                )));
+            }
+            if weight == 0 {
+                return Err(ScenarioError(format!(
+                    "{}: scenario {:?}: a weight must be at least 1",
+                    at(name.span()),
+                    name.get_ref()
+                )));
+            }
+            let mut flow = Flow::new(name.get_ref());
+            let mut known: HashSet<String> = constants.keys().cloned().collect();
+            known.extend(data.columns().iter().cloned());
+            known.extend(BUILTINS.iter().map(|s| s.to_string()));
+            let mut step_names: Vec<String> = Vec::new();
+            let mut rules = Vec::new();
+            for step in steps {
+                let sname = step.name.get_ref().clone();
+                let here = at(step.name.span());
+                let fail = |m: String| ScenarioError(format!("{here}: step {sname:?}: {m}"));
+                if step_names.contains(&sname) {
+                    return Err(fail(
+                        "this step name is used twice in the scenario; names must differ".into(),
+                    ));
+                }
+                for e in step.endpoint.keys() {
+                    if !names.contains(e) {
+                        return Err(fail(format!(
+                            "[endpoint.{e}] names no endpoint of this run (they are {})",
+                            names.join(", ")
+                        )));
+                    }
+                }
+                // The step's call at every endpoint, checked against the
+                // variables known before it.
+                let mut calls = Vec::with_capacity(names.len());
+                for endpoint in &names {
+                    let call = overlay(&step.call, step.endpoint.get(endpoint));
+                    let compiled = compile(&call).map_err(&fail)?;
+                    for v in compiled.vars() {
+                        if !known.contains(v) {
+                            return Err(fail(undefined(v, &data, &names, endpoint)));
+                        }
+                    }
+                    calls.push(Arc::new(compiled));
+                }
+                let takes = Takes(
+                    step.extract
+                        .iter()
+                        .map(|(var, src)| {
+                            Source::parse(src)
+                                .map(|s| (var.clone(), s))
+                                .map_err(|e| fail(format!("extract {var}: {e}")))
+                        })
+                        .collect::<Result<_, _>>()?,
+                );
+                for (_, s) in &takes.0 {
+                    if let Some(h) = s.header() {
+                        if !headers_taken.iter().any(|k: &String| k == h) {
+                            headers_taken.push(h.to_string());
+                        }
+                    }
+                }
+                let checks = parse_checks(&step.check).map_err(&fail)?;
+                if let Some(r) = &step.rules {
+                    let shown_name = match several {
+                        true => format!("{}: {sname}", name.get_ref()),
+                        false => sname.clone(),
+                    };
+                    rules.push((shown_name, r.clone()));
+                }
+                known.extend(takes.0.iter().map(|(v, _)| v.clone()));
+                step_names.push(sname.clone());
+                let plan = Arc::new(StepPlan {
+                    calls,
+                    think: step.think,
+                    constants: constants.clone(),
+                    data: data.clone(),
+                    labels: labels.clone(),
+                });
+                flow = flow
+                    .step(&sname, move |ctx| run_step(plan.clone(), ctx))
+                    .check(move |r| checks.apply(r))
+                    .take(move |r, vars| takes.apply(r, vars));
+            }
+            scenarios.push(Scenario {
+                name: name.get_ref().clone(),
+                weight,
+                steps: step_names,
+                rules,
+                flow,
+            });
+        }
+        Ok(Suite {
+            endpoints: endpoint_specs,
+            endpoint_headers,
+            scenarios,
+            headers_taken,
+        })
+    }
+
+    /// Keep only the scenarios whose name matches one of `patterns` (a
+    /// glob with `*`, or else a part of the name); all when there are
+    /// none.
+    ///
+    /// # Errors
+    /// When no scenario matches.
+    pub fn select(&mut self, patterns: &[String]) -> Result<(), ScenarioError> {
+        if patterns.is_empty() {
+            return Ok(());
+        }
+        let all: Vec<String> = self.scenarios.iter().map(|s| s.name.clone()).collect();
+        self.scenarios
+            .retain(|s| patterns.iter().any(|p| name_matches(p, &s.name)));
+        if self.scenarios.is_empty() {
+            return Err(ScenarioError(format!(
+                "--match {}: no scenario matches (there are {})",
+                patterns.join(" --match "),
+                all.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// The list `--list` prints: each scenario with its weight and steps.
+    pub fn listing(&self) -> String {
+        let mut out = String::new();
+        for s in &self.scenarios {
+            out.push_str(&format!(
+                "{}  (weight {})  {}\n",
+                s.name,
+                s.weight,
+                s.steps.join(" -> ")
+            ));
+        }
+        out
+    }
+
+    /// Fit a plan to the suite: keep the headers steps take values from,
+    /// and add each step's comparison rules as a `[step.NAME]` section.
+    ///
+    /// # Errors
+    /// A step's rules that are not valid rules.
+    pub fn fit(&self, plan: &mut crate::plan::Plan) -> Result<(), ScenarioError> {
+        for h in &self.headers_taken {
+            let name = http::HeaderName::try_from(h.as_str())
+                .map_err(|_| ScenarioError(format!("{h:?} is not a header name")))?;
+            if !plan.transport.keep_headers.contains(&name) {
+                plan.transport.keep_headers.push(name);
+            }
+        }
+        for s in &self.scenarios {
+            for (step, table) in &s.rules {
+                plan.comparer
+                    .add_step_rules(step, table)
+                    .map_err(|e| ScenarioError(format!("step {step:?}: rules: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The scenarios as flows mixed by weight.
+    ///
+    /// # Errors
+    /// Weights whose cycle is too long.
+    pub fn mix(self) -> Result<Mix, ScenarioError> {
+        Mix::new(
+            self.scenarios
+                .into_iter()
+                .map(|s| (s.flow, s.weight))
+                .collect(),
+        )
+        .map_err(ScenarioError)
+    }
+}
+
+/// A path in the file, relative to the file's folder.
+fn resolve(file: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    file.parent().unwrap_or(Path::new(".")).join(p)
+}
+
+fn name_matches(pattern: &str, name: &str) -> bool {
+    if !pattern.contains('*') {
+        return name.contains(pattern);
+    }
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let mut rest = name;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    rest.is_empty()
+}
+
+/// The message for a variable nothing defines.
+fn undefined(v: &str, data: &Data, names: &[String], endpoint: &str) -> String {
+    let columns = if data.columns().is_empty() {
+        String::new()
+    } else {
+        format!("; the data has the columns {}", data.columns().join(", "))
+    };
+    let at = if names.len() > 1 {
+        format!(" (at endpoint {endpoint})")
+    } else {
+        String::new()
+    };
+    format!(
+        "{{{{ {v} }}}}{at} is not defined: no earlier step takes it (extract = {{ {v} = \"$.{v}\" }}), and it is not in [vars]{columns}"
+    )
+}
+
+/// An endpoint's version of a call: its fields replace the step's.
+fn overlay(base: &CallDoc, own: Option<&CallDoc>) -> CallDoc {
+    let Some(own) = own else {
+        return base.clone();
+    };
+    CallDoc {
+        method: own.method.clone().or_else(|| base.method.clone()),
+        path: own.path.clone().or_else(|| base.path.clone()),
+        query: own.query.clone().or_else(|| base.query.clone()),
+        headers: own.headers.clone().or_else(|| base.headers.clone()),
+        body: own.body.clone().or_else(|| base.body.clone()),
+        json: own.json.clone().or_else(|| base.json.clone()),
+    }
+}
+
+impl CallPlan {
+    fn vars(&self) -> Vec<&str> {
+        let mut v = self.path.vars();
+        for (_, t) in &self.headers {
+            v.extend(t.vars());
+        }
+        if let Some(b) = &self.body {
+            v.extend(b.vars());
+        }
+        v
+    }
+}
+
+/// Compile a step's call.
+fn compile(call: &CallDoc) -> Result<CallPlan, String> {
+    if call.body.is_some() && call.json.is_some() {
+        return Err("give `body` or `json`, not both".into());
+    }
+    let has_body = call.body.is_some() || call.json.is_some();
+    let method = match &call.method {
+        Some(m) => http::Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+            .map_err(|_| format!("method {m:?} is not an HTTP method"))?,
+        None if has_body => http::Method::POST,
+        None => http::Method::GET,
+    };
+    let raw_path = call.path.as_deref().unwrap_or("/");
+    let mut path = Template::parse(raw_path, Escape::None).map_err(|e| format!("path: {e}"))?;
+    if let Some(q) = &call.query {
+        for (i, (k, v)) in q.iter().enumerate() {
+            let sep = if i == 0 && !raw_path.contains('?') {
+                "?"
+            } else {
+                "&"
+            };
+            path.push(Template::literal(&format!(
+                "{sep}{}=",
+                urlencode_literal(k)
+            )));
+            // Query values are URL-encoded, holes as they are rendered.
+            path.push(encoded(v).map_err(|e| format!("query {k}: {e}"))?);
+        }
+    }
+    let mut headers = Vec::new();
+    for (k, v) in call.headers.iter().flatten() {
+        let name = http::HeaderName::try_from(k.as_str())
+            .map_err(|_| format!("{k:?} is not a header name"))?;
+        headers.push((
+            name,
+            Template::parse(v, Escape::None).map_err(|e| format!("header {k}: {e}"))?,
+        ));
+    }
+    let (body, json) = match (&call.body, &call.json) {
+        (Some(b), _) => (
+            Some(Template::parse(b, Escape::None).map_err(|e| format!("body: {e}"))?),
+            false,
+        ),
+        (None, Some(j)) => (Some(json_template(j)?), true),
+        (None, None) => (None, false),
+    };
+    Ok(CallPlan {
+        method,
+        path,
+        headers,
+        body,
+        json,
+    })
+}
+
+/// A query value template whose holes are URL-encoded: `a {{x}}` becomes
+/// `a%20` then urlencode(x).
+fn encoded(v: &str) -> Result<Template, String> {
+    let mut out = Template::literal("");
+    let mut rest = v;
+    while let Some(open) = rest.find("{{") {
+        out.push(Template::literal(&urlencode_literal(&rest[..open])));
+        let close = rest[open..]
+            .find("}}")
+            .ok_or_else(|| format!("`{{{{` without `}}}}` in {v:?}"))?;
+        let inner = rest[open + 2..open + close].trim();
+        out.push(Template::parse(
+            &format!("{{{{ urlencode({inner}) }}}}"),
+            Escape::None,
+        )?);
+        rest = &rest[open + close + 2..];
+    }
+    out.push(Template::literal(&urlencode_literal(rest)));
+    Ok(out)
+}
+
+fn urlencode_literal(s: &str) -> String {
+    Template::parse("{{ urlencode(x) }}", Escape::None)
+        .map(|t| t.render(&|_| Some(s.to_string())))
+        .unwrap_or_default()
+}
+
+/// A JSON body from a TOML value: strings are templates whose values are
+/// written as JSON string content; everything else is literal JSON.
+fn json_template(v: &toml::Value) -> Result<Template, String> {
+    let mut t = Template::literal("");
+    json_into(v, &mut t)?;
+    Ok(t)
+}
+
+fn json_into(v: &toml::Value, t: &mut Template) -> Result<(), String> {
+    match v {
+        toml::Value::String(s) => {
+            t.push(Template::literal("\""));
+            // Literal text escaped now; holes escaped as they are rendered.
+            let mut rest = s.as_str();
+            while let Some(open) = rest.find("{{") {
+                t.push(Template::literal(&json_escape(&rest[..open])));
+                let close = rest[open..]
+                    .find("}}")
+                    .ok_or_else(|| format!("json: `{{{{` without `}}}}` in {s:?}"))?;
+                t.push(
+                    Template::parse(&rest[open..open + close + 2], Escape::JsonString)
+                        .map_err(|e| format!("json: {e}"))?,
+                );
+                rest = &rest[open + close + 2..];
+            }
+            t.push(Template::literal(&json_escape(rest)));
+            t.push(Template::literal("\""));
+        }
+        toml::Value::Array(items) => {
+            t.push(Template::literal("["));
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    t.push(Template::literal(","));
+                }
+                json_into(item, t)?;
+            }
+            t.push(Template::literal("]"));
+        }
+        toml::Value::Table(map) => {
+            t.push(Template::literal("{"));
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    t.push(Template::literal(","));
+                }
+                t.push(Template::literal(&format!(
+                    "{}:",
+                    serde_json::Value::String(k.clone())
+                )));
+                json_into(item, t)?;
+            }
+            t.push(Template::literal("}"));
+        }
+        toml::Value::Integer(n) => t.push(Template::literal(&n.to_string())),
+        toml::Value::Float(f) => t.push(Template::literal(&f.to_string())),
+        toml::Value::Boolean(b) => t.push(Template::literal(&b.to_string())),
+        toml::Value::Datetime(d) => t.push(Template::literal(&format!("\"{d}\""))),
+    }
+    Ok(())
+}
+
+/// `s` as the content of a JSON string literal.
+fn json_escape(s: &str) -> String {
+    let quoted = serde_json::Value::String(s.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// The checks of `check = { status = 200, "$.a" = 1, "$.b" = { exists = true } }`.
+fn parse_checks(table: &BTreeMap<String, toml::Value>) -> Result<Checks, String> {
+    let mut checks = Vec::new();
+    for (key, value) in table {
+        if key == "status" {
+            let codes = match value {
+                toml::Value::Integer(n) => vec![*n],
+                toml::Value::Array(a) => a
+                    .iter()
+                    .map(|v| v.as_integer().ok_or("check status: a list of numbers"))
+                    .collect::<Result<_, _>>()?,
+                _ => return Err("check status: a number or a list of numbers".into()),
+            };
+            let codes = codes
+                .into_iter()
+                .map(|c| u16::try_from(c).ok().filter(|c| (100..1000).contains(c)))
+                .collect::<Option<Vec<u16>>>()
+                .ok_or("check status: codes from 100 to 999")?;
+            checks.push(Check::Status(codes));
+            continue;
+        }
+        let path = JsonPath::parse(key).map_err(|e| format!("check: {e}"))?;
+        let check = match value {
+            toml::Value::Table(t) if t.len() == 1 && t.contains_key("exists") => {
+                let want = t["exists"].as_bool().ok_or("check: exists = true or false")?;
+                Check::Exists(path, want)
+            }
+            toml::Value::Table(t) if t.len() == 1 && t.contains_key("matches") => {
+                let re = t["matches"].as_str().ok_or("check: matches = \"REGEX\"")?;
+                let re = regex::Regex::new(re).map_err(|e| format!("check {key}: {e}"))?;
+                Check::Matches(path, re)
+            }
+            toml::Value::Table(t) if t.len() == 1 && t.contains_key("equals") => {
+                Check::Equals(path, to_json(&t["equals"]))
+            }
+            toml::Value::Table(_) => {
+                return Err(format!(
+                    "check {key}: a value, or one of {{ exists = true }}, {{ matches = \"REGEX\" }}, {{ equals = VALUE }}"
+                ))
+            }
+            v => Check::Equals(path, to_json(v)),
+        };
+        checks.push(check);
+    }
+    Ok(Checks(checks))
+}
+
+fn to_json(v: &toml::Value) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+/// Build a step's request at one endpoint.
+async fn run_step(plan: Arc<StepPlan>, ctx: Context) -> Result<Call, StepError> {
+    if let Some(think) = plan.think {
+        tokio::time::sleep(think).await;
+    }
+    let call = plan
+        .calls
+        .get(ctx.endpoint)
+        .ok_or_else(|| StepError("no such endpoint".into()))?;
+    let lookup = |name: &str| -> Option<String> {
+        if let Some(v) = ctx.vars.get(name) {
+            return Some(v.clone());
+        }
+        if let Some(v) = plan.data.value(ctx.instance, name) {
+            return Some(v.to_string());
+        }
+        if let Some(v) = plan.constants.get(name) {
+            return Some(v.clone());
+        }
+        match name {
+            "instance" => Some(ctx.instance.to_string()),
+            "endpoint" => plan.labels.get(ctx.endpoint).cloned(),
+            _ => None,
+        }
+    };
+    let mut out = Call::new(call.method.clone(), &call.path.render(&lookup));
+    for (name, value) in &call.headers {
+        out = out.header(name.as_str(), &value.render(&lookup))?;
+    }
+    if let Some(body) = &call.body {
+        let typed = call
+            .headers
+            .iter()
+            .any(|(n, _)| n == http::header::CONTENT_TYPE);
+        if call.json && !typed {
+            out = out.header("content-type", "application/json")?;
+        }
+        out = out.body(body.render(&lookup));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,211 @@
+//! Reading scenario files: what a valid file becomes, and every error
+//! before the run with its file, line and fix.
+
+use super::*;
+
+fn file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("versus-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn error(name: &str, text: &str) -> String {
+    match Suite::load(&file(name, text), &[]) {
+        Ok(_) => panic!("{name} was accepted"),
+        Err(e) => e.0,
+    }
+}
+
+const ENDPOINTS: &str = r#"
+[[endpoint]]
+name = "old"
+url = "http://127.0.0.1:1/"
+
+[[endpoint]]
+name = "new"
+url = "http://127.0.0.1:2/v2/"
+headers = { "x-key" = "k" }
+"#;
+
+#[test]
+fn a_file_becomes_endpoints_and_flows() {
+    let text = format!(
+        r#"{ENDPOINTS}
+[vars]
+user = "ann"
+
+[[scenario]]
+name = "shop"
+weight = 3
+
+[[scenario.step]]
+name = "login"
+json = {{ user = "{{{{ user }}}}" }}
+extract = {{ token = "$.token", where = "header:location" }}
+
+[[scenario.step]]
+name = "me"
+path = "/me"
+headers = {{ authorization = "Bearer {{{{ token }}}}" }}
+check = {{ status = 200, "$.name" = "ann" }}
+rules = {{ ignore = ["$.seen"] }}
+
+[scenario.step.endpoint.new]
+path = "/users/me"
+
+[[scenario]]
+name = "browse"
+[[scenario.step]]
+name = "home"
+"#
+    );
+    let mut suite = Suite::load(&file("ok.toml", &text), &[]).unwrap();
+    assert_eq!(
+        suite.endpoints,
+        ["old=http://127.0.0.1:1/", "new=http://127.0.0.1:2/v2/"]
+    );
+    assert_eq!(suite.endpoint_headers, ["new=x-key: k"]);
+    assert_eq!(suite.headers_taken, ["location"]);
+    assert_eq!(
+        suite.listing(),
+        "shop  (weight 3)  login -> me\nbrowse  (weight 1)  home\n"
+    );
+    assert_eq!(suite.scenarios[0].rules[0].0, "shop: me");
+    suite.select(&["bro*".to_string()]).unwrap();
+    assert_eq!(suite.listing(), "browse  (weight 1)  home\n");
+    assert!(suite
+        .select(&["nothing".to_string()])
+        .unwrap_err()
+        .0
+        .contains("no scenario matches (there are browse)"));
+}
+
+#[test]
+fn a_step_renders_its_call_per_endpoint_from_its_values() {
+    let text = format!(
+        r#"{ENDPOINTS}
+[data]
+rows = [{{ id = 7, name = "a b" }}]
+
+[[step]]
+name = "find"
+path = "/items/{{{{ id }}}}"
+query = {{ q = "{{{{ name }}}}!", page = "2" }}
+json = {{ tag = "say \"{{{{ name }}}}\"", n = 1, on = true }}
+
+[step.endpoint.new]
+method = "PUT"
+"#
+    );
+    let suite = Suite::load(&file("render.toml", &text), &[]).unwrap();
+    let mix = suite.mix().unwrap();
+    let flow = &mix.flows()[0];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let call = |endpoint| {
+        let ctx = Context {
+            endpoint,
+            label: "x".into(),
+            instance: 0,
+            replies: Vec::new(),
+            vars: Default::default(),
+        };
+        rt.block_on(flow.steps()[0].make(ctx))
+            .unwrap()
+            .into_request(0)
+    };
+    let old = call(0);
+    assert_eq!(old.method, Some(http::Method::POST));
+    assert_eq!(old.target.as_deref(), Some("/items/7?page=2&q=a%20b%21"));
+    // Keys in the file's order.
+    assert_eq!(&old.body[..], br#"{"tag":"say \"a b\"","n":1,"on":true}"#);
+    assert!(old
+        .headers
+        .iter()
+        .any(|(n, v)| n == "content-type" && v == "application/json"));
+    assert_eq!(call(1).method, Some(http::Method::PUT));
+}
+
+#[test]
+fn every_error_before_the_run_names_the_file_line_and_fix() {
+    // An undefined variable: the line of its step, and what would define it.
+    let e = error(
+        "undefined.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\n\n[[step]]\nname = \"b\"\npath = \"/x/{{{{ token }}}}\"\n"),
+    );
+    assert!(e.contains("undefined.toml:15: step \"b\""), "{e}");
+    assert!(e.contains("{{ token }}"), "{e}");
+    assert!(e.contains("extract"), "{e}");
+    // A variable taken by a later step is not defined yet.
+    let e = error(
+        "order.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\npath = \"/{{{{ id }}}}\"\n\n[[step]]\nname = \"b\"\nextract = {{ id = \"$.id\" }}\n"),
+    );
+    assert!(e.contains("order.toml:12: step \"a\""), "{e}");
+    // A template that does not parse.
+    let e = error(
+        "template.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\npath = \"/{{{{ nope(1) }}}}\"\n"),
+    );
+    assert!(
+        e.contains("template.toml:12") && e.contains("unknown function nope()"),
+        "{e}"
+    );
+    // A JSON path that is not valid, in an extraction and in a check.
+    let e = error(
+        "path.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\nextract = {{ id = \"$.[\" }}\n"),
+    );
+    assert!(
+        e.contains("path.toml:12") && e.contains("extract id: JSON path"),
+        "{e}"
+    );
+    let e = error(
+        "check.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\ncheck = {{ \"id\" = 1 }}\n"),
+    );
+    assert!(e.contains("must start with $"), "{e}");
+    // A step name used twice.
+    let e = error(
+        "twice.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\n\n[[step]]\nname = \"a\"\n"),
+    );
+    assert!(
+        e.contains("twice.toml:15") && e.contains("used twice"),
+        "{e}"
+    );
+    // A CSV without the named column.
+    let csv = file("users.csv", "user\nann\n");
+    let e = error(
+        "column.toml",
+        &format!(
+            "{ENDPOINTS}\n[data]\nfile = {:?}\n\n[[step]]\nname = \"a\"\npath = \"/{{{{ pass }}}}\"\n",
+            csv.display().to_string()
+        ),
+    );
+    assert!(
+        e.contains("{{ pass }}") && e.contains("the data has the columns user"),
+        "{e}"
+    );
+    // An override for an endpoint that is not in the run.
+    let e = error(
+        "endpoint.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\n[step.endpoint.other]\npath = \"/\"\n"),
+    );
+    assert!(
+        e.contains("[endpoint.other] names no endpoint") && e.contains("old, new"),
+        "{e}"
+    );
+    // A key that does not exist: toml names the line.
+    let e = error(
+        "key.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\npth = \"/\"\n"),
+    );
+    assert!(e.contains("key.toml:11") && e.contains("pth"), "{e}");
+    // No endpoint anywhere.
+    let e = error("none.toml", "[[step]]\nname = \"a\"\n");
+    assert!(e.contains("no endpoint"), "{e}");
+}
