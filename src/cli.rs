@@ -143,6 +143,10 @@ pub enum Generator {
 /// Options of `versus demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
+    /// Which demo: `rpc` (JSON-RPC traffic against two nodes) or `shop` (a
+    /// scenario walking two shop APIs: login, cart, checkout).
+    #[arg(value_enum, default_value = "rpc", value_name = "WHICH")]
+    pub which: DemoKind,
     /// How long the demo sends requests.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -152,6 +156,15 @@ pub struct DemoArgs {
     /// Print each mismatched request (-v).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// The demos.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoKind {
+    /// Ethereum JSON-RPC traffic against a reference and a candidate node.
+    Rpc,
+    /// The shop scenario (examples/shop.toml) against two shop APIs.
+    Shop,
 }
 
 /// Options of a run.

@@ -39,6 +39,49 @@ fn the_demo_runs_offline_and_reports_both_endpoints() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo:"));
 }
 
+/// `versus demo shop`: the shop scenario walks both in-process shops end
+/// to end; every instance succeeds at both, and the candidate's two
+/// planted differences are found at their steps and fields.
+#[test]
+fn the_shop_demo_walks_both_shops_and_finds_the_planted_differences() {
+    let out = run_bin(&["demo", "shop", "--duration", "1s"], b"");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for step in [
+        "root",
+        "products",
+        "login",
+        "user",
+        "add to cart",
+        "checkout",
+    ] {
+        assert!(
+            stdout.contains(&format!("     {step} ")),
+            "no step {step}:\n{stdout}"
+        );
+    }
+    // Every instance succeeded at both endpoints.
+    let flows: Vec<&str> = stdout.lines().filter(|l| l.contains("Flows:")).collect();
+    assert_eq!(flows.len(), 2, "{stdout}");
+    for line in flows {
+        assert!(line.contains("successful (100.00%)"), "{line}");
+    }
+    assert!(
+        stdout.contains("candidate  products  $.products[*].stock added"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("candidate  checkout  $.total changed"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo shop:"));
+}
+
 fn method_counts(lines: &str) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
     for line in lines.lines() {

@@ -6,6 +6,7 @@
 //! network, no set-up.
 
 pub mod server;
+pub mod shop;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -53,6 +54,9 @@ pub fn run(
     note: &mut dyn Write,
     stop: &Stop,
 ) -> Result<engine::RunOutput, DemoError> {
+    if args.which == crate::cli::DemoKind::Shop {
+        return shop::run(args, out, note, stop);
+    }
     let reference = DemoServer::start(DemoServerConfig {
         name: "reference".into(),
         ..DemoServerConfig::default()

@@ -350,7 +350,7 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     if v.incomplete > 0 {
         writeln!(
             out,
-            "   Incomplete: {} requests not answered by every endpoint when the run stopped",
+            "   Incomplete: {} requests (or flow instances) not finished by every endpoint when the run stopped",
             v.incomplete
         )?;
     }

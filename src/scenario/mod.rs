@@ -167,6 +167,9 @@ struct CallPlan {
 
 /// Everything a step's code needs at run time, shared by its instances.
 struct StepPlan {
+    /// The step's place in its scenario (with the instance, the seed of
+    /// its random values).
+    index: u64,
     /// Per endpoint (by position), the call.
     calls: Vec<Arc<CallPlan>>,
     think: Option<Duration>,
@@ -184,14 +187,23 @@ impl Suite {
     /// Anything that keeps the file from running, naming the file, the
     /// line and the fix.
     pub fn load(path: &Path, endpoints: &[String]) -> Result<Suite, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
+        Suite::parse(&text, path, endpoints)
+    }
+
+    /// [`Suite::load`] of the text of a file at `path` (whose folder data
+    /// file names are relative to).
+    ///
+    /// # Errors
+    /// As [`Suite::load`].
+    pub fn parse(text: &str, path: &Path, endpoints: &[String]) -> Result<Suite, ScenarioError> {
         let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| ScenarioError(format!("{shown}: {e}")))?;
         let at = |span: std::ops::Range<usize>| {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
             format!("{shown}:{line}")
         };
-        let doc: FileDoc = toml::from_str(&text).map_err(|e| {
+        let doc: FileDoc = toml::from_str(text).map_err(|e| {
             let place = e.span().map_or(shown.clone(), &at);
             ScenarioError(format!("{place}: {}", e.message().trim_end()))
         })?;
@@ -372,6 +384,7 @@ impl Suite {
                 known.extend(takes.0.iter().map(|(v, _)| v.clone()));
                 step_names.push(sname.clone());
                 let plan = Arc::new(StepPlan {
+                    index: step_names.len() as u64 - 1,
                     calls,
                     think: step.think,
                     constants: constants.clone(),
@@ -630,7 +643,7 @@ fn encoded(v: &str) -> Result<Template, String> {
 
 fn urlencode_literal(s: &str) -> String {
     Template::parse("{{ urlencode(x) }}", Escape::None)
-        .map(|t| t.render(&|_| Some(s.to_string())))
+        .map(|t| t.render(&|_| Some(s.to_string()), &mut fastrand::Rng::with_seed(0)))
         .unwrap_or_default()
 }
 
@@ -776,9 +789,12 @@ async fn run_step(plan: Arc<StepPlan>, ctx: Context) -> Result<Call, StepError> 
             _ => None,
         }
     };
-    let mut out = Call::new(call.method.clone(), &call.path.render(&lookup));
+    // The same seed at every endpoint: the same random values.
+    let mut rng =
+        fastrand::Rng::with_seed(ctx.instance.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ plan.index);
+    let mut out = Call::new(call.method.clone(), &call.path.render(&lookup, &mut rng));
     for (name, value) in &call.headers {
-        out = out.header(name.as_str(), &value.render(&lookup))?;
+        out = out.header(name.as_str(), &value.render(&lookup, &mut rng))?;
     }
     if let Some(body) = &call.body {
         let typed = call
@@ -788,7 +804,7 @@ async fn run_step(plan: Arc<StepPlan>, ctx: Context) -> Result<Call, StepError> 
         if call.json && !typed {
             out = out.header("content-type", "application/json")?;
         }
-        out = out.body(body.render(&lookup));
+        out = out.body(body.render(&lookup, &mut rng));
     }
     Ok(out)
 }

@@ -131,15 +131,22 @@ impl Template {
     }
 
     /// Render with `lookup` for variables (every variable was checked to
-    /// exist before the run; one that is missing renders empty).
-    pub(crate) fn render(&self, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    /// exist before the run; one that is missing renders empty). The
+    /// random functions draw from `rng`: seeded by the instance and step,
+    /// every endpoint gets the same values for the same instance, so the
+    /// endpoints are asked the same question.
+    pub(crate) fn render(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        rng: &mut fastrand::Rng,
+    ) -> String {
         let mut out = String::new();
         for p in &self.parts {
             match p {
                 Part::Text(t) => out.push_str(t),
-                Part::Hole(e, Escape::None) => out.push_str(&eval(e, lookup)),
+                Part::Hole(e, Escape::None) => out.push_str(&eval(e, lookup, rng)),
                 Part::Hole(e, Escape::JsonString) => {
-                    let v = serde_json::Value::String(eval(e, lookup)).to_string();
+                    let v = serde_json::Value::String(eval(e, lookup, rng)).to_string();
                     out.push_str(&v[1..v.len() - 1]);
                 }
             }
@@ -148,29 +155,30 @@ impl Template {
     }
 }
 
-fn eval(e: &Expr, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+fn eval(e: &Expr, lookup: &dyn Fn(&str) -> Option<String>, rng: &mut fastrand::Rng) -> String {
     match e {
         Expr::Var(v) => lookup(v).unwrap_or_default(),
         Expr::Str(s) => s.clone(),
         Expr::Int(n) => n.to_string(),
         Expr::Call(f, args) => {
-            let arg = |i: usize| eval(&args[i], lookup);
-            let int = |i: usize| arg(i).trim().parse::<i64>().unwrap_or(0);
+            let mut arg = |i: usize| eval(&args[i], lookup, rng);
+            let values: Vec<String> = (0..args.len()).map(&mut arg).collect();
+            let int = |i: usize| values[i].trim().parse::<i64>().unwrap_or(0);
             match f {
-                Func::Uuid => uuid(),
+                Func::Uuid => uuid(rng),
                 Func::RandomInt => {
                     let (lo, hi) = (int(0), int(1));
-                    fastrand::i64(lo.min(hi)..=hi.max(lo)).to_string()
+                    rng.i64(lo.min(hi)..=hi.max(lo)).to_string()
                 }
                 Func::RandomString => {
                     let n = usize::try_from(int(0)).unwrap_or(0).min(1 << 20);
-                    (0..n).map(|_| fastrand::alphanumeric()).collect()
+                    (0..n).map(|_| rng.alphanumeric()).collect()
                 }
                 Func::Timestamp => unix().as_secs().to_string(),
                 Func::TimestampMs => unix().as_millis().to_string(),
-                Func::UrlEncode => urlencode(&arg(0)),
-                Func::Base64 => base64::engine::general_purpose::STANDARD.encode(arg(0)),
-                Func::Json => serde_json::Value::String(arg(0)).to_string(),
+                Func::UrlEncode => urlencode(&values[0]),
+                Func::Base64 => base64::engine::general_purpose::STANDARD.encode(&values[0]),
+                Func::Json => serde_json::Value::String(values[0].clone()).to_string(),
             }
         }
     }
@@ -183,8 +191,8 @@ fn unix() -> std::time::Duration {
 }
 
 /// A random (version 4) UUID.
-fn uuid() -> String {
-    let mut b: [u8; 16] = std::array::from_fn(|_| fastrand::u8(..));
+fn uuid(rng: &mut fastrand::Rng) -> String {
+    let mut b: [u8; 16] = std::array::from_fn(|_| rng.u8(..));
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let mut s = String::with_capacity(36);
@@ -311,26 +319,35 @@ mod tests {
             Escape::None,
         )
         .unwrap();
-        assert_eq!(t.render(&vars), "/u/ann%20lee?n=7&b=YWI=");
+        assert_eq!(
+            t.render(&vars, &mut fastrand::Rng::with_seed(1)),
+            "/u/ann%20lee?n=7&b=YWI="
+        );
         assert_eq!(t.vars(), ["user", "n"]);
         let t = Template::parse("{\"q\":\"{{ quote }}\"}", Escape::JsonString).unwrap();
-        assert_eq!(t.render(&vars), r#"{"q":"say \"hi\""}"#);
+        assert_eq!(
+            t.render(&vars, &mut fastrand::Rng::with_seed(1)),
+            r#"{"q":"say \"hi\""}"#
+        );
         let t = Template::parse("{{ json(quote) }}", Escape::None).unwrap();
-        assert_eq!(t.render(&vars), r#""say \"hi\"""#);
+        assert_eq!(
+            t.render(&vars, &mut fastrand::Rng::with_seed(1)),
+            r#""say \"hi\"""#
+        );
         let r: i64 = Template::parse("{{ random_int(3, 5) }}", Escape::None)
             .unwrap()
-            .render(&vars)
+            .render(&vars, &mut fastrand::Rng::with_seed(1))
             .parse()
             .unwrap();
         assert!((3..=5).contains(&r));
         let u = Template::parse("{{uuid()}}", Escape::None)
             .unwrap()
-            .render(&vars);
+            .render(&vars, &mut fastrand::Rng::with_seed(1));
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
         let s = Template::parse("{{ random_string(12) }}", Escape::None)
             .unwrap()
-            .render(&vars);
+            .render(&vars, &mut fastrand::Rng::with_seed(1));
         assert_eq!(s.len(), 12);
     }
 

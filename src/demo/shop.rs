@@ -1,0 +1,309 @@
+//! `versus demo shop`: the shop API of wrecker's example, in a reference
+//! and a candidate version inside the process, driven by the scenario in
+//! `examples/shop.toml`. The root document links to the products, login,
+//! user, cart and checkout; login hands out a token per session and
+//! checkout an order id. The candidate is a little slower, lists a `stock`
+//! field with its products, and rounds the total of an order with a lamp
+//! one cent down: the report shows each, by step and field.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use clap::Parser;
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Value};
+
+use super::DemoError;
+use crate::cli::{Cli, DemoArgs};
+use crate::engine::{self, Input, Stop};
+use crate::plan::Plan;
+use crate::report;
+use crate::scenario::Suite;
+
+/// The scenario the demo runs (also in `examples/`, to run by hand).
+const SCENARIO: &str = include_str!("../../examples/shop.toml");
+
+/// What the candidate adds to every answer's time (tokio's timer rounds a
+/// sleep up to the millisecond).
+const CANDIDATE_LATENCY: Duration = Duration::from_millis(1);
+
+const PRODUCTS: [(u64, &str, f64); 4] = [
+    (1, "kettle", 25.0),
+    (2, "teapot", 19.5),
+    (3, "lamp", 42.25),
+    (4, "mug", 6.0),
+];
+
+/// One shop's state: sessions by token, and the last order number.
+struct Shop {
+    candidate: bool,
+    sessions: Mutex<HashMap<String, Session>>,
+    orders: AtomicU64,
+}
+
+struct Session {
+    user: String,
+    cart: Vec<(u64, u64)>,
+}
+
+/// A running shop; it stops when dropped.
+pub struct Running {
+    address: SocketAddr,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Running {
+    /// The shop's URL, `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.address)
+    }
+}
+
+/// Start a shop on 127.0.0.1 on a thread of its own: the reference, or
+/// (`candidate`) the slower one that differs a little.
+///
+/// # Errors
+/// When the socket, runtime or thread cannot be made.
+pub fn start(candidate: bool) -> std::io::Result<Running> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let address = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let listener = {
+        let _context = runtime.enter();
+        tokio::net::TcpListener::from_std(listener)?
+    };
+    let shop = Arc::new(Shop {
+        candidate,
+        sessions: Mutex::new(HashMap::new()),
+        orders: AtomicU64::new(0),
+    });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name(format!("versus-shop-{}", if candidate { "candidate" } else { "reference" }))
+        .spawn(move || {
+            runtime.block_on(async move {
+                let serve = async {
+                    loop {
+                        let Ok((stream, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let shop = shop.clone();
+                        tokio::spawn(async move {
+                            let service = hyper::service::service_fn(move |r| {
+                                let shop = shop.clone();
+                                async move { Ok::<_, std::convert::Infallible>(shop.answer(r).await) }
+                            });
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                                .await;
+                        });
+                    }
+                };
+                tokio::select! {
+                    () = serve => {}
+                    _ = stopped => {}
+                }
+            });
+        })?;
+    Ok(Running {
+        address,
+        _stop: stop,
+    })
+}
+
+impl Shop {
+    async fn answer(
+        &self,
+        req: hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<Full<Bytes>> {
+        let (parts, body) = req.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        if self.candidate {
+            tokio::time::sleep(CANDIDATE_LATENCY).await;
+        }
+        let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let token = parts
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("")
+            .to_string();
+        let (status, answer) = self.route(parts.method.as_str(), parts.uri.path(), &input, &token);
+        let mut response = hyper::Response::new(Full::new(Bytes::from(answer.to_string())));
+        *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+
+    fn route(&self, method: &str, path: &str, input: &Value, token: &str) -> (u16, Value) {
+        let unknown = || (401, json!({ "error": "log in first" }));
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        match (method, path) {
+            ("GET", "/") => (
+                200,
+                json!({
+                    "name": "versus demo shop",
+                    "links": { "products": "/products", "login": "/login", "user": "/user",
+                               "cart": "/cart", "checkout": "/checkout" }
+                }),
+            ),
+            ("GET", "/products") => {
+                let products: Vec<Value> = PRODUCTS
+                    .iter()
+                    .map(|(id, name, price)| {
+                        let mut p = json!({ "id": id, "name": name, "price": price });
+                        if self.candidate {
+                            p["stock"] = json!(10);
+                        }
+                        p
+                    })
+                    .collect();
+                (200, json!({ "products": products }))
+            }
+            ("POST", "/login") => match (input["user"].as_str(), input["password"].as_str()) {
+                (Some(user), Some(_)) => {
+                    let token = format!("{:016x}", fastrand::u64(..));
+                    sessions.insert(
+                        token.clone(),
+                        Session {
+                            user: user.to_string(),
+                            cart: Vec::new(),
+                        },
+                    );
+                    (200, json!({ "token": token, "user": user }))
+                }
+                _ => (400, json!({ "error": "user and password, please" })),
+            },
+            ("GET", "/user") => match sessions.get(token) {
+                Some(s) => (200, json!({ "name": s.user, "cart": "/cart" })),
+                None => unknown(),
+            },
+            ("POST", "/cart") => {
+                let id = input["product"]
+                    .as_u64()
+                    .or_else(|| input["product"].as_str().and_then(|s| s.parse().ok()));
+                let Some(id) = id.filter(|id| PRODUCTS.iter().any(|p| p.0 == *id)) else {
+                    return (404, json!({ "error": "no such product" }));
+                };
+                let quantity = input["quantity"].as_u64().unwrap_or(1);
+                match sessions.get_mut(token) {
+                    Some(s) => {
+                        s.cart.push((id, quantity));
+                        (200, cart(&s.cart))
+                    }
+                    None => unknown(),
+                }
+            }
+            ("POST", "/checkout") => match sessions.remove(token) {
+                Some(s) => {
+                    let mut total = total(&s.cart);
+                    if self.candidate && s.cart.iter().any(|(id, _)| *id == 3) {
+                        total -= 0.01;
+                    }
+                    let order = self.orders.fetch_add(1, Ordering::Relaxed) + 1;
+                    (
+                        201,
+                        json!({ "order": order.to_string(), "status": "paid", "total": round(total) }),
+                    )
+                }
+                None => unknown(),
+            },
+            _ => (404, json!({ "error": "not found" })),
+        }
+    }
+}
+
+fn total(items: &[(u64, u64)]) -> f64 {
+    items
+        .iter()
+        .map(|(id, q)| PRODUCTS.iter().find(|p| p.0 == *id).map_or(0.0, |p| p.2) * *q as f64)
+        .sum()
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn cart(items: &[(u64, u64)]) -> Value {
+    let lines: Vec<Value> = items
+        .iter()
+        .filter_map(|(id, q)| {
+            let (_, name, price) = PRODUCTS.iter().find(|p| p.0 == *id)?;
+            Some(json!({ "product": id, "name": name, "quantity": q, "price": price }))
+        })
+        .collect();
+    json!({ "items": lines, "total": round(total(items)) })
+}
+
+/// Run the shop demo: print a short introduction to `note` and the full
+/// report to `out`.
+///
+/// # Errors
+/// When a shop cannot start, the scenario or settings are rejected, or the
+/// run cannot be carried out.
+pub fn run(
+    args: &DemoArgs,
+    out: &mut dyn Write,
+    note: &mut dyn Write,
+    stop: &Stop,
+) -> Result<engine::RunOutput, DemoError> {
+    let reference = start(false).map_err(DemoError::Server)?;
+    let candidate = start(true).map_err(DemoError::Server)?;
+    let endpoints = [
+        format!("reference={}", reference.url()),
+        format!("candidate={}", candidate.url()),
+    ];
+    let suite = Suite::parse(
+        SCENARIO,
+        std::path::Path::new("examples/shop.toml"),
+        &endpoints,
+    )
+    .map_err(|e| DemoError::Plan(e.to_string()))?;
+    let duration = humantime::format_duration(args.duration).to_string();
+    let mut argv = vec![
+        "versus".to_string(),
+        format!("--stop-after={duration}"),
+        format!("--concurrency={}", args.concurrency),
+    ];
+    if args.verbose > 0 {
+        argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
+    }
+    argv.extend(suite.endpoints.iter().cloned());
+    let cli = Cli::try_parse_from(&argv).map_err(|e| DemoError::Plan(e.to_string()))?;
+    let mut plan = Plan::from_args(&cli.run, false).map_err(|e| DemoError::Plan(e.to_string()))?;
+    suite
+        .fit(&mut plan)
+        .map_err(|e| DemoError::Plan(e.to_string()))?;
+    let plan = Arc::new(plan);
+    let mix = suite.mix().map_err(|e| DemoError::Plan(e.to_string()))?;
+    let _ = writeln!(
+        note,
+        "versus demo shop: a reference shop at {} and a candidate at {} (slower by ~{} ms, with a stock field and a rounding slip)\n\
+         walking root -> products -> login -> user -> add to cart -> checkout on both for {duration} with {} virtual users each; \
+         the same as: versus run examples/shop.toml --stop-after={duration} -c {} reference=URL candidate=URL\n",
+        reference.url(),
+        candidate.url(),
+        CANDIDATE_LATENCY.as_millis(),
+        args.concurrency,
+        args.concurrency,
+    );
+    let output = engine::run(&plan, Input::Mix(Arc::new(mix)), stop, &mut engine::Quiet)?;
+    report::text::write(out, &plan, &output).map_err(DemoError::Report)?;
+    Ok(output)
+}
