@@ -271,9 +271,11 @@ fn apply(command: Command, ui: &mut UiState, shared: &Mutex<Shared>, stop: &Stop
 /// Draw the dashboard for `s` on `f`.
 pub fn render(f: &mut Frame, s: &Snapshot, ui: &UiState) {
     let n = u16::try_from(s.endpoints.len()).unwrap_or(u16::MAX);
-    let [title, table, sparks, bottom, help] = Layout::vertical([
+    let flows = flows_height(s);
+    let [title, table, flow_area, sparks, bottom, help] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(n.saturating_add(3)),
+        Constraint::Length(flows),
         Constraint::Length(n.saturating_mul(2).saturating_add(2)),
         Constraint::Min(3),
         Constraint::Length(1),
@@ -288,6 +290,9 @@ pub fn render(f: &mut Frame, s: &Snapshot, ui: &UiState) {
     };
     f.render_widget(title_line(s, ui, &paint), title);
     f.render_widget(endpoint_table(s, &paint), table);
+    if flows > 0 {
+        f.render_widget(flows_table(s, &paint), flow_area);
+    }
     render_sparklines(f, sparks, s, &paint);
     if ui.show_sample {
         f.render_widget(sample(s), bottom);
@@ -432,6 +437,88 @@ fn endpoint_table(s: &Snapshot, paint: &dyn Fn(Color) -> Style) -> Table<'static
     )
 }
 
+/// Most flow steps the dashboard lists; the rest are counted in one line.
+const STEPS_SHOWN: usize = 6;
+
+/// The height of the flows table: borders, a header, the successful
+/// instances and a row per step shown (none for a request stream).
+fn flows_height(s: &Snapshot) -> u16 {
+    let steps = s.endpoints.iter().map(|e| e.steps.len()).max().unwrap_or(0);
+    match steps {
+        0 => 0,
+        n => u16::try_from(n.min(STEPS_SHOWN) + 4).unwrap_or(u16::MAX),
+    }
+}
+
+/// Flows: a column per endpoint with its successful instances so far, then
+/// a row per step: requests, errors, p99 at each endpoint.
+fn flows_table(s: &Snapshot, paint: &dyn Fn(Color) -> Style) -> Table<'static> {
+    let steps = s
+        .endpoints
+        .iter()
+        .max_by_key(|e| e.steps.len())
+        .map_or(&[][..], |e| &e.steps[..]);
+    let header = Row::new(
+        std::iter::once(Cell::from("step")).chain(
+            s.endpoints
+                .iter()
+                .map(|e| right(format!("{} ", escape_terminal(&e.label)))),
+        ),
+    )
+    .style(Style::new().bold());
+    let mut rows = vec![Row::new(std::iter::once(Cell::from("successful")).chain(
+        s.endpoints.iter().map(|e| {
+            right(format!(
+                "{} of {} ",
+                super::count(e.succeeded),
+                super::count(e.instances)
+            ))
+        }),
+    ))];
+    for (k, step) in steps.iter().enumerate().take(STEPS_SHOWN) {
+        if k + 1 == STEPS_SHOWN && steps.len() > STEPS_SHOWN {
+            rows.push(Row::new([Cell::from(format!(
+                "… {} more",
+                steps.len() - k
+            ))]));
+            break;
+        }
+        let cells = s.endpoints.iter().map(|e| match e.steps.get(k) {
+            Some(p) => Cell::from(
+                Line::from(vec![
+                    Span::raw(format!("{:>7} ", super::count(p.requests))),
+                    Span::styled(
+                        format!("{:>5}", super::count(p.errors)),
+                        if p.errors > 0 {
+                            paint(Color::Red)
+                        } else {
+                            Style::new()
+                        },
+                    ),
+                    Span::raw(format!(" {:>7} ", super::micros(p.p99))),
+                ])
+                .right_aligned(),
+            ),
+            None => right("- ".into()),
+        });
+        rows.push(Row::new(
+            std::iter::once(Cell::from(escape_terminal(&step.name))).chain(cells),
+        ));
+    }
+    let names = steps
+        .iter()
+        .map(|p| escape_terminal(&p.name).chars().count())
+        .fold("successful".len(), usize::max)
+        .min(24);
+    let widths = std::iter::once(Constraint::Length(u16::try_from(names).unwrap_or(24)))
+        .chain(s.endpoints.iter().map(|_| Constraint::Fill(1)));
+    Table::new(rows, widths).header(header).block(
+        Block::bordered()
+            .title(" flows: successful instances; per step requests, errors, p99 ")
+            .padding(Padding::horizontal(1)),
+    )
+}
+
 fn render_sparklines(f: &mut Frame, area: Rect, s: &Snapshot, paint: &dyn Fn(Color) -> Style) {
     let block = Block::bordered()
         .title(" requests/s and p99 latency per interval ")
@@ -564,7 +651,7 @@ fn sample(s: &Snapshot) -> Paragraph<'static> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot::{EndpointRow, LatestSample};
+    use super::super::snapshot::{EndpointRow, LatestSample, StepRow};
     use super::*;
     use crate::stats::{MismatchGroup, MismatchSample};
     use ratatui::backend::TestBackend;
@@ -637,6 +724,7 @@ mod tests {
             diffs: base / 10,
             rps_history: (0..20).map(|i| 800 + (i % 5) * 50 + base).collect(),
             p99_history: (0..20).map(|i| 700 + (i % 4) * 30 + base).collect(),
+            ..EndpointRow::default()
         };
         Snapshot {
             elapsed: Duration::from_millis(12_250),
@@ -695,15 +783,63 @@ mod tests {
         out
     }
 
-    #[test]
-    fn renders_a_known_snapshot() {
+    /// `s` drawn `width` × `height` while running is `want`.
+    fn assert_screen(s: &Snapshot, width: u16, height: u16, want: &str) {
         let ui = UiState {
             drain: Duration::from_secs(1),
             ..UiState::default()
         };
-        let got = draw(&snapshot(), &ui, 100, 22);
-        let want = include_str!("dashboard_snapshot.txt");
+        let got = draw(s, &ui, width, height);
         assert_eq!(got, want, "got:\n{got}");
+    }
+
+    #[test]
+    fn renders_a_known_snapshot() {
+        assert_screen(&snapshot(), 100, 22, include_str!("dashboard_snapshot.txt"));
+    }
+
+    /// The snapshot as a flow: three steps, the candidate's second failing
+    /// now and then.
+    fn flow_snapshot() -> Snapshot {
+        let mut s = snapshot();
+        for (e, failed) in s.endpoints.iter_mut().zip([0, 12]) {
+            e.instances = 4_115;
+            e.succeeded = 4_115 - failed;
+            e.steps = [("login", 0, 640), ("add", failed, 1_250), ("pay", 0, 880)]
+                .into_iter()
+                .map(|(name, errors, p99)| StepRow {
+                    name: name.into(),
+                    requests: if name == "pay" { 4_115 - failed } else { 4_115 },
+                    errors,
+                    p99,
+                })
+                .collect();
+        }
+        s
+    }
+
+    #[test]
+    fn a_flow_shows_successful_instances_and_a_row_per_step_in_80_columns() {
+        assert_screen(
+            &flow_snapshot(),
+            80,
+            24,
+            include_str!("dashboard_flow_snapshot.txt"),
+        );
+        // A long flow lists its first steps and counts the rest.
+        let mut long = flow_snapshot();
+        for e in &mut long.endpoints {
+            e.steps = (1..=9)
+                .map(|i| StepRow {
+                    name: format!("step {i}"),
+                    ..e.steps[0].clone()
+                })
+                .collect();
+        }
+        let got = draw(&long, &UiState::default(), 80, 30);
+        assert!(got.contains("│ step 5 "), "{got}");
+        assert!(!got.contains("│ step 6 "), "{got}");
+        assert!(got.contains("│ … 4 more "), "{got}");
     }
 
     #[test]

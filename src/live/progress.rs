@@ -5,6 +5,9 @@
 //! ```text
 //! 12.0s │ ref 12,345 done 1,020/s │ new 12,001 done 990/s │ errors 0 │ mismatched 12 │ 8.0s left
 //! ```
+//!
+//! A flow adds each endpoint's successful instances of those ended
+//! (`ref 600 done 120/s 198/200 ok`).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -64,13 +67,22 @@ impl Progress {
 /// could not be redrawn in place).
 pub fn line(s: &Snapshot, width: usize) -> String {
     let mut parts = vec![super::clock(s.elapsed)];
+    let flow = s.is_flow();
     for e in &s.endpoints {
-        parts.push(format!(
+        let mut part = format!(
             "{} {} done {}/s",
             escape_terminal(&e.label),
             super::count(e.done),
             super::rate(e.now_rps)
-        ));
+        );
+        if flow {
+            part.push_str(&format!(
+                " {}/{} ok",
+                super::count(e.succeeded),
+                super::count(e.instances)
+            ));
+        }
+        parts.push(part);
     }
     let errors: u64 = s.endpoints.iter().map(|e| e.errors).sum();
     parts.push(format!("errors {}", super::count(errors)));
@@ -92,7 +104,7 @@ pub fn line(s: &Snapshot, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::snapshot::EndpointRow;
+    use super::super::snapshot::{EndpointRow, StepRow};
     use super::*;
     use std::time::Duration;
 
@@ -118,6 +130,23 @@ mod tests {
         assert_eq!(
             line(&snapshot(), 200),
             "12.0s │ ref 12,345 done 1020/s │ new 12,001 done 990/s │ errors 3 │ mismatched 12 │ 8.0s left"
+        );
+    }
+
+    #[test]
+    fn a_flow_shows_the_successful_instances_of_each_endpoint() {
+        let mut s = snapshot();
+        for (e, (ok, ended)) in s.endpoints.iter_mut().zip([(4_115, 4_115), (3_990, 4_000)]) {
+            e.succeeded = ok;
+            e.instances = ended;
+            e.steps = vec![StepRow {
+                name: "login".into(),
+                ..Default::default()
+            }];
+        }
+        assert_eq!(
+            line(&s, 200),
+            "12.0s │ ref 12,345 done 1020/s 4,115/4,115 ok │ new 12,001 done 990/s 3,990/4,000 ok │ errors 3 │ mismatched 12 │ 8.0s left"
         );
     }
 

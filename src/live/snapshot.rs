@@ -44,6 +44,25 @@ pub struct EndpointRow {
     /// 99th percentile latency (µs) of each recent interval, oldest first;
     /// 0 where the interval had no response.
     pub p99_history: VecDeque<u64>,
+    /// Flows: instances that ended here so far.
+    pub instances: u64,
+    /// Flows: of those, the ones whose every step succeeded.
+    pub succeeded: u64,
+    /// Flows: each step so far, in step order.
+    pub steps: Vec<StepRow>,
+}
+
+/// One flow step at one endpoint, so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepRow {
+    /// The step's name.
+    pub name: String,
+    /// Requests finished.
+    pub requests: u64,
+    /// Of those, errors (failures, error statuses, failed checks).
+    pub errors: u64,
+    /// 99th percentile latency, µs (0 before any answer).
+    pub p99: u64,
 }
 
 /// The newest mismatch sample seen, with its group.
@@ -82,6 +101,13 @@ pub struct Snapshot {
     pub left: Option<Duration>,
     /// Intervals observed so far.
     pub intervals: u64,
+}
+
+impl Snapshot {
+    /// True when the run is a flow (some endpoint has steps).
+    pub fn is_flow(&self) -> bool {
+        self.endpoints.iter().any(|e| !e.steps.is_empty())
+    }
 }
 
 /// Turns the engine's intervals into snapshots.
@@ -162,6 +188,18 @@ impl Tracker {
             };
             push(&mut row.rps_history, now.round() as u64);
             push(&mut row.p99_history, p99);
+            row.instances = t.flows.instances;
+            row.succeeded = t.flows.succeeded;
+            row.steps = t
+                .steps
+                .iter()
+                .map(|p| StepRow {
+                    name: p.name.clone(),
+                    requests: p.requests,
+                    errors: p.errors,
+                    p99: crate::report::quantile(&p.latency, 0.99).map_or(0, |v| v as u64),
+                })
+                .collect();
         }
         s.compared = total.verdicts.compared;
         s.mismatched = total.verdicts.mismatched;
@@ -217,15 +255,19 @@ fn time_left(s: &Snapshot, stop_after: StopAfter, input_done: Option<f64>) -> Op
     if let Some(d) = stop_after.duration {
         soonest(d.saturating_sub(s.elapsed).as_secs_f64());
     }
+    let running = s.elapsed.saturating_sub(s.paused).as_secs_f64();
     if let Some(n) = stop_after.count {
+        // A flow's count is of instances, a stream's of requests.
+        let flow = s.is_flow();
         let slowest = s
             .endpoints
             .iter()
             .map(|r| {
-                if r.done >= n {
+                let done = if flow { r.instances } else { r.done };
+                if done >= n {
                     0.0
-                } else if r.avg_rps > 0.0 {
-                    (n - r.done) as f64 / r.avg_rps
+                } else if done > 0 && running > 0.0 {
+                    (n - done) as f64 * running / done as f64
                 } else {
                     f64::INFINITY
                 }
@@ -234,7 +276,6 @@ fn time_left(s: &Snapshot, stop_after: StopAfter, input_done: Option<f64>) -> Op
         soonest(slowest);
     }
     if let Some(f) = input_done.filter(|f| *f > 0.0) {
-        let running = s.elapsed.saturating_sub(s.paused).as_secs_f64();
         soonest(running * (1.0 - f.min(1.0)) / f);
     }
     left.map(Duration::from_secs_f64)
@@ -315,6 +356,49 @@ mod tests {
         // the duration's 6 s.
         t.observe(3, &delta, &total, Duration::from_secs(2), Some(0.5));
         assert_eq!(t.snapshot().left, Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_flow_shows_instances_and_steps_and_its_count_is_of_instances() {
+        let labels = vec!["a".to_string()];
+        let stop_after = StopAfter {
+            count: Some(40),
+            duration: None,
+        };
+        let mut t = Tracker::new(&labels, Duration::from_secs(1), stop_after);
+        let mut delta = RunStats::new(1);
+        // 10 instances of three steps; one failed at its second step.
+        answered(&mut delta, 0, 29, 1000);
+        let e = &mut delta.endpoints[0];
+        for (name, requests, errors, micros) in [
+            ("login", 10, 0, 500),
+            ("add", 10, 1, 2000),
+            ("pay", 9, 0, 800),
+        ] {
+            let p = crate::stats::part(&mut e.steps, name);
+            p.requests = requests;
+            p.errors = errors;
+            crate::stats::record(&mut p.latency, Duration::from_micros(micros));
+        }
+        for i in 0..10 {
+            e.flows.record(i != 3, Duration::from_millis(4));
+        }
+        let total = delta.clone();
+        t.observe(1, &delta, &total, Duration::ZERO, None);
+        let s = t.snapshot();
+        assert!(s.is_flow());
+        let row = &s.endpoints[0];
+        assert_eq!((row.instances, row.succeeded), (10, 9));
+        let steps: Vec<(&str, u64, u64)> = row
+            .steps
+            .iter()
+            .map(|p| (p.name.as_str(), p.requests, p.errors))
+            .collect();
+        assert_eq!(steps, [("login", 10, 0), ("add", 10, 1), ("pay", 9, 0)]);
+        assert!((1998..=2002).contains(&row.steps[1].p99));
+        // 10 instances in 2 s: the other 30 of --stop-after 40 take 6 s
+        // (its 29 requests are not what the count is of).
+        assert_eq!(s.left, Some(Duration::from_secs(6)));
     }
 
     #[test]

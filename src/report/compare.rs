@@ -2,15 +2,18 @@
 //! endpoints of one run), one row per metric, the change against the first
 //! column ("50.0% faster", "12.5% smaller"), and a Mann-Whitney U test over
 //! the per-interval samples so noise is shown as `~` with its p-value, as
-//! benchstat does.
+//! benchstat does. Below them, per flow step and per method (matched by
+//! name), the change in p50, p99 and error rate of the totals, untested:
+//! the samples are kept per endpoint only.
 
 use std::io::{self, Write};
 
+use super::quantile;
 use super::significance::{mann_whitney, ALPHA};
 use super::threshold::micros;
 use crate::results::series::EndpointPoint;
 use crate::results::SavedRun;
-use crate::stats::EndpointStats;
+use crate::stats::{EndpointStats, PartStats};
 
 /// One interval of one column.
 #[derive(Clone, Debug)]
@@ -126,10 +129,6 @@ fn share(part: u64, whole: u64) -> Option<f64> {
     (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
 }
 
-fn q(h: &hdrhistogram::Histogram<u64>, q: f64) -> Option<f64> {
-    (!h.is_empty()).then(|| h.value_at_quantile(q) as f64)
-}
-
 const METRICS: &[Metric] = &[
     Metric {
         name: "requests/s",
@@ -148,28 +147,28 @@ const METRICS: &[Metric] = &[
     Metric {
         name: "latency p50",
         sense: Sense::Latency,
-        total: |c| q(&c.stats.latency, 0.5),
+        total: |c| quantile(&c.stats.latency, 0.5),
         sample: |s| s.point.p50.map(|v| v as f64),
         show: micros,
     },
     Metric {
         name: "latency p95",
         sense: Sense::Latency,
-        total: |c| q(&c.stats.latency, 0.95),
+        total: |c| quantile(&c.stats.latency, 0.95),
         sample: |s| s.point.p95.map(|v| v as f64),
         show: micros,
     },
     Metric {
         name: "latency p99",
         sense: Sense::Latency,
-        total: |c| q(&c.stats.latency, 0.99),
+        total: |c| quantile(&c.stats.latency, 0.99),
         sample: |s| s.point.p99.map(|v| v as f64),
         show: micros,
     },
     Metric {
         name: "latency max",
         sense: Sense::Latency,
-        total: |c| (!c.stats.latency.is_empty()).then(|| c.stats.latency.max() as f64),
+        total: |c| quantile(&c.stats.latency, 1.0),
         sample: |s| s.point.max.map(|v| v as f64),
         show: micros,
     },
@@ -205,11 +204,11 @@ const METRICS: &[Metric] = &[
     },
 ];
 
-fn change(m: &Metric, base: Option<f64>, new: Option<f64>) -> String {
+fn change(sense: Sense, base: Option<f64>, new: Option<f64>) -> String {
     let (Some(b), Some(n)) = (base, new) else {
         return "-".into();
     };
-    if let Sense::Share = m.sense {
+    if let Sense::Share = sense {
         return format!("{:+.2} pp", n - b);
     }
     if b == 0.0 {
@@ -219,7 +218,7 @@ fn change(m: &Metric, base: Option<f64>, new: Option<f64>) -> String {
     if pct == 0.0 {
         return "same".into();
     }
-    let (up, down) = match m.sense {
+    let (up, down) = match sense {
         Sense::Throughput => ("higher", "lower"),
         Sense::Latency => ("slower", "faster"),
         _ => ("larger", "smaller"),
@@ -235,7 +234,86 @@ fn samples(m: &Metric, c: &Column) -> Vec<f64> {
     c.samples.iter().filter_map(|s| (m.sample)(s)).collect()
 }
 
-/// The grid of one table: a header row, then one row per metric.
+/// A flow step's or a method's figures that are compared: name, how a
+/// change reads, the figure, how it is shown.
+type PartMetric = (
+    &'static str,
+    Sense,
+    fn(&PartStats) -> Option<f64>,
+    fn(f64) -> String,
+);
+
+const PART_METRICS: &[PartMetric] = &[
+    ("p50", Sense::Latency, |p| quantile(&p.latency, 0.5), micros),
+    (
+        "p99",
+        Sense::Latency,
+        |p| quantile(&p.latency, 0.99),
+        micros,
+    ),
+    (
+        "errors",
+        Sense::Share,
+        |p| share(p.errors, p.requests),
+        |v| format!("{v:.2}%"),
+    ),
+];
+
+/// One row: `name`, then each column's value and, after the first, its
+/// change against the first; tested when `samples` (per column) are given.
+fn row(
+    name: String,
+    sense: Sense,
+    show: fn(f64) -> String,
+    values: &[Option<f64>],
+    samples: Option<&[Vec<f64>]>,
+) -> Vec<String> {
+    let mut row = vec![name];
+    let base = values.first().copied().flatten();
+    for (i, v) in values.iter().enumerate() {
+        row.push(v.map_or_else(|| "-".into(), show));
+        if i == 0 {
+            continue;
+        }
+        let delta = change(sense, base, *v);
+        let test =
+            samples.and_then(|s| Some((mann_whitney(&s[0], &s[i])?, s[0].len(), s[i].len())));
+        row.push(match test {
+            Some((p, b, c)) if p < ALPHA => format!("{delta} (p={p:.3} n={b}+{c})"),
+            Some((p, b, c)) => format!("~ (p={p:.3} n={b}+{c})"),
+            None => delta,
+        });
+    }
+    row
+}
+
+/// Where an endpoint's parts of one kind are: its steps, or its methods.
+type Parts = fn(&EndpointStats) -> &Vec<PartStats>;
+
+/// The kinds of parts a table compares: flow steps, and methods when some
+/// column saw more than one.
+fn part_kinds(t: &Table) -> Vec<(&'static str, Parts)> {
+    let mut kinds: Vec<(&str, Parts)> = vec![("step", |s| &s.steps)];
+    if super::shows_methods(t.columns.iter().map(|c| &c.stats)) {
+        kinds.push(("method", |s| &s.methods));
+    }
+    kinds
+}
+
+/// The names of the parts `of` the columns, the first column's order
+/// first.
+fn part_names(t: &Table, of: Parts) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for p in t.columns.iter().flat_map(|c| of(&c.stats)) {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
+        }
+    }
+    names
+}
+
+/// The grid of one table: a header row, one row per metric, then per
+/// flow step and per method (matched by name) its p50, p99 and errors.
 fn grid(t: &Table) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     let mut head = vec![String::new()];
@@ -248,31 +326,53 @@ fn grid(t: &Table) -> Vec<Vec<String>> {
     rows.push(head);
     let one_run = t.columns.iter().any(|c| c.own_mismatches.is_some());
     for m in METRICS {
-        let mut row = vec![m.name.to_string()];
-        let Some(base) = t.columns.first() else {
-            continue;
-        };
-        let b = (m.total)(base);
-        let bs = samples(m, base);
-        for (i, c) in t.columns.iter().enumerate() {
-            let v = (m.total)(c);
-            row.push(v.map_or_else(|| "-".into(), m.show));
-            if i == 0 {
-                continue;
+        let values: Vec<Option<f64>> = t.columns.iter().map(|c| (m.total)(c)).collect();
+        let samples: Vec<Vec<f64>> = t.columns.iter().map(|c| samples(m, c)).collect();
+        let tested = !(one_run && m.name == "mismatches");
+        rows.push(row(
+            m.name.to_string(),
+            m.sense,
+            m.show,
+            &values,
+            tested.then_some(&samples[..]),
+        ));
+    }
+    for (kind, of) in part_kinds(t) {
+        for name in part_names(t, of) {
+            for (metric, sense, value, show) in PART_METRICS {
+                let values: Vec<Option<f64>> = t
+                    .columns
+                    .iter()
+                    .map(|c| of(&c.stats).iter().find(|p| p.name == name).and_then(value))
+                    .collect();
+                rows.push(row(
+                    format!("{kind} {name} {metric}"),
+                    *sense,
+                    *show,
+                    &values,
+                    None,
+                ));
             }
-            let delta = change(m, b, v);
-            let cs = samples(m, c);
-            let testable = !(one_run && m.name == "mismatches");
-            let cell = match mann_whitney(&bs, &cs).filter(|_| testable) {
-                Some(p) if p < ALPHA => format!("{delta} (p={p:.3} n={}+{})", bs.len(), cs.len()),
-                Some(p) => format!("~ (p={p:.3} n={}+{})", bs.len(), cs.len()),
-                None => delta,
-            };
-            row.push(cell);
         }
-        rows.push(row);
     }
     rows
+}
+
+/// True when a table compares runs and has rows of flow steps or
+/// methods, which are not tested: the series of a saved run has no
+/// per-interval figures of them, so their change is of the totals.
+fn untested_parts(t: &Table) -> bool {
+    t.columns.len() > 1
+        && part_kinds(t)
+            .into_iter()
+            .any(|(_, of)| !part_names(t, of).is_empty())
+}
+
+/// The note under the tables about step and method rows, if any has them.
+fn parts_note(tables: &[Table]) -> Option<&'static str> {
+    tables.iter().any(untested_parts).then_some(
+        "Step and method rows (matched by name) compare the runs' totals: no per-interval figures are kept for them, so they are not tested.",
+    )
 }
 
 /// Write the comparison as aligned text tables.
@@ -319,6 +419,9 @@ pub fn write_text(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
             "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}); n is samples per side."
         )?;
     }
+    if let Some(note) = parts_note(tables) {
+        writeln!(out, "{note}")?;
+    }
     Ok(())
 }
 
@@ -343,5 +446,10 @@ pub fn write_markdown(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
     writeln!(
         out,
         "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA})."
-    )
+    )?;
+    if let Some(note) = parts_note(tables) {
+        writeln!(out)?;
+        writeln!(out, "{note}")?;
+    }
+    Ok(())
 }

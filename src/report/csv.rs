@@ -1,9 +1,16 @@
-//! The CSV report (`versus report --format csv`): one row per endpoint
-//! with the summary figures, for spreadsheets. RFC 4180 quoting.
+//! The CSV report (`versus report --format csv`), for spreadsheets: one
+//! header, then a row per endpoint with the summary figures, then per
+//! endpoint a row for its flow instances, one per flow step and one per
+//! method (when some endpoint saw more than one). The `part` column says
+//! which (empty for an endpoint's row); a column a row has no figure for
+//! is left empty. RFC 4180 quoting.
 
 use std::io::{self, Write};
 
+use hdrhistogram::Histogram;
+
 use super::info::Report;
+use crate::stats::PartStats;
 
 /// Quote a CSV field when needed.
 pub fn field(s: &str) -> String {
@@ -15,51 +22,149 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: &str = "label,url,rps,sent,completed,responses,errors,error_rate,mean_ms,p50_ms,p90_ms,p95_ms,p99_ms,max_ms,bytes_in,bytes_out,bytes_per_response,compared,mismatched";
+pub const COLUMNS: [&str; 26] = [
+    "label",
+    "url",
+    "rps",
+    "sent",
+    "completed",
+    "responses",
+    "errors",
+    "error_rate",
+    "mean_ms",
+    "p50_ms",
+    "p90_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+    "bytes_in",
+    "bytes_out",
+    "bytes_per_response",
+    "compared",
+    "mismatched",
+    "part",
+    "name",
+    "failed_checks",
+    "not_built",
+    "skipped",
+    "instances",
+    "succeeded",
+];
+
+/// One row being filled: every column empty until set.
+struct Row([String; COLUMNS.len()]);
+
+impl Row {
+    /// A row of the endpoint `label` at `url`.
+    fn new(label: &str, url: &str) -> Row {
+        let mut row = Row(std::array::from_fn(|_| String::new()));
+        row.set("label", field(label)).set("url", field(url));
+        row
+    }
+
+    /// Set `column`, one of [`COLUMNS`].
+    fn set(&mut self, column: &str, value: impl ToString) -> &mut Row {
+        let i = COLUMNS.iter().position(|c| *c == column);
+        debug_assert!(i.is_some(), "no CSV column {column}");
+        if let Some(i) = i {
+            self.0[i] = value.to_string();
+        }
+        self
+    }
+
+    /// `errors` and their share of `of` (empty when `of` is 0).
+    fn errors(&mut self, errors: u64, of: u64) -> &mut Row {
+        if of > 0 {
+            self.set("error_rate", format!("{:.6}", errors as f64 / of as f64));
+        }
+        self.set("errors", errors)
+    }
+
+    /// The latency columns (mean, percentiles, max) in ms; empty when the
+    /// histogram is.
+    fn latency(&mut self, h: &Histogram<u64>) -> &mut Row {
+        if h.is_empty() {
+            return self;
+        }
+        let ms = |us: f64| format!("{:.3}", us / 1000.0);
+        self.set("mean_ms", ms(h.mean()));
+        for (column, q) in [
+            ("p50_ms", 0.5),
+            ("p90_ms", 0.9),
+            ("p95_ms", 0.95),
+            ("p99_ms", 0.99),
+            ("max_ms", 1.0),
+        ] {
+            if let Some(v) = super::quantile(h, q) {
+                self.set(column, ms(v));
+            }
+        }
+        self
+    }
+
+    /// A flow step's or a method's figures.
+    fn part(&mut self, kind: &str, p: &PartStats) -> &mut Row {
+        self.set("part", kind)
+            .set("name", field(&p.name))
+            .set("completed", p.requests)
+            .errors(p.errors, p.requests)
+            .latency(&p.latency)
+            .set("mismatched", p.mismatched)
+            .set("failed_checks", p.failed_checks)
+            .set("not_built", p.not_built)
+            .set("skipped", p.skipped)
+    }
+
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", self.0.join(","))
+    }
+}
 
 /// Write the CSV report.
 ///
 /// # Errors
 /// Only when writing fails.
 pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
-    writeln!(out, "{COLUMNS}")?;
+    writeln!(out, "{}", COLUMNS.join(","))?;
     let v = &r.run.stats.verdicts;
-    for (e, s) in r.info.endpoints.iter().zip(&r.run.stats.endpoints) {
-        let h = &s.latency;
-        let ms = |x: f64| format!("{:.3}", x / 1000.0);
-        let (mean, p50, p90, p95, p99, max) = if h.is_empty() {
-            Default::default()
-        } else {
-            (
-                ms(h.mean()),
-                ms(h.value_at_quantile(0.5) as f64),
-                ms(h.value_at_quantile(0.9) as f64),
-                ms(h.value_at_quantile(0.95) as f64),
-                ms(h.value_at_quantile(0.99) as f64),
-                ms(h.max() as f64),
+    let eps = &r.run.stats.endpoints;
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        Row::new(&e.label, &e.url)
+            .set("rps", format!("{:.2}", s.rate))
+            .set("sent", s.sent)
+            .set("completed", s.completed())
+            .set("responses", s.responses)
+            .errors(s.errors(), s.completed())
+            .latency(&s.latency)
+            .set("bytes_in", s.bytes_in)
+            .set("bytes_out", s.bytes_out)
+            .set(
+                "bytes_per_response",
+                s.bytes_in.checked_div(s.responses).unwrap_or(0),
             )
-        };
-        let rate = if s.completed() == 0 {
-            String::new()
-        } else {
-            format!("{:.6}", s.errors() as f64 / s.completed() as f64)
-        };
-        writeln!(
-            out,
-            "{},{},{:.2},{},{},{},{},{rate},{mean},{p50},{p90},{p95},{p99},{max},{},{},{},{},{}",
-            field(&e.label),
-            field(&e.url),
-            s.rate,
-            s.sent,
-            s.completed(),
-            s.responses,
-            s.errors(),
-            s.bytes_in,
-            s.bytes_out,
-            s.bytes_in.checked_div(s.responses).unwrap_or(0),
-            v.compared,
-            v.mismatched
-        )?;
+            .set("compared", v.compared)
+            .set("mismatched", v.mismatched)
+            .set("failed_checks", s.failed_checks)
+            .write(out)?;
+    }
+    let methods = super::shows_methods(eps);
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        if s.flows.instances > 0 {
+            Row::new(&e.label, &e.url)
+                .set("part", "flow")
+                .latency(&s.flows.duration)
+                .set("instances", s.flows.instances)
+                .set("succeeded", s.flows.succeeded)
+                .write(out)?;
+        }
+        for p in &s.steps {
+            Row::new(&e.label, &e.url).part("step", p).write(out)?;
+        }
+        if methods {
+            for p in &s.methods {
+                Row::new(&e.label, &e.url).part("method", p).write(out)?;
+            }
+        }
     }
     Ok(())
 }

@@ -2,8 +2,9 @@
 //! self-contained page that opens offline. Charts are inline SVG drawn
 //! here (no script, no fetch): latency percentile curves per endpoint (log
 //! scales), latency, throughput, errors and mismatches over time, then the
-//! mismatch groups and the run's configuration. Every piece of text that
-//! came from a request, a response or the command line is escaped.
+//! mismatch groups and the run's configuration; after the summary, a
+//! flow's instances and steps, or a stream's methods. Every piece of text
+//! that came from a request, a response or the command line is escaped.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -297,15 +298,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         }
         p.push_str("</tr>\n");
     };
-    let lat = |s: &crate::stats::EndpointStats, q: f64| {
-        if s.latency.is_empty() {
-            "-".to_string()
-        } else if q >= 1.0 {
-            micros(s.latency.max() as f64)
-        } else {
-            micros(s.latency.value_at_quantile(q) as f64)
-        }
-    };
+    let lat = |s: &crate::stats::EndpointStats, q: f64| super::latency(&s.latency, q);
     row("Requests per second", &|s| format!("{:.2}", s.rate));
     row("Completed", &|s| s.completed().to_string());
     row("Latency avg", &|s| {
@@ -337,6 +330,12 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         },
         v.incomplete
     );
+
+    flows(&mut p, r);
+    parts(&mut p, r, true);
+    if super::shows_methods(eps) {
+        parts(&mut p, r, false);
+    }
 
     if !r.checks.is_empty() {
         p.push_str("<h2>Thresholds</h2>\n<table id=\"thresholds\"><tr><th>result</th><th>threshold</th><th>endpoint</th><th>measured</th></tr>\n");
@@ -593,6 +592,78 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     }
     p.push_str("</table>\n</body></html>\n");
     out.write_all(p.as_bytes())
+}
+
+/// Flows: per endpoint the instances that ended, the successful ones and
+/// how long those took; nothing for a request stream.
+fn flows(p: &mut String, r: &Report<'_>) {
+    let eps = &r.run.stats.endpoints;
+    if eps.iter().all(|s| s.flows.instances == 0) {
+        return;
+    }
+    p.push_str("<h2>Flows</h2>\n<table id=\"flows\"><tr><th>endpoint</th><th>instances</th><th>successful</th><th>duration p50</th><th>duration p99</th></tr>\n");
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        let f = &s.flows;
+        let _ = writeln!(
+            p,
+            "<tr><td class=\"text\">{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td></tr>",
+            escape(&e.label),
+            f.instances,
+            f.succeeded,
+            escape(&super::percent(f.succeeded, f.instances)),
+            escape(&super::latency(&f.duration, 0.5)),
+            escape(&super::latency(&f.duration, 0.99))
+        );
+    }
+    p.push_str("</table>\n");
+}
+
+/// A table of every endpoint's flow steps (`steps`) or methods, one row
+/// per part and endpoint; the columns only steps fill are left out for
+/// methods. Nothing when no endpoint has any.
+fn parts(p: &mut String, r: &Report<'_>, steps: bool) {
+    let eps = &r.run.stats.endpoints;
+    let of: fn(&crate::stats::EndpointStats) -> &Vec<crate::stats::PartStats> =
+        if steps { |s| &s.steps } else { |s| &s.methods };
+    if eps.iter().all(|s| of(s).is_empty()) {
+        return;
+    }
+    let (id, title, what) = if steps {
+        ("steps", "Steps", "step")
+    } else {
+        ("methods", "By method", "method")
+    };
+    let _ = write!(
+        p,
+        "<h2>{title}</h2>\n<table id=\"{id}\"><tr><th>{what}</th><th>endpoint</th><th>requests</th><th>errors</th><th>p50</th><th>p99</th>"
+    );
+    if steps {
+        p.push_str("<th>failed checks</th><th>not built</th><th>skipped</th><th>mismatched</th>");
+    }
+    p.push_str("</tr>\n");
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        for part in of(s) {
+            let _ = write!(
+                p,
+                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                escape(&part.name),
+                escape(&e.label),
+                part.requests,
+                part.errors,
+                escape(&super::latency(&part.latency, 0.5)),
+                escape(&super::latency(&part.latency, 0.99))
+            );
+            if steps {
+                let _ = write!(
+                    p,
+                    "<td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                    part.failed_checks, part.not_built, part.skipped, part.mismatched
+                );
+            }
+            p.push_str("</tr>\n");
+        }
+    }
+    p.push_str("</table>\n");
 }
 
 #[cfg(test)]

@@ -17,6 +17,33 @@ pub mod verbose;
 
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
+
+/// A histogram's value at quantile `q` in µs (its largest value at 1);
+/// `None` when it is empty.
+pub fn quantile(h: &Histogram<u64>, q: f64) -> Option<f64> {
+    if h.is_empty() {
+        None
+    } else if q >= 1.0 {
+        Some(h.max() as f64)
+    } else {
+        Some(h.value_at_quantile(q) as f64)
+    }
+}
+
+/// [`quantile`] as a latency (`850µs`, `1.250ms`), or `-` when empty.
+pub fn latency(h: &Histogram<u64>, q: f64) -> String {
+    quantile(h, q).map_or_else(|| "-".to_string(), threshold::micros)
+}
+
+/// True when the reports list methods: some endpoint saw more than one
+/// (a stream of one method says nothing its totals do not).
+pub fn shows_methods<'a>(
+    endpoints: impl IntoIterator<Item = &'a crate::stats::EndpointStats>,
+) -> bool {
+    endpoints.into_iter().any(|s| s.methods.len() > 1)
+}
+
 /// Seconds with the original's four decimals, or six below 10 ms so that
 /// loopback latencies do not all read 0.0001s.
 pub fn seconds(micros: u64) -> String {
