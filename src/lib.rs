@@ -48,6 +48,7 @@ pub mod compare;
 pub mod demo;
 pub mod endpoint;
 pub mod engine;
+pub mod exit;
 pub mod flow;
 pub mod input;
 pub mod live;

@@ -1,6 +1,5 @@
 //! The `versus` binary: parse the command line, dispatch the subcommand,
-//! map the outcome to an exit code (0 done, 1 could not be carried out,
-//! 2 bad arguments, 3 a threshold failed, 130 second Ctrl-C).
+//! map the outcome to an exit code ([`Exit`]).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -9,6 +8,7 @@ use std::sync::Arc;
 use clap::Parser;
 use versus::cli::{Cli, Command, RunArgs};
 use versus::engine::{self, Input, Stop};
+use versus::exit::Exit;
 use versus::plan::{Plan, RequestMode};
 use versus::report;
 use versus::results::commands;
@@ -18,11 +18,13 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
+            // --help and --version are not errors.
+            let exit = if e.use_stderr() {
+                Exit::Usage
             } else {
-                ExitCode::SUCCESS
+                Exit::Done
             };
+            return exit.into();
         }
     };
     match cli.command {
@@ -45,18 +47,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// Exit code when the run could not be carried out.
-const FAILED: u8 = 1;
-/// Exit code for a bad command line.
-const USAGE: u8 = 2;
-
 fn run(args: &RunArgs) -> ExitCode {
     let live =
         match versus::live::Mode::for_this_terminal(args.interactive, args.quiet, args.verbose) {
             Ok(m) => m,
             Err(e) => {
                 eprintln!("versus: {e}");
-                return ExitCode::from(USAGE);
+                return Exit::Usage.into();
             }
         };
     let plan = match Plan::from_args(args, std::io::stdin().is_terminal()) {
@@ -66,7 +63,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("versus: {e}");
-            return ExitCode::from(USAGE);
+            return Exit::Usage.into();
         }
     };
     let argv: Vec<String> = std::env::args().collect();
@@ -74,13 +71,13 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => {
             eprintln!("versus: {e}");
-            return ExitCode::from(USAGE);
+            return Exit::Usage.into();
         }
     };
     let stop = Stop::new();
     if let Err(e) = watch_signals(&stop, plan.drain) {
         eprintln!("versus: cannot watch for Ctrl-C: {e}");
-        return ExitCode::from(FAILED);
+        return Exit::Failed.into();
     }
     // Everything that can keep the run from starting comes before the
     // output files are created: a typo must not cost an earlier run's file.
@@ -91,7 +88,7 @@ fn run(args: &RunArgs) -> ExitCode {
                 Ok(source) => Input::Stream(source),
                 Err(e) => {
                     eprintln!("versus: cannot read the input: {e}");
-                    return ExitCode::from(FAILED);
+                    return Exit::Failed.into();
                 }
             }
         }
@@ -101,20 +98,20 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("versus: {e}");
-            return ExitCode::from(FAILED);
+            return Exit::Failed.into();
         }
     };
     let mut view = match versus::live::Session::start(live, &plan, &stop) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("versus: {e}");
-            return ExitCode::from(FAILED);
+            return Exit::Failed.into();
         }
     };
     if let Err(e) = outputs.open() {
         view.finish();
         eprintln!("versus: {e}");
-        return ExitCode::from(USAGE);
+        return Exit::Usage.into();
     }
     let input = match (input, outputs.recorder(plan.show_secrets)) {
         (Input::Stream(source), Some(r)) => {
@@ -135,7 +132,7 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => {
             eprintln!("versus: {e}");
-            return ExitCode::from(FAILED);
+            return Exit::Failed.into();
         }
     };
     if plan.mode == RequestMode::Stream
@@ -154,25 +151,25 @@ fn run(args: &RunArgs) -> ExitCode {
                 report::escape_terminal(&m.reason)
             );
         }
-        return ExitCode::from(FAILED);
+        return Exit::Failed.into();
     }
     let mut stdout = std::io::stdout().lock();
     let verdict = match outputs.finish(&mut stdout, &out) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("versus: {e}");
-            return ExitCode::from(FAILED);
+            return Exit::Failed.into();
         }
     };
     if let Some(e) = &out.input_error {
         eprintln!("versus: input: {e}");
-        return ExitCode::from(FAILED);
+        return Exit::Failed.into();
     }
     if out.stats.endpoints.iter().all(|s| s.responses == 0) && !out.interrupted {
         eprintln!("versus: no endpoint answered a single request; see the errors above");
-        return ExitCode::from(FAILED);
+        return Exit::Failed.into();
     }
-    ExitCode::from(verdict)
+    verdict.into()
 }
 
 fn generate(args: &versus::cli::GenArgs) -> ExitCode {
@@ -190,7 +187,7 @@ fn generate(args: &versus::cli::GenArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("versus: gen: {e}");
-            return ExitCode::from(USAGE);
+            return Exit::Usage.into();
         }
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
@@ -200,10 +197,10 @@ fn generate(args: &versus::cli::GenArgs) -> ExitCode {
         &mut out,
         Arc::new(|w| eprintln!("versus: warning: {w}")),
     ) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Done.into(),
         Err(e) => {
             eprintln!("versus: gen: {e}");
-            ExitCode::from(FAILED)
+            Exit::Failed.into()
         }
     }
 }
@@ -212,15 +209,19 @@ fn demo(args: &versus::cli::DemoArgs) -> ExitCode {
     let stop = Stop::new();
     if let Err(e) = watch_signals(&stop, std::time::Duration::from_secs(1)) {
         eprintln!("versus: cannot watch for Ctrl-C: {e}");
-        return ExitCode::from(FAILED);
+        return Exit::Failed.into();
     }
     let mut stdout = std::io::stdout().lock();
     match versus::demo::run(args, &mut stdout, &mut std::io::stderr(), &stop) {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(_) => Exit::Done.into(),
         Err(e) => {
             eprintln!("versus: demo: {e}");
             let bad_arguments = matches!(e, versus::demo::DemoError::Plan(_));
-            ExitCode::from(if bad_arguments { USAGE } else { FAILED })
+            ExitCode::from(if bad_arguments {
+                Exit::Usage
+            } else {
+                Exit::Failed
+            })
         }
     }
 }
@@ -258,7 +259,7 @@ fn watch_signals(stop: &Stop, drain: std::time::Duration) -> std::io::Result<()>
                     _ = term.recv() => {}
                 }
                 versus::live::restore_terminal();
-                std::process::exit(130);
+                std::process::exit(i32::from(Exit::Interrupted.code()));
             });
         })?;
     Ok(())

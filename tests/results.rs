@@ -46,7 +46,7 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
         })
         .expect("run");
     let mut report = Vec::new();
-    let code = live.finish(&mut report, &out).expect("finish");
+    let code = live.finish(&mut report, &out).expect("finish").code();
     (out, String::from_utf8(report).unwrap(), code)
 }
 
@@ -274,7 +274,8 @@ fn compare_two(first: &Server, second: &Server, name: &str) -> String {
         },
         &mut out,
         &mut err,
-    );
+    )
+    .code();
     assert_eq!(code, 0, "{}", text(&err));
     text(&out)
 }
@@ -332,7 +333,8 @@ fn compare_of_a_10ms_and_a_20ms_server_is_significant_with_direction_and_size() 
         },
         &mut out,
         &mut Vec::new(),
-    );
+    )
+    .code();
     assert_eq!(code, 0);
     assert!(
         row(&text(&out), "| latency avg").contains("% slower (p="),
