@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use versus::cli::{Cli, Command, RunArgs};
-use versus::engine::{self, Input, Stop};
+use versus::engine::{self, Stop};
 use versus::exit::Exit;
 use versus::plan::{Plan, RequestMode};
 use versus::report;
@@ -81,18 +81,12 @@ fn run(args: &RunArgs) -> ExitCode {
     }
     // Everything that can keep the run from starting comes before the
     // output files are created: a typo must not cost an earlier run's file.
-    let input = match &plan.mode {
-        RequestMode::Stream => {
-            match versus::input::open(plan.input_format, plan.input_file.as_deref(), plan.max_line)
-            {
-                Ok(source) => Input::Stream(source),
-                Err(e) => {
-                    eprintln!("versus: cannot read the input: {e}");
-                    return Exit::Failed.into();
-                }
-            }
+    let input = match plan.input(None) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("versus: cannot read the input: {e}");
+            return Exit::Failed.into();
         }
-        RequestMode::Single(r) => Input::Repeat(r.clone()),
     };
     let resolved = match engine::resolve(&plan) {
         Ok(r) => r,
@@ -113,17 +107,7 @@ fn run(args: &RunArgs) -> ExitCode {
         eprintln!("versus: {e}");
         return Exit::Usage.into();
     }
-    let input = match (input, outputs.recorder(plan.show_secrets)) {
-        (Input::Stream(source), Some(r)) => {
-            Input::Stream(Box::new(versus::results::writer::Recording::new(source, r)))
-        }
-        (Input::Repeat(r), Some(mut rec)) => {
-            rec.record(&r, true);
-            Input::Repeat(r)
-        }
-        // A flow's requests are built at each endpoint: nothing to replay.
-        (input @ Input::Flow(_), Some(_)) | (input, None) => input,
-    };
+    let input = outputs.record(input);
     let out = outputs.observe(&mut view, |o| {
         engine::run_resolved(&plan, resolved, input, &stop, o)
     });

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use super::format::Header;
 use super::series::SeriesObserver;
-use super::writer::{self, Recorder, RunWriter, Tee};
+use super::writer::{self, Recorder, Recording, RunWriter, Tee};
 use crate::cli::{CompareArgs, MergeArgs, ReportArgs, RunArgs};
-use crate::engine::{Observer, RunOutput};
+use crate::engine::{Input, Observer, RunOutput};
 use crate::exit::Exit;
 use crate::plan::Plan;
 use crate::report::info::{Report, RunInfo};
@@ -29,6 +29,8 @@ pub struct Live {
     writer: Option<RunWriter>,
     series: Option<SeriesObserver>,
     log: Option<std::sync::Arc<crate::report::mismatch_log::MismatchLog>>,
+    /// Record requests unmasked (`--show-secrets`).
+    show_secrets: bool,
 }
 
 /// Check that `path` can be written without changing it (a file the check
@@ -85,6 +87,7 @@ impl Live {
             output: args.output.clone(),
             writer: None,
             log: plan.mismatch_log.clone(),
+            show_secrets: plan.show_secrets,
         })
     }
 
@@ -123,9 +126,22 @@ impl Live {
         Ok(())
     }
 
-    /// A recorder of the run's requests into the `--output` file, if any.
-    pub fn recorder(&self, show_secrets: bool) -> Option<super::writer::RequestRecorder> {
-        self.writer.as_ref().map(|w| w.recorder(show_secrets))
+    /// The run's input, its requests recorded into the `--output` file
+    /// (once [`Live::open`] created it) so that the saved run can be
+    /// replayed. A flow's requests are built at each endpoint: nothing to
+    /// replay.
+    pub fn record(&self, input: Input) -> Input {
+        let Some(mut recorder) = self.writer.as_ref().map(|w| w.recorder(self.show_secrets)) else {
+            return input;
+        };
+        match input {
+            Input::Stream(source) => Input::Stream(Box::new(Recording::new(source, recorder))),
+            Input::Repeat(r) => {
+                recorder.record(&r, true);
+                Input::Repeat(r)
+            }
+            Input::Flow(f) => Input::Flow(f),
+        }
     }
 
     /// Run `f` with the observer that saves intervals (and keeps the series
