@@ -5,6 +5,9 @@
 //! The binary is a thin layer over this library:
 //! [`cli`] parses, [`plan::Plan`] validates, [`engine::run`] carries out the
 //! run on one thread per core, [`report`] renders the merged [`stats`].
+//! [`app::run`] does all of that for a run from the command line (the
+//! binary, `versus demo` and the tests call it) and returns an
+//! [`exit::Exit`], as every command does.
 //! [`model`] is the vocabulary every layer shares; [`flow`] defines
 //! sequences of dependent requests in Rust (see `examples/flow.rs`):
 //!
@@ -43,11 +46,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod app;
 pub mod cli;
 pub mod compare;
 pub mod demo;
 pub mod endpoint;
 pub mod engine;
+pub mod exit;
 pub mod flow;
 pub mod input;
 pub mod live;

@@ -15,7 +15,8 @@ use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, Scheme, TlsOptions, TransportOptions,
 };
-use crate::input::Format;
+use crate::engine::Input;
+use crate::input::{Format, Source};
 use crate::model::Request;
 use crate::report::mismatch_log::MismatchLog;
 use std::path::PathBuf;
@@ -368,6 +369,25 @@ impl Plan {
             taps,
             input_format,
             input_file,
+        })
+    }
+
+    /// The engine's input: in single-request mode the request over and
+    /// over; else the request stream, `stream` when given (the demo's
+    /// generator, a test's lines), or else the command line's:
+    /// `--input-file` (stdin without it) read as `--input` says.
+    ///
+    /// # Errors
+    /// When the input file cannot be opened.
+    pub fn input(&self, stream: Option<Box<dyn Source>>) -> std::io::Result<Input> {
+        Ok(match (&self.mode, stream) {
+            (RequestMode::Single(r), _) => Input::Repeat(r.clone()),
+            (RequestMode::Stream, Some(s)) => Input::Stream(s),
+            (RequestMode::Stream, None) => Input::Stream(crate::input::open(
+                self.input_format,
+                self.input_file.as_deref(),
+                self.max_line,
+            )?),
         })
     }
 }

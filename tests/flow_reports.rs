@@ -144,7 +144,7 @@ fn report(file: &Path, format: &str) -> String {
         thresholds: Vec::new(),
     };
     let code = commands::report(&args, &mut out, &mut err);
-    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert_eq!(code.code(), 0, "{}", String::from_utf8_lossy(&err));
     String::from_utf8(out).unwrap()
 }
 
@@ -457,7 +457,7 @@ fn compare_of_two_saved_flow_runs_lists_each_step() {
             files: vec![first.clone(), second.clone()],
             format: format.into(),
         };
-        assert_eq!(commands::compare(&args, &mut out, &mut err), 0);
+        assert_eq!(commands::compare(&args, &mut out, &mut err).code(), 0);
         let table = String::from_utf8(out).unwrap();
         let name = |n: &str| {
             if format == "markdown" {

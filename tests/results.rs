@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use versus::cli::{Cli, CompareArgs};
 use versus::engine::{self, RunOutput, Stop};
-use versus::plan::{Plan, RequestMode};
+use versus::plan::Plan;
 use versus::results::commands::{self, Live};
 
 fn temp(name: &str) -> PathBuf {
@@ -34,19 +34,16 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
     let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
     live.open().expect("output files");
-    let input = match &plan.mode {
-        RequestMode::Single(r) => engine::Input::Repeat(r.clone()),
-        RequestMode::Stream => engine::Input::Stream(Box::new(
-            versus::input::lines::LinesSource::new(std::io::Cursor::new(input.to_vec()), 1 << 20),
-        )),
-    };
+    let lines =
+        versus::input::lines::LinesSource::new(std::io::Cursor::new(input.to_vec()), 1 << 20);
+    let input = plan.input(Some(Box::new(lines))).expect("input");
     let out = live
         .observe(&mut engine::Quiet, |o| {
             engine::run(&plan, input, &Stop::new(), o)
         })
         .expect("run");
     let mut report = Vec::new();
-    let code = live.finish(&mut report, &out).expect("finish");
+    let code = live.finish(&mut report, &out).expect("finish").code();
     (out, String::from_utf8(report).unwrap(), code)
 }
 
@@ -274,7 +271,8 @@ fn compare_two(first: &Server, second: &Server, name: &str) -> String {
         },
         &mut out,
         &mut err,
-    );
+    )
+    .code();
     assert_eq!(code, 0, "{}", text(&err));
     text(&out)
 }
@@ -332,7 +330,8 @@ fn compare_of_a_10ms_and_a_20ms_server_is_significant_with_direction_and_size() 
         },
         &mut out,
         &mut Vec::new(),
-    );
+    )
+    .code();
     assert_eq!(code, 0);
     assert!(
         row(&text(&out), "| latency avg").contains("% slower (p="),

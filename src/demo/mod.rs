@@ -2,79 +2,67 @@
 //! the process on ephemeral 127.0.0.1 ports: a reference, and a candidate
 //! that is a little slower and answers a small share of requests
 //! differently. Realistic Ethereum traffic from the built-in generator runs
-//! against both for a few seconds and the full report is printed. No
-//! network, no set-up.
+//! against both for a few seconds and the full report is printed, through
+//! the same entry point as a run from the command line
+//! ([`crate::app::run`]). No network, no set-up.
 
 pub mod server;
 pub mod shop;
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 
 use self::server::{DemoServer, DemoServerConfig};
+use crate::app::{self, Env};
 use crate::cli::{Cli, DemoArgs};
-use crate::engine::{self, Input, Stop};
+use crate::engine::Stop;
+use crate::exit::Exit;
 use crate::input::ethereum::{EthereumConfig, EthereumGenerator};
 use crate::plan::Plan;
-use crate::report;
 
 /// Share of requests the candidate answers differently.
 const CANDIDATE_MISMATCH_SHARE: f64 = 0.02;
 /// Latency the candidate adds, on average.
 const CANDIDATE_LATENCY: Duration = Duration::from_micros(300);
 
-/// Why the demo could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum DemoError {
-    /// A demo server could not start.
-    #[error("cannot start the demo endpoints: {0}")]
-    Server(std::io::Error),
-    /// The run failed.
-    #[error("{0}")]
-    Run(#[from] engine::RunError),
-    /// The report could not be written.
-    #[error("cannot write the report: {0}")]
-    Report(std::io::Error),
-    /// The demo's own settings were rejected.
-    #[error("{0}")]
-    Plan(String),
-}
-
-/// Run the demo, printing the report to `out` and a short introduction to
-/// `note`. `stop` ends it early (Ctrl-C).
-///
-/// # Errors
-/// When a demo server cannot start or the run cannot be carried out.
-pub fn run(
-    args: &DemoArgs,
-    out: &mut dyn Write,
-    note: &mut dyn Write,
-    stop: &Stop,
-) -> Result<engine::RunOutput, DemoError> {
+/// Run the demo: start the two servers, write a short introduction to
+/// `err`, and carry out the run as [`app::run`] does for the command line
+/// it names, with the generator as its input; the report goes to `out`.
+/// `stop` ends it early (Ctrl-C).
+pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     if args.which == crate::cli::DemoKind::Shop {
-        return shop::run(args, out, note, stop);
+        return shop::run(args, stop, out, err);
     }
-    let reference = DemoServer::start(DemoServerConfig {
+    let servers = DemoServer::start(DemoServerConfig {
         name: "reference".into(),
         ..DemoServerConfig::default()
     })
-    .map_err(DemoError::Server)?;
-    let candidate = DemoServer::start(DemoServerConfig {
-        name: "candidate".into(),
-        extra_latency: CANDIDATE_LATENCY,
-        jitter: CANDIDATE_LATENCY / 2,
-        mismatch_share: CANDIDATE_MISMATCH_SHARE,
-        seed: 7,
-        ..DemoServerConfig::default()
-    })
-    .map_err(DemoError::Server)?;
+    .and_then(|reference| {
+        let candidate = DemoServer::start(DemoServerConfig {
+            name: "candidate".into(),
+            extra_latency: CANDIDATE_LATENCY,
+            jitter: CANDIDATE_LATENCY / 2,
+            mismatch_share: CANDIDATE_MISMATCH_SHARE,
+            seed: 7,
+            ..DemoServerConfig::default()
+        })?;
+        Ok((reference, candidate))
+    });
+    let (reference, candidate) = match servers {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "versus: demo: cannot start the demo endpoints: {e}");
+            return Exit::Failed;
+        }
+    };
     let duration = humantime::format_duration(args.duration).to_string();
     let concurrency = args.concurrency.to_string();
+    // --quiet: the report follows in seconds, with no progress line.
     let mut argv = vec![
         "versus".to_string(),
+        "--quiet".to_string(),
         format!("--stop-after={duration}"),
         format!("--concurrency={concurrency}"),
         format!("reference={}", reference.url()),
@@ -83,12 +71,23 @@ pub fn run(
     if args.verbose > 0 {
         argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
     }
-    let cli = Cli::try_parse_from(&argv).map_err(|e| DemoError::Plan(e.to_string()))?;
-    let plan =
-        Arc::new(Plan::from_args(&cli.run, false).map_err(|e| DemoError::Plan(e.to_string()))?);
-    let generator = EthereumGenerator::new(EthereumConfig::default()).map_err(DemoError::Plan)?;
+    // The demo's own settings, when rejected, are bad arguments: checked
+    // before the introduction (the run checks its plan again).
+    let prepared = Cli::try_parse_from(&argv)
+        .map_err(|e| e.to_string())
+        .and_then(|cli| {
+            Plan::from_args(&cli.run, false).map_err(|e| e.to_string())?;
+            Ok((cli, EthereumGenerator::new(EthereumConfig::default())?))
+        });
+    let (cli, generator) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(err, "versus: demo: {e}");
+            return Exit::Usage;
+        }
+    };
     let _ = writeln!(
-        note,
+        err,
         "versus demo: reference at {} and candidate at {} (slower by ~{}µs, answers {}% of requests differently)\n\
          sending realistic Ethereum JSON-RPC traffic to both for {duration} at concurrency {concurrency}; \
          the same as: versus gen ethereum | versus --stop-after={duration} -c {concurrency} reference=URL candidate=URL\n",
@@ -97,12 +96,12 @@ pub fn run(
         CANDIDATE_LATENCY.as_micros(),
         CANDIDATE_MISMATCH_SHARE * 100.0,
     );
-    let output = engine::run(
-        &plan,
-        Input::Stream(Box::new(generator)),
-        stop,
-        &mut engine::Quiet,
-    )?;
-    report::text::write(out, &plan, &output).map_err(DemoError::Report)?;
-    Ok(output)
+    let env = Env {
+        argv: &argv,
+        stdin_is_terminal: false,
+        stderr_is_terminal: false,
+        stream: Some(Box::new(generator)),
+        suite: None,
+    };
+    app::run(&cli.run, env, stop, out, err)
 }

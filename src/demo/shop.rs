@@ -11,6 +11,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -18,11 +19,11 @@ use clap::Parser;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use super::DemoError;
+use crate::app::Env;
 use crate::cli::{Cli, DemoArgs};
-use crate::engine::{self, Input, Stop};
+use crate::engine::Stop;
+use crate::exit::Exit;
 use crate::plan::Plan;
-use crate::report;
 use crate::scenario::Suite;
 
 /// The scenario the demo runs (also in `examples/`, to run by hand).
@@ -251,49 +252,56 @@ fn cart(items: &[(u64, u64)]) -> Value {
     json!({ "items": lines, "total": round(total(items)) })
 }
 
-/// Run the shop demo: print a short introduction to `note` and the full
-/// report to `out`.
-///
-/// # Errors
-/// When a shop cannot start, the scenario or settings are rejected, or the
-/// run cannot be carried out.
-pub fn run(
-    args: &DemoArgs,
-    out: &mut dyn Write,
-    note: &mut dyn Write,
-    stop: &Stop,
-) -> Result<engine::RunOutput, DemoError> {
-    let reference = start(false).map_err(DemoError::Server)?;
-    let candidate = start(true).map_err(DemoError::Server)?;
+/// Run the shop demo: start the two shops, write a short introduction to
+/// `err`, and run the scenario against them as [`app::run`] does; the
+/// report goes to `out`. `stop` ends it early (Ctrl-C).
+pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let shops = start(false).and_then(|r| Ok((r, start(true)?)));
+    let (reference, candidate) = match shops {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "versus: demo: cannot start the shops: {e}");
+            return Exit::Failed;
+        }
+    };
     let endpoints = [
         format!("reference={}", reference.url()),
         format!("candidate={}", candidate.url()),
     ];
-    let suite = Suite::parse(
-        SCENARIO,
-        std::path::Path::new("examples/shop.toml"),
-        &endpoints,
-    )
-    .map_err(|e| DemoError::Plan(e.to_string()))?;
     let duration = humantime::format_duration(args.duration).to_string();
     let mut argv = vec![
         "versus".to_string(),
+        "--quiet".to_string(),
         format!("--stop-after={duration}"),
         format!("--concurrency={}", args.concurrency),
     ];
     if args.verbose > 0 {
         argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
     }
-    argv.extend(suite.endpoints.iter().cloned());
-    let cli = Cli::try_parse_from(&argv).map_err(|e| DemoError::Plan(e.to_string()))?;
-    let mut plan = Plan::from_args(&cli.run, false).map_err(|e| DemoError::Plan(e.to_string()))?;
-    suite
-        .fit(&mut plan)
-        .map_err(|e| DemoError::Plan(e.to_string()))?;
-    let plan = Arc::new(plan);
-    let mix = suite.mix().map_err(|e| DemoError::Plan(e.to_string()))?;
+    argv.extend(endpoints.iter().cloned());
+    // The demo's own settings and scenario, when rejected, are bad
+    // arguments: checked before the introduction.
+    let prepared = Cli::try_parse_from(&argv)
+        .map_err(|e| e.to_string())
+        .and_then(|cli| {
+            Plan::from_args(&cli.run, false).map_err(|e| e.to_string())?;
+            let suite = Suite::parse(
+                SCENARIO,
+                std::path::Path::new("examples/shop.toml"),
+                &endpoints,
+            )
+            .map_err(|e| e.to_string())?;
+            Ok((cli, suite))
+        });
+    let (cli, suite) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(err, "versus: demo: {e}");
+            return Exit::Usage;
+        }
+    };
     let _ = writeln!(
-        note,
+        err,
         "versus demo shop: a reference shop at {} and a candidate at {} (slower by ~{} ms, with a stock field and a rounding slip)\n\
          walking root -> products -> login -> user -> add to cart -> checkout on both for {duration} with {} virtual users each; \
          the same as: versus run examples/shop.toml --stop-after={duration} -c {} reference=URL candidate=URL\n",
@@ -303,7 +311,12 @@ pub fn run(
         args.concurrency,
         args.concurrency,
     );
-    let output = engine::run(&plan, Input::Mix(Arc::new(mix)), stop, &mut engine::Quiet)?;
-    report::text::write(out, &plan, &output).map_err(DemoError::Report)?;
-    Ok(output)
+    let env = Env {
+        argv: &argv,
+        stdin_is_terminal: false,
+        stderr_is_terminal: false,
+        stream: None,
+        suite: Some(suite),
+    };
+    crate::app::run(&cli.run, env, stop, out, err)
 }

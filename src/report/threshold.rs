@@ -13,10 +13,8 @@
 use std::io::{self, Write};
 
 use super::info::RunInfo;
+use crate::exit::Exit;
 use crate::stats::RunStats;
-
-/// Exit code when a threshold failed.
-pub const EXIT_FAILED: u8 = 3;
 
 /// What a threshold measures.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -345,6 +343,16 @@ pub fn micros(us: f64) -> String {
 /// True when every check passed.
 pub fn all_passed(checks: &[Check]) -> bool {
     checks.iter().all(|c| c.passed)
+}
+
+/// How a run or report with these checks ends: [`Exit::Threshold`] when
+/// one failed.
+pub fn exit(checks: &[Check]) -> Exit {
+    if all_passed(checks) {
+        Exit::Done
+    } else {
+        Exit::Threshold
+    }
 }
 
 /// The checks as a block after the text report.

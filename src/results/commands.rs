@@ -1,28 +1,21 @@
 //! The commands around saved runs: what a live run saves and reports
 //! (`--output`, `--format`, `--html`, `--threshold`), `versus report`,
-//! `versus merge` and `versus compare`. Each returns the exit code: 0 done,
-//! 1 could not be carried out, 2 bad arguments or unreadable files, 3 a
-//! threshold failed.
+//! `versus merge` and `versus compare`. Each returns how it ended
+//! ([`Exit`]): a file that cannot be read is [`Exit::Usage`].
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use super::format::Header;
 use super::series::SeriesObserver;
-use super::writer::{self, Recorder, RunWriter, Tee};
+use super::writer::{self, Recorder, Recording, RunWriter, Tee};
 use crate::cli::{CompareArgs, MergeArgs, ReportArgs, RunArgs};
-use crate::engine::{Observer, RunOutput};
+use crate::engine::{Input, Observer, RunOutput};
+use crate::exit::Exit;
 use crate::plan::Plan;
 use crate::report::info::{Report, RunInfo};
 use crate::report::outputs::{self, Format};
 use crate::report::threshold::{self, Threshold};
-
-/// Exit code: done.
-pub const OK: u8 = 0;
-/// Exit code: could not be carried out.
-pub const FAILED: u8 = 1;
-/// Exit code: bad arguments, or a file that cannot be read.
-pub const USAGE: u8 = 2;
 
 /// What a live run writes, prepared before it starts.
 pub struct Live {
@@ -36,6 +29,8 @@ pub struct Live {
     writer: Option<RunWriter>,
     series: Option<SeriesObserver>,
     log: Option<std::sync::Arc<crate::report::mismatch_log::MismatchLog>>,
+    /// Record requests unmasked (`--show-secrets`).
+    show_secrets: bool,
 }
 
 /// Check that `path` can be written without changing it (a file the check
@@ -92,6 +87,7 @@ impl Live {
             output: args.output.clone(),
             writer: None,
             log: plan.mismatch_log.clone(),
+            show_secrets: plan.show_secrets,
         })
     }
 
@@ -130,9 +126,22 @@ impl Live {
         Ok(())
     }
 
-    /// A recorder of the run's requests into the `--output` file, if any.
-    pub fn recorder(&self, show_secrets: bool) -> Option<super::writer::RequestRecorder> {
-        self.writer.as_ref().map(|w| w.recorder(show_secrets))
+    /// The run's input, its requests recorded into the `--output` file
+    /// (once [`Live::open`] created it) so that the saved run can be
+    /// replayed. A flow's requests are built at each endpoint: nothing to
+    /// replay.
+    pub fn record(&self, input: Input) -> Input {
+        let Some(mut recorder) = self.writer.as_ref().map(|w| w.recorder(self.show_secrets)) else {
+            return input;
+        };
+        match input {
+            Input::Stream(source) => Input::Stream(Box::new(Recording::new(source, recorder))),
+            Input::Repeat(r) => {
+                recorder.record(&r, true);
+                Input::Repeat(r)
+            }
+            flows @ (Input::Flow(_) | Input::Mix(_)) => flows,
+        }
     }
 
     /// Run `f` with the observer that saves intervals (and keeps the series
@@ -154,11 +163,12 @@ impl Live {
     }
 
     /// After the run: write the totals line, the report on `out`, the HTML
-    /// file; returns 3 when a threshold failed, else 0.
+    /// file; returns [`Exit::Threshold`] when a threshold failed, else
+    /// [`Exit::Done`].
     ///
     /// # Errors
     /// When the report or a file cannot be written.
-    pub fn finish(mut self, out: &mut dyn Write, run: &RunOutput) -> Result<u8, String> {
+    pub fn finish(mut self, out: &mut dyn Write, run: &RunOutput) -> Result<Exit, String> {
         // What --mismatches wrote is known only now.
         if let Some(log) = &self.log {
             self.info.logged = Some(log.counts());
@@ -189,16 +199,12 @@ impl Live {
                 .and_then(|()| std::fs::write(path, page))
                 .map_err(|e| format!("--html {}: {e}", path.display()))?;
         }
-        Ok(if threshold::all_passed(&checks) {
-            OK
-        } else {
-            threshold::EXIT_FAILED
-        })
+        Ok(threshold::exit(&checks))
     }
 }
 
 /// `versus report FILE...`.
-pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     let prepared = Format::parse(
         &args.format,
         &[
@@ -214,14 +220,14 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
         Ok(p) => p,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
-            return USAGE;
+            return Exit::Usage;
         }
     };
     let run = match super::load(&args.files) {
         Ok(r) => r,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
-            return USAGE;
+            return Exit::Usage;
         }
     };
     for w in &run.warnings {
@@ -231,7 +237,7 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
-            return USAGE;
+            return Exit::Usage;
         }
     };
     let report = Report {
@@ -243,37 +249,33 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
     };
     if let Err(e) = outputs::render(out, format, &report).and_then(|()| out.flush()) {
         let _ = writeln!(err, "versus: cannot write the report: {e}");
-        return FAILED;
+        return Exit::Failed;
     }
-    if threshold::all_passed(&checks) {
-        OK
-    } else {
-        threshold::EXIT_FAILED
-    }
+    threshold::exit(&checks)
 }
 
 /// `versus merge FILE... -o OUT`.
-pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> u8 {
+pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
     if args.files.iter().any(|f| f == &args.output) {
         let _ = writeln!(
             err,
             "versus: --output {} is also an input file; write the merge to a new file",
             args.output.display()
         );
-        return USAGE;
+        return Exit::Usage;
     }
     let shards = match super::merge::Shards::open(&args.files) {
         Ok(s) => s,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
-            return USAGE;
+            return Exit::Usage;
         }
     };
     let mut w = match RunWriter::create(&args.output, &shards.header) {
         Ok(w) => w,
         Err(e) => {
             let _ = writeln!(err, "versus: --output {}: {e}", args.output.display());
-            return FAILED;
+            return Exit::Failed;
         }
     };
     let finished = shards.merge(&mut |index, stats| w.interval(index, stats));
@@ -282,7 +284,7 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> u8 {
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
             let _ = std::fs::remove_file(&args.output);
-            return USAGE;
+            return Exit::Usage;
         }
     };
     for warning in &f.warnings {
@@ -297,18 +299,18 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> u8 {
     });
     if let Err(e) = w.check() {
         let _ = writeln!(err, "versus: --output {}: {e}", args.output.display());
-        return FAILED;
+        return Exit::Failed;
     }
-    OK
+    Exit::Done
 }
 
 /// `versus compare A [B ...]`.
-pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     let format = match Format::parse(&args.format, &[Format::Text, Format::Markdown]) {
         Ok(f) => f,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
-            return USAGE;
+            return Exit::Usage;
         }
     };
     // Columns are named by file name, or by path when names repeat.
@@ -344,7 +346,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             }
             Err(e) => {
                 let _ = writeln!(err, "versus: {e}");
-                return USAGE;
+                return Exit::Usage;
             }
         }
     }
@@ -355,7 +357,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     };
     if let Err(e) = result.and_then(|()| out.flush()) {
         let _ = writeln!(err, "versus: cannot write the comparison: {e}");
-        return FAILED;
+        return Exit::Failed;
     }
-    OK
+    Exit::Done
 }

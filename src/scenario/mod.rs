@@ -449,6 +449,20 @@ impl Suite {
         out
     }
 
+    /// The run's options for this suite: `args` with the suite's
+    /// endpoints and their headers, and `--stop-after 10s` when no stop
+    /// was given.
+    pub fn run_args(&self, args: &crate::cli::RunArgs) -> crate::cli::RunArgs {
+        let mut run = args.clone();
+        run.endpoints.clone_from(&self.endpoints);
+        run.endpoint_headers
+            .extend(self.endpoint_headers.iter().cloned());
+        if run.stop_after.is_none() {
+            run.stop_after = Some("10s".to_string());
+        }
+        run
+    }
+
     /// Fit a plan to the suite: keep the headers steps take values from,
     /// and add each step's comparison rules as a `[step.NAME]` section.
     ///

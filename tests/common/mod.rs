@@ -447,15 +447,9 @@ pub fn run_lib_with(
     if let Some(log) = &plan.mismatch_log {
         log.open().expect("--mismatches");
     }
-    let input = match &plan.mode {
-        versus::plan::RequestMode::Single(r) => versus::engine::Input::Repeat(r.clone()),
-        versus::plan::RequestMode::Stream => {
-            versus::engine::Input::Stream(Box::new(versus::input::lines::LinesSource::new(
-                std::io::Cursor::new(input.to_vec()),
-                plan.max_line,
-            )))
-        }
-    };
+    let lines =
+        versus::input::lines::LinesSource::new(std::io::Cursor::new(input.to_vec()), plan.max_line);
+    let input = plan.input(Some(Box::new(lines))).expect("input");
     let out = versus::engine::run(&plan, input, stop, observer).expect("run");
     let mut report = Vec::new();
     versus::report::text::write(&mut report, &plan, &out).unwrap();

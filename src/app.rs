@@ -1,0 +1,214 @@
+//! What the binary runs: [`run`] carries out a run from the command line
+//! (the library's one entry point for it, which `versus demo` and the
+//! tests call too), [`gen`] is `versus gen`. Each returns how it ended as
+//! an [`Exit`]; parsing the command line and the process's signals stay in
+//! `main.rs`.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::cli::ScenarioArgs;
+use crate::cli::{GenArgs, Generator, RunArgs};
+use crate::engine::{self, Input, RunOutput, Stop};
+use crate::exit::Exit;
+use crate::input::generate::{self, GenOptions};
+use crate::input::Source;
+use crate::live;
+use crate::plan::{Plan, RequestMode};
+use crate::report;
+use crate::results::commands::Live;
+use crate::scenario::Suite;
+
+/// What a run takes from the process around it.
+pub struct Env<'a> {
+    /// The command line as given (saved, masked, in `--output`'s header).
+    pub argv: &'a [String],
+    /// Whether stdin is a terminal: with no input named, a run then sends
+    /// a single request.
+    pub stdin_is_terminal: bool,
+    /// Whether stderr is a terminal: the progress line is drawn only there.
+    pub stderr_is_terminal: bool,
+    /// A request stream to read instead of the command line's (stdin or
+    /// `--input-file`): the demo's generator, a test's lines.
+    pub stream: Option<Box<dyn Source>>,
+    /// A scenario file's flows to run instead of a request stream.
+    pub suite: Option<Suite>,
+}
+
+/// Why a run ended early: the exit and the message for stderr.
+struct Early(Exit, String);
+
+/// Carry out a run: validate the command line, check everything that can
+/// keep the run from starting, and only then create the output files (so a
+/// run that cannot start leaves an earlier run's files alone); run with the
+/// live view; write the report to `out`. Messages go to `err`, one line
+/// each; the live view draws on the terminal as [`live::Session`] does.
+/// `stop` ends the run early (the caller's Ctrl-C).
+pub fn run(
+    args: &RunArgs,
+    env: Env<'_>,
+    stop: &Stop,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    match try_run(args, env, stop, out) {
+        Ok(exit) => exit,
+        Err(Early(exit, message)) => {
+            let _ = writeln!(err, "versus: {message}");
+            exit
+        }
+    }
+}
+
+fn try_run(args: &RunArgs, env: Env<'_>, stop: &Stop, out: &mut dyn Write) -> Result<Exit, Early> {
+    let usage = |e: String| Early(Exit::Usage, e);
+    let failed = |e: String| Early(Exit::Failed, e);
+    let mode = live::Mode::choose(
+        args.interactive,
+        args.quiet,
+        args.verbose,
+        env.stderr_is_terminal,
+    )
+    .map_err(usage)?;
+    // A scenario run never takes its requests from stdin.
+    let mut plan = Plan::from_args(args, env.stdin_is_terminal && env.suite.is_none())
+        .map_err(|e| usage(e.to_string()))?;
+    plan.interval = mode.interval(plan.interval);
+    if let Some(suite) = &env.suite {
+        suite.fit(&mut plan).map_err(|e| usage(e.to_string()))?;
+    }
+    let plan = Arc::new(plan);
+    let mut outputs = Live::prepare(args, &plan, env.argv).map_err(usage)?;
+    // Everything that can keep the run from starting comes before the
+    // output files are created: a typo must not cost an earlier run's file.
+    let input = match env.suite {
+        Some(suite) => Input::Mix(Arc::new(suite.mix().map_err(|e| usage(e.to_string()))?)),
+        None => plan
+            .input(env.stream)
+            .map_err(|e| failed(format!("cannot read the input: {e}")))?,
+    };
+    let flows = matches!(input, Input::Mix(_));
+    let resolved = engine::resolve(&plan).map_err(|e| failed(e.to_string()))?;
+    let mut view = live::Session::start(mode, &plan, stop).map_err(|e| failed(e.to_string()))?;
+    if let Err(e) = outputs.open() {
+        view.finish();
+        return Err(usage(e));
+    }
+    let input = outputs.record(input);
+    let ran = outputs.observe(&mut view, |o| {
+        engine::run_resolved(&plan, resolved, input, stop, o)
+    });
+    view.finish();
+    let ran = ran.map_err(|e| failed(e.to_string()))?;
+    if let Some(why) = no_requests(&plan, &ran).filter(|_| !flows) {
+        return Err(failed(why));
+    }
+    let verdict = outputs.finish(out, &ran).map_err(failed)?;
+    if let Some(e) = &ran.input_error {
+        return Err(failed(format!("input: {e}")));
+    }
+    if ran.stats.endpoints.iter().all(|s| s.responses == 0) && !ran.interrupted {
+        return Err(failed(
+            "no endpoint answered a single request; see the errors above".into(),
+        ));
+    }
+    Ok(verdict)
+}
+
+/// A stream that ended by itself without a request (not a failed input,
+/// not a Ctrl-C) has nothing to report: why, with the first malformed
+/// records, each on a line of its own.
+fn no_requests(plan: &Plan, ran: &RunOutput) -> Option<String> {
+    if plan.mode != RequestMode::Stream
+        || ran.input.requests > 0
+        || ran.input_error.is_some()
+        || ran.interrupted
+    {
+        return None;
+    }
+    let mut why = format!(
+        "no requests: the input had no requests ({} malformed records skipped)",
+        ran.input.malformed
+    );
+    for m in &ran.input.samples {
+        why.push_str(&format!(
+            "\nversus: {}: {}",
+            m.location,
+            report::escape_terminal(&m.reason)
+        ));
+    }
+    Some(why)
+}
+
+/// `versus run FILE`: read and check the scenario file, print its
+/// scenarios with `--list`, or run them (those `--match` picks) mixed by
+/// weight as [`run`] does, on the file's endpoints unless the command line
+/// names its own. `--stop-after` defaults to 10 s.
+pub fn scenario(
+    args: &ScenarioArgs,
+    env: Env<'_>,
+    stop: &Stop,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let suite = Suite::load(&args.file, &args.run.endpoints).and_then(|mut s| {
+        s.select(&args.patterns)?;
+        Ok(s)
+    });
+    let suite = match suite {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            return Exit::Usage;
+        }
+    };
+    if args.list {
+        return match out.write_all(suite.listing().as_bytes()) {
+            Ok(()) => Exit::Done,
+            Err(_) => Exit::Failed,
+        };
+    }
+    let run_args = suite.run_args(&args.run);
+    run(
+        &run_args,
+        Env {
+            suite: Some(suite),
+            ..env
+        },
+        stop,
+        out,
+        err,
+    )
+}
+
+/// `versus gen`: write generated requests to `out` until the count, a
+/// closed pipe, or forever. Errors go to `err`; warnings about `--rpc`,
+/// which come from a thread of their own, to the process's stderr.
+pub fn gen(args: &GenArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let Generator::Ethereum = args.generator;
+    let opts = GenOptions {
+        methods: args.methods.clone(),
+        rate: args.rate,
+        count: args.count,
+        seed: args.seed,
+        rpc: args.rpc.clone(),
+    };
+    // A bad option is a usage error; a failure while generating (a write
+    // error, the node for --rpc) is a failure.
+    let config = match generate::ethereum_config(&opts) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(err, "versus: gen: {e}");
+            return Exit::Usage;
+        }
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let warn = Arc::new(|w| eprintln!("versus: warning: {w}"));
+    match generate::ethereum(&opts, config, &mut out, warn) {
+        Ok(()) => Exit::Done,
+        Err(e) => {
+            let _ = writeln!(err, "versus: gen: {e}");
+            Exit::Failed
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The entry point of a run from the command line (`versus::app::run`),
+//! in-process against servers on 127.0.0.1: how a run ends, and which
+//! files it leaves.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use versus::app::{self, Env};
+use versus::engine::Stop;
+use versus::exit::Exit;
+
+/// What a run through the entry point gave: how it ended, stdout, stderr.
+struct Ran {
+    exit: Exit,
+    out: String,
+    err: String,
+}
+
+/// Run `args` through the entry point; `stream` is its input, or with
+/// `None` stdin is taken for a terminal (single-request mode).
+fn app(args: &[&str], stream: Option<&[u8]>) -> Ran {
+    use clap::Parser;
+    let mut argv = vec!["versus"];
+    argv.extend_from_slice(args);
+    let cli = versus::cli::Cli::try_parse_from(&argv).expect("arguments");
+    let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
+    let env = Env {
+        argv: &argv,
+        stdin_is_terminal: stream.is_none(),
+        stderr_is_terminal: false,
+        stream: stream.map(|s| -> Box<dyn versus::input::Source> {
+            Box::new(versus::input::lines::LinesSource::new(
+                std::io::Cursor::new(s.to_vec()),
+                1 << 20,
+            ))
+        }),
+        suite: None,
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let exit = app::run(&cli.run, env, &Stop::new(), &mut out, &mut err);
+    Ran {
+        exit,
+        out: String::from_utf8_lossy(&out).into_owned(),
+        err: String::from_utf8_lossy(&err).into_owned(),
+    }
+}
+
+/// A directory of its own for test `name`.
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("versus-app-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn echo() -> Server {
+    Server::start(|r: &Seen| Reply::ok(r.body.clone()))
+}
+
+#[test]
+fn an_input_without_requests_fails_saying_so() {
+    let server = echo();
+    let ran = app(&[&server.url()], Some(b"\n\n"));
+    assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
+    assert_eq!(
+        ran.err,
+        "versus: no requests: the input had no requests (0 malformed records skipped)\n"
+    );
+    assert_eq!(ran.out, "");
+    assert_eq!(server.requests(), 0);
+}
+
+/// An endpoint that cannot be prepared (here its Host header) is found
+/// before any output file is created.
+#[test]
+fn a_run_that_cannot_start_fails_and_leaves_earlier_files_alone() {
+    let server = echo();
+    let d = dir("cannot-start");
+    let files = [
+        d.join("run.vrs"),
+        d.join("mismatches.jsonl"),
+        d.join("run.html"),
+    ];
+    for f in &files {
+        std::fs::write(f, "an earlier run\n").unwrap();
+    }
+    let [output, mismatches, html] = files.each_ref().map(|f| f.to_str().unwrap());
+    let url = server.url();
+    let ran = app(
+        &[
+            "-o",
+            output,
+            "--mismatches",
+            mismatches,
+            "--html",
+            html,
+            "-H",
+            "Host: café",
+            &url,
+        ],
+        Some(&lines(5)),
+    );
+    assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
+    assert!(
+        ran.err.contains("the Host header is not ASCII"),
+        "{}",
+        ran.err
+    );
+    for f in &files {
+        assert_eq!(std::fs::read_to_string(f).unwrap(), "an earlier run\n");
+    }
+    assert_eq!(server.requests(), 0);
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn a_failed_threshold_ends_the_run_with_exit_threshold_after_the_report() {
+    let server = echo();
+    let d = dir("threshold");
+    let saved = d.join("run.vrs");
+    let (saved, url) = (saved.to_str().unwrap(), server.url());
+    for (threshold, exit) in [
+        ("errors == 100", Exit::Threshold),
+        ("errors == 0", Exit::Done),
+    ] {
+        let args = [
+            "--stop-after",
+            "10",
+            "--threshold",
+            threshold,
+            "-o",
+            saved,
+            &url,
+        ];
+        let ran = app(&args, Some(&lines(10)));
+        assert_eq!(ran.exit, exit, "{threshold}: {}", ran.err);
+        let checks = if exit == Exit::Done {
+            "1 passed, 0"
+        } else {
+            "0 passed, 1"
+        };
+        assert!(
+            ran.out.contains(&format!("** Thresholds: {checks} failed")),
+            "{}",
+            ran.out
+        );
+        // The saved run is complete, its requests recorded for a replay.
+        let file = std::fs::read_to_string(saved).unwrap();
+        assert_eq!(file.matches(r#""type":"request""#).count(), 10, "{file}");
+        assert!(file.contains(r#""type":"totals""#), "{file}");
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// With stdin a terminal and no input named, the run repeats one request.
+#[test]
+fn a_terminal_on_stdin_selects_single_request_mode() {
+    let server = echo();
+    let ran = app(&["--stop-after", "7", &server.url()], None);
+    assert_eq!(ran.exit, Exit::Done, "{}", ran.err);
+    assert_eq!(server.requests(), 7);
+    assert!(ran.out.contains("Completed:"), "{}", ran.out);
+}
