@@ -115,6 +115,9 @@ pub struct Plan {
     /// What sees each request as the cores carry it out: the `-v` printer
     /// and the mismatch log, when asked for.
     pub taps: Vec<Arc<dyn crate::engine::Tap>>,
+    /// A scenario run's flow step names, as reports show them (thresholds
+    /// may name them); empty otherwise.
+    pub steps: Vec<String>,
     /// Format of the request stream.
     pub input_format: Format,
     /// File of the request stream; `None` is stdin.
@@ -367,6 +370,7 @@ impl Plan {
             interval: Duration::from_secs(1),
             mismatch_log,
             taps,
+            steps: Vec::new(),
             input_format,
             input_file,
         })

@@ -317,3 +317,55 @@ fn weights_are_honoured_within_two_percent_over_ten_thousand_instances() {
     assert_eq!(step(&report, 0, "buy: pay")["requests"], buy);
     assert_eq!(step(&report, 0, "browse: home")["requests"], browse);
 }
+
+/// A threshold can name a step (of every endpoint, or of one): a slow
+/// step fails it with exit 3 while the fast one passes; a name that is
+/// neither an endpoint nor a step is refused before the run.
+#[test]
+fn thresholds_can_name_a_step() {
+    let server = Server::start(|seen| match seen.path.as_str() {
+        "/slow" => Reply::ok("{}").after(std::time::Duration::from_millis(30)),
+        _ => Reply::ok("{}"),
+    });
+    let file = write(
+        "steps.toml",
+        "[[step]]\nname = \"fast\"\npath = \"/fast\"\n\n[[step]]\nname = \"slow\"\npath = \"/slow\"\n",
+    );
+    let url = format!("api={}", server.url());
+    let run = |thresholds: &[&str]| {
+        let mut args = vec![
+            "run",
+            file.to_str().unwrap(),
+            "-q",
+            "--stop-after",
+            "5",
+            &url,
+        ];
+        for t in thresholds {
+            args.push("--threshold");
+            args.push(t);
+        }
+        run_bin(&args, b"")
+    };
+    let out = run(&["fast: p99 < 20ms", "api: fast: errors == 0"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run(&["slow: p50 < 20ms"]);
+    assert_eq!(out.status.code(), Some(3));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("FAILED  slow: p50 < 20ms [api: slow]"),
+        "{report}"
+    );
+    let out = run(&["pay: p99 < 1s"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no endpoint or step is named \"pay\"") && err.contains("steps: fast, slow"),
+        "{err}"
+    );
+}

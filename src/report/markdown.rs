@@ -173,9 +173,9 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             )?;
         }
     }
-    parts(out, r, "Steps", |s| &s.steps)?;
-    if eps.iter().any(|s| s.methods.len() > 1) {
-        parts(out, r, "By method", |s| &s.methods)?;
+    parts(out, r, "Steps", |s| &s.steps, true)?;
+    if super::shows_methods(eps) {
+        parts(out, r, "By method", |s| &s.methods, false)?;
     }
     let groups = v.sorted_groups();
     if !groups.is_empty() {
@@ -224,12 +224,14 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// A table of every endpoint's parts (flow steps, or methods).
+/// A table of every endpoint's parts (flow steps, or methods); `steps`
+/// adds the columns only flow steps have.
 fn parts(
     out: &mut dyn Write,
     r: &Report<'_>,
     title: &str,
     of: impl Fn(&crate::stats::EndpointStats) -> &Vec<crate::stats::PartStats>,
+    steps: bool,
 ) -> io::Result<()> {
     let eps = &r.run.stats.endpoints;
     if eps.iter().all(|s| of(s).is_empty()) {
@@ -238,11 +240,18 @@ fn parts(
     writeln!(out)?;
     writeln!(out, "## {title}")?;
     writeln!(out)?;
+    let (head, rule) = match steps {
+        true => (
+            " failed checks | not built | skipped | mismatched |",
+            "---:|---:|---:|---:|",
+        ),
+        false => ("", ""),
+    };
     writeln!(
         out,
-        "| name | endpoint | requests | errors | p50 | p99 | failed checks | not built | skipped | mismatched |"
+        "| name | endpoint | requests | errors | p50 | p99 |{head}"
     )?;
-    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|{rule}")?;
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         for p in of(s) {
             let q = |q: f64| {
@@ -252,20 +261,24 @@ fn parts(
                     micros(p.latency.value_at_quantile(q) as f64)
                 }
             };
-            writeln!(
+            write!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 cell(&p.name),
                 cell(&e.label),
                 p.requests,
                 p.errors,
                 q(0.5),
-                q(0.99),
-                p.failed_checks,
-                p.not_built,
-                p.skipped,
-                p.mismatched
+                q(0.99)
             )?;
+            if steps {
+                write!(
+                    out,
+                    " {} | {} | {} | {} |",
+                    p.failed_checks, p.not_built, p.skipped, p.mismatched
+                )?;
+            }
+            writeln!(out)?;
         }
     }
     Ok(())

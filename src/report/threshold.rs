@@ -2,7 +2,9 @@
 //! at the end of a run (or of `versus report`), listed in the report; any
 //! failure makes versus exit with code 3.
 //!
-//! Grammar: `[ENDPOINT:] METRIC OP VALUE`. METRIC is `p50`, `p90`, `p95`,
+//! Grammar: `[SCOPE:] METRIC OP VALUE`. SCOPE is an endpoint (a label or
+//! a position from 0), a flow step's name (every endpoint's step), or
+//! `ENDPOINT: STEP`. METRIC is `p50`, `p90`, `p95`,
 //! `p99`, `p99.9`, `max`, `mean` (latency; VALUE a duration such as `200ms`,
 //! `1.5s`, `800us`), `rps` (requests per second), `errors` or `mismatches`
 //! (VALUE a percentage such as `1%`, or a count). OP is one of
@@ -77,7 +79,8 @@ pub enum Limit {
 pub struct Threshold {
     /// As the user wrote it.
     pub text: String,
-    /// The endpoint (label or position) it is limited to.
+    /// What it is limited to, as written: an endpoint (label or
+    /// position), a step, or `endpoint: step`.
     pub endpoint: Option<String>,
     /// What it measures.
     pub metric: Metric,
@@ -189,42 +192,75 @@ impl std::str::FromStr for Threshold {
     }
 }
 
+/// Where one threshold is checked: an endpoint, and maybe one of its
+/// flow steps.
+pub type Target = (usize, Option<String>);
+
 impl Threshold {
-    /// Which endpoints (indices) the threshold applies to; `None` when it
-    /// is run-wide.
+    /// Where the threshold applies: endpoints (indices), each with the
+    /// step it names, if any; `None` when it is run-wide. `steps` are the
+    /// run's flow step names.
     ///
     /// # Errors
-    /// When it names an endpoint the run does not have.
-    pub fn targets(&self, info: &RunInfo) -> Result<Option<Vec<usize>>, String> {
+    /// When it names no endpoint or step of the run, or asks a step for a
+    /// rate.
+    pub fn targets(&self, info: &RunInfo, steps: &[String]) -> Result<Option<Vec<Target>>, String> {
         if self.metric == Metric::Mismatches {
             return Ok(None);
         }
-        match &self.endpoint {
-            None => Ok(Some((0..info.endpoints.len()).collect())),
-            Some(name) => {
-                let by_index = name
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|i| *i < info.endpoints.len());
-                info.endpoints
-                    .iter()
-                    .position(|e| &e.label == name)
-                    .or(by_index)
-                    .map(|i| Some(vec![i]))
-                    .ok_or_else(|| {
-                        format!(
-                            "--threshold {:?}: no endpoint is named {name:?} (labels: {})",
-                            self.text,
-                            info.endpoints
-                                .iter()
-                                .map(|e| e.label.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    })
-            }
+        let endpoint = |name: &str| {
+            let by_index = name
+                .parse::<usize>()
+                .ok()
+                .filter(|i| *i < info.endpoints.len());
+            info.endpoints
+                .iter()
+                .position(|e| e.label == name)
+                .or(by_index)
+        };
+        let step = |name: &str| steps.iter().find(|s| *s == name).cloned();
+        let all = 0..info.endpoints.len();
+        let targets: Option<Vec<Target>> = match &self.endpoint {
+            None => Some(all.map(|i| (i, None)).collect()),
+            Some(scope) => endpoint(scope)
+                .map(|i| vec![(i, None)])
+                .or_else(|| step(scope).map(|s| all.map(|i| (i, Some(s.clone()))).collect()))
+                .or_else(|| {
+                    let (e, s) = scope.split_once(':')?;
+                    Some(vec![(endpoint(e.trim())?, Some(step(s.trim())?))])
+                }),
+        };
+        let Some(targets) = targets else {
+            let names = |v: Vec<&str>| v.join(", ");
+            return Err(format!(
+                "--threshold {:?}: no endpoint or step is named {:?} (endpoints: {}; steps: {})",
+                self.text,
+                self.endpoint.as_deref().unwrap_or(""),
+                names(info.endpoints.iter().map(|e| e.label.as_str()).collect()),
+                if steps.is_empty() {
+                    "none".to_string()
+                } else {
+                    names(steps.iter().map(String::as_str).collect())
+                }
+            ));
+        };
+        if self.metric == Metric::Rps && targets.iter().any(|(_, s)| s.is_some()) {
+            return Err(format!(
+                "--threshold {:?}: rps is per endpoint, not per step",
+                self.text
+            ));
         }
+        Ok(Some(targets))
     }
+}
+
+/// The flow step names of a run's stats (every endpoint lists the same).
+pub fn step_names(stats: &RunStats) -> Vec<String> {
+    stats
+        .endpoints
+        .first()
+        .map(|s| s.steps.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default()
 }
 
 /// Check every threshold against a run.
@@ -233,8 +269,9 @@ impl Threshold {
 /// When a threshold names an endpoint the run does not have.
 pub fn check(ts: &[Threshold], info: &RunInfo, stats: &RunStats) -> Result<Vec<Check>, String> {
     let mut out = Vec::new();
+    let steps = step_names(stats);
     for t in ts {
-        match t.targets(info)? {
+        match t.targets(info, &steps)? {
             None => {
                 let v = &stats.verdicts;
                 let (actual, shown) = match t.limit {
@@ -259,36 +296,44 @@ pub fn check(ts: &[Threshold], info: &RunInfo, stats: &RunStats) -> Result<Vec<C
                 });
             }
             Some(list) => {
-                for i in list {
+                for (i, step) in list {
                     let s = &stats.endpoints[i];
-                    let label = info.endpoints.get(i).map(|e| e.label.clone());
+                    let part = step
+                        .as_deref()
+                        .and_then(|n| s.steps.iter().find(|p| p.name == n));
+                    let mut label = info.endpoints.get(i).map(|e| e.label.clone());
+                    if let (Some(l), Some(n)) = (&mut label, &step) {
+                        *l = format!("{l}: {n}");
+                    }
+                    // A step's own latency and errors, or the endpoint's.
+                    let (latency, errors, completed) = match part {
+                        Some(p) => (&p.latency, p.errors, p.requests),
+                        None => (&s.latency, s.errors(), s.completed()),
+                    };
                     let measured: Option<(f64, String)> = match (t.metric, t.limit) {
-                        (Metric::Quantile(q), _) => (!s.latency.is_empty()).then(|| {
+                        (Metric::Quantile(q), _) => (!latency.is_empty()).then(|| {
                             let v = if q >= 1.0 {
-                                s.latency.max()
+                                latency.max()
                             } else {
-                                s.latency.value_at_quantile(q)
+                                latency.value_at_quantile(q)
                             };
                             let name = metric_name(t.metric);
                             (v as f64, format!("{name} = {}", micros(v as f64)))
                         }),
-                        (Metric::Mean, _) => (!s.latency.is_empty()).then(|| {
-                            let v = s.latency.mean();
+                        (Metric::Mean, _) => (!latency.is_empty()).then(|| {
+                            let v = latency.mean();
                             (v, format!("mean = {}", micros(v)))
                         }),
                         (Metric::Rps, _) => Some((s.rate, format!("rps = {:.2}", s.rate))),
                         (Metric::Errors, Limit::Percent(_)) => {
-                            let c = s.completed();
-                            let p = if c == 0 {
+                            let p = if completed == 0 {
                                 0.0
                             } else {
-                                s.errors() as f64 * 100.0 / c as f64
+                                errors as f64 * 100.0 / completed as f64
                             };
                             Some((p, format!("errors = {p:.2}%")))
                         }
-                        (Metric::Errors, _) => {
-                            Some((s.errors() as f64, format!("errors = {}", s.errors())))
-                        }
+                        (Metric::Errors, _) => Some((errors as f64, format!("errors = {errors}"))),
                         (Metric::Mismatches, _) => None,
                     };
                     let (passed, actual) = match measured {

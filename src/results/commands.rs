@@ -63,7 +63,7 @@ impl Live {
         let thresholds = outputs::thresholds(&args.thresholds)?;
         let info = RunInfo::from_plan(plan);
         for t in &thresholds {
-            t.targets(&info)?;
+            t.targets(&info, &plan.steps)?;
         }
         let command = if plan.show_secrets {
             argv.to_vec()

@@ -294,7 +294,6 @@ impl Suite {
 
         let mut scenarios = Vec::new();
         let mut headers_taken = Vec::new();
-        let several = docs.len() > 1;
         for (name, weight, steps) in docs {
             if scenarios
                 .iter()
@@ -375,11 +374,7 @@ impl Suite {
                 }
                 let checks = parse_checks(&step.check).map_err(&fail)?;
                 if let Some(r) = &step.rules {
-                    let shown_name = match several {
-                        true => format!("{}: {sname}", name.get_ref()),
-                        false => sname.clone(),
-                    };
-                    rules.push((shown_name, r.clone()));
+                    rules.push((sname.clone(), r.clone()));
                 }
                 known.extend(takes.0.iter().map(|(v, _)| v.clone()));
                 step_names.push(sname.clone());
@@ -476,10 +471,19 @@ impl Suite {
                 plan.transport.keep_headers.push(name);
             }
         }
+        // As the engine names steps in reports: `scenario: step` when the
+        // run has several scenarios.
+        let several = self.scenarios.len() > 1;
+        let shown = |s: &Scenario, step: &str| match several {
+            true => format!("{}: {step}", s.name),
+            false => step.to_string(),
+        };
         for s in &self.scenarios {
+            plan.steps.extend(s.steps.iter().map(|step| shown(s, step)));
             for (step, table) in &s.rules {
+                let step = shown(s, step);
                 plan.comparer
-                    .add_step_rules(step, table)
+                    .add_step_rules(&step, table)
                     .map_err(|e| ScenarioError(format!("step {step:?}: rules: {e}")))?;
             }
         }

@@ -72,7 +72,7 @@ name = "home"
         suite.listing(),
         "shop  (weight 3)  login -> me\nbrowse  (weight 1)  home\n"
     );
-    assert_eq!(suite.scenarios[0].rules[0].0, "shop: me");
+    assert_eq!(suite.scenarios[0].rules[0].0, "me");
     suite.select(&["bro*".to_string()]).unwrap();
     assert_eq!(suite.listing(), "browse  (weight 1)  home\n");
     assert!(suite
