@@ -2,7 +2,7 @@
 # End-to-end benchmark: versus against wrk, oha, hey and h2load on the same
 # workload, all against one local nginx (bench/nginx.conf).
 #
-#   bench/run.sh [single stream2 h2 flow2 sleep100 memory]   (default: all)
+#   bench/run.sh [single stream2 h2 flow2 scenario sleep100 memory]   (default: all)
 #
 # nginx gets one worker on core 0; every client runs under `taskset -c 1`
 # (versus also with --threads 1), under /usr/bin/time for CPU and peak RSS.
@@ -30,9 +30,9 @@ H2_STREAMS="${H2_STREAMS:-50}"
 CLIENT_CORE=1
 
 SCENARIOS=("$@")
-[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 sleep100 memory)
+[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 scenario sleep100 memory)
 for s in "${SCENARIOS[@]}"; do
-  case "$s" in single|stream2|h2|flow2|sleep100|memory) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 sleep100 memory)";; esac
+  case "$s" in single|stream2|h2|flow2|scenario|sleep100|memory) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 scenario sleep100 memory)";; esac
 done
 
 [ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time, or run bench/setup.sh)"
@@ -54,7 +54,7 @@ NOFILE="$(ulimit -n)"
 
 have() { command -v "$1" >/dev/null 2>&1; }
 MISSING=()
-for t in wrk oha hey h2load; do have "$t" || MISSING+=("$t"); done
+for t in wrk oha hey h2load k6; do have "$t" || MISSING+=("$t"); done
 
 out() { echo "$*" | tee -a "$REPORT"; }
 
@@ -111,6 +111,20 @@ parse_hey() {
     /^Error distribution/ { inerr = 1; next }
     inerr && /^ *\[[0-9]+\]/ { gsub(/[\[\]]/, "", $1); bad += $1 }
     END { printf "%d %s %s %s %d\n", ok, rps, mean, p99, bad }' "$1"
+}
+# k6: completed = http_reqs less http_req_failed's count; latency =
+# http_req_duration avg and p(99).
+parse_k6() {
+  awk "$AWK_UNITS"'
+    /http_reqs\.*:/ { ok = $2; rps = $3; sub(/\/s$/, "", rps) }
+    /http_req_duration\.*:/ {
+      for (i = 2; i <= NF; i++) {
+        if ($i ~ /^avg=/) { v = $i; sub(/^avg=/, "", v); mean = to_ms(v) }
+        if ($i ~ /^p\(99\)=/) { v = $i; sub(/^p\(99\)=/, "", v); p99 = to_ms(v) }
+      }
+    }
+    /http_req_failed\.*:/ { bad = $3 }
+    END { printf "%d %s %s %s %d\n", ok - bad, rps, mean, p99, bad }' "$1"
 }
 parse_h2load() {
   awk "$AWK_UNITS"'
@@ -351,6 +365,32 @@ sc_flow2() {
   commands
 }
 
+# A two-step scenario file (bench/scenario.toml: step 2 takes a value of
+# step 1's answer) against the plain single-request stream, and k6 running
+# the same sequence (bench/k6-scenario.js), in the same round-robin.
+sc_scenario() {
+  header scenario "two-step scenario file (bench/scenario.toml) against the plain stream and k6 (bench/k6-scenario.js), GET /, HTTP/1.1, 50 virtual users, ${DURATION}s"
+  measure versus parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  measure scenario parse_versus 1 -- "$VERSUS" run "$BENCH_DIR/scenario.toml" -c 50 --stop-after="${DURATION}s" --threads 1 --compare none -q "$BASE/"
+  if have k6; then
+    measure k6 parse_k6 1 -- env BASE="$BASE" VUS=50 DURATION="${DURATION}s" k6 run --quiet --no-color "$BENCH_DIR/k6-scenario.js"
+  fi
+  run_queued
+  table "$ROWS" lat | tee -a "$REPORT"
+  local plain scen k6cpu
+  plain="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  scen="$(awk '$1 == "scenario" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  out ""
+  out "CPU per request: scenario $(printf %.2f "$scen") µs vs plain stream $(printf %.2f "$plain") µs = $(awk -v a="$scen" -v b="$plain" 'BEGIN { printf "%.2fx", a / b }') (target ≤ 1.50x)"
+  k6cpu="$(awk '$1 == "k6" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  if [ -n "$k6cpu" ]; then
+    out "CPU per request: k6 $(printf %.2f "$k6cpu") µs = $(awk -v a="$k6cpu" -v b="$scen" 'BEGIN { printf "%.2fx", a / b }') the scenario's"
+  else
+    out "(k6 missing: bench/setup.sh builds it with go install)"
+  fi
+  commands
+}
+
 sc_sleep100() {
   local c
   for c in $CONCS; do
@@ -393,7 +433,7 @@ out ""
 out "- host: $(nproc) cores, $(lscpu | awk -F: '/Model name/ { gsub(/^ +/, "", $2); print $2; exit }'), kernel $(uname -r)"
 out "- versus: $VERSUS ($("$VERSUS" --version 2>/dev/null || echo '?'))"
 out "- $(nginx -v 2>&1), one worker on core 0; clients on core $CLIENT_CORE; DURATION=${DURATION}s REPEAT=$REPEAT (best of REPEAT by CPU/request)"
-out "- tools: $(for t in wrk oha hey h2load; do have "$t" && printf '%s ' "$t"; done)$([ ${#MISSING[@]} -gt 0 ] && echo "(missing: ${MISSING[*]} — run bench/setup.sh)")"
+out "- tools: $(for t in wrk oha hey h2load k6; do have "$t" && printf '%s ' "$t"; done)$([ ${#MISSING[@]} -gt 0 ] && echo "(missing: ${MISSING[*]} — run bench/setup.sh)")"
 out "- CPU µs/req = (user + sys CPU seconds of the client process) × 10⁶ / completed requests (2xx). Peak RSS = /usr/bin/time %M."
 out "- 'nginx core %' = the nginx worker's CPU over the run (near 100: the server set the pace). 'busy before %' = all-core CPU use by other work in the second before the run (QUIET_PCT=$QUIET_PCT; higher values mean disturbed numbers)."
 out "- raw outputs: $WORK"

@@ -75,9 +75,25 @@ else
   STATUS[oha]="UNAVAILABLE (no cargo)"
 fi
 
+# k6 from its Go module, into bench/.tools/bin (a few minutes to build)
+if [ -x "$TOOLS/bin/k6" ]; then
+  STATUS[k6]="present ($TOOLS/bin/k6)"
+elif command -v k6 >/dev/null 2>&1; then
+  STATUS[k6]="present ($(command -v k6))"
+elif command -v go >/dev/null 2>&1; then
+  echo "setup: go install go.k6.io/k6@v0.54.0 (takes a few minutes)"
+  if GOBIN="$TOOLS/bin" go install go.k6.io/k6@v0.54.0 >"$TOOLS/k6-install.log" 2>&1; then
+    STATUS[k6]="installed ($TOOLS/bin/k6)"
+  else
+    STATUS[k6]="UNAVAILABLE (go install failed, see $TOOLS/k6-install.log)"
+  fi
+else
+  STATUS[k6]="UNAVAILABLE (no go)"
+fi
+
 echo
 echo "setup: tool status"
-for k in time util-linux nginx libnginx-mod-http-echo wrk nghttp2-client hey oha valgrind strace linux-perf; do
+for k in time util-linux nginx libnginx-mod-http-echo wrk nghttp2-client hey oha k6 valgrind strace linux-perf; do
   printf '  %-24s %s\n' "$k" "${STATUS[$k]}"
 done
 perf_out="$(perf stat -e instructions true 2>&1 || true)"
