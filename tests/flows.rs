@@ -350,6 +350,11 @@ fn a_value_missing_from_an_answer_fails_the_instance_at_that_step() {
         .map(|g| g.field.as_str())
         .collect();
     assert_eq!(reasons, ["not built: nothing at /token in the answer"]);
+    // The group keeps samples: the instance and what it could not send.
+    let group = &out.stats.verdicts.error_groups[0];
+    assert_eq!(group.samples.len(), 3);
+    assert_eq!(group.samples[0].request, "(not built)");
+    assert!(group.samples[0].seq < 20);
 }
 
 /// The check of a step replaces the default one: a 404 can be the answer

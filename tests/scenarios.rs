@@ -197,6 +197,29 @@ fn a_value_missing_at_run_time_fails_that_instance_there_and_the_run_goes_on() {
     assert_eq!(step(&report, 1, "use")["skipped"], 10);
     assert_eq!(step(&report, 1, "use")["requests"], 20);
     assert_eq!(report["endpoints"][0]["flows"]["succeeded"], 30);
+    // The text report names the step, the reason and a sample instance.
+    let a = format!("a={}", good.url());
+    let b = format!("b={}", flaky.url());
+    let out = run_bin(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "-q",
+            "-c",
+            "1",
+            "--stop-after",
+            "9",
+            &a,
+            &b,
+        ],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("b  login  extract failed: token: nothing at $.token in the answer"),
+        "{text}"
+    );
+    assert!(text.contains("e.g. instance "), "{text}");
 }
 
 #[test]

@@ -922,15 +922,34 @@ fn record_step(core: &Core, e: usize, name: &str, step: &StepRun) {
     if let Some(f @ (StepFailure::NotBuilt(_) | StepFailure::Check(_) | StepFailure::Extract(_))) =
         &step.failure
     {
+        let reason = f.reason();
         stats::count_group(
             &mut stats.verdicts.error_groups,
             name,
-            &f.reason(),
+            &reason,
             "error",
             &core.plan.endpoints[e].label,
             1,
-            Vec::new,
+            || vec![step_sample(&step.request, &reason)],
         );
+    }
+}
+
+/// A step that failed, as its error group shows it: the instance, the
+/// request as built (or nothing, when it could not be), the reason.
+fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
+    let target = req.target.as_deref().unwrap_or("");
+    let method = req.method.as_ref().map_or("", |m| m.as_str());
+    let body = crate::compare::sample::cut(&String::from_utf8_lossy(&req.body), 200);
+    let request = match &req.target {
+        Some(_) => format!("{method} {target} {body}").trim().to_string(),
+        None => "(not built)".to_string(),
+    };
+    stats::MismatchSample {
+        seq: req.seq,
+        request,
+        values: vec![reason.to_string()],
+        diff: String::new(),
     }
 }
 

@@ -603,17 +603,18 @@ fn flows(p: &mut String, r: &Report<'_>) {
     }
     p.push_str("<h2>Flows</h2>\n<table id=\"flows\"><tr><th>endpoint</th><th>instances</th><th>successful</th><th>duration p50</th><th>duration p99</th></tr>\n");
     for (e, s) in r.info.endpoints.iter().zip(eps) {
-        let f = &s.flows;
-        let _ = writeln!(
-            p,
-            "<tr><td class=\"text\">{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td></tr>",
-            escape(&e.label),
-            f.instances,
-            f.succeeded,
-            escape(&super::percent(f.succeeded, f.instances)),
-            escape(&super::latency(&f.duration, 0.5)),
-            escape(&super::latency(&f.duration, 0.99))
-        );
+        for (label, f) in super::flow_rows(&e.label, s) {
+            let _ = writeln!(
+                p,
+                "<tr><td class=\"text\">{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td></tr>",
+                escape(&label),
+                f.instances,
+                f.succeeded,
+                escape(&super::percent(f.succeeded, f.instances)),
+                escape(&super::latency(&f.duration, 0.5)),
+                escape(&super::latency(&f.duration, 0.99))
+            );
+        }
     }
     p.push_str("</table>\n");
 }

@@ -153,24 +153,18 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         )?;
         writeln!(out, "|---|---:|---:|---:|---:|")?;
         for (e, s) in r.info.endpoints.iter().zip(eps) {
-            let f = &s.flows;
-            let q = |q: f64| {
-                if f.duration.is_empty() {
-                    "-".to_string()
-                } else {
-                    micros(f.duration.value_at_quantile(q) as f64)
-                }
-            };
-            writeln!(
-                out,
-                "| {} | {} | {} ({}) | {} | {} |",
-                cell(&e.label),
-                f.instances,
-                f.succeeded,
-                super::percent(f.succeeded, f.instances),
-                q(0.5),
-                q(0.99)
-            )?;
+            for (label, f) in super::flow_rows(&e.label, s) {
+                writeln!(
+                    out,
+                    "| {} | {} | {} ({}) | {} | {} |",
+                    cell(&label),
+                    f.instances,
+                    f.succeeded,
+                    super::percent(f.succeeded, f.instances),
+                    super::latency(&f.duration, 0.5),
+                    super::latency(&f.duration, 0.99)
+                )?;
+            }
         }
     }
     parts(out, r, "Steps", |s| &s.steps, true)?;
@@ -254,13 +248,7 @@ fn parts(
     writeln!(out, "|---|---|---:|---:|---:|---:|{rule}")?;
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         for p in of(s) {
-            let q = |q: f64| {
-                if p.latency.is_empty() {
-                    "-".to_string()
-                } else {
-                    micros(p.latency.value_at_quantile(q) as f64)
-                }
-            };
+            let q = |q: f64| super::latency(&p.latency, q);
             write!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",

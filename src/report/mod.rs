@@ -36,6 +36,21 @@ pub fn latency(h: &Histogram<u64>, q: f64) -> String {
     quantile(h, q).map_or_else(|| "-".to_string(), threshold::micros)
 }
 
+/// The rows of a flows table for one endpoint: all its instances under
+/// its `label`, then each scenario's under `label: scenario` (suites).
+pub fn flow_rows<'a>(
+    label: &str,
+    s: &'a crate::stats::EndpointStats,
+) -> Vec<(String, &'a crate::stats::FlowStats)> {
+    std::iter::once((label.to_string(), &s.flows))
+        .chain(
+            s.scenarios
+                .iter()
+                .map(|f| (format!("{label}: {}", f.name), f)),
+        )
+        .collect()
+}
+
 /// True when the reports list methods: some endpoint saw more than one
 /// (a stream of one method says nothing its totals do not).
 pub fn shows_methods<'a>(

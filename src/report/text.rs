@@ -409,7 +409,17 @@ fn groups(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<(
 fn error_groups(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
     let title = "   Errors by method (requests, share of the method's requests):";
     let what = |g: &MismatchGroup| g.field.clone();
-    group_table(out, title, v.sorted_error_groups(), v, what, |_, _| Ok(()))
+    // A flow step's failures keep a sample: the instance and its request.
+    let sample = |out: &mut dyn Write, g: &MismatchGroup| match g.samples.first() {
+        Some(s) => writeln!(
+            out,
+            "         e.g. instance {}: {}",
+            s.seq,
+            escape_terminal(&s.request)
+        ),
+        None => Ok(()),
+    };
+    group_table(out, title, v.sorted_error_groups(), v, what, sample)
 }
 
 /// A table of groups: requests, share of the method's requests, endpoint,

@@ -493,7 +493,7 @@ impl VerdictStats {
                 &g.kind,
                 &g.endpoint,
                 g.count,
-                Vec::new,
+                || g.samples.clone(),
             );
         }
         for (m, n) in &other.methods {
