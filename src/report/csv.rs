@@ -150,12 +150,16 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let methods = super::shows_methods(eps);
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         if s.flows.instances > 0 {
-            Row::new(&e.label, &e.url)
-                .set("part", "flow")
-                .latency(&s.flows.duration)
-                .set("instances", s.flows.instances)
-                .set("succeeded", s.flows.succeeded)
-                .write(out)?;
+            // All instances, then (suites) each scenario's, named.
+            for f in std::iter::once(&s.flows).chain(&s.scenarios) {
+                Row::new(&e.label, &e.url)
+                    .set("part", "flow")
+                    .set("name", &f.name)
+                    .latency(&f.duration)
+                    .set("instances", f.instances)
+                    .set("succeeded", f.succeeded)
+                    .write(out)?;
+            }
         }
         for p in &s.steps {
             Row::new(&e.label, &e.url).part("step", p).write(out)?;
