@@ -491,3 +491,52 @@ fn flow_instances_start_on_the_schedule_in_the_open_model() {
     let login = step(&out, 0, "login").latency.value_at_quantile(0.5) / 1000;
     assert!((50..100).contains(&login), "login took {login} ms at p50");
 }
+
+/// An endpoint a full window ahead of a slower one is held back: the
+/// report says for how long, that it is left out of the rate, and what
+/// the rate over the whole run was; the two rates differ by exactly that.
+#[test]
+fn held_back_time_is_shown_beside_the_rate_it_is_left_out_of() {
+    let fast = Server::start(|_| Reply::ok("ok"));
+    let slow = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(20)));
+    let (a, b) = (format!("a={}", fast.url()), format!("b={}", slow.url()));
+    let plan = plan(&[
+        "--threads",
+        "1",
+        "-c",
+        "2",
+        "--lead",
+        "4",
+        "--stop-after",
+        "2s",
+        "--method",
+        "GET",
+        &a,
+        &b,
+    ]);
+    let input = match &plan.mode {
+        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
+    };
+    let out = run(&plan, input, &mut engine::Quiet);
+    let s = &out.stats.endpoints[0];
+    assert!(s.held > Duration::from_millis(500), "held {:?}", s.held);
+    let mut text = Vec::new();
+    versus::report::text::write(&mut text, &plan, &out).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("Held back:"))
+        .unwrap_or_else(|| panic!("no held-back line:\n{text}"));
+    assert!(line.contains("left out of its rate above"), "{line}");
+    let whole = s.completed() as f64 / out.elapsed.as_secs_f64();
+    assert!(
+        line.contains(&format!("{whole:.2} per second")),
+        "{line} vs {whole:.2}"
+    );
+    assert!(
+        s.rate > whole,
+        "rate {} over sending time, {whole} over the run",
+        s.rate
+    );
+}

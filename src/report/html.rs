@@ -300,6 +300,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     };
     let lat = |s: &crate::stats::EndpointStats, q: f64| super::latency(&s.latency, q);
     row("Requests per second", &|s| format!("{:.2}", s.rate));
+    row("Held back", &super::held);
     row("Completed", &|s| s.completed().to_string());
     row("Latency avg", &|s| {
         if s.latency.is_empty() {

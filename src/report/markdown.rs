@@ -75,6 +75,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         "Requests per second",
         &each(&|s| format!("{:.2}", s.rate)),
     )?;
+    row(out, "Held back", &each(&super::held))?;
     row(out, "Completed", &each(&|s| s.completed().to_string()))?;
     let lat = |q: Option<f64>| {
         move |s: &crate::stats::EndpointStats| {

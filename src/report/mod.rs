@@ -36,6 +36,16 @@ pub fn latency(h: &Histogram<u64>, q: f64) -> String {
     quantile(h, q).map_or_else(|| "-".to_string(), threshold::micros)
 }
 
+/// An endpoint's held-back time as the tables show it: `-` when none,
+/// else the time and that it is left out of the rate.
+pub fn held(s: &crate::stats::EndpointStats) -> String {
+    if s.held.is_zero() {
+        "-".to_string()
+    } else {
+        format!("{} (left out of the rate)", go_duration(s.held))
+    }
+}
+
 /// The rows of a flows table for one endpoint: all its instances under
 /// its `label`, then each scenario's under `label: scenario` (suites).
 pub fn flow_rows<'a>(
