@@ -54,6 +54,19 @@ fn run(plan: &Arc<Plan>, input: Input, observer: &mut dyn Observer) -> RunOutput
     engine::run(plan, input, &engine::Stop::new(), observer).expect("run")
 }
 
+/// A single-request run (`--method GET`) of `args`, watched by `observer`.
+fn single(args: &[&str], observer: &mut dyn Observer) -> (Arc<Plan>, RunOutput) {
+    let mut all = vec!["--method", "GET"];
+    all.extend_from_slice(args);
+    let plan = plan(&all);
+    let input = match &plan.mode {
+        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
+    };
+    let out = run(&plan, input, observer);
+    (plan, out)
+}
+
 /// The rate an endpoint reports against what it completed over the
 /// sending time: the 6 s of `--stop-after` (the hung request is in flight
 /// until the stop), less any time it was held back a full window ahead of
@@ -88,23 +101,11 @@ fn assert_no_stall(intervals: &[Vec<u64>], e: usize) {
 fn a_request_held_ten_seconds_holds_nothing_behind_it() {
     let server = hanging_server(100);
     let url = server.url();
-    let plan = plan(&[
-        "--threads",
-        "1",
-        "-c",
-        "50",
-        "--stop-after",
-        "6s",
-        "--method",
-        "GET",
-        &url,
-    ]);
-    let input = match &plan.mode {
-        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
-        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
-    };
     let mut seen = PerInterval::default();
-    let out = run(&plan, input, &mut seen);
+    let (_, out) = single(
+        &["--threads", "1", "-c", "50", "--stop-after", "6s", &url],
+        &mut seen,
+    );
     let s = &out.stats.endpoints[0];
     assert!(s.completed() > 2_000, "only {} completed", s.completed());
     assert_eq!(s.abandoned, 1, "the held request is abandoned at the stop");
@@ -117,24 +118,11 @@ fn a_hang_at_the_second_endpoint_leaves_the_first_untouched() {
     let fast = Server::start(|_| Reply::ok("ok"));
     let hung = hanging_server(100);
     let (a, b) = (format!("a={}", fast.url()), format!("b={}", hung.url()));
-    let plan = plan(&[
-        "--threads",
-        "1",
-        "-c",
-        "50",
-        "--stop-after",
-        "6s",
-        "--method",
-        "GET",
-        &a,
-        &b,
-    ]);
-    let input = match &plan.mode {
-        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
-        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
-    };
     let mut seen = PerInterval::default();
-    let out = run(&plan, input, &mut seen);
+    let (_, out) = single(
+        &["--threads", "1", "-c", "50", "--stop-after", "6s", &a, &b],
+        &mut seen,
+    );
     for e in 0..2 {
         assert_no_stall(&seen.0, e);
         assert_rate_is_completed_over_the_run(&out, e);
@@ -500,25 +488,21 @@ fn held_back_time_is_shown_beside_the_rate_it_is_left_out_of() {
     let fast = Server::start(|_| Reply::ok("ok"));
     let slow = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(20)));
     let (a, b) = (format!("a={}", fast.url()), format!("b={}", slow.url()));
-    let plan = plan(&[
-        "--threads",
-        "1",
-        "-c",
-        "2",
-        "--lead",
-        "4",
-        "--stop-after",
-        "2s",
-        "--method",
-        "GET",
-        &a,
-        &b,
-    ]);
-    let input = match &plan.mode {
-        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
-        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
-    };
-    let out = run(&plan, input, &mut engine::Quiet);
+    let (plan, out) = single(
+        &[
+            "--threads",
+            "1",
+            "-c",
+            "2",
+            "--lead",
+            "4",
+            "--stop-after",
+            "2s",
+            &a,
+            &b,
+        ],
+        &mut engine::Quiet,
+    );
     let s = &out.stats.endpoints[0];
     assert!(s.held > Duration::from_millis(500), "held {:?}", s.held);
     let mut text = Vec::new();

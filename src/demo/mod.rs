@@ -27,6 +27,23 @@ const CANDIDATE_MISMATCH_SHARE: f64 = 0.02;
 /// Latency the candidate adds, on average.
 const CANDIDATE_LATENCY: Duration = Duration::from_micros(300);
 
+/// The command line a demo runs: its duration, concurrency and `-v`
+/// against `endpoints`, quiet (the report follows in seconds, with no
+/// progress line).
+fn command_line(args: &DemoArgs, endpoints: &[String]) -> Vec<String> {
+    let mut argv = vec![
+        "versus".to_string(),
+        "--quiet".to_string(),
+        format!("--stop-after={}", humantime::format_duration(args.duration)),
+        format!("--concurrency={}", args.concurrency),
+    ];
+    if args.verbose > 0 {
+        argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
+    }
+    argv.extend(endpoints.iter().cloned());
+    argv
+}
+
 /// Run the demo: start the two servers, write a short introduction to
 /// `err`, and carry out the run as [`app::run`] does for the command line
 /// it names, with the generator as its input; the report goes to `out`.
@@ -59,18 +76,13 @@ pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Writ
     };
     let duration = humantime::format_duration(args.duration).to_string();
     let concurrency = args.concurrency.to_string();
-    // --quiet: the report follows in seconds, with no progress line.
-    let mut argv = vec![
-        "versus".to_string(),
-        "--quiet".to_string(),
-        format!("--stop-after={duration}"),
-        format!("--concurrency={concurrency}"),
-        format!("reference={}", reference.url()),
-        format!("candidate={}", candidate.url()),
-    ];
-    if args.verbose > 0 {
-        argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
-    }
+    let argv = command_line(
+        args,
+        &[
+            format!("reference={}", reference.url()),
+            format!("candidate={}", candidate.url()),
+        ],
+    );
     // The demo's own settings, when rejected, are bad arguments: checked
     // before the introduction (the run checks its plan again).
     let prepared = Cli::try_parse_from(&argv)

@@ -269,16 +269,7 @@ pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Writ
         format!("candidate={}", candidate.url()),
     ];
     let duration = humantime::format_duration(args.duration).to_string();
-    let mut argv = vec![
-        "versus".to_string(),
-        "--quiet".to_string(),
-        format!("--stop-after={duration}"),
-        format!("--concurrency={}", args.concurrency),
-    ];
-    if args.verbose > 0 {
-        argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
-    }
-    argv.extend(endpoints.iter().cloned());
+    let argv = super::command_line(args, &endpoints);
     // The demo's own settings and scenario, when rejected, are bad
     // arguments: checked before the introduction.
     let prepared = Cli::try_parse_from(&argv)

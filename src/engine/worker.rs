@@ -328,15 +328,19 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     }
     for (e, s) in stats.endpoints.iter_mut().enumerate() {
         s.abandoned += u64::from(inflight[e]);
-        let mut h = held[e];
-        if let Some(since) = held_since[e] {
-            h += ended.saturating_duration_since(since);
-        }
-        s.held = h;
+        // An endpoint with a request in flight, or held back, when the run
+        // stopped could have sent until the stop; otherwise it sent until
+        // its last completion. Held-back time counts up to that end, so it
+        // is never left out twice.
         let mut until = last_done[e];
-        if inflight[e] > 0 {
+        if inflight[e] > 0 || held_since[e].is_some() {
             until = until.max(Some(stopped_at));
         }
+        let mut h = held[e];
+        if let Some(since) = held_since[e] {
+            h += stopped_at.saturating_duration_since(since);
+        }
+        s.held = h;
         let active = until
             .map(|t| t.saturating_duration_since(counted_from))
             .unwrap_or_default()
