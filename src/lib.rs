@@ -9,7 +9,7 @@
 //! binary, `versus demo` and the tests call it) and returns an
 //! [`exit::Exit`], as every command does.
 //! [`model`] is the vocabulary every layer shares; [`flow`] defines
-//! sequences of dependent requests in Rust (see `examples/flow.rs`):
+//! sequences of dependent requests in Rust (see `examples/shop_client.rs`):
 //!
 //! ```no_run
 //! use std::sync::Arc;
