@@ -51,7 +51,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    match try_run(args, env, stop, out) {
+    match try_run(args, env, stop, out, err) {
         Ok(exit) => exit,
         Err(Early(exit, message)) => {
             let _ = writeln!(err, "versus: {message}");
@@ -60,7 +60,13 @@ pub fn run(
     }
 }
 
-fn try_run(args: &RunArgs, env: Env<'_>, stop: &Stop, out: &mut dyn Write) -> Result<Exit, Early> {
+fn try_run(
+    args: &RunArgs,
+    env: Env<'_>,
+    stop: &Stop,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Exit, Early> {
     let usage = |e: String| Early(Exit::Usage, e);
     let failed = |e: String| Early(Exit::Failed, e);
     let mode = live::Mode::choose(
@@ -79,6 +85,13 @@ fn try_run(args: &RunArgs, env: Env<'_>, stop: &Stop, out: &mut dyn Write) -> Re
     }
     let plan = Arc::new(plan);
     let mut outputs = Live::prepare(args, &plan, env.argv).map_err(usage)?;
+    if let Some(late) = outputs.late() {
+        let _ = writeln!(
+            err,
+            "versus: warning: --start-at passed {} ago: starting at once, late (late_ms in the saved run's header)",
+            humantime::format_duration(late)
+        );
+    }
     // Everything that can keep the run from starting comes before the
     // output files are created: a typo must not cost an earlier run's file.
     let input = match env.suite {

@@ -354,6 +354,20 @@ pub struct RunArgs {
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub drain: Duration,
 
+    /// Run shard I of N (0 <= I < N): every Nth record of the request
+    /// stream (or flow instance) from the Ith, and the Nth part of --rate,
+    /// -c and --stop-after N. N shards together send what one run would;
+    /// `versus merge` joins their saved runs.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// Start sending at this time (RFC 3339 in UTC, like
+    /// 2030-01-01T12:00:00Z), after the connections are open, so that
+    /// shards start together; a time already past starts at once and is
+    /// recorded as late.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+
     /// Cores to use (default: all).
     #[arg(long)]
     pub threads: Option<usize>,

@@ -55,6 +55,84 @@ impl std::str::FromStr for StopAfter {
     }
 }
 
+/// One share of work dealt round robin over `count` parts: thing k goes to
+/// part `k % count`. `--shard I/N` is such a share of a run, and a core's
+/// share of a run's work is another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    /// This part, from 0.
+    pub index: u64,
+    /// How many parts.
+    pub count: u64,
+}
+
+impl Shard {
+    /// The whole: one part of one.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Part `index` of `count` (`count` at least 1).
+    pub fn new(index: usize, count: usize) -> Shard {
+        Shard {
+            index: index as u64,
+            count: count.max(1) as u64,
+        }
+    }
+
+    /// Of `n` things dealt round robin, how many are this part's.
+    pub fn share(self, n: u64) -> u64 {
+        n / self.count + u64::from(self.index < n % self.count)
+    }
+
+    /// [`Shard::share`] of a `usize`.
+    pub fn share_of(self, n: usize) -> usize {
+        usize::try_from(self.share(n as u64)).unwrap_or(usize::MAX)
+    }
+
+    /// Whether thing `k` (from 0) is this part's.
+    pub fn owns(self, k: u64) -> bool {
+        k % self.count == self.index
+    }
+
+    /// Part `index` of this shard's share split into `parts` (a core's
+    /// part of a shard): together, the parts of every shard are all of
+    /// `0..`, each number once.
+    pub fn part(self, index: usize, parts: usize) -> Shard {
+        let parts = parts.max(1) as u64;
+        Shard {
+            index: index as u64 * self.count + self.index,
+            count: parts * self.count,
+        }
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let parsed = s.split_once('/').and_then(|(i, n)| {
+            Some((i.trim().parse::<u64>().ok()?, n.trim().parse::<u64>().ok()?))
+        });
+        match parsed {
+            Some((index, count)) if index < count => Ok(Shard { index, count }),
+            _ => Err(format!(
+                "--shard {s:?}: expected I/N with 0 <= I < N, like 0/4 (the first of four shards)"
+            )),
+        }
+    }
+}
+
+/// Parse `--start-at`: RFC 3339 in UTC.
+fn parse_start_at(s: &str) -> Result<std::time::SystemTime, String> {
+    humantime::parse_rfc3339_weak(s.trim()).map_err(|e| {
+        format!("--start-at {s:?}: {e}; give an RFC 3339 time in UTC, like 2030-01-01T12:00:00Z (`date -u -d +1min +%FT%TZ`)")
+    })
+}
+
 /// Where requests come from, as the command line decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RequestMode {
@@ -122,6 +200,12 @@ pub struct Plan {
     pub input_format: Format,
     /// File of the request stream; `None` is stdin.
     pub input_file: Option<PathBuf>,
+    /// This run's share of a sharded run ([`Shard::WHOLE`] unsharded):
+    /// `concurrency`, `rate`, and the counts of `stop_after` and `warmup`
+    /// are already this shard's.
+    pub shard: Shard,
+    /// When to start sending (`--start-at`).
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl Plan {
@@ -339,6 +423,17 @@ impl Plan {
         } else {
             None
         };
+        let shard = args
+            .shard
+            .as_deref()
+            .map_or(Ok(Shard::WHOLE), str::parse)
+            .map_err(usage)?;
+        let start_at = args
+            .start_at
+            .as_deref()
+            .map(parse_start_at)
+            .transpose()
+            .map_err(usage)?;
         let threads = args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -353,12 +448,18 @@ impl Plan {
                 keep_headers: compare_headers,
             },
             tls,
-            concurrency: args.concurrency,
-            rate,
+            concurrency: shard.share_of(args.concurrency).max(1),
+            rate: rate.map(|r| crate::engine::pace::Rate(r.0 / shard.count as f64)),
             max_in_flight: args.max_in_flight,
             threads,
-            stop_after,
-            warmup,
+            stop_after: StopAfter {
+                count: stop_after.count.map(|n| shard.share(n)),
+                ..stop_after
+            },
+            warmup: StopAfter {
+                count: warmup.count.map(|n| shard.share(n)),
+                ..warmup
+            },
             drain: args.drain,
             comparer,
             verbose: args.verbose,
@@ -373,26 +474,32 @@ impl Plan {
             steps: Vec::new(),
             input_format,
             input_file,
+            shard,
+            start_at,
         })
     }
 
     /// The engine's input: in single-request mode the request over and
     /// over; else the request stream, `stream` when given (the demo's
     /// generator, a test's lines), or else the command line's:
-    /// `--input-file` (stdin without it) read as `--input` says.
+    /// `--input-file` (stdin without it) read as `--input` says; of a
+    /// stream, only this shard's records.
     ///
     /// # Errors
     /// When the input file cannot be opened.
     pub fn input(&self, stream: Option<Box<dyn Source>>) -> std::io::Result<Input> {
-        Ok(match (&self.mode, stream) {
-            (RequestMode::Single(r), _) => Input::Repeat(r.clone()),
-            (RequestMode::Stream, Some(s)) => Input::Stream(s),
-            (RequestMode::Stream, None) => Input::Stream(crate::input::open(
-                self.input_format,
-                self.input_file.as_deref(),
-                self.max_line,
-            )?),
-        })
+        let source = match (&self.mode, stream) {
+            (RequestMode::Single(r), _) => return Ok(Input::Repeat(r.clone())),
+            (RequestMode::Stream, Some(s)) => s,
+            (RequestMode::Stream, None) => {
+                crate::input::open(self.input_format, self.input_file.as_deref(), self.max_line)?
+            }
+        };
+        Ok(Input::Stream(if self.shard == Shard::WHOLE {
+            source
+        } else {
+            Box::new(crate::input::reader::Sharded::new(source, self.shard))
+        }))
     }
 }
 
@@ -529,11 +636,90 @@ mod tests {
             ),
             (vec!["a=http://h/", "a=http://i/"], "labelled"),
             (vec!["--body", "@/nonexistent/file", "http://h/"], "--body"),
+            (vec!["--shard", "4/4", "http://h/"], "0 <= I < N"),
+            (vec!["--shard", "1", "http://h/"], "--shard"),
+            (vec!["--shard", "0/0", "http://h/"], "--shard"),
+            (vec!["--start-at", "noon", "http://h/"], "--start-at"),
         ] {
             let err = Plan::from_args(&args(&list), false)
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(want), "{list:?}: {err}");
         }
+    }
+
+    /// For N in 1..8: the shards' records (and a core's instance numbers
+    /// within each shard) are disjoint and together all of them; counts
+    /// and concurrency shares add up.
+    #[test]
+    fn shards_split_without_overlap() {
+        for n in 1..8u64 {
+            let shards: Vec<Shard> = (0..n).map(|i| Shard { index: i, count: n }).collect();
+            for k in 0..100u64 {
+                assert_eq!(
+                    shards.iter().filter(|s| s.owns(k)).count(),
+                    1,
+                    "n={n} k={k}"
+                );
+            }
+            for total in [0u64, 1, 5, 7, 100, 1001] {
+                assert_eq!(shards.iter().map(|s| s.share(total)).sum::<u64>(), total);
+                // The first `total` records: each shard owns its share of them.
+                for s in &shards {
+                    assert_eq!(
+                        (0..total).filter(|k| s.owns(*k)).count() as u64,
+                        s.share(total)
+                    );
+                }
+            }
+            for cores in 1..4 {
+                let mut numbers: Vec<u64> = shards
+                    .iter()
+                    .flat_map(|s| (0..cores).map(move |c| s.part(c, cores)))
+                    .flat_map(|p| (0..50).map(move |k| p.index + k * p.count))
+                    .collect();
+                numbers.sort_unstable();
+                let want: Vec<u64> = (0..numbers.len() as u64).collect();
+                assert_eq!(numbers, want, "n={n} cores={cores}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_shard_takes_its_share_of_the_flags() {
+        let p = Plan::from_args(
+            &args(&[
+                "--shard",
+                "1/3",
+                "-c",
+                "4",
+                "--rate",
+                "900",
+                "--stop-after",
+                "10",
+                "--warmup",
+                "5",
+                "http://h/",
+            ]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.shard, Shard { index: 1, count: 3 });
+        assert_eq!(p.concurrency, 1);
+        assert_eq!(p.rate, Some(crate::engine::pace::Rate(300.0)));
+        assert_eq!(p.stop_after.count, Some(3));
+        assert_eq!(p.warmup.count, Some(2));
+        // Fewer connections than shards: each shard still has one.
+        let p = Plan::from_args(&args(&["--shard", "5/6", "-c", "2", "http://h/"]), false).unwrap();
+        assert_eq!(p.concurrency, 1);
+        let p = Plan::from_args(
+            &args(&["--start-at", "2030-01-01T12:00:00Z", "http://h/"]),
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            p.start_at,
+            Some(std::time::UNIX_EPOCH + Duration::from_secs(1_893_499_200))
+        );
     }
 }

@@ -166,6 +166,17 @@ fn collect(
     Ok((total, span.map_or(Duration::ZERO, |(s, e)| e - s)))
 }
 
+/// Sleep until `at` (at once when it has passed), or until `stop`.
+fn wait_until(at: std::time::SystemTime, stop: &Stop) {
+    while let Ok(left) = at.duration_since(std::time::SystemTime::now()) {
+        if stop.is_stopped() || left.is_zero() {
+            return;
+        }
+        // Short sleeps, so a Ctrl-C while waiting ends the wait.
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
 /// The endpoints of a plan, resolved (once per run) and checked: what can
 /// fail before a run starts, so a caller can check it before it creates
 /// its output files.
@@ -234,14 +245,11 @@ pub fn run_resolved(
     let mut inputs: Vec<WorkerInput> = Vec::with_capacity(cores);
     // The quota counts counted units only; warm-up ones come on top (see
     // `Feed::take_now`).
-    let quota = |c: u64| {
-        plan.stop_after
-            .count
-            .map(|n| n / cores as u64 + u64::from(c < n % cores as u64))
-    };
+    let core = |c: usize| crate::plan::Shard::new(c, cores);
+    let quota = |c: usize| plan.stop_after.count.map(|n| core(c).share(n));
     match input {
         Input::Repeat(request) => {
-            for c in 0..cores as u64 {
+            for c in 0..cores {
                 inputs.push(WorkerInput::Repeat {
                     request: request.clone(),
                     remaining: quota(c),
@@ -254,13 +262,15 @@ pub fn run_resolved(
                 Input::Flow(flow) => Arc::new(crate::flow::Mix::one(flow)),
                 _ => unreachable!("matched above"),
             };
-            // Core c numbers its instances c, c + cores, ...: together
-            // 0, 1, 2, ... with no number twice.
-            for c in 0..cores as u64 {
+            // Core c of shard I of N numbers its instances c·N + I, then
+            // every (cores·N)th: together, over cores and shards, 0, 1,
+            // 2, ... with no number twice.
+            for c in 0..cores {
+                let part = plan.shard.part(c, cores);
                 inputs.push(WorkerInput::Flow {
                     mix: mix.clone(),
-                    next: c,
-                    step: cores as u64,
+                    next: part.index,
+                    step: part.count,
                     remaining: quota(c),
                 });
             }
@@ -289,7 +299,9 @@ pub fn run_resolved(
         }
     }
 
-    let barrier = Arc::new(Barrier::new(cores));
+    // The cores and this thread: the clock starts when every connection
+    // is open and `--start-at` has come.
+    let barrier = Arc::new(Barrier::new(cores + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
     for (c, input) in inputs.into_iter().enumerate() {
         let mut links = Vec::with_capacity(plan.endpoints.len());
@@ -304,7 +316,7 @@ pub fn run_resolved(
                 .map_err(RunError::Endpoint)?,
             );
         }
-        let share = |n: usize| n / cores + usize::from(c < n % cores);
+        let share = |n: usize| core(c).share_of(n);
         let slots = share(in_flight).max(1);
         let warm = share(plan.concurrency).clamp(1, slots);
         let done = ticks.clone();
@@ -313,7 +325,9 @@ pub fn run_resolved(
             links,
             slots,
             warm,
-            schedule: plan.rate.map(|r| pace::Schedule::new(r, c, cores)),
+            schedule: plan
+                .rate
+                .map(|r| pace::Schedule::new(r, plan.shard, c, cores)),
             warmup: crate::plan::StopAfter {
                 count: plan.warmup.count.map(|n| share(n as usize) as u64),
                 duration: plan.warmup.duration,
@@ -332,6 +346,10 @@ pub fn run_resolved(
             })?;
     }
     drop(ticks);
+    if let Some(at) = plan.start_at {
+        wait_until(at, stop);
+    }
+    barrier.wait();
     let (stats, elapsed) = collect(plan, cores, &collector, observer)?;
     let (input, input_error) = match state.lock() {
         Ok(s) => (s.stats.clone(), s.error.clone()),

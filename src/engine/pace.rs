@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::plan::Shard;
+
 /// A rate in requests per second per endpoint, parsed from `500`, `500/s`,
 /// `30000/m`, `2/ms`, `1000/h`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,28 +38,30 @@ impl std::str::FromStr for Rate {
 }
 
 /// One core's share of a schedule: with `cores` cores, core `c` sends
-/// requests `c, c + cores, c + 2·cores, ...` of the whole schedule.
+/// requests `c, c + cores, c + 2·cores, ...` of its shard's schedule; and
+/// of `--shard I/N`, requests `I, I + N, ...` of the whole run's, so N
+/// shards at `rate` each send the whole run's schedule at `N · rate`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Schedule {
-    /// Nanoseconds between two requests of the whole schedule.
+    /// Nanoseconds between two requests of the whole run's schedule.
     gap_ns: f64,
-    core: u64,
-    cores: u64,
+    /// Which requests of the whole run's schedule are this core's.
+    part: Shard,
 }
 
 impl Schedule {
-    /// The schedule of core `core` of `cores` for `rate` requests per second.
-    pub fn new(rate: Rate, core: usize, cores: usize) -> Schedule {
+    /// The schedule of core `core` of `cores` of `shard` sending `rate`
+    /// requests per second (its shard's share of the whole rate).
+    pub fn new(rate: Rate, shard: Shard, core: usize, cores: usize) -> Schedule {
         Schedule {
-            gap_ns: 1e9 / rate.0,
-            core: core as u64,
-            cores: cores.max(1) as u64,
+            gap_ns: 1e9 / (rate.0 * shard.count as f64),
+            part: shard.part(core, cores),
         }
     }
 
     /// When this core's `k`-th request (from 0) is due, from the start.
     pub fn due(&self, k: u64) -> Duration {
-        let global = k * self.cores + self.core;
+        let global = k * self.part.count + self.part.index;
         Duration::from_nanos((global as f64 * self.gap_ns).round() as u64)
     }
 }
@@ -86,14 +90,14 @@ mod tests {
     #[test]
     fn the_schedule_by_table() {
         // 1000 per second over 1 core: one request every 1 ms.
-        let one = Schedule::new(Rate(1000.0), 0, 1);
+        let one = Schedule::new(Rate(1000.0), Shard::WHOLE, 0, 1);
         for (k, ms) in [(0, 0), (1, 1), (2, 2), (1000, 1000)] {
             assert_eq!(one.due(k), Duration::from_millis(ms), "k={k}");
         }
         // 1000 per second over 2 cores: core 0 sends the even requests
         // (0, 2, 4 ms), core 1 the odd ones (1, 3, 5 ms).
-        let c0 = Schedule::new(Rate(1000.0), 0, 2);
-        let c1 = Schedule::new(Rate(1000.0), 1, 2);
+        let c0 = Schedule::new(Rate(1000.0), Shard::WHOLE, 0, 2);
+        let c1 = Schedule::new(Rate(1000.0), Shard::WHOLE, 1, 2);
         assert_eq!(
             [c0.due(0), c0.due(1), c0.due(2)],
             [0, 2, 4].map(Duration::from_millis)
@@ -103,11 +107,45 @@ mod tests {
             [1, 3, 5].map(Duration::from_millis)
         );
         // 3 per second: gaps of 333.33 ms, rounded to the nanosecond.
-        let third = Schedule::new(Rate(3.0), 0, 1);
+        let third = Schedule::new(Rate(3.0), Shard::WHOLE, 0, 1);
         assert_eq!(third.due(1), Duration::from_nanos(333_333_333));
         assert_eq!(third.due(3), Duration::from_secs(1));
         // 20000 per second: 50 µs apart, no millisecond rounding.
-        let fast = Schedule::new(Rate(20000.0), 0, 1);
+        let fast = Schedule::new(Rate(20000.0), Shard::WHOLE, 0, 1);
         assert_eq!(fast.due(3), Duration::from_micros(150));
+    }
+
+    /// N shards of 1000/N per second, each over 1 to 3 cores, send the
+    /// schedule of one run at 1000 per second: each due time once.
+    #[test]
+    fn shards_of_a_schedule_make_the_whole() {
+        let whole: Vec<Duration> = (0..240)
+            .map(|k| Schedule::new(Rate(1000.0), Shard::WHOLE, 0, 1).due(k))
+            .collect();
+        for n in 1..8u64 {
+            for cores in 1..4 {
+                let mut union = Vec::new();
+                for i in 0..n {
+                    let shard = Shard { index: i, count: n };
+                    let rate = Rate(1000.0 / n as f64);
+                    for c in 0..cores {
+                        let s = Schedule::new(rate, shard, c, cores);
+                        union.extend(
+                            (0..)
+                                .map(|k| s.due(k))
+                                .take_while(|d| *d < whole[240 - 1] + Duration::from_nanos(1)),
+                        );
+                    }
+                }
+                union.sort();
+                assert_eq!(union.len(), whole.len(), "n={n} cores={cores}");
+                for (a, b) in union.iter().zip(&whole) {
+                    assert!(
+                        a.abs_diff(*b) <= Duration::from_nanos(1),
+                        "n={n} cores={cores}: {a:?} {b:?}"
+                    );
+                }
+            }
+        }
     }
 }

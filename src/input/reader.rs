@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use super::{Malformed, Next, Request, Source};
+use crate::plan::Shard;
 use crate::stats::{InputStats, MALFORMED_SAMPLES};
 
 /// The most requests in one batch.
@@ -35,6 +36,53 @@ pub struct InputState {
     pub stats: InputStats,
     /// Set when the input ended with an error.
     pub error: Option<InputError>,
+}
+
+/// One shard's records of a source (`--shard I/N`): record k (requests and
+/// malformed records alike, by position) is shard `k % N`'s, so N shards
+/// together read every record once. The others are read and dropped on the
+/// input thread.
+pub struct Sharded {
+    source: Box<dyn Source>,
+    shard: Shard,
+    /// Records read so far, this shard's and the others'.
+    position: u64,
+}
+
+impl Sharded {
+    /// `shard`'s records of `source`.
+    pub fn new(source: Box<dyn Source>, shard: Shard) -> Sharded {
+        Sharded {
+            source,
+            shard,
+            position: 0,
+        }
+    }
+}
+
+impl Source for Sharded {
+    fn next(&mut self) -> std::io::Result<Next> {
+        loop {
+            let next = self.source.next()?;
+            if matches!(next, Next::End) {
+                return Ok(next);
+            }
+            self.position += 1;
+            if self.shard.owns(self.position - 1) {
+                return Ok(next);
+            }
+        }
+    }
+
+    /// The source's own answer: with other shards' records between, the
+    /// next one of this shard may still have to wait for input.
+    fn buffered(&self) -> bool {
+        self.source.buffered()
+    }
+
+    fn summary(&self) -> Option<String> {
+        self.source.summary()
+    }
 }
 
 /// Start the input thread. It ends when the source ends, `limit` requests
@@ -180,5 +228,45 @@ mod tests {
         input.join().unwrap();
         assert!(rx.recv_blocking().unwrap().is_empty());
         assert_eq!(rx.recv_blocking().unwrap().len(), 1);
+    }
+
+    /// A stream of requests and malformed records read by N sharded
+    /// readers: each record by one shard, by position.
+    #[test]
+    fn shards_read_every_record_once() {
+        struct Records(VecDeque<Next>);
+        impl Source for Records {
+            fn next(&mut self) -> std::io::Result<Next> {
+                Ok(self.0.pop_front().unwrap_or(Next::End))
+            }
+        }
+        let stream = || {
+            Records(
+                (0..50u64)
+                    .map(|k| match k % 7 {
+                        3 => Next::Malformed(Malformed {
+                            location: format!("line {k}"),
+                            reason: "bad".into(),
+                        }),
+                        _ => Next::Request(Request::line(k, k.to_string().into())),
+                    })
+                    .collect(),
+            )
+        };
+        for n in 1..8u64 {
+            let mut seen = Vec::new();
+            for i in 0..n {
+                let mut shard = Sharded::new(Box::new(stream()), Shard { index: i, count: n });
+                loop {
+                    match shard.next().unwrap() {
+                        Next::Request(r) => seen.push(r.seq),
+                        Next::Malformed(m) => seen.push(m.location[5..].parse().unwrap()),
+                        Next::End => break,
+                    }
+                }
+            }
+            seen.sort_unstable();
+            assert_eq!(seen, (0..50).collect::<Vec<u64>>(), "n={n}");
+        }
     }
 }

@@ -73,7 +73,9 @@ impl Live {
         let interval_ms = u64::try_from(plan.interval.as_millis())
             .unwrap_or(1000)
             .max(1);
-        let header = writer::header(&info, command, interval_ms, plan.concurrency);
+        let mut header =
+            writer::header(&info, command, interval_ms, plan.concurrency, plan.start_at);
+        header.shard = (plan.shard != crate::plan::Shard::WHOLE).then_some(plan.shard);
         Ok(Live {
             series: args
                 .html
@@ -89,6 +91,11 @@ impl Live {
             log: plan.mismatch_log.clone(),
             show_secrets: plan.show_secrets,
         })
+    }
+
+    /// How long `--start-at` had passed when the run was set up.
+    pub fn late(&self) -> Option<std::time::Duration> {
+        self.header.late_ms.map(std::time::Duration::from_millis)
     }
 
     /// Create the output files: the `--output` file (its header written),

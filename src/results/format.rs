@@ -58,6 +58,13 @@ pub struct Header {
     /// Noise mode: the endpoint that is the reference's second copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub twin: Option<usize>,
+    /// `--shard`: which shard of a run this file is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::plan::Shard>,
+    /// `--start-at` had passed when the run was set up: by how many
+    /// milliseconds it started late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_ms: Option<u64>,
     /// When the file is a merge of shards: where each came from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<Shard>,
@@ -72,6 +79,12 @@ pub struct Shard {
     pub start: String,
     /// The shard's command line.
     pub command: Vec<String>,
+    /// Which shard it was (`--shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::plan::Shard>,
+    /// How late it started (`--start-at` past), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_ms: Option<u64>,
 }
 
 /// One endpoint's counters and histograms (of an interval, or the totals).

@@ -64,6 +64,7 @@ impl Shards {
                 });
             }
         }
+        check_shards(&readers)?;
         let start = readers
             .iter()
             .map(|r| r.header.start_unix_ms)
@@ -87,6 +88,8 @@ impl Shards {
                             host: r.header.host.clone(),
                             start: r.header.start.clone(),
                             command: r.header.command.clone(),
+                            shard: r.header.shard,
+                            late_ms: r.header.late_ms,
                         }]
                     } else {
                         r.header.shards.clone()
@@ -94,6 +97,12 @@ impl Shards {
                 })
                 .collect();
             header.concurrency = readers.iter().map(|r| r.header.concurrency).sum();
+            // Shards of one rate: the whole run's rate is theirs together.
+            if readers.iter().all(|r| r.header.shard.is_some()) {
+                header.rate = readers.iter().map(|r| r.header.rate).sum();
+            }
+            header.shard = None;
+            header.late_ms = None;
             header.comparison = readers.iter().any(|r| r.header.comparison);
         }
         Ok(Shards {
@@ -156,6 +165,37 @@ impl Shards {
         all.header = self.header;
         Ok(all)
     }
+}
+
+/// Files written with `--shard` must be shards of one split: the same N,
+/// no shard twice (its requests would count twice).
+fn check_shards(readers: &[RunReader]) -> Result<(), ReadError> {
+    let sharded: Vec<_> = readers
+        .iter()
+        .filter_map(|r| r.header.shard.map(|s| (r, s)))
+        .collect();
+    for (k, (r, s)) in sharded.iter().enumerate() {
+        let (first, f) = sharded[0];
+        if s.count != f.count {
+            return Err(ReadError {
+                path: r.path().into(),
+                problem: format!(
+                    "it is shard {s}, {} is shard {f}: shards of one run have the same N",
+                    first.path()
+                ),
+            });
+        }
+        if let Some((twin, _)) = sharded[..k].iter().find(|(_, t)| t.index == s.index) {
+            return Err(ReadError {
+                path: r.path().into(),
+                problem: format!(
+                    "it is shard {s}, and so is {}: give each shard once, or its requests count twice",
+                    twin.path()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn add_input(a: &mut InputStats, b: &InputStats) {

@@ -35,14 +35,18 @@ pub fn host_name() -> String {
         .unwrap_or_default()
 }
 
-/// The header of a run described by `info`, starting now.
+/// The header of a run described by `info`, starting now, or at
+/// `start_at` if that is later (`late_ms` says how long it has passed).
 pub fn header(
     info: &RunInfo,
     command: Vec<String>,
     interval_ms: u64,
     concurrency: usize,
+    start_at: Option<SystemTime>,
 ) -> Header {
     let now = SystemTime::now();
+    let late = start_at.and_then(|at| now.duration_since(at).ok());
+    let now = start_at.filter(|_| late.is_none()).unwrap_or(now);
     Header {
         format: FORMAT.into(),
         version: VERSION,
@@ -59,6 +63,8 @@ pub fn header(
         rate: info.rate,
         max_in_flight: info.max_in_flight,
         twin: info.twin,
+        shard: None,
+        late_ms: late.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         shards: Vec::new(),
     }
 }
