@@ -782,3 +782,61 @@ fn a_saved_run_remembers_that_its_input_failed() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `versus compare` never drops a run silently: runs of one endpoint each
+/// are paired whatever their labels (and it says so); an endpoint with no
+/// counterpart is named with the reason.
+#[test]
+fn compare_pairs_single_endpoint_runs_whatever_their_labels_and_names_what_it_cannot_pair() {
+    let s = Server::start(|_| Reply::ok("{}"));
+    let save = |name: &str, endpoints: &[String]| {
+        let f = temp(name);
+        let mut args = vec!["-d", "{}", "--stop-after", "20", "-o", f.to_str().unwrap()];
+        args.extend(endpoints.iter().map(String::as_str));
+        save_run(&args, b"", Duration::from_millis(250));
+        f
+    };
+    let compare = |files: Vec<PathBuf>| {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = commands::compare(
+            &CompareArgs {
+                files,
+                format: "text".into(),
+            },
+            &mut out,
+            &mut err,
+        )
+        .code();
+        assert_eq!(code, 0, "{}", text(&err));
+        (text(&out), text(&err))
+    };
+    let fast = save("pair-fast.jsonl", &[format!("fast={}", s.url())]);
+    let slow = save("pair-slow.jsonl", &[format!("slow={}", s.url())]);
+    let (out, err) = compare(vec![fast, slow]);
+    assert!(
+        out.contains("pair-fast.jsonl") && out.contains("pair-slow.jsonl"),
+        "{out}"
+    );
+    assert!(
+        out.contains("paired whatever their labels (fast, slow)"),
+        "{out}"
+    );
+    assert!(err.contains("versus: note:"), "{err}");
+    let ab = save(
+        "pair-ab.jsonl",
+        &[format!("a={}", s.url()), format!("b={}", s.url())],
+    );
+    let ac = save(
+        "pair-ac.jsonl",
+        &[format!("a={}", s.url()), format!("c={}", s.url())],
+    );
+    let (out, _) = compare(vec![ab, ac]);
+    assert!(
+        out.contains("pair-ac.jsonl: endpoint c has no endpoint of that label in pair-ab.jsonl (labels: a, b); not compared"),
+        "{out}"
+    );
+    assert!(
+        out.contains("pair-ac.jsonl: no endpoint b; its column is missing"),
+        "{out}"
+    );
+}

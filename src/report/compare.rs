@@ -74,8 +74,13 @@ fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
 /// The tables to show: with one run, its endpoints against its first;
 /// with several, each endpoint label of the first run across the runs
 /// that have it.
-pub fn columns(runs: &[(String, SavedRun)]) -> Vec<Table> {
-    match runs {
+///
+/// Runs are paired by endpoint label. Runs of one endpoint each are paired
+/// whatever their labels (a note says so); anything that cannot be paired
+/// is left out with a note naming it and why, never silently.
+pub fn columns(runs: &[(String, SavedRun)]) -> (Vec<Table>, Vec<String>) {
+    let mut notes = Vec::new();
+    let tables = match runs {
         [] => Vec::new(),
         [(name, run)] => vec![Table {
             title: format!("endpoints of {name}"),
@@ -83,25 +88,71 @@ pub fn columns(runs: &[(String, SavedRun)]) -> Vec<Table> {
                 .map(|e| column(run.info.endpoints[e].label.clone(), run, e, true))
                 .collect(),
         }],
-        [(_, first), ..] => first
-            .info
-            .endpoints
-            .iter()
-            .map(|ep| Table {
-                title: format!("endpoint {}", ep.label),
+        [_, ..] if runs.iter().all(|(_, r)| r.info.endpoints.len() == 1) => {
+            let labels: Vec<&str> = runs
+                .iter()
+                .map(|(_, r)| r.info.endpoints[0].label.as_str())
+                .collect();
+            if labels.iter().any(|l| *l != labels[0]) {
+                notes.push(format!(
+                    "runs of one endpoint each, paired whatever their labels ({})",
+                    labels.join(", ")
+                ));
+            }
+            vec![Table {
+                title: format!("endpoint {}", labels.join(" / ")),
                 columns: runs
                     .iter()
-                    .filter_map(|(name, run)| {
-                        run.info
-                            .endpoints
-                            .iter()
-                            .position(|x| x.label == ep.label)
-                            .map(|e| column(name.clone(), run, e, false))
-                    })
+                    .map(|(name, run)| column(name.clone(), run, 0, false))
                     .collect(),
-            })
-            .collect(),
-    }
+            }]
+        }
+        [(first_name, first), ..] => {
+            let known: Vec<&str> = first
+                .info
+                .endpoints
+                .iter()
+                .map(|e| e.label.as_str())
+                .collect();
+            for (name, run) in &runs[1..] {
+                for ep in &run.info.endpoints {
+                    if !known.contains(&ep.label.as_str()) {
+                        notes.push(format!(
+                            "{name}: endpoint {} has no endpoint of that label in {first_name} (labels: {}); not compared",
+                            ep.label,
+                            known.join(", ")
+                        ));
+                    }
+                }
+                for label in &known {
+                    if !run.info.endpoints.iter().any(|e| e.label == *label) {
+                        notes.push(format!(
+                            "{name}: no endpoint {label}; its column is missing"
+                        ));
+                    }
+                }
+            }
+            first
+                .info
+                .endpoints
+                .iter()
+                .map(|ep| Table {
+                    title: format!("endpoint {}", ep.label),
+                    columns: runs
+                        .iter()
+                        .filter_map(|(name, run)| {
+                            run.info
+                                .endpoints
+                                .iter()
+                                .position(|x| x.label == ep.label)
+                                .map(|e| column(name.clone(), run, e, false))
+                        })
+                        .collect(),
+                })
+                .collect()
+        }
+    };
+    (tables, notes)
 }
 
 /// How a change reads.

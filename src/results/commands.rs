@@ -357,11 +357,25 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             }
         }
     }
-    let columns = crate::report::compare::columns(&runs);
+    let (columns, notes) = crate::report::compare::columns(&runs);
     let result = match format {
         Format::Markdown => crate::report::compare::write_markdown(out, &columns),
         _ => crate::report::compare::write_text(out, &columns),
-    };
+    }
+    .and_then(|()| {
+        // What could not be paired, and pairings by position, said after
+        // the tables (and on stderr, where a script looks for warnings).
+        for n in &notes {
+            let _ = writeln!(err, "versus: note: {n}");
+            match format {
+                Format::Markdown => {
+                    writeln!(out, "\n- Note: {}", crate::report::markdown::cell(n))?
+                }
+                _ => writeln!(out, "\nNote: {n}")?,
+            }
+        }
+        Ok(())
+    });
     if let Err(e) = result.and_then(|()| out.flush()) {
         let _ = writeln!(err, "versus: cannot write the comparison: {e}");
         return Exit::Failed;
