@@ -10,12 +10,16 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{verify_server_name, WebPkiServerVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
-use super::{Failure, HttpVersion, Protocol, Scheme};
+use super::{Failure, HttpVersion, Protocol, Scheme, TlsReason};
 
 /// A byte stream, TCP or TLS.
 pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
@@ -62,34 +66,47 @@ pub fn tls_config(opts: &TlsOptions, version: HttpVersion) -> Result<Arc<ClientC
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("tls: {e}"))?;
-    let mut config = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-            .with_no_client_auth()
+    let verifier = if opts.insecure {
+        Verifier {
+            webpki: None,
+            pinned: Vec::new(),
+            provider,
+        }
     } else {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let mut pinned = Vec::new();
         if let Some(path) = &opts.ca_file {
             use rustls::pki_types::pem::PemObject;
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+            pinned = CertificateDer::pem_file_iter(path)
                 .map_err(|e| format!("--cacert {}: {e}", path.display()))?
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
-            if certs.is_empty() {
+            if pinned.is_empty() {
                 return Err(format!(
                     "--cacert {}: no PEM certificate in the file",
                     path.display()
                 ));
             }
-            for c in certs {
+            for c in &pinned {
                 roots
-                    .add(c)
+                    .add(c.clone())
                     .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
             }
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| format!("tls: {e}"))?;
+        Verifier {
+            webpki: Some(webpki),
+            pinned,
+            provider,
+        }
     };
+    let mut config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
     config.alpn_protocols = match version {
         HttpVersion::Auto => Protocol::Negotiate,
         HttpVersion::Http1 => Protocol::Http1,
@@ -154,10 +171,13 @@ impl Dialer {
         tcp: TcpStream,
     ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, Failure> {
         let t0 = std::time::Instant::now();
-        let stream = tls
-            .connect(name.clone(), tcp)
-            .await
-            .map_err(|e| classify_io(&e, Failure::Tls))?;
+        let stream = tls.connect(name.clone(), tcp).await.map_err(|e| {
+            let f = classify_tls(&e);
+            if let Failure::Tls(reason) = f {
+                tell_once(reason, name, &e);
+            }
+            f
+        })?;
         crate::stats::record(&mut self.handshakes.borrow_mut(), t0.elapsed());
         Ok(stream)
     }
@@ -200,26 +220,98 @@ pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
         ConnectionRefused => Failure::Refused,
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Failure::Reset,
         TimedOut => Failure::Timeout,
-        InvalidData if fallback == Failure::Tls => Failure::Tls,
         _ => fallback,
     }
 }
 
-/// `--insecure`: any certificate is accepted, but the handshake signatures
-/// are still checked so the session keys are real.
-#[derive(Debug)]
-struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+/// Classify a failed TLS handshake: a TLS error by its reason, the rest
+/// (a reset, a closed connection) as I/O.
+fn classify_tls(e: &io::Error) -> Failure {
+    use rustls::{CertificateError as C, Error as E};
+    let Some(tls) = e.get_ref().and_then(|e| e.downcast_ref::<E>()) else {
+        return classify_io(e, Failure::Tls(TlsReason::Other));
+    };
+    Failure::Tls(match tls {
+        E::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => TlsReason::Expired,
+            C::NotValidYet | C::NotValidYetContext { .. } => TlsReason::NotYetValid,
+            C::NotValidForName | C::NotValidForNameContext { .. } => TlsReason::NameMismatch,
+            C::UnknownIssuer => TlsReason::UnknownIssuer,
+            C::Other(o) if is_ca_used_as_end_entity(o) => TlsReason::CaAsEndEntity,
+            _ => TlsReason::BadCertificate,
+        },
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } => TlsReason::NotTls,
+        E::AlertReceived(_) => TlsReason::Alert,
+        E::PeerIncompatible(_) | E::NoApplicationProtocol => TlsReason::Incompatible,
+        _ => TlsReason::Other,
+    })
+}
 
-impl ServerCertVerifier for AcceptAnyCert {
+/// webpki's "CA used as an end entity", which rustls passes on only as an
+/// opaque error (named by its `Debug` form).
+fn is_ca_used_as_end_entity(e: &rustls::OtherError) -> bool {
+    e.to_string() == "CaUsedAsEndEntity"
+}
+
+/// Tell each TLS reason once per process on stderr, with its fix: every
+/// connection after the first fails the same way and is only counted.
+fn tell_once(reason: TlsReason, name: &ServerName<'_>, e: &io::Error) {
+    static TOLD: AtomicU32 = AtomicU32::new(0);
+    let bit = 1 << reason.index();
+    if TOLD.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+        eprintln!(
+            "versus: {} for {}: {e}\n  fix: {}",
+            reason.name(),
+            name.to_str(),
+            reason.fix()
+        );
+    }
+}
+
+/// The server certificate check: webpki against the Mozilla roots and
+/// `--cacert` (a certificate given there that is exactly the server's own
+/// is trusted whatever its CA flag, as curl does; its name is still
+/// checked), or with `--insecure` none. The handshake signatures are
+/// checked either way, so the session keys are real.
+#[derive(Debug)]
+struct Verifier {
+    /// `None` with `--insecure`.
+    webpki: Option<Arc<WebPkiServerVerifier>>,
+    /// The certificates of `--cacert`.
+    pinned: Vec<CertificateDer<'static>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(webpki) = &self.webpki else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        let verified =
+            webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        match &verified {
+            // webpki checks validity dates before the CA flag, so this
+            // certificate is in date; its name is checked here.
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o)))
+                if is_ca_used_as_end_entity(o)
+                    && self
+                        .pinned
+                        .iter()
+                        .any(|p| p.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = ParsedCertificate::try_from(end_entity)?;
+                verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            _ => verified,
+        }
     }
 
     fn verify_tls12_signature(
@@ -232,7 +324,7 @@ impl ServerCertVerifier for AcceptAnyCert {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -246,11 +338,13 @@ impl ServerCertVerifier for AcceptAnyCert {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }

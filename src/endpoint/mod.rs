@@ -34,7 +34,7 @@ pub enum HttpVersion {
     Http2,
 }
 
-pub use crate::model::{Failure, Outcome, Response};
+pub use crate::model::{Failure, Outcome, Response, TlsReason};
 
 /// How versus talks to one endpoint: chosen once per endpoint, in
 /// [`Protocol::choose`], from its URL and the HTTP version policy. Every

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use super::{escape_terminal, go_duration, percent, seconds};
 use crate::engine::RunOutput;
-use crate::model::Failure;
+use crate::model::{Failure, TlsReason};
 use crate::plan::Plan;
 use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
 
@@ -75,7 +75,15 @@ fn endpoint(
     for f in Failure::ALL {
         let n = s.failures[f.index()];
         if n > 0 {
-            writeln!(out, "     {f}: {n}")?;
+            writeln!(out, "     {}: {n}", f.name())?;
+        }
+        if let Failure::Tls(_) = f {
+            for r in TlsReason::ALL {
+                let n = s.tls_reasons[r.index()];
+                if n > 0 {
+                    writeln!(out, "       {}: {n}", r.name())?;
+                }
+            }
         }
     }
     for (code, n) in s.status.iter().enumerate().skip(400) {

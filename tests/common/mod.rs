@@ -516,22 +516,29 @@ pub struct TestCert {
 
 impl TestCert {
     pub fn new() -> TestCert {
-        let c = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
-            .unwrap();
+        TestCert::with(|_| {})
+    }
+
+    /// A self-signed certificate for `127.0.0.1` and `localhost`, changed by
+    /// `edit` (names, CA flag, validity) before it is signed.
+    pub fn with(edit: impl FnOnce(&mut rcgen::CertificateParams)) -> TestCert {
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+        edit(&mut params);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
         TestCert {
-            der: c.cert.der().clone(),
-            key: rustls::pki_types::PrivatePkcs8KeyDer::from(c.key_pair.serialize_der()),
-            pem: c.cert.pem(),
+            der: cert.der().clone(),
+            key: rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
+            pem: cert.pem(),
         }
     }
 
     /// Write the certificate as PEM to a temporary file.
     pub fn pem_file(&self) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!(
-            "versus-test-{}-{}.pem",
-            std::process::id(),
-            self.der.len() ^ self.pem.len()
-        ));
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("versus-test-{}-{n}.pem", std::process::id()));
         std::fs::write(&path, &self.pem).unwrap();
         path
     }
