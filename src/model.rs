@@ -153,6 +153,15 @@ impl Failure {
         }
     }
 
+    /// Whether the failure is a connect that failed (no connection, so no
+    /// request reached the server): name lookup, refused, unreachable, TLS.
+    pub fn at_connect(self) -> bool {
+        matches!(
+            self,
+            Failure::Dns | Failure::Refused | Failure::Connect | Failure::Tls(_)
+        )
+    }
+
     /// Short name of the kind, used in reports (the same for every TLS
     /// reason; [`TlsReason::name`] names those).
     pub fn name(self) -> &'static str {

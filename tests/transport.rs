@@ -492,3 +492,39 @@ fn tls_failures_are_counted_by_reason() {
     assert!(text.contains("       tls: not a TLS server: 2\n"), "{text}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A port where nothing listens is not a hot loop of "requests": each slot
+/// backs off after a failed connect, the report counts connect attempts
+/// (left out of the rate) and says at the top that nothing connected.
+#[test]
+fn a_refused_port_is_backed_off_connect_attempts_not_a_benchmark() {
+    let refused = format!("http://127.0.0.1:{}/", closed_port());
+    let (out, report) = run_lib(
+        &["--stop-after=1s", "-c", "4", "--method", "GET", &refused],
+        b"",
+    );
+    let s = &out.stats.endpoints[0];
+    let attempts = s.failures[versus::endpoint::Failure::Refused.index()];
+    // 10 ms, then doubling: about eight attempts per slot in a second
+    // (without back-off, tens of thousands).
+    assert!((4..=4 * 12).contains(&attempts), "{report}");
+    assert_eq!(s.failed_connects(), attempts);
+    assert!(
+        report.starts_with("Nothing connected to any endpoint: all "),
+        "{report}"
+    );
+    assert!(
+        report.contains("   Requests:   0.00 per second\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("   Connect attempts: {attempts} failed (")),
+        "{report}"
+    );
+
+    // A run that connected says nothing of the kind.
+    let server = Server::start(|_| Reply::ok("{}"));
+    let (_, report) = run_lib(&[&server.url()], &lines(2));
+    assert!(report.starts_with("Endpoints:"), "{report}");
+    assert!(!report.contains("Connect attempts"), "{report}");
+}

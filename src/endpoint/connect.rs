@@ -9,6 +9,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -213,6 +214,44 @@ impl Dialer {
     }
 }
 
+/// A slot's back-off after failed connects, so that a refused port is not
+/// a hot loop: no delay before the first connect, then 10 ms before the
+/// next, doubling after each failure up to 1 s (or half of `--timeout`,
+/// whichever is shorter), with up to a quarter more at random so that the
+/// slots do not knock all at once; a connect that succeeds starts over.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    /// Connects failed in a row.
+    failures: u32,
+}
+
+impl Backoff {
+    /// The wait before this slot's next connect, if any.
+    pub(crate) fn delay(&self, timeout: Duration) -> Option<Duration> {
+        let n = self.failures.checked_sub(1)?;
+        let cap = Duration::from_secs(1).min(timeout / 2);
+        let d = Duration::from_millis(10)
+            .saturating_mul(1 << n.min(16))
+            .min(cap);
+        Some(d + d * fastrand::u32(0..=256) / 1024)
+    }
+
+    /// Note how a connect (or taking a connection) ended.
+    pub(crate) fn record<T>(&mut self, r: &Result<T, Failure>) {
+        self.failures = match r {
+            Ok(_) => 0,
+            Err(_) => self.failures.saturating_add(1),
+        };
+    }
+
+    /// Wait out the delay before the next connect.
+    pub(crate) async fn wait(delay: Option<Duration>) {
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
+    }
+}
+
 /// Map an I/O error to a failure kind; `fallback` for the rest.
 pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
     use io::ErrorKind::*;
@@ -346,5 +385,33 @@ impl ServerCertVerifier for Verifier {
         self.provider
             .signature_verification_algorithms
             .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_off_grows_after_each_failed_connect_and_a_success_resets_it() {
+        let timeout = Duration::from_secs(30);
+        let mut b = Backoff::default();
+        assert_eq!(b.delay(timeout), None);
+        let mut last = Duration::ZERO;
+        for n in 0..12 {
+            b.record::<()>(&Err(Failure::Refused));
+            let d = b.delay(timeout).unwrap();
+            let base = Duration::from_millis(10 << n).min(Duration::from_secs(1));
+            assert!(d >= base && d <= base * 5 / 4, "{n}: {d:?}");
+            assert!(
+                d >= last * 3 / 4,
+                "never much shorter: {d:?} after {last:?}"
+            );
+            last = d;
+        }
+        // Never more than half the timeout.
+        assert!(b.delay(Duration::from_millis(100)).unwrap() <= Duration::from_millis(63));
+        b.record(&Ok(()));
+        assert_eq!(b.delay(timeout), None);
     }
 }

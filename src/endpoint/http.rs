@@ -24,7 +24,7 @@ use http::header::{
 use http::{HeaderName, Method, Uri};
 use rustls::pki_types::ServerName;
 
-use super::connect::{Connected, Dialer, H1Conn};
+use super::connect::{Backoff, Connected, Dialer, H1Conn};
 use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
@@ -360,9 +360,13 @@ impl Link {
 
     /// Open a connection in a task of its own; it goes to the pool (or
     /// becomes the shared HTTP/2 one) when ready, whoever takes it.
-    fn dial(self: &Rc<Link>) -> tokio::task::JoinHandle<Result<(), Failure>> {
+    fn dial(
+        self: &Rc<Link>,
+        delay: Option<Duration>,
+    ) -> tokio::task::JoinHandle<Result<(), Failure>> {
         let link = self.clone();
         tokio::task::spawn_local(async move {
+            Backoff::wait(delay).await;
             let t0 = Instant::now();
             let connected = tokio::time::timeout(link.opts.timeout, link.dialer.connect())
                 .await
@@ -586,6 +590,8 @@ pub struct Slot {
     reuse: bool,
     /// The `--timeout` timer, kept from request to request.
     deadline: Deadline,
+    /// The wait before the next connect after failed ones.
+    backoff: Backoff,
     ws: WsSlot,
 }
 
@@ -618,6 +624,7 @@ impl Slot {
             h1: None,
             reuse: false,
             deadline: Deadline::default(),
+            backoff: Backoff::default(),
             ws: WsSlot::default(),
         }
     }
@@ -663,18 +670,16 @@ impl Slot {
         }
         let t0 = Instant::now();
         let connect = Box::pin(link.dialer.connect());
-        match tokio::time::timeout(link.opts.timeout, connect).await {
-            Ok(Ok(connected)) => {
-                link.adopt(connected, None);
-                if !counted && link.h2.borrow().negotiated {
-                    // The first connection negotiated HTTP/2: its stream.
-                    link.h2_warmed.set(link.h2_warmed.get() + 1);
-                }
-                Ok(Some(t0.elapsed()))
-            }
-            Ok(Err(f)) => Err(f),
-            Err(_) => Err(Failure::Timeout),
+        let connected = tokio::time::timeout(link.opts.timeout, connect)
+            .await
+            .unwrap_or(Err(Failure::Timeout));
+        self.backoff.record(&connected);
+        link.adopt(connected?, None);
+        if !counted && link.h2.borrow().negotiated {
+            // The first connection negotiated HTTP/2: its stream.
+            link.h2_warmed.set(link.h2_warmed.get() + 1);
         }
+        Ok(Some(t0.elapsed()))
     }
 
     /// Send one request and read the whole answer, within `--timeout`.
@@ -811,11 +816,23 @@ impl Slot {
         Ok(a?.response(start))
     }
 
-    /// A sender ready for one request, connecting if needed. The second
-    /// value is the connect time of a new connection, reported by the first
+    /// A sender ready for one request, connecting if needed (after the
+    /// slot's back-off, when its last connects failed). The second value
+    /// is the connect time of a new connection, reported by the first
     /// request on it; the third whether the request's clock starts afresh
     /// (it waited for a connection).
     async fn sender(&mut self) -> Result<(Sender, Option<Duration>, bool), Failure> {
+        let delay = self.backoff.delay(self.link.opts.timeout);
+        let r = self.connection(delay).await;
+        self.backoff.record(&r);
+        r
+    }
+
+    /// [`Slot::sender`], connecting after `delay`.
+    async fn connection(
+        &mut self,
+        delay: Option<Duration>,
+    ) -> Result<(Sender, Option<Duration>, bool), Failure> {
         let link = self.link.clone();
         let _connecting;
         if link.h2.borrow().negotiated {
@@ -857,7 +874,7 @@ impl Slot {
             // connect and opens still more).
             let mut dial = None;
             loop {
-                let handle = dial.get_or_insert_with(|| link.dial());
+                let handle = dial.get_or_insert_with(|| link.dial(delay));
                 let returned = link.returned.notified();
                 let waiting = Waiting::new(&link);
                 tokio::select! {
@@ -884,6 +901,7 @@ impl Slot {
                 }
             }
         }
+        Backoff::wait(delay).await;
         let t0 = Instant::now();
         // Boxed: a connect future (TCP, TLS, the HTTP/2 handshake) is
         // several KiB, and every slot's task would carry it inline.

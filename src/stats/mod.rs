@@ -309,6 +309,22 @@ impl EndpointStats {
         self.responses + self.failures.iter().sum::<u64>()
     }
 
+    /// Connect attempts that failed (counted among the failures): requests
+    /// that never reached the server.
+    pub fn failed_connects(&self) -> u64 {
+        Failure::ALL
+            .iter()
+            .filter(|f| f.at_connect())
+            .map(|f| self.failures[f.index()])
+            .sum()
+    }
+
+    /// Whether no connection to the endpoint ever opened, though requests
+    /// were tried.
+    pub fn never_connected(&self) -> bool {
+        self.connect.is_empty() && self.responses == 0 && self.completed() > 0
+    }
+
     /// Responses with status 400 or above.
     pub fn error_statuses(&self) -> u64 {
         self.status[400..].iter().sum()
