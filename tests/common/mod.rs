@@ -543,3 +543,73 @@ impl TestCert {
         path
     }
 }
+
+/// A raw TCP server on 127.0.0.1:0, for servers that break the rules: each
+/// connection is handed, with its number (from 0), to `serve` on a thread
+/// of its own.
+pub struct RawServer {
+    pub addr: SocketAddr,
+    connections: Arc<AtomicU64>,
+}
+
+impl RawServer {
+    pub fn start(serve: impl Fn(std::net::TcpStream, u64) + Send + Sync + 'static) -> RawServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicU64::new(0));
+        let count = connections.clone();
+        let serve = Arc::new(serve);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let n = count.fetch_add(1, Ordering::SeqCst);
+                let serve = serve.clone();
+                std::thread::spawn(move || serve(stream, n));
+            }
+        });
+        RawServer { addr, connections }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Read one HTTP/1.1 request (its head and a Content-Length body) from
+/// `s`; its head, or `None` at the end of the stream.
+pub fn read_request(s: &mut std::net::TcpStream) -> Option<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = buf.len() - head_end;
+    while body < length {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => body += n,
+        }
+    }
+    Some(head)
+}
