@@ -181,7 +181,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Ok(httparse::Status::Partial) if self.rbuf.len() < MAX_HEAD => return Ok(None),
             _ => return Err(Failure::Protocol),
         };
-        let status = resp.code.ok_or(Failure::Protocol)?;
+        // httparse takes any three digits; below 100 is no HTTP status.
+        let status = resp.code.filter(|&c| c >= 100).ok_or(Failure::Protocol)?;
         let http11 = resp.version == Some(1);
         let mut length: Option<u64> = None;
         let mut chunked = false;
@@ -506,6 +507,17 @@ mod tests {
         assert_eq!(
             a.headers,
             vec![(keep[0].clone(), HeaderValue::from_static("1"))]
+        );
+    }
+
+    /// Found by `fuzz_h1_response`: `HTTP/1.1 099` was taken as an answer
+    /// with status 99 (HTTP/2 already refused it).
+    #[tokio::test]
+    async fn a_status_below_100_is_a_malformed_response() {
+        let mut c = serve(one("HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n"), false).await;
+        assert_eq!(
+            get(&mut c, false, 100).await.unwrap_err(),
+            Failure::Protocol
         );
     }
 

@@ -204,31 +204,7 @@ impl Conn {
             wbuf.extend_from_slice(&value.to_be_bytes());
         }
         put_window_update(&mut wbuf, 0, CONN_WINDOW - DEFAULT_WINDOW);
-        let conn = Rc::new(Conn(RefCell::new(Inner {
-            wbuf,
-            wbuf_skip: 0,
-            replies: 0,
-            driver: None,
-            streams: HashMap::default(),
-            next_id: 1,
-            max_streams: usize::MAX,
-            peer_window: i64::from(DEFAULT_WINDOW),
-            max_frame: MAX_FRAME,
-            send_window: i64::from(DEFAULT_WINDOW),
-            unacked: 0,
-            blocked: Vec::new(),
-            goaway: None,
-            gone: None,
-            settled: false,
-            handshake: None,
-            table_update: false,
-            sent: 0,
-            decoder: hpack::Decoder::new(TABLE_SIZE),
-            keep,
-            block_stream: 0,
-            block_end: false,
-            block: Vec::new(),
-        })));
+        let conn = Rc::new(Conn(RefCell::new(Inner::new(wbuf, keep))));
         let driver = Driver {
             conn: conn.clone(),
             io,
@@ -289,6 +265,42 @@ impl Conn {
     /// The server's limit of concurrent streams.
     pub(crate) fn max_streams(&self) -> usize {
         self.0.borrow().max_streams
+    }
+
+    /// A connection with no socket, for tests of the frame parser.
+    #[cfg(test)]
+    pub(crate) fn detached(keep: Vec<HeaderName>) -> Conn {
+        Conn(RefCell::new(Inner::new(Vec::new(), keep)))
+    }
+
+    /// Handle `input` as frames read from the socket, `chunk` bytes at a
+    /// time as the driver would; a connection error ends it (`false`).
+    #[cfg(test)]
+    pub(crate) fn receive(&self, input: &[u8], chunk: usize) -> bool {
+        let mut inner = self.0.borrow_mut();
+        let mut pending = Vec::new();
+        for part in input.chunks(chunk.max(1)) {
+            pending.extend_from_slice(part);
+            match inner.frames(&pending) {
+                Ok(used) => drop(pending.drain(..used)),
+                Err(ConnError(_)) => {
+                    inner.close(Failure::Protocol);
+                    return false;
+                }
+            }
+            // Frames are parsed whole: at most one partial one waits.
+            assert!(
+                pending.len() < 9 + MAX_FRAME,
+                "a partial frame over the limit"
+            );
+        }
+        true
+    }
+
+    /// Bytes queued to write.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.0.borrow().wbuf.len()
     }
 
     /// Open a stream: `encode` appends the request's HPACK block and
@@ -538,6 +550,36 @@ impl Stream {
 }
 
 impl Inner {
+    /// A connection's state before the server's SETTINGS, `wbuf` holding
+    /// what versus sends first.
+    fn new(wbuf: Vec<u8>, keep: Vec<HeaderName>) -> Inner {
+        Inner {
+            wbuf,
+            wbuf_skip: 0,
+            replies: 0,
+            driver: None,
+            streams: HashMap::default(),
+            next_id: 1,
+            max_streams: usize::MAX,
+            peer_window: i64::from(DEFAULT_WINDOW),
+            max_frame: MAX_FRAME,
+            send_window: i64::from(DEFAULT_WINDOW),
+            unacked: 0,
+            blocked: Vec::new(),
+            goaway: None,
+            gone: None,
+            settled: false,
+            handshake: None,
+            table_update: false,
+            sent: 0,
+            decoder: hpack::Decoder::new(TABLE_SIZE),
+            keep,
+            block_stream: 0,
+            block_end: false,
+            block: Vec::new(),
+        }
+    }
+
     /// Handle the whole frames at the front of `buf`; returns the bytes
     /// used.
     fn frames(&mut self, buf: &[u8]) -> Result<usize, ConnError> {

@@ -6,6 +6,8 @@
 //! comparison or statistics.
 
 mod connect;
+#[cfg(test)]
+mod fuzz;
 mod h1;
 mod h2;
 mod hpack;
