@@ -92,6 +92,8 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         },
         "connects": s.reconnects,
         "connect_ms": latency(&s.connect),
+        "failed_connects": s.failed_connects(),
+        "never_connected": s.never_connected(),
         "held_s": s.held.as_secs_f64(),
         "abandoned": s.abandoned,
         "failed_checks": s.failed_checks,
