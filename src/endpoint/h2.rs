@@ -674,7 +674,10 @@ impl Inner {
                 }
                 let last = be32(payload) & MAX_STREAM_ID;
                 let last = self.goaway.map_or(last, |l| l.min(last));
-                self.goaway = Some(last);
+                if self.goaway.replace(last) == Some(last) {
+                    // A GOAWAY again (a storm): nothing changes.
+                    return Ok(());
+                }
                 for (&id, s) in &mut self.streams {
                     if id > last && s.end.is_none() {
                         s.finish(Err(H2Error::Unprocessed));
