@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
+use versus::endpoint::TlsReason;
 
 fn versions() -> (
     Arc<Mutex<Vec<http::Version>>>,
@@ -29,7 +30,7 @@ fn tls_is_verified_by_default() {
     let (out, report) = run_lib(&[&url], &lines(3));
     assert_eq!(
         out.stats.endpoints[0].failures
-            [versus::endpoint::Failure::Tls(versus::endpoint::TlsReason::UnknownIssuer).index()],
+            [versus::endpoint::Failure::Tls(TlsReason::UnknownIssuer).index()],
         3,
         "{report}"
     );
@@ -394,7 +395,7 @@ fn a_ca_certificate_given_with_cacert_is_trusted_as_curl_does() {
     let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
     let url = server.https_url();
     let (out, report) = run_lib(&[&url], &lines(2));
-    let reason = versus::endpoint::TlsReason::CaAsEndEntity;
+    let reason = TlsReason::CaAsEndEntity;
     assert_eq!(out.stats.endpoints[0].tls_reasons[reason.index()], 2);
     assert!(
         report.contains("     tls handshake failed: 2\n       tls: certificate is a CA used as an end entity: 2\n"),
@@ -413,24 +414,29 @@ fn a_ca_certificate_given_with_cacert_is_trusted_as_curl_does() {
     });
     let server = Server::start_tls(&elsewhere, |_| Reply::ok("{}"));
     let pem = elsewhere.pem_file();
-    let (out, report) = run_lib(
-        &["--cacert", pem.to_str().unwrap(), &server.https_url()],
-        &lines(1),
-    );
-    let mismatch = versus::endpoint::TlsReason::NameMismatch;
+    assert_tls_failures(&pem, &server.https_url(), TlsReason::NameMismatch);
+    let _ = std::fs::remove_file(pem);
+}
+
+/// Two requests to `url` trusting `pem` fail in the TLS handshake for
+/// `reason`, counted and shown under it.
+fn assert_tls_failures(pem: &std::path::Path, url: &str, reason: TlsReason) {
+    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), url], &lines(2));
     assert_eq!(
-        out.stats.endpoints[0].tls_reasons[mismatch.index()],
-        1,
+        out.stats.endpoints[0].tls_reasons[reason.index()],
+        2,
         "{report}"
     );
-    let _ = std::fs::remove_file(pem);
+    assert!(
+        report.contains(&format!("       {}: 2\n", reason.name())),
+        "{report}"
+    );
 }
 
 /// Each way a certificate fails is counted under its own reason, in the
 /// text report, the JSON report and a saved run.
 #[test]
 fn tls_failures_are_counted_by_reason() {
-    use versus::endpoint::TlsReason;
     let expired = TestCert::with(|p| {
         p.not_before = rcgen::date_time_ymd(2000, 1, 1);
         p.not_after = rcgen::date_time_ymd(2001, 1, 1);
@@ -444,19 +450,7 @@ fn tls_failures_are_counted_by_reason() {
     ] {
         let server = Server::start_tls(cert, |_| Reply::ok("{}"));
         let pem = cert.pem_file();
-        let (out, report) = run_lib(
-            &["--cacert", pem.to_str().unwrap(), &server.https_url()],
-            &lines(2),
-        );
-        assert_eq!(
-            out.stats.endpoints[0].tls_reasons[reason.index()],
-            2,
-            "{report}"
-        );
-        assert!(
-            report.contains(&format!("       {}: 2\n", reason.name())),
-            "{report}"
-        );
+        assert_tls_failures(&pem, &server.https_url(), reason);
         let _ = std::fs::remove_file(pem);
     }
 
@@ -530,4 +524,28 @@ fn a_refused_port_is_backed_off_connect_attempts_not_a_benchmark() {
     let (_, report) = run_lib(&[&server.url()], &lines(2));
     assert!(report.starts_with("Endpoints:"), "{report}");
     assert!(!report.contains("Connect attempts"), "{report}");
+}
+
+/// The recipe exactly: `openssl req -x509 -newkey rsa:2048 -nodes
+/// -subj /CN=localhost` makes a CA certificate with no subjectAltName.
+/// Given with `--cacert`, curl takes it for `localhost` by its common name;
+/// so does versus (for that very certificate only), and not for another
+/// name.
+#[test]
+fn the_openssl_req_x509_certificate_works_with_cacert_as_with_curl() {
+    let cert = TestCert::with(|p| {
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.subject_alt_names.clear();
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "localhost");
+    });
+    let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
+    let pem = cert.pem_file();
+    let localhost = format!("https://localhost:{}/", server.addr.port());
+    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), &localhost], &lines(2));
+    assert_eq!(out.stats.endpoints[0].responses, 2, "{report}");
+
+    assert_tls_failures(&pem, &server.https_url(), TlsReason::NameMismatch);
+    let _ = std::fs::remove_file(pem);
 }

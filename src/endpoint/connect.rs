@@ -292,6 +292,72 @@ fn is_ca_used_as_end_entity(e: &rustls::OtherError) -> bool {
     e.to_string() == "CaUsedAsEndEntity"
 }
 
+/// A pinned certificate (exactly one given with `--cacert`) whose name
+/// check failed `e` because it has no subjectAltName: its subject's common
+/// name counts instead, as curl (OpenSSL) lets it (the certificate that
+/// `openssl req -x509 -subj /CN=localhost` makes). Any other error stands.
+fn common_name(
+    e: rustls::Error,
+    cert: &CertificateDer<'_>,
+    name: &ServerName<'_>,
+) -> Result<(), rustls::Error> {
+    use rustls::CertificateError as C;
+    let no_names = matches!(
+        &e,
+        rustls::Error::InvalidCertificate(C::NotValidForNameContext { presented, .. })
+            if presented.is_empty()
+    );
+    match subject_common_name(cert) {
+        Some(cn) if no_names && cn.eq_ignore_ascii_case(name.to_str().as_bytes()) => Ok(()),
+        _ => Err(e),
+    }
+}
+
+/// The subject's common name (OID 2.5.4.3) of a DER certificate.
+fn subject_common_name<'a>(cert: &'a CertificateDer<'_>) -> Option<&'a [u8]> {
+    /// One DER element: its tag, its contents, and what follows it.
+    fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+        let (&tag, rest) = input.split_first()?;
+        let (&first, rest) = rest.split_first()?;
+        let (len, rest) = if first < 0x80 {
+            (usize::from(first), rest)
+        } else {
+            let n = usize::from(first & 0x7f);
+            if n == 0 || n > 4 || rest.len() < n {
+                return None;
+            }
+            let len = rest[..n]
+                .iter()
+                .fold(0usize, |l, &b| (l << 8) | usize::from(b));
+            (len, &rest[n..])
+        };
+        (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+    }
+    let (_, cert, _) = element(cert.as_ref())?;
+    let (_, mut tbs, _) = element(cert)?;
+    // [0] version (optional), serial, signature, issuer, validity, subject.
+    let mut fields = Vec::with_capacity(5);
+    while fields.len() < 5 {
+        let (tag, contents, rest) = element(tbs)?;
+        if !(fields.is_empty() && tag == 0xa0) {
+            fields.push(contents);
+        }
+        tbs = rest;
+    }
+    let mut rdns = fields[4];
+    while let Some((_, mut set, rest)) = element(rdns) {
+        while let Some((_, pair, next)) = element(set) {
+            let (_, oid, value) = element(pair)?;
+            if oid == [0x55, 0x04, 0x03] {
+                return element(value).map(|(_, cn, _)| cn);
+            }
+            set = next;
+        }
+        rdns = rest;
+    }
+    None
+}
+
 /// Tell each TLS reason once per process on stderr, with its fix: every
 /// connection after the first fails the same way and is only counted.
 fn tell_once(reason: TlsReason, name: &ServerName<'_>, e: &io::Error) {
@@ -335,21 +401,27 @@ impl ServerCertVerifier for Verifier {
         };
         let verified =
             webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
-        match &verified {
+        let pinned = || {
+            self.pinned
+                .iter()
+                .any(|p| p.as_ref() == end_entity.as_ref())
+        };
+        match verified {
             // webpki checks validity dates before the CA flag, so this
             // certificate is in date; its name is checked here.
             Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o)))
-                if is_ca_used_as_end_entity(o)
-                    && self
-                        .pinned
-                        .iter()
-                        .any(|p| p.as_ref() == end_entity.as_ref()) =>
+                if is_ca_used_as_end_entity(&o) && pinned() =>
             {
                 let parsed = ParsedCertificate::try_from(end_entity)?;
-                verify_server_name(&parsed, server_name)?;
+                verify_server_name(&parsed, server_name)
+                    .or_else(|e| common_name(e, end_entity, server_name))?;
                 Ok(ServerCertVerified::assertion())
             }
-            _ => verified,
+            Err(e) if pinned() => {
+                common_name(e, end_entity, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            verified => verified,
         }
     }
 
