@@ -314,7 +314,7 @@ fn common_name(
 }
 
 /// The subject's common name (OID 2.5.4.3) of a DER certificate.
-fn subject_common_name<'a>(cert: &'a CertificateDer<'_>) -> Option<&'a [u8]> {
+pub(super) fn subject_common_name<'a>(cert: &'a CertificateDer<'_>) -> Option<&'a [u8]> {
     /// One DER element: its tag, its contents, and what follows it.
     fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
         let (&tag, rest) = input.split_first()?;

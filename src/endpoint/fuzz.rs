@@ -1,7 +1,8 @@
 //! Fuzzing the response parsers on stable Rust (proptest; see
 //! `tests/fuzz.rs` for the input parsers): HTTP/1.1 heads and bodies as
-//! `h1::Conn` reads them, HPACK blocks, and HTTP/2 frames as a connection's
-//! driver hands them over. Inputs are built from each protocol's grammar
+//! `h1::Conn` reads them, HPACK blocks, HTTP/2 frames as a connection's
+//! driver hands them over, and the common name of a `--cacert`
+//! certificate. Inputs are built from each protocol's grammar
 //! (status lines, framing headers with honest and lying values, chunked
 //! bodies, frames of every type) and then corrupted a few bytes at a time.
 //! The properties: nothing panics, and what is accepted holds to the limits
@@ -337,4 +338,45 @@ fn fuzz_h2_frames() {
             Ok(())
         },
     );
+}
+
+/// A certificate's DER as rcgen makes it (a common name, a CA flag).
+fn certificate() -> impl Strategy<Value = Vec<u8>> {
+    (
+        any::<bool>(),
+        pick(&["localhost", "", "é.example", "a.b.c"]),
+    )
+        .prop_map(|(ca, cn)| {
+            let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            p.distinguished_name = rcgen::DistinguishedName::new();
+            p.distinguished_name.push(rcgen::DnType::CommonName, cn);
+            if ca {
+                p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            }
+            let key = rcgen::KeyPair::generate().unwrap();
+            p.self_signed(&key).unwrap().der().to_vec()
+        })
+}
+
+/// Certificates corrupted, cut, or random bytes.
+fn certificates() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => corrupted(certificate()),
+        2 => (certificate(), any::<usize>()).prop_map(|(mut d, at)| {
+            d.truncate(at % (d.len() + 1));
+            d
+        }),
+        1 => proptest::collection::vec(any::<u8>(), 0..64),
+    ]
+}
+
+#[test]
+fn fuzz_certificate_common_name() {
+    fuzz("certificate common name", certificates(), |der| {
+        let cert = rustls::pki_types::CertificateDer::from(der);
+        if let Some(cn) = super::connect::subject_common_name(&cert) {
+            prop_assert!(cn.len() < cert.len());
+        }
+        Ok(())
+    });
 }
