@@ -106,8 +106,8 @@ pub enum Failure {
     Refused,
     /// Connecting failed otherwise (unreachable, no route, ...).
     Connect,
-    /// The TLS handshake failed (certificate, protocol).
-    Tls,
+    /// The TLS handshake failed, and why.
+    Tls(TlsReason),
     /// No complete answer within `--timeout`.
     Timeout,
     /// The connection was reset or closed before the answer was complete.
@@ -128,7 +128,7 @@ impl Failure {
         Failure::Dns,
         Failure::Refused,
         Failure::Connect,
-        Failure::Tls,
+        Failure::Tls(TlsReason::Other),
         Failure::Timeout,
         Failure::Reset,
         Failure::Protocol,
@@ -137,18 +137,39 @@ impl Failure {
         Failure::Io,
     ];
 
-    /// Index into [`Failure::ALL`].
+    /// Index into [`Failure::ALL`] (every TLS reason has the same one).
     pub fn index(self) -> usize {
-        self as usize
+        match self {
+            Failure::Dns => 0,
+            Failure::Refused => 1,
+            Failure::Connect => 2,
+            Failure::Tls(_) => 3,
+            Failure::Timeout => 4,
+            Failure::Reset => 5,
+            Failure::Protocol => 6,
+            Failure::BodyTooLarge => 7,
+            Failure::BadRequest => 8,
+            Failure::Io => 9,
+        }
     }
 
-    /// Short name used in reports.
+    /// Whether the failure is a connect that failed (no connection, so no
+    /// request reached the server): name lookup, refused, unreachable, TLS.
+    pub fn at_connect(self) -> bool {
+        matches!(
+            self,
+            Failure::Dns | Failure::Refused | Failure::Connect | Failure::Tls(_)
+        )
+    }
+
+    /// Short name of the kind, used in reports (the same for every TLS
+    /// reason; [`TlsReason::name`] names those).
     pub fn name(self) -> &'static str {
         match self {
             Failure::Dns => "dns lookup failed",
             Failure::Refused => "connection refused",
             Failure::Connect => "connect failed",
-            Failure::Tls => "tls handshake failed",
+            Failure::Tls(_) => "tls handshake failed",
             Failure::Timeout => "timeout",
             Failure::Reset => "connection reset",
             Failure::Protocol => "malformed response",
@@ -159,8 +180,119 @@ impl Failure {
     }
 }
 
+/// The kind's name; a TLS failure's reason when it has one.
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Failure::Tls(r) if *r != TlsReason::Other => f.write_str(r.name()),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+/// Why a TLS handshake failed: counted under [`Failure::Tls`] by reason,
+/// and told once on stderr with its fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TlsReason {
+    /// The server's certificate is marked as a CA (`basicConstraints
+    /// CA:TRUE`, as `openssl req -x509` makes it) and was not given with
+    /// `--cacert`.
+    CaAsEndEntity,
+    /// The certificate is not for the name versus connected to.
+    NameMismatch,
+    /// The certificate has expired.
+    Expired,
+    /// The certificate is not valid yet.
+    NotYetValid,
+    /// No trusted root issued the certificate.
+    UnknownIssuer,
+    /// The certificate is otherwise invalid (signature, encoding, purpose,
+    /// revoked).
+    BadCertificate,
+    /// The server did not answer in TLS (a plain HTTP port).
+    NotTls,
+    /// The server ended the handshake with an alert.
+    Alert,
+    /// No TLS version, cipher suite or ALPN protocol in common.
+    Incompatible,
+    /// Anything else.
+    Other,
+}
+
+impl TlsReason {
+    /// Every reason, in report order.
+    pub const ALL: [TlsReason; 10] = [
+        TlsReason::CaAsEndEntity,
+        TlsReason::NameMismatch,
+        TlsReason::Expired,
+        TlsReason::NotYetValid,
+        TlsReason::UnknownIssuer,
+        TlsReason::BadCertificate,
+        TlsReason::NotTls,
+        TlsReason::Alert,
+        TlsReason::Incompatible,
+        TlsReason::Other,
+    ];
+
+    /// Index into [`TlsReason::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The reason as reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsReason::CaAsEndEntity => "tls: certificate is a CA used as an end entity",
+            TlsReason::NameMismatch => "tls: name mismatch",
+            TlsReason::Expired => "tls: expired",
+            TlsReason::NotYetValid => "tls: not valid yet",
+            TlsReason::UnknownIssuer => "tls: unknown issuer",
+            TlsReason::BadCertificate => "tls: invalid certificate",
+            TlsReason::NotTls => "tls: not a TLS server",
+            TlsReason::Alert => "tls: refused by the server",
+            TlsReason::Incompatible => "tls: nothing in common",
+            TlsReason::Other => "tls: other",
+        }
+    }
+
+    /// The reason named `name` (as [`TlsReason::name`] gives it).
+    pub fn from_name(name: &str) -> Option<TlsReason> {
+        TlsReason::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// What the user can do about it.
+    pub fn fix(self) -> &'static str {
+        match self {
+            TlsReason::CaAsEndEntity => {
+                "give that very certificate with --cacert (versus then trusts it, as curl does), \
+                 or make a leaf certificate signed by a CA, or use --insecure"
+            }
+            TlsReason::NameMismatch => {
+                "connect by a name the certificate holds (a Host header does not change the \
+                 TLS name), make a certificate for this name, or use --insecure"
+            }
+            TlsReason::Expired => {
+                "renew the server's certificate (or check this machine's clock), or use --insecure"
+            }
+            TlsReason::NotYetValid => "check this machine's clock, or use --insecure",
+            TlsReason::UnknownIssuer => {
+                "give the issuing CA (or the server's own certificate) with --cacert, \
+                 or use --insecure"
+            }
+            TlsReason::BadCertificate => {
+                "the server's certificate cannot be used as it is; --insecure skips the check"
+            }
+            TlsReason::NotTls => "the port does not speak TLS: use http:// for a plain HTTP port",
+            TlsReason::Alert => {
+                "the server may want a client certificate, or another TLS version or name"
+            }
+            TlsReason::Incompatible => {
+                "versus speaks TLS 1.2 and 1.3 with modern cipher suites and offers ALPN \
+                 h2 and http/1.1 (--http1, --http2 narrow it)"
+            }
+            TlsReason::Other => {
+                "see the message above; --insecure tells whether the certificate is the cause"
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
+use versus::endpoint::TlsReason;
 
 fn versions() -> (
     Arc<Mutex<Vec<http::Version>>>,
@@ -28,7 +29,8 @@ fn tls_is_verified_by_default() {
     let url = server.https_url();
     let (out, report) = run_lib(&[&url], &lines(3));
     assert_eq!(
-        out.stats.endpoints[0].failures[versus::endpoint::Failure::Tls.index()],
+        out.stats.endpoints[0].failures
+            [versus::endpoint::Failure::Tls(TlsReason::UnknownIssuer).index()],
         3,
         "{report}"
     );
@@ -379,4 +381,171 @@ fn http2_over_tls_carries_on_after_the_server_stops_reading() {
     let e = &out.stats.endpoints[0];
     assert_eq!(e.responses, 8, "{report}");
     assert_eq!(e.errors(), 0, "{report}");
+}
+
+/// The certificate `openssl req -x509 -newkey rsa:2048 -nodes -subj
+/// /CN=localhost` makes is marked as a CA: rejected with that reason, and
+/// trusted when given with `--cacert` (it is exactly the server's), as curl
+/// does.
+#[test]
+fn a_ca_certificate_given_with_cacert_is_trusted_as_curl_does() {
+    let cert = TestCert::with(|p| {
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    });
+    let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
+    let url = server.https_url();
+    let (out, report) = run_lib(&[&url], &lines(2));
+    let reason = TlsReason::CaAsEndEntity;
+    assert_eq!(out.stats.endpoints[0].tls_reasons[reason.index()], 2);
+    assert!(
+        report.contains("     tls handshake failed: 2\n       tls: certificate is a CA used as an end entity: 2\n"),
+        "{report}"
+    );
+
+    let pem = cert.pem_file();
+    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), &url], &lines(3));
+    assert_eq!(out.stats.endpoints[0].responses, 3, "{report}");
+    let _ = std::fs::remove_file(pem);
+
+    // Trusted as the server's own certificate, not for any name.
+    let elsewhere = TestCert::with(|p| {
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.subject_alt_names = vec![rcgen::SanType::DnsName("example.com".try_into().unwrap())];
+    });
+    let server = Server::start_tls(&elsewhere, |_| Reply::ok("{}"));
+    let pem = elsewhere.pem_file();
+    assert_tls_failures(&pem, &server.https_url(), TlsReason::NameMismatch);
+    let _ = std::fs::remove_file(pem);
+}
+
+/// Two requests to `url` trusting `pem` fail in the TLS handshake for
+/// `reason`, counted and shown under it.
+fn assert_tls_failures(pem: &std::path::Path, url: &str, reason: TlsReason) {
+    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), url], &lines(2));
+    assert_eq!(
+        out.stats.endpoints[0].tls_reasons[reason.index()],
+        2,
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("       {}: 2\n", reason.name())),
+        "{report}"
+    );
+}
+
+/// Each way a certificate fails is counted under its own reason, in the
+/// text report, the JSON report and a saved run.
+#[test]
+fn tls_failures_are_counted_by_reason() {
+    let expired = TestCert::with(|p| {
+        p.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        p.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    });
+    let elsewhere = TestCert::with(|p| {
+        p.subject_alt_names = vec![rcgen::SanType::DnsName("example.com".try_into().unwrap())];
+    });
+    for (cert, reason) in [
+        (&expired, TlsReason::Expired),
+        (&elsewhere, TlsReason::NameMismatch),
+    ] {
+        let server = Server::start_tls(cert, |_| Reply::ok("{}"));
+        let pem = cert.pem_file();
+        assert_tls_failures(&pem, &server.https_url(), reason);
+        let _ = std::fs::remove_file(pem);
+    }
+
+    // A plain HTTP port asked for TLS.
+    let plain = Server::start(|_| Reply::ok("{}"));
+    let url = format!("https://127.0.0.1:{}/", plain.addr.port());
+    let dir = std::env::temp_dir().join(format!("versus-tls-reasons-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("run.jsonl");
+    let out = run_bin(
+        &["--format", "json", "-o", saved.to_str().unwrap(), &url],
+        &lines(2),
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["endpoints"][0]["errors"]["tls_reasons"]["tls: not a TLS server"], 2,
+        "{json}"
+    );
+    // Connect attempts, not requests: nothing ever connected.
+    assert_eq!(json["endpoints"][0]["failed_connects"], 2, "{json}");
+    assert_eq!(json["endpoints"][0]["never_connected"], true, "{json}");
+    // Told once on stderr, with the fix, however many connections failed.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("tls: not a TLS server").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fix: the port does not speak TLS"),
+        "{stderr}"
+    );
+    // The saved run carries the reasons into a later report.
+    let again = run_bin(&["report", saved.to_str().unwrap()], b"");
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(text.contains("       tls: not a TLS server: 2\n"), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A port where nothing listens is not a hot loop of "requests": each slot
+/// backs off after a failed connect, the report counts connect attempts
+/// (left out of the rate) and says at the top that nothing connected.
+#[test]
+fn a_refused_port_is_backed_off_connect_attempts_not_a_benchmark() {
+    let refused = format!("http://127.0.0.1:{}/", closed_port());
+    let (out, report) = run_lib(
+        &["--stop-after=1s", "-c", "4", "--method", "GET", &refused],
+        b"",
+    );
+    let s = &out.stats.endpoints[0];
+    let attempts = s.failures[versus::endpoint::Failure::Refused.index()];
+    // 10 ms, then doubling: about eight attempts per slot in a second
+    // (without back-off, tens of thousands).
+    assert!((4..=4 * 12).contains(&attempts), "{report}");
+    assert_eq!(s.failed_connects(), attempts);
+    assert!(
+        report.starts_with("Nothing connected to any endpoint: all "),
+        "{report}"
+    );
+    assert!(
+        report.contains("   Requests:   0.00 per second\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("   Connect attempts: {attempts} failed (")),
+        "{report}"
+    );
+
+    // A run that connected says nothing of the kind.
+    let server = Server::start(|_| Reply::ok("{}"));
+    let (_, report) = run_lib(&[&server.url()], &lines(2));
+    assert!(report.starts_with("Endpoints:"), "{report}");
+    assert!(!report.contains("Connect attempts"), "{report}");
+}
+
+/// The recipe exactly: `openssl req -x509 -newkey rsa:2048 -nodes
+/// -subj /CN=localhost` makes a CA certificate with no subjectAltName.
+/// Given with `--cacert`, curl takes it for `localhost` by its common name;
+/// so does versus (for that very certificate only), and not for another
+/// name.
+#[test]
+fn the_openssl_req_x509_certificate_works_with_cacert_as_with_curl() {
+    let cert = TestCert::with(|p| {
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.subject_alt_names.clear();
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "localhost");
+    });
+    let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
+    let pem = cert.pem_file();
+    let localhost = format!("https://localhost:{}/", server.addr.port());
+    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), &localhost], &lines(2));
+    assert_eq!(out.stats.endpoints[0].responses, 2, "{report}");
+
+    assert_tls_failures(&pem, &server.https_url(), TlsReason::NameMismatch);
+    let _ = std::fs::remove_file(pem);
 }

@@ -17,7 +17,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{
     Request as WsRequest, Response as WsResponse,
 };
 use tokio_tungstenite::tungstenite::Message;
-use versus::endpoint::Failure;
+use versus::endpoint::{Failure, TlsReason};
 
 /// What the WebSocket server does on one request.
 enum Act {
@@ -334,7 +334,7 @@ fn wss_is_verified_by_default_and_speaks_http1_over_tls() {
 
     let (out, report) = run_lib(&[&url], &requests(3));
     assert_eq!(
-        out.stats.endpoints[0].failures[Failure::Tls.index()],
+        out.stats.endpoints[0].failures[Failure::Tls(TlsReason::UnknownIssuer).index()],
         3,
         "{report}"
     );

@@ -9,13 +9,18 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{verify_server_name, WebPkiServerVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
-use super::{Failure, HttpVersion, Protocol, Scheme};
+use super::{Failure, HttpVersion, Protocol, Scheme, TlsReason};
 
 /// A byte stream, TCP or TLS.
 pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
@@ -62,34 +67,47 @@ pub fn tls_config(opts: &TlsOptions, version: HttpVersion) -> Result<Arc<ClientC
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("tls: {e}"))?;
-    let mut config = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-            .with_no_client_auth()
+    let verifier = if opts.insecure {
+        Verifier {
+            webpki: None,
+            pinned: Vec::new(),
+            provider,
+        }
     } else {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let mut pinned = Vec::new();
         if let Some(path) = &opts.ca_file {
             use rustls::pki_types::pem::PemObject;
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+            pinned = CertificateDer::pem_file_iter(path)
                 .map_err(|e| format!("--cacert {}: {e}", path.display()))?
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
-            if certs.is_empty() {
+            if pinned.is_empty() {
                 return Err(format!(
                     "--cacert {}: no PEM certificate in the file",
                     path.display()
                 ));
             }
-            for c in certs {
+            for c in &pinned {
                 roots
-                    .add(c)
+                    .add(c.clone())
                     .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
             }
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| format!("tls: {e}"))?;
+        Verifier {
+            webpki: Some(webpki),
+            pinned,
+            provider,
+        }
     };
+    let mut config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
     config.alpn_protocols = match version {
         HttpVersion::Auto => Protocol::Negotiate,
         HttpVersion::Http1 => Protocol::Http1,
@@ -154,10 +172,13 @@ impl Dialer {
         tcp: TcpStream,
     ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, Failure> {
         let t0 = std::time::Instant::now();
-        let stream = tls
-            .connect(name.clone(), tcp)
-            .await
-            .map_err(|e| classify_io(&e, Failure::Tls))?;
+        let stream = tls.connect(name.clone(), tcp).await.map_err(|e| {
+            let f = classify_tls(&e);
+            if let Failure::Tls(reason) = f {
+                tell_once(reason, name, &e);
+            }
+            f
+        })?;
         crate::stats::record(&mut self.handshakes.borrow_mut(), t0.elapsed());
         Ok(stream)
     }
@@ -193,6 +214,44 @@ impl Dialer {
     }
 }
 
+/// A slot's back-off after failed connects, so that a refused port is not
+/// a hot loop: no delay before the first connect, then 10 ms before the
+/// next, doubling after each failure up to 1 s (or half of `--timeout`,
+/// whichever is shorter), with up to a quarter more at random so that the
+/// slots do not knock all at once; a connect that succeeds starts over.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    /// Connects failed in a row.
+    failures: u32,
+}
+
+impl Backoff {
+    /// The wait before this slot's next connect, if any.
+    pub(crate) fn delay(&self, timeout: Duration) -> Option<Duration> {
+        let n = self.failures.checked_sub(1)?;
+        let cap = Duration::from_secs(1).min(timeout / 2);
+        let d = Duration::from_millis(10)
+            .saturating_mul(1 << n.min(16))
+            .min(cap);
+        Some(d + d * fastrand::u32(0..=256) / 1024)
+    }
+
+    /// Note how a connect (or taking a connection) ended.
+    pub(crate) fn record<T>(&mut self, r: &Result<T, Failure>) {
+        self.failures = match r {
+            Ok(_) => 0,
+            Err(_) => self.failures.saturating_add(1),
+        };
+    }
+
+    /// Wait out the delay before the next connect.
+    pub(crate) async fn wait(delay: Option<Duration>) {
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
+    }
+}
+
 /// Map an I/O error to a failure kind; `fallback` for the rest.
 pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
     use io::ErrorKind::*;
@@ -200,26 +259,170 @@ pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
         ConnectionRefused => Failure::Refused,
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Failure::Reset,
         TimedOut => Failure::Timeout,
-        InvalidData if fallback == Failure::Tls => Failure::Tls,
         _ => fallback,
     }
 }
 
-/// `--insecure`: any certificate is accepted, but the handshake signatures
-/// are still checked so the session keys are real.
-#[derive(Debug)]
-struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+/// Classify a failed TLS handshake: a TLS error by its reason, the rest
+/// (a reset, a closed connection) as I/O.
+fn classify_tls(e: &io::Error) -> Failure {
+    use rustls::{CertificateError as C, Error as E};
+    let Some(tls) = e.get_ref().and_then(|e| e.downcast_ref::<E>()) else {
+        return classify_io(e, Failure::Tls(TlsReason::Other));
+    };
+    Failure::Tls(match tls {
+        E::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => TlsReason::Expired,
+            C::NotValidYet | C::NotValidYetContext { .. } => TlsReason::NotYetValid,
+            C::NotValidForName | C::NotValidForNameContext { .. } => TlsReason::NameMismatch,
+            C::UnknownIssuer => TlsReason::UnknownIssuer,
+            C::Other(o) if is_ca_used_as_end_entity(o) => TlsReason::CaAsEndEntity,
+            _ => TlsReason::BadCertificate,
+        },
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } => TlsReason::NotTls,
+        E::AlertReceived(_) => TlsReason::Alert,
+        E::PeerIncompatible(_) | E::NoApplicationProtocol => TlsReason::Incompatible,
+        _ => TlsReason::Other,
+    })
+}
 
-impl ServerCertVerifier for AcceptAnyCert {
+/// webpki's "CA used as an end entity", which rustls passes on only as an
+/// opaque error (named by its `Debug` form).
+fn is_ca_used_as_end_entity(e: &rustls::OtherError) -> bool {
+    e.to_string() == "CaUsedAsEndEntity"
+}
+
+/// A pinned certificate (exactly one given with `--cacert`) whose name
+/// check failed `e` because it has no subjectAltName: its subject's common
+/// name counts instead, as curl (OpenSSL) lets it (the certificate that
+/// `openssl req -x509 -subj /CN=localhost` makes). Any other error stands.
+fn common_name(
+    e: rustls::Error,
+    cert: &CertificateDer<'_>,
+    name: &ServerName<'_>,
+) -> Result<(), rustls::Error> {
+    use rustls::CertificateError as C;
+    let no_names = matches!(
+        &e,
+        rustls::Error::InvalidCertificate(C::NotValidForNameContext { presented, .. })
+            if presented.is_empty()
+    );
+    match subject_common_name(cert) {
+        Some(cn) if no_names && cn.eq_ignore_ascii_case(name.to_str().as_bytes()) => Ok(()),
+        _ => Err(e),
+    }
+}
+
+/// The subject's common name (OID 2.5.4.3) of a DER certificate.
+pub(super) fn subject_common_name<'a>(cert: &'a CertificateDer<'_>) -> Option<&'a [u8]> {
+    /// One DER element: its tag, its contents, and what follows it.
+    fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+        let (&tag, rest) = input.split_first()?;
+        let (&first, rest) = rest.split_first()?;
+        let (len, rest) = if first < 0x80 {
+            (usize::from(first), rest)
+        } else {
+            let n = usize::from(first & 0x7f);
+            if n == 0 || n > 4 || rest.len() < n {
+                return None;
+            }
+            let len = rest[..n]
+                .iter()
+                .fold(0usize, |l, &b| (l << 8) | usize::from(b));
+            (len, &rest[n..])
+        };
+        (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+    }
+    let (_, cert, _) = element(cert.as_ref())?;
+    let (_, mut tbs, _) = element(cert)?;
+    // [0] version (optional), serial, signature, issuer, validity, subject.
+    let mut fields = Vec::with_capacity(5);
+    while fields.len() < 5 {
+        let (tag, contents, rest) = element(tbs)?;
+        if !(fields.is_empty() && tag == 0xa0) {
+            fields.push(contents);
+        }
+        tbs = rest;
+    }
+    let mut rdns = fields[4];
+    while let Some((_, mut set, rest)) = element(rdns) {
+        while let Some((_, pair, next)) = element(set) {
+            let (_, oid, value) = element(pair)?;
+            if oid == [0x55, 0x04, 0x03] {
+                return element(value).map(|(_, cn, _)| cn);
+            }
+            set = next;
+        }
+        rdns = rest;
+    }
+    None
+}
+
+/// Tell each TLS reason once per process on stderr, with its fix: every
+/// connection after the first fails the same way and is only counted.
+fn tell_once(reason: TlsReason, name: &ServerName<'_>, e: &io::Error) {
+    static TOLD: AtomicU32 = AtomicU32::new(0);
+    let bit = 1 << reason.index();
+    if TOLD.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+        eprintln!(
+            "versus: {} for {}: {e}\n  fix: {}",
+            reason.name(),
+            name.to_str(),
+            reason.fix()
+        );
+    }
+}
+
+/// The server certificate check: webpki against the Mozilla roots and
+/// `--cacert` (a certificate given there that is exactly the server's own
+/// is trusted whatever its CA flag, as curl does; its name is still
+/// checked), or with `--insecure` none. The handshake signatures are
+/// checked either way, so the session keys are real.
+#[derive(Debug)]
+struct Verifier {
+    /// `None` with `--insecure`.
+    webpki: Option<Arc<WebPkiServerVerifier>>,
+    /// The certificates of `--cacert`.
+    pinned: Vec<CertificateDer<'static>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(webpki) = &self.webpki else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        let verified =
+            webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        let pinned = || {
+            self.pinned
+                .iter()
+                .any(|p| p.as_ref() == end_entity.as_ref())
+        };
+        match verified {
+            // webpki checks validity dates before the CA flag, so this
+            // certificate is in date; its name is checked here.
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o)))
+                if is_ca_used_as_end_entity(&o) && pinned() =>
+            {
+                let parsed = ParsedCertificate::try_from(end_entity)?;
+                verify_server_name(&parsed, server_name)
+                    .or_else(|e| common_name(e, end_entity, server_name))?;
+                Ok(ServerCertVerified::assertion())
+            }
+            Err(e) if pinned() => {
+                common_name(e, end_entity, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            verified => verified,
+        }
     }
 
     fn verify_tls12_signature(
@@ -232,7 +435,7 @@ impl ServerCertVerifier for AcceptAnyCert {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -246,11 +449,41 @@ impl ServerCertVerifier for AcceptAnyCert {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_off_grows_after_each_failed_connect_and_a_success_resets_it() {
+        let timeout = Duration::from_secs(30);
+        let mut b = Backoff::default();
+        assert_eq!(b.delay(timeout), None);
+        let mut last = Duration::ZERO;
+        for n in 0..12 {
+            b.record::<()>(&Err(Failure::Refused));
+            let d = b.delay(timeout).unwrap();
+            let base = Duration::from_millis(10 << n).min(Duration::from_secs(1));
+            assert!(d >= base && d <= base * 5 / 4, "{n}: {d:?}");
+            assert!(
+                d >= last * 3 / 4,
+                "never much shorter: {d:?} after {last:?}"
+            );
+            last = d;
+        }
+        // Never more than half the timeout.
+        assert!(b.delay(Duration::from_millis(100)).unwrap() <= Duration::from_millis(63));
+        b.record(&Ok(()));
+        assert_eq!(b.delay(timeout), None);
     }
 }

@@ -41,11 +41,24 @@ enum Framing {
     Close,
 }
 
+/// How far the last exchange on a connection got before it ended: whether
+/// a failed request may be sent again (see `http.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reached {
+    /// The request was not wholly written.
+    Nothing,
+    /// The request was written, and no byte of an answer came back.
+    Written,
+    /// Some of the answer came back.
+    Answered,
+}
+
 /// One HTTP/1.1 client connection.
 pub(crate) struct Conn<S> {
     io: S,
     rbuf: BytesMut,
     wbuf: Vec<u8>,
+    reached: Reached,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -55,7 +68,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             rbuf: BytesMut::with_capacity(INITIAL),
             // Grows to the largest request head sent, and stays.
             wbuf: Vec::new(),
+            reached: Reached::Nothing,
         }
+    }
+
+    /// How far the last exchange got.
+    pub fn reached(&self) -> Reached {
+        self.reached
     }
 
     /// The write buffer, emptied, for the next request's head (and body).
@@ -96,6 +115,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         keep: &[HeaderName],
     ) -> Result<Answer, Failure> {
         let io_err = |e: io::Error| classify_io(&e, Failure::Io);
+        self.reached = Reached::Nothing;
         if body.len() <= 64 * 1024 {
             self.wbuf.extend_from_slice(body);
             self.io.write_all(&self.wbuf).await.map_err(io_err)?;
@@ -104,6 +124,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             self.io.write_all(body).await.map_err(io_err)?;
         }
         self.io.flush().await.map_err(io_err)?;
+        self.reached = Reached::Written;
 
         // The head, skipping interim (1xx) responses.
         let (status, framing, mut keep_alive, headers) = loop {
@@ -111,7 +132,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Some((status, ..)) if (100..200).contains(&status) && status != 101 => continue,
                 Some((101, ..)) => return Err(Failure::Protocol),
                 Some(head) => break head,
-                None => self.read_more(INITIAL).await?,
+                None => {
+                    self.read_more(INITIAL).await?;
+                    self.reached = Reached::Answered;
+                }
             }
         };
         let head_at = Instant::now();
@@ -157,7 +181,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Ok(httparse::Status::Partial) if self.rbuf.len() < MAX_HEAD => return Ok(None),
             _ => return Err(Failure::Protocol),
         };
-        let status = resp.code.ok_or(Failure::Protocol)?;
+        // httparse takes any three digits; below 100 is no HTTP status.
+        let status = resp.code.filter(|&c| c >= 100).ok_or(Failure::Protocol)?;
         let http11 = resp.version == Some(1);
         let mut length: Option<u64> = None;
         let mut chunked = false;
@@ -482,6 +507,17 @@ mod tests {
         assert_eq!(
             a.headers,
             vec![(keep[0].clone(), HeaderValue::from_static("1"))]
+        );
+    }
+
+    /// Found by `fuzz_h1_response`: `HTTP/1.1 099` was taken as an answer
+    /// with status 99 (HTTP/2 already refused it).
+    #[tokio::test]
+    async fn a_status_below_100_is_a_malformed_response() {
+        let mut c = serve(one("HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n"), false).await;
+        assert_eq!(
+            get(&mut c, false, 100).await.unwrap_err(),
+            Failure::Protocol
         );
     }
 

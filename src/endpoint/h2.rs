@@ -52,6 +52,14 @@ const MAX_HEADER_BLOCK: usize = 256 << 10;
 /// SETTINGS_HEADER_TABLE_SIZE (the default).
 const TABLE_SIZE: usize = 4096;
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+/// Most bytes of replies a server's frames made versus queue (PING and
+/// SETTINGS acknowledgements) while writes do not drain: past it, the
+/// driver stops reading until they do, so a server that floods PINGs
+/// without reading is slowed to its own pace, not buffered without bound.
+const MAX_REPLIES: usize = 64 << 10;
+/// Reads a driver makes in one turn before it lets the core's other tasks
+/// (the slots, their timeouts) run: a flood never holds the core.
+const READS_PER_TURN: usize = 64;
 
 /// Frame types.
 mod kind {
@@ -110,6 +118,12 @@ pub(crate) struct Conn(RefCell<Inner>);
 struct Inner {
     /// Frames not yet written.
     wbuf: Vec<u8>,
+    /// Bytes at the front of `wbuf` that end a frame partly written (the
+    /// whole frames start after them).
+    wbuf_skip: usize,
+    /// Bytes of replies queued (see [`MAX_REPLIES`]) since `wbuf` was
+    /// last written out.
+    replies: usize,
     /// Wakes the driver to write them.
     driver: Option<Waker>,
     streams: HashMap<u32, Stream, BuildHasherDefault<IdHasher>>,
@@ -190,29 +204,7 @@ impl Conn {
             wbuf.extend_from_slice(&value.to_be_bytes());
         }
         put_window_update(&mut wbuf, 0, CONN_WINDOW - DEFAULT_WINDOW);
-        let conn = Rc::new(Conn(RefCell::new(Inner {
-            wbuf,
-            driver: None,
-            streams: HashMap::default(),
-            next_id: 1,
-            max_streams: usize::MAX,
-            peer_window: i64::from(DEFAULT_WINDOW),
-            max_frame: MAX_FRAME,
-            send_window: i64::from(DEFAULT_WINDOW),
-            unacked: 0,
-            blocked: Vec::new(),
-            goaway: None,
-            gone: None,
-            settled: false,
-            handshake: None,
-            table_update: false,
-            sent: 0,
-            decoder: hpack::Decoder::new(TABLE_SIZE),
-            keep,
-            block_stream: 0,
-            block_end: false,
-            block: Vec::new(),
-        })));
+        let conn = Rc::new(Conn(RefCell::new(Inner::new(wbuf, keep))));
         let driver = Driver {
             conn: conn.clone(),
             io,
@@ -273,6 +265,42 @@ impl Conn {
     /// The server's limit of concurrent streams.
     pub(crate) fn max_streams(&self) -> usize {
         self.0.borrow().max_streams
+    }
+
+    /// A connection with no socket, for tests of the frame parser.
+    #[cfg(test)]
+    pub(crate) fn detached(keep: Vec<HeaderName>) -> Conn {
+        Conn(RefCell::new(Inner::new(Vec::new(), keep)))
+    }
+
+    /// Handle `input` as frames read from the socket, `chunk` bytes at a
+    /// time as the driver would; a connection error ends it (`false`).
+    #[cfg(test)]
+    pub(crate) fn receive(&self, input: &[u8], chunk: usize) -> bool {
+        let mut inner = self.0.borrow_mut();
+        let mut pending = Vec::new();
+        for part in input.chunks(chunk.max(1)) {
+            pending.extend_from_slice(part);
+            match inner.frames(&pending) {
+                Ok(used) => drop(pending.drain(..used)),
+                Err(ConnError(_)) => {
+                    inner.close(Failure::Protocol);
+                    return false;
+                }
+            }
+            // Frames are parsed whole: at most one partial one waits.
+            assert!(
+                pending.len() < 9 + MAX_FRAME,
+                "a partial frame over the limit"
+            );
+        }
+        true
+    }
+
+    /// Bytes queued to write.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.0.borrow().wbuf.len()
     }
 
     /// Open a stream: `encode` appends the request's HPACK block and
@@ -465,6 +493,34 @@ fn put_window_update(out: &mut Vec<u8>, id: u32, n: u32) {
     out.extend_from_slice(&n.to_be_bytes());
 }
 
+/// Keep the whole frames of `wbuf` (after the `skip` bytes that end a
+/// frame partly written) whose stream id `keep` accepts, and those of the
+/// connection (stream 0).
+fn retain_frames(wbuf: &mut Vec<u8>, skip: usize, keep: impl Fn(u32) -> bool) {
+    let (mut from, mut to) = (skip, skip);
+    while from + 9 <= wbuf.len() {
+        let len = 9 + be32(&[0, wbuf[from], wbuf[from + 1], wbuf[from + 2]]) as usize;
+        let id = be32(&wbuf[from + 5..from + 9]) & MAX_STREAM_ID;
+        if id == 0 || keep(id) {
+            wbuf.copy_within(from..from + len, to);
+            to += len;
+        }
+        from += len;
+    }
+    wbuf.truncate(to);
+}
+
+/// Where the whole frames start in `wbuf` once its first `written` bytes
+/// are gone, as bytes after them: frames are walked from `skip` (where
+/// the first whole one started).
+fn skip_after(wbuf: &[u8], skip: usize, written: usize) -> usize {
+    let mut at = skip;
+    while at < written {
+        at += 9 + be32(&[0, wbuf[at], wbuf[at + 1], wbuf[at + 2]]) as usize;
+    }
+    at - written
+}
+
 fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
@@ -494,6 +550,36 @@ impl Stream {
 }
 
 impl Inner {
+    /// A connection's state before the server's SETTINGS, `wbuf` holding
+    /// what versus sends first.
+    fn new(wbuf: Vec<u8>, keep: Vec<HeaderName>) -> Inner {
+        Inner {
+            wbuf,
+            wbuf_skip: 0,
+            replies: 0,
+            driver: None,
+            streams: HashMap::default(),
+            next_id: 1,
+            max_streams: usize::MAX,
+            peer_window: i64::from(DEFAULT_WINDOW),
+            max_frame: MAX_FRAME,
+            send_window: i64::from(DEFAULT_WINDOW),
+            unacked: 0,
+            blocked: Vec::new(),
+            goaway: None,
+            gone: None,
+            settled: false,
+            handshake: None,
+            table_update: false,
+            sent: 0,
+            decoder: hpack::Decoder::new(TABLE_SIZE),
+            keep,
+            block_stream: 0,
+            block_end: false,
+            block: Vec::new(),
+        }
+    }
+
     /// Handle the whole frames at the front of `buf`; returns the bytes
     /// used.
     fn frames(&mut self, buf: &[u8]) -> Result<usize, ConnError> {
@@ -579,6 +665,7 @@ impl Inner {
                 if flags & flag::ACK == 0 {
                     put_head(&mut self.wbuf, 8, kind::PING, flag::ACK, 0);
                     self.wbuf.extend_from_slice(payload);
+                    self.replies += 17;
                 }
             }
             kind::GOAWAY if zero => {
@@ -587,12 +674,18 @@ impl Inner {
                 }
                 let last = be32(payload) & MAX_STREAM_ID;
                 let last = self.goaway.map_or(last, |l| l.min(last));
-                self.goaway = Some(last);
+                if self.goaway.replace(last) == Some(last) {
+                    // A GOAWAY again (a storm): nothing changes.
+                    return Ok(());
+                }
                 for (&id, s) in &mut self.streams {
                     if id > last && s.end.is_none() {
                         s.finish(Err(H2Error::Unprocessed));
                     }
                 }
+                // Streams above it are not opened after all: their queued
+                // frames go (they are sent again elsewhere).
+                retain_frames(&mut self.wbuf, self.wbuf_skip, |id| id <= last);
             }
             kind::WINDOW_UPDATE => {
                 if payload.len() != 4 {
@@ -782,6 +875,7 @@ impl Inner {
             }
         }
         put_head(&mut self.wbuf, 0, kind::SETTINGS, flag::ACK, 0);
+        self.replies += 9;
         self.unblock();
         if !self.settled {
             self.settled = true;
@@ -872,7 +966,18 @@ impl Driver {
             return Poll::Ready(());
         }
         let mut progress = false;
+        let mut reads = 0;
         loop {
+            if self.conn.0.borrow().replies > MAX_REPLIES {
+                // The server does not read its replies: neither do we,
+                // until they are out.
+                break;
+            }
+            if reads == READS_PER_TURN {
+                cx.waker().wake_by_ref();
+                break;
+            }
+            reads += 1;
             if self.filled == self.rbuf.len() {
                 // Only a partial frame is left (less than half the buffer).
                 self.rbuf.copy_within(self.start..self.filled, 0);
@@ -943,9 +1048,19 @@ impl Driver {
                 Poll::Pending => break,
             }
         }
-        if written == inner.wbuf.len() && written > 0 {
-            // Every stream opened so far has left (see `Inner::close`).
-            inner.sent = inner.next_id.saturating_sub(2);
+        if written == inner.wbuf.len() {
+            if written > 0 {
+                // Every stream opened so far has left (see `Inner::close`).
+                inner.sent = inner.next_id.saturating_sub(2);
+            }
+            inner.wbuf_skip = 0;
+            if inner.replies > MAX_REPLIES {
+                // Reading stopped for them: go on.
+                cx.waker().wake_by_ref();
+            }
+            inner.replies = 0;
+        } else {
+            inner.wbuf_skip = skip_after(&inner.wbuf, inner.wbuf_skip, written);
         }
         inner.wbuf.drain(..written);
         self.unflushed |= written > 0;
@@ -991,5 +1106,50 @@ impl Hasher for IdHasher {
 
     fn finish(&self) -> u64 {
         self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame of `kind` on stream `id` with `len` bytes of payload.
+    fn frame(out: &mut Vec<u8>, kind: u8, id: u32, len: usize) {
+        put_head(out, len, kind, 0, id);
+        out.extend(std::iter::repeat_n(0xAB, len));
+    }
+
+    /// After a GOAWAY, the frames queued for the streams above its last
+    /// one are dropped: no frame opens a stream the server will not take.
+    #[test]
+    fn no_frame_of_a_stream_above_a_goaway_is_left_to_write() {
+        let mut wbuf = vec![0xAB; 5]; // the end of a frame partly written
+        frame(&mut wbuf, kind::HEADERS, 1, 20);
+        frame(&mut wbuf, kind::HEADERS, 3, 20);
+        frame(&mut wbuf, kind::CONTINUATION, 3, 7);
+        frame(&mut wbuf, kind::PING, 0, 8);
+        frame(&mut wbuf, kind::DATA, 3, 100);
+        frame(&mut wbuf, kind::RST_STREAM, 1, 4);
+        frame(&mut wbuf, kind::HEADERS, 5, 20);
+        retain_frames(&mut wbuf, 5, |id| id <= 1);
+        let mut expected = vec![0xAB; 5];
+        frame(&mut expected, kind::HEADERS, 1, 20);
+        frame(&mut expected, kind::PING, 0, 8);
+        frame(&mut expected, kind::RST_STREAM, 1, 4);
+        assert_eq!(wbuf, expected);
+    }
+
+    /// A partial write leaves the rest of a frame at the front of the
+    /// buffer; the whole frames start after it.
+    #[test]
+    fn a_partial_write_keeps_track_of_where_whole_frames_start() {
+        let mut wbuf = Vec::new();
+        frame(&mut wbuf, kind::HEADERS, 1, 20); // 29 bytes
+        frame(&mut wbuf, kind::DATA, 1, 100); // 109 bytes
+        assert_eq!(skip_after(&wbuf, 0, 10), 19);
+        assert_eq!(skip_after(&wbuf, 0, 29), 0);
+        assert_eq!(skip_after(&wbuf, 0, 30), 108);
+        // Less written than the tail already there.
+        assert_eq!(skip_after(&wbuf, 19, 4), 15);
     }
 }

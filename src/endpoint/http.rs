@@ -10,6 +10,11 @@
 //! leaves the connection unusable, so the slot drops it and reconnects on
 //! its next request (counted as a connect); on HTTP/2 only the stream is
 //! reset and the connection stays.
+//!
+//! Retries: a request that never reached the server goes once more on a
+//! new connection (an HTTP/2 one refused unprocessed; an HTTP/1.1 one on a
+//! reused connection closed before any byte of the answer, if idempotent
+//! or not wholly written); every other failure is the request's.
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -24,7 +29,8 @@ use http::header::{
 use http::{HeaderName, Method, Uri};
 use rustls::pki_types::ServerName;
 
-use super::connect::{Connected, Dialer, H1Conn};
+use super::connect::{Backoff, Connected, Dialer, H1Conn};
+use super::h1::Reached;
 use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
@@ -360,9 +366,13 @@ impl Link {
 
     /// Open a connection in a task of its own; it goes to the pool (or
     /// becomes the shared HTTP/2 one) when ready, whoever takes it.
-    fn dial(self: &Rc<Link>) -> tokio::task::JoinHandle<Result<(), Failure>> {
+    fn dial(
+        self: &Rc<Link>,
+        delay: Option<Duration>,
+    ) -> tokio::task::JoinHandle<Result<(), Failure>> {
         let link = self.clone();
         tokio::task::spawn_local(async move {
+            Backoff::wait(delay).await;
             let t0 = Instant::now();
             let connected = tokio::time::timeout(link.opts.timeout, link.dialer.connect())
                 .await
@@ -423,33 +433,36 @@ impl Link {
         Ok((body, *method == Method::HEAD))
     }
 
+    /// The method of `req` at this endpoint: its own, or POST for a line
+    /// to a POST-style endpoint, GET otherwise.
+    fn method<'r>(&self, req: &'r Request) -> &'r Method {
+        match (&req.method, &req.target, self.spec.style) {
+            (Some(m), ..) => m,
+            (None, None, Style::Post | Style::WebSocket) => &Method::POST,
+            (None, ..) => &Method::GET,
+        }
+    }
+
     /// The method, path (under the endpoint's base path) and body of `req`
     /// at this endpoint, on either protocol.
     fn target<'a, 'r>(
         &'a self,
         req: &'r Request,
     ) -> Result<(&'r Method, Cow<'a, str>, &'r [u8]), Failure> {
-        let (method, path, body): (&Method, Cow<'_, str>, &[u8]) =
-            match (&req.target, self.spec.style) {
-                (None, Style::Post | Style::WebSocket) => (
-                    req.method.as_ref().unwrap_or(&Method::POST),
-                    Cow::Borrowed(self.spec.base_path.as_str()),
-                    &req.body,
-                ),
-                (None, Style::Get) => {
-                    let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
-                    (
-                        req.method.as_ref().unwrap_or(&Method::GET),
-                        Cow::Owned(join_suffix(&self.spec.base_path, suffix)),
-                        &[],
-                    )
-                }
-                (Some(target), _) => (
-                    req.method.as_ref().unwrap_or(&Method::GET),
-                    Cow::Owned(join_target(&self.spec.base_path, target)),
-                    &req.body,
-                ),
-            };
+        let method = self.method(req);
+        let (path, body): (Cow<'_, str>, &[u8]) = match (&req.target, self.spec.style) {
+            (None, Style::Post | Style::WebSocket) => {
+                (Cow::Borrowed(self.spec.base_path.as_str()), &req.body)
+            }
+            (None, Style::Get) => {
+                let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
+                (Cow::Owned(join_suffix(&self.spec.base_path, suffix)), &[])
+            }
+            (Some(target), _) => (
+                Cow::Owned(join_target(&self.spec.base_path, target)),
+                &req.body,
+            ),
+        };
         if let Cow::Owned(p) = &path {
             p.parse::<Uri>().map_err(|_| Failure::BadRequest)?;
         }
@@ -586,6 +599,8 @@ pub struct Slot {
     reuse: bool,
     /// The `--timeout` timer, kept from request to request.
     deadline: Deadline,
+    /// The wait before the next connect after failed ones.
+    backoff: Backoff,
     ws: WsSlot,
 }
 
@@ -618,6 +633,7 @@ impl Slot {
             h1: None,
             reuse: false,
             deadline: Deadline::default(),
+            backoff: Backoff::default(),
             ws: WsSlot::default(),
         }
     }
@@ -663,18 +679,16 @@ impl Slot {
         }
         let t0 = Instant::now();
         let connect = Box::pin(link.dialer.connect());
-        match tokio::time::timeout(link.opts.timeout, connect).await {
-            Ok(Ok(connected)) => {
-                link.adopt(connected, None);
-                if !counted && link.h2.borrow().negotiated {
-                    // The first connection negotiated HTTP/2: its stream.
-                    link.h2_warmed.set(link.h2_warmed.get() + 1);
-                }
-                Ok(Some(t0.elapsed()))
-            }
-            Ok(Err(f)) => Err(f),
-            Err(_) => Err(Failure::Timeout),
+        let connected = tokio::time::timeout(link.opts.timeout, connect)
+            .await
+            .unwrap_or(Err(Failure::Timeout));
+        self.backoff.record(&connected);
+        link.adopt(connected?, None);
+        if !counted && link.h2.borrow().negotiated {
+            // The first connection negotiated HTTP/2: its stream.
+            link.h2_warmed.set(link.h2_warmed.get() + 1);
         }
+        Ok(Some(t0.elapsed()))
     }
 
     /// Send one request and read the whole answer, within `--timeout`.
@@ -727,11 +741,13 @@ impl Slot {
         clock: &mut Instant,
         connect: &mut Option<Duration>,
     ) -> Result<Response, Failure> {
-        // An HTTP/2 request the server refused unprocessed (its connection
-        // was going away) is sent once more, on a new connection.
+        // A request that never reached the server is sent once more, on a
+        // new connection: an HTTP/2 one the server refused unprocessed (its
+        // connection was going away), an HTTP/1.1 one on a reused
+        // connection that turned out closed (see `Slot::resend_h1`).
         let mut refused = false;
         loop {
-            let (sender, opened, restart) = self.sender().await?;
+            let (sender, opened, restart) = self.sender(refused).await?;
             if opened.is_some() {
                 *connect = opened;
             }
@@ -742,7 +758,16 @@ impl Slot {
             }
             let start = *clock;
             let stream = match sender {
-                Sender::H1(c) => return self.exchange_h1(c, req, keep_body, start).await,
+                Sender::H1(c) => {
+                    let r = self.exchange_h1(c, req, keep_body, start).await;
+                    if refused || restart || !self.resend_h1(&r, req) {
+                        return r;
+                    }
+                    // Not given back: the connection is closed.
+                    self.h1 = None;
+                    refused = true;
+                    continue;
+                }
                 Sender::H2(stream) => stream,
             };
             match self.exchange_h2(&stream.conn, req, keep_body, start).await {
@@ -754,6 +779,20 @@ impl Slot {
                     }
                 }
             }
+        }
+    }
+
+    /// Whether a request that failed on a reused HTTP/1.1 connection
+    /// (`self.h1`) never reached the server, so that sending it again on a
+    /// new connection is safe: the connection was closed (a reset or its
+    /// end) before any byte of the answer came back, and either the request
+    /// was not wholly written or its method is idempotent (RFC 9110 9.2.2).
+    fn resend_h1(&self, r: &Result<Response, Failure>, req: &Request) -> bool {
+        let Some(c) = &self.h1 else { return false };
+        match (r, c.reached()) {
+            (Err(Failure::Reset), Reached::Nothing) => true,
+            (Err(Failure::Reset), Reached::Written) => self.link.method(req).is_idempotent(),
+            _ => false,
         }
     }
 
@@ -811,11 +850,26 @@ impl Slot {
         Ok(a?.response(start))
     }
 
-    /// A sender ready for one request, connecting if needed. The second
-    /// value is the connect time of a new connection, reported by the first
+    /// A sender ready for one request, connecting if needed (after the
+    /// slot's back-off, when its last connects failed). The second value
+    /// is the connect time of a new connection, reported by the first
     /// request on it; the third whether the request's clock starts afresh
     /// (it waited for a connection).
-    async fn sender(&mut self) -> Result<(Sender, Option<Duration>, bool), Failure> {
+    async fn sender(&mut self, fresh: bool) -> Result<(Sender, Option<Duration>, bool), Failure> {
+        let delay = self.backoff.delay(self.link.opts.timeout);
+        let r = self.connection(delay, fresh).await;
+        self.backoff.record(&r);
+        r
+    }
+
+    /// [`Slot::sender`], connecting after `delay`; `fresh`: an HTTP/1.1
+    /// connection not taken from the idle ones (which may be as closed as
+    /// the one a request just failed on).
+    async fn connection(
+        &mut self,
+        delay: Option<Duration>,
+        fresh: bool,
+    ) -> Result<(Sender, Option<Duration>, bool), Failure> {
         let link = self.link.clone();
         let _connecting;
         if link.h2.borrow().negotiated {
@@ -847,8 +901,10 @@ impl Slot {
                     connect: None,
                 });
             }
-            if let Some(idle) = link.take_idle().await {
-                return Ok((Sender::H1(idle.conn), idle.connect, false));
+            if !fresh {
+                if let Some(idle) = link.take_idle().await {
+                    return Ok((Sender::H1(idle.conn), idle.connect, false));
+                }
             }
             // None idle: open one, but take whichever connection is ready
             // first, this one or one another slot gives back. A burst of
@@ -857,7 +913,7 @@ impl Slot {
             // connect and opens still more).
             let mut dial = None;
             loop {
-                let handle = dial.get_or_insert_with(|| link.dial());
+                let handle = dial.get_or_insert_with(|| link.dial(delay));
                 let returned = link.returned.notified();
                 let waiting = Waiting::new(&link);
                 tokio::select! {
@@ -884,6 +940,7 @@ impl Slot {
                 }
             }
         }
+        Backoff::wait(delay).await;
         let t0 = Instant::now();
         // Boxed: a connect future (TCP, TLS, the HTTP/2 handshake) is
         // several KiB, and every slot's task would carry it inline.

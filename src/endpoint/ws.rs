@@ -48,7 +48,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
-use super::connect::{classify_io, Dialer, Io};
+use super::connect::{classify_io, Backoff, Dialer, Io};
 use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, TransportOptions};
 use crate::model::Request;
 
@@ -127,6 +127,8 @@ pub(crate) struct WsSlot {
     ids: Vec<Range<usize>>,
     /// The `--timeout` timer, kept from request to request.
     deadline: Deadline,
+    /// The wait before the next connect after failed ones.
+    backoff: Backoff,
 }
 
 impl WsSlot {
@@ -138,14 +140,12 @@ impl WsSlot {
         opts: &TransportOptions,
     ) -> Result<Option<Duration>, Failure> {
         let t0 = Instant::now();
-        match tokio::time::timeout(opts.timeout, link.connect(dialer)).await {
-            Ok(Ok(socket)) => {
-                self.socket = Some(socket);
-                Ok(Some(t0.elapsed()))
-            }
-            Ok(Err(f)) => Err(f),
-            Err(_) => Err(Failure::Timeout),
-        }
+        let socket = tokio::time::timeout(opts.timeout, link.connect(dialer))
+            .await
+            .unwrap_or(Err(Failure::Timeout));
+        self.backoff.record(&socket);
+        self.socket = Some(socket?);
+        Ok(Some(t0.elapsed()))
     }
 
     /// Send one request and wait for its answer, within `--timeout`.
@@ -204,10 +204,13 @@ impl WsSlot {
         let mut socket = match self.socket.take().and_then(alive) {
             Some(s) => s,
             None => {
+                Backoff::wait(self.backoff.delay(opts.timeout)).await;
                 let t0 = Instant::now();
                 // Boxed: the connect and upgrade future is several KiB that
                 // every slot's task would otherwise carry inline.
-                let s = Box::pin(link.connect(dialer)).await?;
+                let s = Box::pin(link.connect(dialer)).await;
+                self.backoff.record(&s);
+                let s = s?;
                 *connect = Some(t0.elapsed());
                 if opts.keepalive {
                     // A reconnect is not the request's latency; it is counted apart.

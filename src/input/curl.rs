@@ -98,7 +98,10 @@ impl Source for CurlSource {
                     } else {
                         split_bash(&text)
                     };
-                    record(start, words.and_then(|w| parse_command(&w)))
+                    record(
+                        start,
+                        words.and_then(|w| parse_command(&w, self.max_record)),
+                    )
                 }
             });
         }
@@ -499,7 +502,7 @@ struct Command {
 }
 
 /// Turns a curl command's words into a request.
-fn parse_command(words: &[Vec<u8>]) -> Result<Request, String> {
+fn parse_command(words: &[Vec<u8>], limit: usize) -> Result<Request, String> {
     let (program, args) = words.split_first().ok_or("empty command")?;
     let name = program
         .rsplit(|&b| b == b'/' || b == b'\\')
@@ -537,7 +540,7 @@ fn parse_command(words: &[Vec<u8>]) -> Result<Request, String> {
             } else {
                 &[]
             };
-            cmd.apply(opt, value)?;
+            cmd.apply(opt, value, limit)?;
         }
     }
     cmd.into_request()
@@ -570,15 +573,16 @@ fn unknown(option: &[u8]) -> String {
 }
 
 impl Command {
-    /// Records one option and its value.
-    fn apply(&mut self, opt: Opt, value: &[u8]) -> Result<(), String> {
+    /// Records one option and its value (`@file` data of at most `limit`
+    /// bytes).
+    fn apply(&mut self, opt: Opt, value: &[u8], limit: usize) -> Result<(), String> {
         let value = value.to_vec();
         match opt {
             Opt::Request => self.method = Some(value),
             Opt::Header => self.headers.push(parse_header(&value)?),
             Opt::Data(kind) => self
                 .data
-                .push((data_piece(kind, &value)?, kind == Data::Json)),
+                .push((data_piece(kind, &value, limit)?, kind == Data::Json)),
             Opt::User => self.user = Some(value),
             Opt::Bearer => self.bearer = Some(value),
             Opt::Cookie if value.contains(&b'=') => self.cookies.push(value),
@@ -717,13 +721,13 @@ fn parse_header(text: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>), String> {
 }
 
 /// The bytes one data option adds to the body.
-fn data_piece(kind: Data, value: &[u8]) -> Result<Vec<u8>, String> {
+fn data_piece(kind: Data, value: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     match kind {
         Data::Raw => Ok(value.to_vec()),
         Data::Ascii | Data::Binary | Data::Json => match value.strip_prefix(b"@") {
             None => Ok(value.to_vec()),
             Some(path) => {
-                let mut content = read_data_file(path)?;
+                let mut content = read_data_file(path, limit)?;
                 if kind == Data::Ascii {
                     content.retain(|&b| b != b'\r' && b != b'\n');
                 }
@@ -737,7 +741,7 @@ fn data_piece(kind: Data, value: &[u8]) -> Result<Vec<u8>, String> {
                 Some(i) => {
                     let (name, rest) = (&value[..i], &value[i + 1..]);
                     let content = if value[i] == b'@' {
-                        read_data_file(rest)?
+                        read_data_file(rest, limit)?
                     } else {
                         rest.to_vec()
                     };
@@ -753,12 +757,14 @@ fn data_piece(kind: Data, value: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-/// Reads an `@file` argument, relative to the current directory.
-fn read_data_file(path: &[u8]) -> Result<Vec<u8>, String> {
+/// Reads an `@file` argument, relative to the current directory, of at
+/// most `limit` bytes.
+fn read_data_file(path: &[u8], limit: usize) -> Result<Vec<u8>, String> {
     if path == b"-" {
         return Err("reading data from standard input (@-) is not supported".into());
     }
-    read_file(std::str::from_utf8(path).map_err(|_| "file name is not valid UTF-8".to_owned())?)
+    let path = std::str::from_utf8(path).map_err(|_| "file name is not valid UTF-8".to_owned())?;
+    read_file(path, limit)
 }
 
 #[cfg(test)]
@@ -931,6 +937,8 @@ line' # comment"#,
         std::fs::remove_dir_all(&dir).expect("cleanup");
         assert!(reason(&format!("curl -d @{path} http://h/")).starts_with("cannot read"));
         assert!(reason("curl -d @- http://h/").contains("(@-) is not supported"));
+        // An endless file is cut at the record limit, not read to the end.
+        assert!(reason("curl -d @/dev/zero http://h/").contains("longer than 4096 bytes"));
     }
 
     #[test]

@@ -290,9 +290,22 @@ pub(super) fn parse_url(url: &str) -> Result<String, String> {
     parse_target(url)
 }
 
-/// Reads a body file named in the input, relative to the current directory.
-pub(super) fn read_file(path: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))
+/// Reads a body file named in the input, relative to the current
+/// directory, of at most `limit` bytes: a longer one (or an endless one,
+/// `/dev/zero`) is an error, not all of memory.
+pub(super) fn read_file(path: &str, limit: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let cannot = |e: io::Error| format!("cannot read {path}: {e}");
+    let mut content = Vec::new();
+    std::fs::File::open(path)
+        .map_err(cannot)?
+        .take(limit as u64 + 1)
+        .read_to_end(&mut content)
+        .map_err(cannot)?;
+    if content.len() > limit {
+        return Err(format!("{path} is longer than {limit} bytes (--max-line)"));
+    }
+    Ok(content)
 }
 
 /// Decodes standard base64, padded or not.

@@ -78,7 +78,7 @@ impl VegetaSource {
             if let Some(path) = text.strip_prefix(b"@") {
                 if error.is_none() {
                     match std::str::from_utf8(path) {
-                        Ok(path) => match read_file(path) {
+                        Ok(path) => match read_file(path, self.max_record) {
                             Ok(content) => body = Bytes::from(content),
                             Err(e) => error = Some(e),
                         },
@@ -314,6 +314,19 @@ GET http://h/plain
         assert_eq!(s[7], "line 17: missing `url`");
         assert_eq!(s[8], "line 18: not valid UTF-8");
         assert_eq!(s[9], "http://h/7");
+    }
+
+    /// An endless body file (`@/dev/zero`) is cut at the record limit, not
+    /// read into all of memory.
+    #[test]
+    fn an_endless_body_file_is_too_long() {
+        let out = vegeta(b"POST http://h/\n@/dev/zero\n\nGET http://h/2\n", 4096);
+        let s = summary(&out);
+        assert!(
+            s[0].contains("/dev/zero is longer than 4096 bytes"),
+            "{s:?}"
+        );
+        assert_eq!(s[1], "http://h/2");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
 use super::info::Report;
-use crate::model::Failure;
+use crate::model::{Failure, TlsReason};
 use crate::stats::EndpointStats;
 
 /// The schema name.
@@ -53,6 +53,11 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         .filter(|f| s.failures[f.index()] > 0)
         .map(|f| (f.name().to_string(), json!(s.failures[f.index()])))
         .collect();
+    let tls_reasons: Map<String, Value> = TlsReason::ALL
+        .iter()
+        .filter(|r| s.tls_reasons[r.index()] > 0)
+        .map(|r| (r.name().to_string(), json!(s.tls_reasons[r.index()])))
+        .collect();
     let codes = |from: usize| -> Map<String, Value> {
         s.status
             .iter()
@@ -76,6 +81,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
             "count": s.errors(),
             "rate": fraction(s.errors(), s.completed()),
             "kinds": kinds,
+            "tls_reasons": tls_reasons,
             "statuses": codes(400),
         },
         "status": codes(0),
@@ -86,6 +92,8 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         },
         "connects": s.reconnects,
         "connect_ms": latency(&s.connect),
+        "failed_connects": s.failed_connects(),
+        "never_connected": s.never_connected(),
         "held_s": s.held.as_secs_f64(),
         "abandoned": s.abandoned,
         "failed_checks": s.failed_checks,

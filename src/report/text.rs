@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use super::{escape_terminal, go_duration, percent, seconds};
 use crate::engine::RunOutput;
-use crate::model::Failure;
+use crate::model::{Failure, TlsReason};
 use crate::plan::Plan;
 use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
 
@@ -30,6 +30,7 @@ pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()
 /// # Errors
 /// Only when writing to `out` fails.
 pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+    nothing_connected(out, plan, run)?;
     writeln!(out, "Endpoints:")?;
     for (i, (spec, s)) in plan.endpoints.iter().zip(&run.stats.endpoints).enumerate() {
         writeln!(out)?;
@@ -40,13 +41,62 @@ pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Re
     summary(out, plan, run)
 }
 
+/// One line, before everything else, when some endpoint never had a
+/// connection: its numbers are connect attempts, not a benchmark.
+fn nothing_connected(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+    let never: Vec<(String, u64)> = plan
+        .endpoints
+        .iter()
+        .zip(&run.stats.endpoints)
+        .enumerate()
+        .filter(|(_, (_, s))| s.never_connected())
+        .map(|(i, (spec, s))| (format!("{i}. {spec}"), s.completed()))
+        .collect();
+    if never.is_empty() {
+        return Ok(());
+    }
+    let attempts: u64 = never.iter().map(|(_, n)| n).sum();
+    let names: Vec<&str> = never.iter().map(|(name, _)| name.as_str()).collect();
+    let whom = if never.len() == run.stats.endpoints.len() {
+        "any endpoint".to_string()
+    } else {
+        names.join(", ")
+    };
+    writeln!(
+        out,
+        "Nothing connected to {whom}: all {attempts} attempts failed (see Errors), no request reached a server."
+    )?;
+    writeln!(out)
+}
+
 fn endpoint(
     out: &mut dyn Write,
     plan: &RunInfo,
     s: &EndpointStats,
     elapsed: std::time::Duration,
 ) -> io::Result<()> {
-    writeln!(out, "   Requests:   {:.2} per second", s.rate)?;
+    // Failed connects are attempts, not requests: left out of the rate.
+    let completed = s.completed();
+    let failed = s.failed_connects();
+    let share = |n: u64| {
+        if completed == 0 {
+            0.0
+        } else {
+            s.rate * n as f64 / completed as f64
+        }
+    };
+    writeln!(
+        out,
+        "   Requests:   {:.2} per second",
+        share(completed - failed)
+    )?;
+    if failed > 0 {
+        writeln!(
+            out,
+            "   Connect attempts: {failed} failed ({:.2} per second, each slot backing off), left out of the rate above",
+            share(failed)
+        )?;
+    }
     let h = &s.latency;
     if h.is_empty() {
         writeln!(out, "   Timing:     - (no responses)")?;
@@ -70,12 +120,19 @@ fn endpoint(
         }
     }
     writeln!(out)?;
-    let completed = s.completed();
     writeln!(out, "   Errors: {}", percent(s.errors(), completed))?;
     for f in Failure::ALL {
         let n = s.failures[f.index()];
         if n > 0 {
-            writeln!(out, "     {f}: {n}")?;
+            writeln!(out, "     {}: {n}", f.name())?;
+        }
+        if let Failure::Tls(_) = f {
+            for r in TlsReason::ALL {
+                let n = s.tls_reasons[r.index()];
+                if n > 0 {
+                    writeln!(out, "       {}: {n}", r.name())?;
+                }
+            }
         }
     }
     for (code, n) in s.status.iter().enumerate().skip(400) {

@@ -11,8 +11,8 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::model::Failure;
 use crate::model::Malformed;
+use crate::model::{Failure, TlsReason};
 use crate::report::info::EndpointInfo;
 use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, VerdictStats};
 
@@ -101,6 +101,11 @@ pub struct EndpointRecord {
     pub errors: u64,
     /// Failures by kind, named as in the text report; only those seen.
     pub failures: BTreeMap<String, u64>,
+    /// TLS handshake failures by reason (`tls: name mismatch`), named as
+    /// in the text report; only those seen. Absent in files written
+    /// before reasons were counted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tls_reasons: BTreeMap<String, u64>,
     /// Responses by status code; only those seen.
     pub status: BTreeMap<u16, u64>,
     /// Response body bytes received.
@@ -445,6 +450,11 @@ impl EndpointRecord {
                 .filter(|f| s.failures[f.index()] > 0)
                 .map(|f| (f.name().to_string(), s.failures[f.index()]))
                 .collect(),
+            tls_reasons: TlsReason::ALL
+                .iter()
+                .filter(|r| s.tls_reasons[r.index()] > 0)
+                .map(|r| (r.name().to_string(), s.tls_reasons[r.index()]))
+                .collect(),
             status: s
                 .status
                 .iter()
@@ -531,6 +541,11 @@ impl EndpointRecord {
                 .find(|f| f.name() == name)
                 .ok_or_else(|| format!("unknown failure kind {name:?}"))?;
             s.failures[f.index()] = *n;
+        }
+        for (name, n) in &self.tls_reasons {
+            // A reason a later versus names is still a TLS failure.
+            let r = TlsReason::from_name(name).unwrap_or(TlsReason::Other);
+            s.tls_reasons[r.index()] += *n;
         }
         for (code, n) in &self.status {
             let slot = s
@@ -702,5 +717,25 @@ mod tests {
         let stats = stats_of(&[reference, old], &infos, &verdicts).unwrap();
         assert_eq!(stats.endpoints[1].mismatched, 6);
         assert_eq!(stats.endpoints[0].mismatched, 0);
+    }
+
+    #[test]
+    fn tls_reasons_round_trip_and_older_files_have_none() {
+        let mut s = EndpointStats::default();
+        s.failures[Failure::Tls(TlsReason::Expired).index()] = 3;
+        s.tls_reasons[TlsReason::Expired.index()] = 3;
+        let json = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
+        assert_eq!(json["tls_reasons"]["tls: expired"], 3);
+        let back: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back.to_stats().unwrap().tls_reasons, s.tls_reasons);
+        // A file from before reasons were counted: the kind, no reasons.
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("tls_reasons");
+        let old = serde_json::from_value::<EndpointRecord>(old)
+            .unwrap()
+            .to_stats()
+            .unwrap();
+        assert_eq!(old.failures[Failure::Tls(TlsReason::Other).index()], 3);
+        assert_eq!(old.tls_reasons, [0; TlsReason::ALL.len()]);
     }
 }

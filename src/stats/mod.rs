@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::model::{Failure, Outcome};
+use crate::model::{Failure, Outcome, TlsReason};
 
 /// The code under which a JSON-RPC batch answer holding errors is counted.
 pub const BATCH_ERROR: i64 = i64::MIN;
@@ -46,6 +46,8 @@ pub struct EndpointStats {
     pub responses: u64,
     /// Requests without a response, by [`Failure`] kind.
     pub failures: [u64; Failure::ALL.len()],
+    /// TLS handshake failures (of `failures`) by [`TlsReason`].
+    pub tls_reasons: [u64; TlsReason::ALL.len()],
     /// Responses by status code (index = code, 0..1000).
     pub status: Vec<u64>,
     /// JSON-RPC error answers (inside HTTP 2xx) by error code; a batch
@@ -251,6 +253,7 @@ impl Default for EndpointStats {
             sent: 0,
             responses: 0,
             failures: [0; Failure::ALL.len()],
+            tls_reasons: [0; TlsReason::ALL.len()],
             status: vec![0; 1000],
             jsonrpc_errors: std::collections::BTreeMap::new(),
             bytes_in: 0,
@@ -298,7 +301,12 @@ impl EndpointStats {
                 record(&mut self.latency, outcome.latency);
                 record(&mut self.ttfb, r.ttfb);
             }
-            Err(f) => self.failures[f.index()] += 1,
+            Err(f) => {
+                self.failures[f.index()] += 1;
+                if let Failure::Tls(r) = f {
+                    self.tls_reasons[r.index()] += 1;
+                }
+            }
         }
     }
 
@@ -311,6 +319,22 @@ impl EndpointStats {
     /// Requests that completed: a response or a failure.
     pub fn completed(&self) -> u64 {
         self.responses + self.failures.iter().sum::<u64>()
+    }
+
+    /// Connect attempts that failed (counted among the failures): requests
+    /// that never reached the server.
+    pub fn failed_connects(&self) -> u64 {
+        Failure::ALL
+            .iter()
+            .filter(|f| f.at_connect())
+            .map(|f| self.failures[f.index()])
+            .sum()
+    }
+
+    /// Whether no connection to the endpoint ever opened, though requests
+    /// were tried.
+    pub fn never_connected(&self) -> bool {
+        self.connect.is_empty() && self.responses == 0 && self.completed() > 0
     }
 
     /// Responses with status 400 or above.
@@ -332,6 +356,9 @@ impl EndpointStats {
         self.sent += other.sent;
         self.responses += other.responses;
         for (a, b) in self.failures.iter_mut().zip(other.failures) {
+            *a += b;
+        }
+        for (a, b) in self.tls_reasons.iter_mut().zip(other.tls_reasons) {
             *a += b;
         }
         for (a, b) in self.status.iter_mut().zip(&other.status) {

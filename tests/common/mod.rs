@@ -522,23 +522,100 @@ pub struct TestCert {
 
 impl TestCert {
     pub fn new() -> TestCert {
-        let c = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
-            .unwrap();
+        TestCert::with(|_| {})
+    }
+
+    /// A self-signed certificate for `127.0.0.1` and `localhost`, changed by
+    /// `edit` (names, CA flag, validity) before it is signed.
+    pub fn with(edit: impl FnOnce(&mut rcgen::CertificateParams)) -> TestCert {
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+        edit(&mut params);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
         TestCert {
-            der: c.cert.der().clone(),
-            key: rustls::pki_types::PrivatePkcs8KeyDer::from(c.key_pair.serialize_der()),
-            pem: c.cert.pem(),
+            der: cert.der().clone(),
+            key: rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
+            pem: cert.pem(),
         }
     }
 
     /// Write the certificate as PEM to a temporary file.
     pub fn pem_file(&self) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!(
-            "versus-test-{}-{}.pem",
-            std::process::id(),
-            self.der.len() ^ self.pem.len()
-        ));
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("versus-test-{}-{n}.pem", std::process::id()));
         std::fs::write(&path, &self.pem).unwrap();
         path
     }
+}
+
+/// A raw TCP server on 127.0.0.1:0, for servers that break the rules: each
+/// connection is handed, with its number (from 0), to `serve` on a thread
+/// of its own.
+pub struct RawServer {
+    pub addr: SocketAddr,
+    connections: Arc<AtomicU64>,
+}
+
+impl RawServer {
+    pub fn start(serve: impl Fn(std::net::TcpStream, u64) + Send + Sync + 'static) -> RawServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicU64::new(0));
+        let count = connections.clone();
+        let serve = Arc::new(serve);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let n = count.fetch_add(1, Ordering::SeqCst);
+                let serve = serve.clone();
+                std::thread::spawn(move || serve(stream, n));
+            }
+        });
+        RawServer { addr, connections }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Read one HTTP/1.1 request (its head and a Content-Length body) from
+/// `s`; its head, or `None` at the end of the stream.
+pub fn read_request(s: &mut std::net::TcpStream) -> Option<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = buf.len() - head_end;
+    while body < length {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => body += n,
+        }
+    }
+    Some(head)
 }
