@@ -93,14 +93,16 @@ pub fn columns(runs: &[(String, SavedRun)]) -> (Vec<Table>, Vec<String>) {
                 .iter()
                 .map(|(_, r)| r.info.endpoints[0].label.as_str())
                 .collect();
+            let mut title = labels[0].to_string();
             if labels.iter().any(|l| *l != labels[0]) {
                 notes.push(format!(
                     "runs of one endpoint each, paired whatever their labels ({})",
                     labels.join(", ")
                 ));
+                title = labels.join(" / ");
             }
             vec![Table {
-                title: format!("endpoint {}", labels.join(" / ")),
+                title: format!("endpoint {title}"),
                 columns: runs
                     .iter()
                     .map(|(name, run)| column(name.clone(), run, 0, false))
