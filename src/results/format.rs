@@ -249,7 +249,7 @@ impl PartRecord {
             not_built: self.not_built,
             skipped: self.skipped,
             mismatched: self.mismatched,
-            latency: decode_histogram(&self.latency)?,
+            latency: decode_into(&self.latency, crate::stats::new_part_histogram())?,
         })
     }
 }
@@ -424,14 +424,18 @@ pub fn encode_histogram(h: &Histogram<u64>) -> String {
 /// # Errors
 /// When the text is not base64 or not a serialized histogram.
 pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, String> {
+    decode_into(s, crate::stats::new_histogram())
+}
+
+/// Decode a histogram into `out`, whose bounds and precision are those of
+/// the live stats it stands for, so merging is exact.
+fn decode_into(s: &str, mut out: Histogram<u64>) -> Result<Histogram<u64>, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s)
         .map_err(|e| format!("histogram is not base64: {e}"))?;
     let h: Histogram<u64> = Deserializer::new()
         .deserialize(&mut &bytes[..])
         .map_err(|e| format!("histogram cannot be decoded: {e:?}"))?;
-    // Keep the bounds of live stats so merging is exact.
-    let mut out = crate::stats::new_histogram();
     out.add(&h)
         .map_err(|e| format!("histogram out of range: {e:?}"))?;
     Ok(out)
