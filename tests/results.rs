@@ -568,10 +568,11 @@ fn secrets_are_masked_in_saved_files() {
     assert!(saved.contains("v3/..."));
 }
 
-/// A saved run whose mismatch group holds script bodies.
-fn hostile_run() -> PathBuf {
+/// A saved run whose mismatch group holds script bodies, in its own file
+/// `name` (tests that run at once must not share one).
+fn hostile_run(name: &str) -> PathBuf {
     let (a, b) = servers();
-    let file = temp("hostile.jsonl");
+    let file = temp(name);
     let path = file.to_str().unwrap();
     let a_url = format!("a={}", a.url());
     save_run(
@@ -599,7 +600,7 @@ fn hostile_run() -> PathBuf {
 
 #[test]
 fn the_html_report_escapes_every_body() {
-    let file = hostile_run();
+    let file = hostile_run("hostile-escapes.jsonl");
     let out = versus(&["report", "--format", "html", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let html = text(&out.stdout);
@@ -639,7 +640,7 @@ fn chromium(page: &Path) -> (String, String) {
 #[test]
 #[ignore = "needs chromium (installed by .ci/run)"]
 fn the_html_report_loads_in_headless_chromium_without_errors_and_draws_charts() {
-    let file = hostile_run();
+    let file = hostile_run("hostile-chromium.jsonl");
     let page = temp("hostile.html");
     let out = versus(&["report", "--format", "html", file.to_str().unwrap()]);
     std::fs::write(&page, &out.stdout).unwrap();
