@@ -200,6 +200,15 @@ fn order_flow() -> Flow {
         })
 }
 
+/// A run of the order flow with `args`.
+fn order_run(args: &[&str]) -> RunOutput {
+    run(
+        &plan(args),
+        Input::Flow(Arc::new(order_flow())),
+        &mut engine::Quiet,
+    )
+}
+
 fn step<'a>(out: &'a RunOutput, e: usize, name: &str) -> &'a versus::stats::PartStats {
     out.stats.endpoints[e]
         .steps
@@ -214,7 +223,7 @@ fn a_three_step_flow_runs_per_endpoint_and_a_planted_difference_is_a_step_two_mi
     let a = shop("A", "book", wrong.clone());
     let b = shop("B", "pen", wrong.clone());
     let (a, b) = (format!("ref={}", a.url()), format!("cand={}", b.url()));
-    let plan = plan(&[
+    let out = order_run(&[
         "-c",
         "4",
         "--stop-after",
@@ -224,11 +233,6 @@ fn a_three_step_flow_runs_per_endpoint_and_a_planted_difference_is_a_step_two_mi
         &a,
         &b,
     ]);
-    let out = run(
-        &plan,
-        Input::Flow(Arc::new(order_flow())),
-        &mut engine::Quiet,
-    );
     assert_eq!(wrong.load(Ordering::Relaxed), 0, "a step lacked its value");
     for e in 0..2 {
         let s = &out.stats.endpoints[e];
@@ -262,12 +266,7 @@ fn a_flow_failing_at_step_one_skips_its_later_steps_without_mismatches() {
     // The candidate refuses every login.
     let bad = Server::start(|_| Reply::ok(r#"{"error":"no"}"#).status(500));
     let (a, b) = (format!("ref={}", good.url()), format!("cand={}", bad.url()));
-    let plan = plan(&["-c", "2", "--stop-after", "50", &a, &b]);
-    let out = run(
-        &plan,
-        Input::Flow(Arc::new(order_flow())),
-        &mut engine::Quiet,
-    );
+    let out = order_run(&["-c", "2", "--stop-after", "50", &a, &b]);
     let cand = &out.stats.endpoints[1];
     assert_eq!(cand.flows.instances, 50);
     assert_eq!(cand.flows.succeeded, 0);
@@ -309,7 +308,7 @@ fn a_value_missing_from_an_answer_fails_the_instance_at_that_step() {
         format!("ref={}", good.url()),
         format!("cand={}", tokenless.url()),
     );
-    let plan = plan(&[
+    let out = order_run(&[
         "-c",
         "2",
         "--stop-after",
@@ -321,11 +320,6 @@ fn a_value_missing_from_an_answer_fails_the_instance_at_that_step() {
         &a,
         &b,
     ]);
-    let out = run(
-        &plan,
-        Input::Flow(Arc::new(order_flow())),
-        &mut engine::Quiet,
-    );
     let create = step(&out, 1, "create");
     assert_eq!((create.requests, create.not_built), (0, 20));
     assert_eq!(step(&out, 1, "read").skipped, 20);
@@ -407,7 +401,7 @@ fn a_rules_section_named_after_a_step_applies_to_that_step() {
     .unwrap();
     let (a, b) = (format!("ref={}", a.url()), format!("cand={}", b.url()));
     let rules_arg = rules.to_string_lossy().to_string();
-    let plan = plan(&[
+    let out = order_run(&[
         "-c",
         "2",
         "--stop-after",
@@ -417,11 +411,6 @@ fn a_rules_section_named_after_a_step_applies_to_that_step() {
         &a,
         &b,
     ]);
-    let out = run(
-        &plan,
-        Input::Flow(Arc::new(order_flow())),
-        &mut engine::Quiet,
-    );
     let _ = std::fs::remove_file(&rules);
     assert_eq!(
         out.stats.verdicts.mismatched, 0,
@@ -448,7 +437,7 @@ fn flow_instances_start_on_the_schedule_in_the_open_model() {
         Reply::ok(body).after(Duration::from_millis(50))
     });
     let url = slow.url();
-    let plan = plan(&[
+    let out = order_run(&[
         "--rate",
         "40",
         "--max-in-flight",
@@ -457,11 +446,6 @@ fn flow_instances_start_on_the_schedule_in_the_open_model() {
         "2s",
         &url,
     ]);
-    let out = run(
-        &plan,
-        Input::Flow(Arc::new(order_flow())),
-        &mut engine::Quiet,
-    );
     let s = &out.stats.endpoints[0];
     // 2 s at 40/s: 80 instances, give or take the edges.
     assert!(
