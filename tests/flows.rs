@@ -508,3 +508,40 @@ fn held_back_time_is_shown_beside_the_rate_it_is_left_out_of() {
         s.rate
     );
 }
+
+/// A stream's latency by method counts errors as the endpoint's totals
+/// do: a JSON-RPC error answer inside HTTP 200 is an error of its method.
+#[test]
+fn errors_by_method_count_json_rpc_error_answers() {
+    let server = Server::start(|seen| {
+        if String::from_utf8_lossy(&seen.body).contains("eth_call") {
+            Reply::ok(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"no"}}"#)
+        } else {
+            Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#)
+        }
+    });
+    let url = server.url();
+    let plan = plan(&["-c", "2", &url]);
+    let mut lines = Vec::new();
+    for i in 0..30 {
+        let method = if i % 3 == 0 {
+            "eth_call"
+        } else {
+            "eth_blockNumber"
+        };
+        lines.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"{method}\",\"params\":[]}}\n")
+                .as_bytes(),
+        );
+    }
+    let source = versus::input::lines::LinesSource::new(std::io::Cursor::new(lines), 1 << 20);
+    let out = run(&plan, Input::Stream(Box::new(source)), &mut engine::Quiet);
+    let s = &out.stats.endpoints[0];
+    let by = |name: &str| s.methods.iter().find(|p| p.name == name).unwrap();
+    assert_eq!((by("eth_call").requests, by("eth_call").errors), (10, 10));
+    assert_eq!(
+        (by("eth_blockNumber").requests, by("eth_blockNumber").errors),
+        (20, 0)
+    );
+    assert_eq!(s.errors(), 10);
+}

@@ -16,11 +16,12 @@ use crate::model::Request;
 use crate::plan::Plan;
 use crate::stats::{count_group, part, part_index, RunStats, BATCH_ERROR};
 
-use super::unit::{is_error, FlowRun};
+use super::unit::FlowRun;
 
 /// Record what kind of error `outcome` (endpoint `e`) is, if any: JSON-RPC
 /// error answers are counted by code, and every error is grouped by the
-/// flow step's name (`step`) or else the request's method.
+/// flow step's name (`step`) or else the request's method. Returns whether
+/// it is an error: the one decision every count of errors follows.
 pub(crate) fn classify(
     plan: &Plan,
     stats: &mut RunStats,
@@ -28,7 +29,7 @@ pub(crate) fn classify(
     req: &Request,
     outcome: &Outcome,
     step: Option<&str>,
-) {
+) -> bool {
     let error = match &outcome.result {
         Err(f) => Some(f.name().to_string()),
         Ok(r) if r.status >= 400 => Some(format!("HTTP {}", r.status)),
@@ -67,7 +68,9 @@ pub(crate) fn classify(
             1,
             Vec::new,
         );
+        return true;
     }
+    false
 }
 
 /// How a JSON-RPC error code is named in reports.
@@ -123,6 +126,7 @@ pub(crate) fn verdict(
     kinds: &mut KindCache,
     req: &Request,
     outcomes: &[Option<Outcome>],
+    errors: &[bool],
 ) {
     let kind: OnceCell<Kind> = OnceCell::new();
     let name = match req
@@ -140,7 +144,7 @@ pub(crate) fn verdict(
         .endpoints
         .first_mut()
         .map(|s| part_index(&mut s.methods, name));
-    for (s, o) in stats.endpoints.iter_mut().zip(outcomes) {
+    for ((s, o), error) in stats.endpoints.iter_mut().zip(outcomes).zip(errors) {
         if let Some(o) = o {
             let same = at
                 .and_then(|i| s.methods.get_mut(i))
@@ -149,7 +153,7 @@ pub(crate) fn verdict(
                 Some(p) => p,
                 None => part(&mut s.methods, name),
             }
-            .record(o, is_error(o));
+            .record(o, *error);
         }
     }
     let kind_of = || {

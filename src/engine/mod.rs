@@ -247,6 +247,20 @@ pub fn run_resolved(
     // `Feed::take_now`).
     let core = |c: usize| crate::plan::Shard::new(c, cores);
     let quota = |c: usize| plan.stop_after.count.map(|n| core(c).share(n));
+    // Core c of shard I of N numbers its flow instances c·N + I, then
+    // every (cores·N)th: together, over cores and shards, 0, 1, 2, ...
+    // with no number twice.
+    let flows = |mix: Arc<crate::flow::Mix>| {
+        (0..cores).map(move |c| {
+            let part = plan.shard.part(c, cores);
+            WorkerInput::Flow {
+                mix: mix.clone(),
+                next: part.index,
+                step: part.count,
+                remaining: quota(c),
+            }
+        })
+    };
     match input {
         Input::Repeat(request) => {
             for c in 0..cores {
@@ -256,25 +270,8 @@ pub fn run_resolved(
                 });
             }
         }
-        Input::Flow(_) | Input::Mix(_) => {
-            let mix = match input {
-                Input::Mix(mix) => mix,
-                Input::Flow(flow) => Arc::new(crate::flow::Mix::one(flow)),
-                _ => unreachable!("matched above"),
-            };
-            // Core c of shard I of N numbers its instances c·N + I, then
-            // every (cores·N)th: together, over cores and shards, 0, 1,
-            // 2, ... with no number twice.
-            for c in 0..cores {
-                let part = plan.shard.part(c, cores);
-                inputs.push(WorkerInput::Flow {
-                    mix: mix.clone(),
-                    next: part.index,
-                    step: part.count,
-                    remaining: quota(c),
-                });
-            }
-        }
+        Input::Flow(flow) => inputs.extend(flows(Arc::new(crate::flow::Mix::one(flow)))),
+        Input::Mix(mix) => inputs.extend(flows(mix)),
         Input::Stream(source) => {
             let (tx, rx) = async_channel::bounded(cores * 4);
             let on_error = {

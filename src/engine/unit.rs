@@ -22,8 +22,9 @@ pub(crate) enum Work {
 
 /// What one endpoint made of a unit of work.
 pub(crate) enum Done {
-    /// The outcome of a request.
-    One(Outcome),
+    /// The outcome of a request, and whether it was an error (as
+    /// `judge::classify` decided when it was recorded).
+    One(Outcome, bool),
     /// The steps of a flow instance, as far as they went.
     Flow(FlowRun),
 }
@@ -76,15 +77,6 @@ impl StepFailure {
             StepFailure::Check(e) => format!("check failed: {e}"),
             StepFailure::Extract(e) => format!("extract failed: {e}"),
         }
-    }
-}
-
-/// Whether an outcome is an error by itself: a failure or a status of 400
-/// and above (JSON-RPC error answers are classified apart, by the judge).
-pub(crate) fn is_error(outcome: &Outcome) -> bool {
-    match &outcome.result {
-        Err(_) => true,
-        Ok(r) => r.status >= 400,
     }
 }
 

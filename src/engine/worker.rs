@@ -102,6 +102,8 @@ struct Core {
     /// The outcomes of one request or step, moved here to be judged: one
     /// buffer for the run, so judging allocates nothing.
     judged: RefCell<Vec<Option<Outcome>>>,
+    /// Whether each of those outcomes was an error.
+    judged_errors: RefCell<Vec<bool>>,
     stats: RefCell<RunStats>,
     /// Slots waiting for a request.
     work: Vec<Notify>,
@@ -252,6 +254,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             .map(|e| Rc::from(e.label.as_str()))
             .collect(),
         judged: RefCell::new(Vec::with_capacity(endpoints)),
+        judged_errors: RefCell::new(Vec::with_capacity(endpoints)),
         step_names,
         flow_names,
         stats: RefCell::new(first_stats),
@@ -806,10 +809,8 @@ async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
                     core.stats.borrow_mut().endpoints[e].sent += 1;
                 }
                 let outcome = slot.send(req, core.keep_body, due).await;
-                if !warmup {
-                    record(&core, e, req, &outcome, None);
-                }
-                Done::One(outcome)
+                let error = !warmup && record(&core, e, req, &outcome, None);
+                Done::One(outcome, error)
             }
             Work::Flow(f, n) => {
                 let mix = core
@@ -885,8 +886,9 @@ async fn claim(core: &Core, e: usize) -> Option<(usize, Work, Option<Instant>, b
 }
 
 /// Record a counted request's outcome at endpoint `e` as it ends (its
-/// errors grouped under the flow step's name, if it is one).
-fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<&str>) {
+/// errors grouped under the flow step's name, if it is one); returns
+/// whether it was an error.
+fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<&str>) -> bool {
     let plan = &core.plan;
     core.last_done.borrow_mut()[e] = Some(Instant::now());
     for tap in &core.outcome_taps {
@@ -894,8 +896,8 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
     }
     let mut stats = core.stats.borrow_mut();
     stats.endpoints[e].record(outcome);
-    judge::classify(plan, &mut stats, e, req, outcome, step);
     core.completed.borrow_mut()[e] += 1;
+    judge::classify(plan, &mut stats, e, req, outcome, step)
 }
 
 /// Record a counted flow step at endpoint `e` as it ends: the request as
@@ -971,13 +973,19 @@ fn deliver(core: &Core, e: usize, place: usize, done: Done) {
         let mut outcomes = core.judged.borrow_mut();
         match work {
             Work::Request(req) => {
+                let mut errors = core.judged_errors.borrow_mut();
                 outcomes.clear();
-                outcomes.extend(results.iter_mut().map(|r| match r.take() {
-                    Some(Done::One(o)) => Some(o),
-                    _ => None,
-                }));
+                errors.clear();
+                for r in results.iter_mut() {
+                    let (o, error) = match r.take() {
+                        Some(Done::One(o, error)) => (Some(o), error),
+                        _ => (None, false),
+                    };
+                    outcomes.push(o);
+                    errors.push(error);
+                }
                 let mut kinds = core.kinds.borrow_mut();
-                judge::verdict(plan, &mut stats, &mut kinds, req, &outcomes);
+                judge::verdict(plan, &mut stats, &mut kinds, req, &outcomes, &errors);
             }
             Work::Flow(f, _) => {
                 let runs = results.iter_mut().map(|r| match r {

@@ -128,8 +128,8 @@ pub struct PartStats {
     /// Of those: failures, statuses of 400 and above, JSON-RPC error
     /// answers, and answers that failed the step's check.
     pub errors: u64,
-    /// Answers that failed the step's check (and were not errors by
-    /// themselves).
+    /// Answers that failed the step's check, or lacked a value the step
+    /// takes (and were not errors by themselves).
     pub failed_checks: u64,
     /// Flow steps whose request could not be built (a value an earlier
     /// answer lacked); no request was sent.
