@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -128,4 +129,73 @@ fn the_rate_can_be_changed_while_the_run_goes() {
     let out = run.join().unwrap();
     let sent = out.stats.endpoints[0].sent;
     assert!((400..=850).contains(&sent), "sent {sent}");
+}
+
+/// Records, at each interval of the run, how many connections the server
+/// has seen end.
+struct ClosedAt {
+    server: Arc<Counters>,
+    closed: Vec<u64>,
+}
+
+impl versus::engine::Observer for ClosedAt {
+    fn interval(
+        &mut self,
+        _index: u64,
+        _delta: &versus::stats::RunStats,
+        _total: &versus::stats::RunStats,
+    ) {
+        let closed = self.server.closed.load(Ordering::SeqCst);
+        self.closed.push(closed);
+    }
+}
+
+#[test]
+fn connections_opened_for_a_burst_are_closed_once_idle() {
+    // The first 20 requests take 500 ms each: at 40 per second they
+    // overlap, and the open model opens a connection for each. After them
+    // every answer is immediate and one or two connections carry the load;
+    // the rest sit idle and must be closed during the run, not kept to its
+    // end (which held a burst's file descriptors for hours in a soak).
+    let count = AtomicU64::new(0);
+    let server = Server::start(move |_| {
+        let slow = count.fetch_add(1, Ordering::SeqCst) < 20;
+        Reply::ok("{}").after(if slow {
+            Duration::from_millis(500)
+        } else {
+            Duration::ZERO
+        })
+    });
+    let mut observer = ClosedAt {
+        server: server.counters.clone(),
+        closed: Vec::new(),
+    };
+    let (out, report) = run_lib_observed(
+        &[
+            "--rate",
+            "40",
+            "--stop-after",
+            "8s",
+            "--method",
+            "GET",
+            &server.url(),
+        ],
+        b"",
+        &mut observer,
+    );
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.responses, 320, "{report}");
+    let opened = server.connections();
+    assert!(opened >= 10, "the burst opened {opened} connections\n{report}");
+    // By the last full interval (7 s in; the burst ended at about 1 s),
+    // the idle ones are closed while the run still goes.
+    let before_end = observer.closed[6];
+    assert!(
+        before_end + 3 >= opened,
+        "{before_end} of {opened} connections closed by 7 s: {:?}\n{report}",
+        observer.closed
+    );
+    // And not before they had been idle a while: none in the first
+    // seconds after the burst.
+    assert_eq!(observer.closed[2], 0, "{:?}", observer.closed);
 }

@@ -86,7 +86,15 @@ pub struct Link {
     waiting: Cell<usize>,
     /// Wakes one of them when a connection becomes idle.
     returned: tokio::sync::Notify,
+    /// Counts [`Link::trim_idle`] calls: the clock idle connections are
+    /// aged by (no clock read per request).
+    epoch: Cell<u32>,
 }
+
+/// Idle HTTP/1.1 connections are closed once unused this long: the open
+/// model opens connections for bursts (a late timer, a slow answer) and
+/// would otherwise keep the most a burst ever needed for the whole run.
+const IDLE_LIMIT: Duration = Duration::from_secs(5);
 
 impl Deref for Link {
     type Target = Prepared;
@@ -163,6 +171,8 @@ impl Link {
 struct Idle {
     conn: H1Conn,
     connect: Option<Duration>,
+    /// The [`Link::epoch`] it became idle in.
+    since: u32,
 }
 
 /// Counts a slot among those waiting for an idle connection while it
@@ -317,7 +327,26 @@ impl Link {
             pool: RefCell::new(Vec::new()),
             waiting: Cell::new(0),
             returned: tokio::sync::Notify::new(),
+            epoch: Cell::new(0),
         }
+    }
+
+    /// Close the idle HTTP/1.1 connections unused for [`IDLE_LIMIT`],
+    /// given that this is called once every `every` of the run (not while
+    /// it is paused, when every connection is idle and will be needed
+    /// again).
+    pub fn trim_idle(&self, every: Duration) {
+        let epoch = self.epoch.get().wrapping_add(1);
+        self.epoch.set(epoch);
+        let limit = IDLE_LIMIT.as_nanos().div_ceil(every.as_nanos().max(1));
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX).max(2);
+        // The pool is a stack: the least recently used are at the bottom.
+        let mut pool = self.pool.borrow_mut();
+        let stale = pool
+            .iter()
+            .take_while(|i| epoch.wrapping_sub(i.since) >= limit)
+            .count();
+        pool.drain(..stale);
     }
 
     /// The TLS handshake times since the last call, taken out (`None`
@@ -335,10 +364,7 @@ impl Link {
     /// shared connection.
     fn adopt(&self, connected: Connected, took: Option<Duration>) {
         match connected {
-            Connected::H1(conn) => self.give_back(Idle {
-                conn,
-                connect: took,
-            }),
+            Connected::H1(conn) => self.give_back(conn, took),
             // A server that allows no stream at all: nothing to keep.
             Connected::H2(c) if c.max_streams() == 0 => {
                 self.h2.borrow_mut().negotiated = true;
@@ -357,8 +383,12 @@ impl Link {
 
     /// Put an HTTP/1.1 connection in the idle pool, waking a slot that waits
     /// for one.
-    fn give_back(&self, idle: Idle) {
-        self.pool.borrow_mut().push(idle);
+    fn give_back(&self, conn: H1Conn, connect: Option<Duration>) {
+        self.pool.borrow_mut().push(Idle {
+            conn,
+            connect,
+            since: self.epoch.get(),
+        });
         if self.waiting.get() > 0 {
             self.returned.notify_one();
         }
@@ -724,10 +754,7 @@ impl Slot {
                     && self.reuse
                     && self.link.opts.keepalive =>
             {
-                self.link.give_back(Idle {
-                    conn: c,
-                    connect: None,
-                })
+                self.link.give_back(c, None)
             }
             _ => {}
         }
@@ -896,10 +923,7 @@ impl Slot {
             _connecting = Connecting(&link);
         } else {
             if let Some(c) = self.h1.take() {
-                link.give_back(Idle {
-                    conn: c,
-                    connect: None,
-                });
+                link.give_back(c, None);
             }
             if !fresh {
                 if let Some(idle) = link.take_idle().await {

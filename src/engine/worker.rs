@@ -381,6 +381,11 @@ async fn tick(
         let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
         core.take_handshakes();
+        if core.paused_since.get().is_none() {
+            for link in &core.links {
+                link.trim_idle(every);
+            }
+        }
         let stats = core.stats.replace(core.fresh_stats());
         if to
             .send(CoreMsg::Tick {

@@ -69,6 +69,8 @@ pub struct Counters {
     pub in_flight: AtomicU64,
     pub max_in_flight: AtomicU64,
     pub connections: AtomicU64,
+    /// Connections that ended (closed by either side).
+    pub closed: AtomicU64,
 }
 
 /// What a test server limits.
@@ -256,7 +258,7 @@ impl Server {
                         tokio::spawn(async move {
                             let taken = Arc::new(AtomicU64::new(0));
                             let enough = Arc::new(tokio::sync::Notify::new());
-                            let (t, e) = (taken.clone(), enough.clone());
+                            let (t, e, counters) = (taken.clone(), enough.clone(), c.clone());
                             let svc =
                                 service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                                     let n = t.fetch_add(1, Ordering::SeqCst) + 1;
@@ -264,7 +266,7 @@ impl Server {
                                     if last {
                                         e.notify_one();
                                     }
-                                    serve(handler.clone(), c.clone(), req, last)
+                                    serve(handler.clone(), counters.clone(), req, last)
                                 });
                             let mut builder = auto::Builder::new(TokioExecutor::new());
                             if let Some(n) = limits.h2_streams {
@@ -284,17 +286,18 @@ impl Server {
                             };
                             match tls {
                                 Some(acceptor) => {
-                                    let Ok(stream) = acceptor.accept(stream).await else {
-                                        return;
-                                    };
-                                    let conn = builder.serve_connection(TokioIo::new(stream), svc);
-                                    serve_until(conn, &enough).await;
+                                    if let Ok(stream) = acceptor.accept(stream).await {
+                                        let conn =
+                                            builder.serve_connection(TokioIo::new(stream), svc);
+                                        serve_until(conn, &enough).await;
+                                    }
                                 }
                                 None => {
                                     let conn = builder.serve_connection(TokioIo::new(stream), svc);
                                     serve_until(conn, &enough).await;
                                 }
                             }
+                            c.closed.fetch_add(1, Ordering::Relaxed);
                         });
                     }
                 };
@@ -327,6 +330,11 @@ impl Server {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.counters.connections.load(Ordering::SeqCst)
+    }
+
+    /// Connections ended so far.
+    pub fn closed(&self) -> u64 {
+        self.counters.closed.load(Ordering::SeqCst)
     }
 
     /// The URL of a TLS server ([`Server::start_tls`]).
