@@ -143,8 +143,9 @@ pub enum Generator {
 /// Options of `versus demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Which demo: `rpc` (JSON-RPC traffic against two nodes) or `shop` (a
-    /// scenario walking two shop APIs: login, cart, checkout).
+    /// Which demo: `rpc` (JSON-RPC traffic against two nodes), `shop` (a
+    /// scenario walking two shop APIs: login, cart, checkout) or `pages`
+    /// (one catalog paged through three ways, items compared).
     #[arg(value_enum, default_value = "rpc", value_name = "WHICH")]
     pub which: DemoKind,
     /// How long the demo sends requests.
@@ -165,6 +166,9 @@ pub enum DemoKind {
     Rpc,
     /// The shop scenario (examples/shop.toml) against two shop APIs.
     Shop,
+    /// The pagination comparison (examples/pages.toml): one catalog paged
+    /// through three ways (HATEOAS offset, keyset, page tokens).
+    Pages,
 }
 
 /// Options of a run.

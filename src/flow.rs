@@ -89,6 +89,7 @@ pub struct Step {
     make: MakeFn,
     take: Option<TakeFn>,
     check: CheckFn,
+    paging: Option<std::sync::Arc<crate::paginate::Paging>>,
 }
 
 impl Flow {
@@ -114,7 +115,19 @@ impl Flow {
             make: Box::new(move |ctx| Box::pin(make(ctx))),
             take: None,
             check: Box::new(default_check),
+            paging: None,
         });
+        self
+    }
+
+    /// Make the last step added follow pages to the last one at every
+    /// endpoint ([`crate::paginate`]): its request asks for the first
+    /// page, each answer is checked, values are taken from the first, and
+    /// the items of all pages are compared across endpoints by key.
+    pub fn paginate(mut self, paging: crate::paginate::Paging) -> Flow {
+        if let Some(step) = self.steps.last_mut() {
+            step.paging = Some(std::sync::Arc::new(paging));
+        }
         self
     }
 
@@ -174,6 +187,11 @@ impl Step {
     /// Check an answer.
     pub(crate) fn check(&self, reply: &Reply) -> Result<(), StepError> {
         (self.check)(reply)
+    }
+
+    /// How the step pages, if it does.
+    pub(crate) fn paging(&self) -> Option<&crate::paginate::Paging> {
+        self.paging.as_deref()
     }
 }
 
@@ -344,6 +362,28 @@ impl Call {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         ));
+        self
+    }
+
+    /// The target (path and query).
+    pub(crate) fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The body.
+    pub(crate) fn body_bytes(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// The same request to another target.
+    pub(crate) fn with_target(mut self, target: String) -> Call {
+        self.target = target;
+        self
+    }
+
+    /// The same request with another body.
+    pub(crate) fn with_body(mut self, body: Bytes) -> Call {
+        self.body = body;
         self
     }
 

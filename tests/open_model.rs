@@ -186,7 +186,10 @@ fn connections_opened_for_a_burst_are_closed_once_idle() {
     let e = &out.stats.endpoints[0];
     assert_eq!(e.responses, 320, "{report}");
     let opened = server.connections();
-    assert!(opened >= 10, "the burst opened {opened} connections\n{report}");
+    assert!(
+        opened >= 10,
+        "the burst opened {opened} connections\n{report}"
+    );
     // By the last full interval (7 s in; the burst ended at about 1 s),
     // the idle ones are closed while the run still goes.
     let before_end = observer.closed[6];

@@ -3,6 +3,7 @@
 //! pretty-printed bodies. Built only for the first few requests of a group.
 
 use super::json::value_at;
+use super::path::Segment;
 use super::verdict::{describe, Finding};
 use crate::model::Outcome;
 use crate::model::Request;
@@ -17,6 +18,15 @@ const DIFF_LINES: usize = 40;
 
 /// A sample of `finding` in this request.
 pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) -> MismatchSample {
+    // A paged step's finding: the path names the item by its key, `at`
+    // renders it keyed (`paginate::regroup`).
+    let paged = matches!(
+        finding.path.as_deref(),
+        Some([Segment::Key(_), Segment::Key(_), ..])
+    ) && finding.at.starts_with("$.items[?");
+    if paged {
+        return item_sample(req, outcomes, finding);
+    }
     let values = outcomes
         .iter()
         .map(|o| match o {
@@ -32,6 +42,41 @@ pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) ->
         seq: req.seq,
         request: cut(&String::from_utf8_lossy(&req.body), REQUEST_LIMIT),
         values,
+        diff,
+    }
+}
+
+/// A sample of a paged step's finding: the item at each endpoint (the
+/// answers hold every item of a traversal: the diff is of the two items).
+fn item_sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) -> MismatchSample {
+    let item = |o: &Option<Outcome>| -> Option<String> {
+        let path = finding.path.as_deref()?;
+        match &o.as_ref()?.result {
+            Ok(r) => value_at(&r.body, &path[..path.len().min(2)]),
+            Err(_) => None,
+        }
+    };
+    let values: Vec<String> = outcomes
+        .iter()
+        .map(|o| item(o).unwrap_or_else(|| "(absent)".into()))
+        .collect();
+    let pretty_item = |v: &str| pretty(v.as_bytes()) + "\n";
+    let diff = match (values.first(), values.get(finding.endpoint)) {
+        (Some(a), Some(b)) => diff_texts(&pretty_item(a), &pretty_item(b)),
+        _ => String::new(),
+    };
+    MismatchSample {
+        seq: req.seq,
+        request: cut(
+            &format!(
+                "{} {} (first page; item {})",
+                req.method.as_ref().map_or("GET", |m| m.as_str()),
+                req.target.as_deref().unwrap_or("/"),
+                finding.at
+            ),
+            REQUEST_LIMIT,
+        ),
+        values: values.iter().map(|v| cut(v, VALUE_LIMIT)).collect(),
         diff,
     }
 }
@@ -64,8 +109,12 @@ fn diff(a: &Outcome, b: &Outcome) -> String {
     let (Ok(a), Ok(b)) = (&a.result, &b.result) else {
         return String::new();
     };
-    let (pa, pb) = (pretty(&a.body), pretty(&b.body));
-    let text = similar::TextDiff::from_lines(&pa, &pb)
+    diff_texts(&pretty(&a.body), &pretty(&b.body))
+}
+
+/// A unified diff of two texts, cut to the first lines.
+pub fn diff_texts(pa: &str, pb: &str) -> String {
+    let text = similar::TextDiff::from_lines(pa, pb)
         .unified_diff()
         .context_radius(2)
         .header("reference", "candidate")

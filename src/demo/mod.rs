@@ -6,6 +6,8 @@
 //! the same entry point as a run from the command line
 //! ([`crate::app::run`]). No network, no set-up.
 
+pub mod catalog;
+pub mod serve;
 pub mod server;
 pub mod shop;
 
@@ -49,8 +51,10 @@ fn command_line(args: &DemoArgs, endpoints: &[String]) -> Vec<String> {
 /// it names, with the generator as its input; the report goes to `out`.
 /// `stop` ends it early (Ctrl-C).
 pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
-    if args.which == crate::cli::DemoKind::Shop {
-        return shop::run(args, stop, out, err);
+    match args.which {
+        crate::cli::DemoKind::Shop => return shop::run(args, stop, out, err),
+        crate::cli::DemoKind::Pages => return pages(args, stop, out, err),
+        crate::cli::DemoKind::Rpc => {}
     }
     let servers = DemoServer::start(DemoServerConfig {
         name: "reference".into(),
@@ -114,6 +118,82 @@ pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Writ
         stderr_is_terminal: false,
         stream: Some(Box::new(generator)),
         suite: None,
+    };
+    app::run(&cli.run, env, stop, out, err)
+}
+
+/// The scenario `versus demo pages` runs (also in `examples/`).
+const PAGES: &str = include_str!("../../examples/pages.toml");
+
+/// Run the pagination demo: one catalog of 2,000 items served three ways
+/// (HATEOAS offset pages that slow with depth, keyset, page tokens), paged
+/// through by `examples/pages.toml` and the items compared.
+fn pages(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let catalog = match catalog::start(catalog::Catalog::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(err, "versus: demo: cannot start the catalog: {e}");
+            return Exit::Failed;
+        }
+    };
+    let url = catalog.url();
+    let endpoints = ["hateoas", "stream", "rpc"].map(|way| format!("{way}={url}{way}/"));
+    let duration = humantime::format_duration(args.duration).to_string();
+    let intro = format!(
+        "versus demo pages: one catalog of 2,000 items at {url}, paged through three ways: \
+         hateoas (offset pages with links, slower with depth), stream (keyset cursor), rpc (page tokens)\n\
+         every page timed, the items compared by id, for {duration} with {} traversals at a time; \
+         the same as: versus run examples/pages.toml --stop-after={duration} -c {} hateoas=URL stream=URL rpc=URL\n",
+        args.concurrency, args.concurrency,
+    );
+    run_suite(
+        args,
+        stop,
+        out,
+        err,
+        &endpoints,
+        (PAGES, "examples/pages.toml"),
+        &intro,
+    )
+}
+
+/// Run a demo's scenario (`text` of the file at `path`) against
+/// `endpoints` as [`app::run`] does for the demo's command line, after
+/// writing `intro` to `err`.
+fn run_suite(
+    args: &DemoArgs,
+    stop: &Stop,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    endpoints: &[String],
+    (text, path): (&str, &str),
+    intro: &str,
+) -> Exit {
+    let argv = command_line(args, endpoints);
+    // The demo's own settings and scenario, when rejected, are bad
+    // arguments: checked before the introduction.
+    let prepared = Cli::try_parse_from(&argv)
+        .map_err(|e| e.to_string())
+        .and_then(|cli| {
+            Plan::from_args(&cli.run, false).map_err(|e| e.to_string())?;
+            let suite = crate::scenario::Suite::parse(text, std::path::Path::new(path), endpoints)
+                .map_err(|e| e.to_string())?;
+            Ok((cli, suite))
+        });
+    let (cli, suite) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(err, "versus: demo: {e}");
+            return Exit::Usage;
+        }
+    };
+    let _ = writeln!(err, "{intro}");
+    let env = Env {
+        argv: &argv,
+        stdin_is_terminal: false,
+        stderr_is_terminal: false,
+        stream: None,
+        suite: Some(suite),
     };
     app::run(&cli.run, env, stop, out, err)
 }

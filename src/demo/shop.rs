@@ -8,23 +8,18 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use clap::Parser;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 
-use crate::app::Env;
-use crate::cli::{Cli, DemoArgs};
+use crate::cli::DemoArgs;
 use crate::engine::Stop;
 use crate::exit::Exit;
-use crate::plan::Plan;
-use crate::scenario::Suite;
 
 /// The scenario the demo runs (also in `examples/`, to run by hand).
 const SCENARIO: &str = include_str!("../../examples/shop.toml");
@@ -52,18 +47,7 @@ struct Session {
     cart: Vec<(u64, u64)>,
 }
 
-/// A running shop; it stops when dropped.
-pub struct Running {
-    address: SocketAddr,
-    _stop: tokio::sync::oneshot::Sender<()>,
-}
-
-impl Running {
-    /// The shop's URL, `http://127.0.0.1:PORT/`.
-    pub fn url(&self) -> String {
-        format!("http://{}/", self.address)
-    }
-}
+pub use super::serve::Running;
 
 /// Start a shop on 127.0.0.1 on a thread of its own: the reference, or
 /// (`candidate`) the slower one that differs a little.
@@ -71,52 +55,18 @@ impl Running {
 /// # Errors
 /// When the socket, runtime or thread cannot be made.
 pub fn start(candidate: bool) -> std::io::Result<Running> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    listener.set_nonblocking(true)?;
-    let address = listener.local_addr()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let listener = {
-        let _context = runtime.enter();
-        tokio::net::TcpListener::from_std(listener)?
-    };
     let shop = Arc::new(Shop {
         candidate,
         sessions: Mutex::new(HashMap::new()),
         orders: AtomicU64::new(0),
     });
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    std::thread::Builder::new()
-        .name(format!("versus-shop-{}", if candidate { "candidate" } else { "reference" }))
-        .spawn(move || {
-            runtime.block_on(async move {
-                let serve = async {
-                    loop {
-                        let Ok((stream, _)) = listener.accept().await else {
-                            continue;
-                        };
-                        let shop = shop.clone();
-                        tokio::spawn(async move {
-                            let service = hyper::service::service_fn(move |r| {
-                                let shop = shop.clone();
-                                async move { Ok::<_, std::convert::Infallible>(shop.answer(r).await) }
-                            });
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                                .await;
-                        });
-                    }
-                };
-                tokio::select! {
-                    () = serve => {}
-                    _ = stopped => {}
-                }
-            });
-        })?;
-    Ok(Running {
-        address,
-        _stop: stop,
+    let name = format!(
+        "versus-shop-{}",
+        if candidate { "candidate" } else { "reference" }
+    );
+    super::serve::serve(&name, move |r| {
+        let shop = shop.clone();
+        async move { shop.answer(r).await }
     })
 }
 
@@ -253,8 +203,8 @@ fn cart(items: &[(u64, u64)]) -> Value {
 }
 
 /// Run the shop demo: start the two shops, write a short introduction to
-/// `err`, and run the scenario against them as [`app::run`] does; the
-/// report goes to `out`. `stop` ends it early (Ctrl-C).
+/// `err`, and run the scenario against them as [`crate::app::run`] does;
+/// the report goes to `out`. `stop` ends it early (Ctrl-C).
 pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     let shops = start(false).and_then(|r| Ok((r, start(true)?)));
     let (reference, candidate) = match shops {
@@ -269,30 +219,7 @@ pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Writ
         format!("candidate={}", candidate.url()),
     ];
     let duration = humantime::format_duration(args.duration).to_string();
-    let argv = super::command_line(args, &endpoints);
-    // The demo's own settings and scenario, when rejected, are bad
-    // arguments: checked before the introduction.
-    let prepared = Cli::try_parse_from(&argv)
-        .map_err(|e| e.to_string())
-        .and_then(|cli| {
-            Plan::from_args(&cli.run, false).map_err(|e| e.to_string())?;
-            let suite = Suite::parse(
-                SCENARIO,
-                std::path::Path::new("examples/shop.toml"),
-                &endpoints,
-            )
-            .map_err(|e| e.to_string())?;
-            Ok((cli, suite))
-        });
-    let (cli, suite) = match prepared {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = writeln!(err, "versus: demo: {e}");
-            return Exit::Usage;
-        }
-    };
-    let _ = writeln!(
-        err,
+    let intro = format!(
         "versus demo shop: a reference shop at {} and a candidate at {} (slower by ~{} ms, with a stock field and a rounding slip)\n\
          walking root -> products -> login -> user -> add to cart -> checkout on both for {duration} with {} virtual users each; \
          the same as: versus run examples/shop.toml --stop-after={duration} -c {} reference=URL candidate=URL\n",
@@ -302,12 +229,13 @@ pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Writ
         args.concurrency,
         args.concurrency,
     );
-    let env = Env {
-        argv: &argv,
-        stdin_is_terminal: false,
-        stderr_is_terminal: false,
-        stream: None,
-        suite: Some(suite),
-    };
-    crate::app::run(&cli.run, env, stop, out, err)
+    super::run_suite(
+        args,
+        stop,
+        out,
+        err,
+        &endpoints,
+        (SCENARIO, "examples/shop.toml"),
+        &intro,
+    )
 }

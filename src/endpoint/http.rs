@@ -668,6 +668,11 @@ impl Slot {
         }
     }
 
+    /// The endpoint this slot sends to.
+    pub fn endpoint(&self) -> &EndpointSpec {
+        &self.link.spec
+    }
+
     /// Open the connection ahead of the run, so that connect time is not in
     /// the first request's latency. Returns the connect time.
     ///

@@ -160,7 +160,7 @@ pub(crate) fn verdict(
         kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
             .clone()
     };
-    judge(plan, stats, req, name, outcomes, &kind_of, false);
+    judge(plan, stats, req, name, outcomes, &kind_of, None);
 }
 
 /// Judge one flow instance that every endpoint has finished (`runs`, in
@@ -172,6 +172,7 @@ pub(crate) fn verdict(
 pub(crate) fn flow_verdict(
     plan: &Plan,
     steps: &[String],
+    flow: Option<&crate::flow::Flow>,
     stats: &mut RunStats,
     mut runs: Vec<Option<&mut FlowRun>>,
     outcomes: &mut Vec<Option<Outcome>>,
@@ -193,12 +194,18 @@ pub(crate) fn flow_verdict(
             _ => continue,
         };
         let kind = || Kind::step(name);
-        judge(plan, stats, reference, name, outcomes, &kind, true);
+        // A paged step's answers are its items: findings name them by key.
+        let key = flow
+            .and_then(|f| f.steps().get(k))
+            .and_then(|s| s.paging())
+            .map(|p| p.key());
+        judge(plan, stats, reference, name, outcomes, &kind, Some(key));
     }
 }
 
-/// Judge the outcomes of one request (or, with `step`, one flow step)
-/// named `name` at every endpoint, and record the verdict.
+/// Judge the outcomes of one request (or, with `step`, one flow step,
+/// with the item key when it pages) named `name` at every endpoint, and
+/// record the verdict.
 fn judge(
     plan: &Plan,
     stats: &mut RunStats,
@@ -206,7 +213,7 @@ fn judge(
     name: &str,
     outcomes: &[Option<Outcome>],
     kind_of: &dyn Fn() -> Kind,
-    step: bool,
+    step: Option<Option<&str>>,
 ) {
     let v = &mut stats.verdicts;
     v.compared += 1;
@@ -214,7 +221,12 @@ fn judge(
     if outcomes.len() < 2 {
         return;
     }
-    let j = plan.comparer.judge(kind_of, outcomes);
+    let mut j = plan.comparer.judge(kind_of, outcomes);
+    if let Some(Some(key)) = step {
+        for f in &mut j.findings {
+            crate::paginate::regroup(f, key);
+        }
+    }
     if j.fell_back {
         v.fell_back += 1;
     }
@@ -241,18 +253,20 @@ fn judge(
     for (e, s) in stats.endpoints.iter_mut().enumerate().skip(1) {
         if j.findings.iter().any(|f| f.endpoint == e) {
             s.mismatched += 1;
-            if step {
+            if step.is_some() {
                 part(&mut s.steps, name).mismatched += 1;
             }
         }
     }
     let v = &mut stats.verdicts;
     let group = kind_of().group;
+    // A field counts once per request; a paged step's, once per item.
+    let per_item = matches!(step, Some(Some(_)));
     for (n, f) in j.findings.iter().enumerate() {
         let seen_before = j.findings[..n]
             .iter()
             .any(|g| g.endpoint == f.endpoint && g.field == f.field && g.kind == f.kind);
-        if seen_before {
+        if seen_before && !per_item {
             continue;
         }
         let label = &plan.endpoints[f.endpoint].label;

@@ -7,9 +7,10 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::endpoint::Slot;
-use crate::flow::{Context, Flow, Reply, StepError};
+use crate::flow::{Call, Context, Flow, Reply, Step, StepError, Vars};
 use crate::model::Outcome;
 use crate::model::Request;
+use crate::paginate::{Paging, Traversal, Turn, Walk};
 
 /// What one place of the lead window asks every endpoint to do.
 #[derive(Clone, Debug)]
@@ -51,6 +52,19 @@ pub(crate) struct StepRun {
     pub outcome: Option<Outcome>,
     /// Why the instance ended here, if it did.
     pub failure: Option<StepFailure>,
+    /// For a paged step, the traversal (and `outcome` holds its items as
+    /// one answer when it reached the last page).
+    pub traversal: Option<Traversal>,
+}
+
+/// What `run_flow` reports as an instance goes on at one endpoint.
+pub(crate) enum Event<'a> {
+    /// A step ended.
+    Step(&'a StepRun),
+    /// A page of a paged step was answered, at this depth (from 1).
+    Page(u32, &'a StepRun),
+    /// A paged step's traversal ended (its result in `traversal`).
+    Traversal(&'a StepRun),
 }
 
 /// Why a flow instance ended at a step.
@@ -82,8 +96,9 @@ impl StepFailure {
 
 /// Run instance `instance` of `flow` at endpoint `endpoint` through
 /// `slot`. `due` is the open model's due time of the first step (later
-/// steps are due when the step before them ends). `step_done` is called
-/// as each step ends, to record it while the instance goes on.
+/// steps are due when the step before them ends). `event` is called as
+/// each step (and each page of a paged step) ends, to record it while the
+/// instance goes on.
 pub(crate) async fn run_flow(
     flow: &Flow,
     slot: &mut Slot,
@@ -91,7 +106,7 @@ pub(crate) async fn run_flow(
     label: &Rc<str>,
     instance: u64,
     due: Option<Instant>,
-    mut step_done: impl FnMut(usize, &StepRun),
+    mut event: impl FnMut(usize, Event<'_>),
 ) -> FlowRun {
     let began = due.unwrap_or_else(Instant::now).min(Instant::now());
     let mut replies: Vec<Reply> = Vec::with_capacity(flow.steps().len());
@@ -106,42 +121,45 @@ pub(crate) async fn run_flow(
             replies: replies.clone(),
             vars: vars.clone(),
         };
-        let run = match step.make(ctx).await {
-            Err(e) => StepRun {
+        let due = if k == 0 { due } else { None };
+        let run = match (step.make(ctx).await, step.paging()) {
+            (Err(e), _) => StepRun {
                 request: Request::line(instance, bytes::Bytes::new()),
                 outcome: None,
                 failure: Some(StepFailure::NotBuilt(e)),
+                traversal: None,
             },
-            Ok(call) => {
+            (Ok(call), None) => {
                 let request = call.into_request(instance);
-                let outcome = slot
-                    .send(&request, true, if k == 0 { due } else { None })
-                    .await;
-                let failure = match &outcome.result {
-                    Err(f) => Some(StepFailure::Error(StepError(f.name().to_string()))),
-                    Ok(r) => {
-                        let reply = Reply {
-                            status: r.status,
-                            headers: r.headers.clone(),
-                            body: r.body.clone(),
-                        };
-                        let checked = match step.check(&reply) {
-                            Err(e) if r.status >= 400 => Some(StepFailure::Error(e)),
-                            Err(e) => Some(StepFailure::Check(e)),
-                            Ok(()) => step.take(&reply, &mut vars).err().map(StepFailure::Extract),
-                        };
-                        replies.push(reply);
-                        checked
-                    }
-                };
+                let outcome = slot.send(&request, true, due).await;
+                let failure = answered(step, &outcome, &mut replies, Some(&mut vars));
                 StepRun {
                     request,
                     outcome: Some(outcome),
                     failure,
+                    traversal: None,
                 }
             }
+            (Ok(call), Some(paging)) => {
+                let page = |depth, run: &StepRun| event(k, Event::Page(depth, run));
+                let run = traverse(
+                    step, paging, slot, call, endpoint, instance, due, &mut vars, page,
+                )
+                .await;
+                if let Some(Ok(r)) = run.outcome.as_ref().map(|o| &o.result) {
+                    replies.push(Reply {
+                        status: r.status,
+                        headers: Vec::new(),
+                        body: r.body.clone(),
+                    });
+                }
+                run
+            }
         };
-        step_done(k, &run);
+        match run.traversal {
+            Some(_) => event(k, Event::Traversal(&run)),
+            None => event(k, Event::Step(&run)),
+        }
         let failed = run.failure.is_some();
         steps.push(run);
         if failed {
@@ -153,5 +171,130 @@ pub(crate) async fn run_flow(
         steps,
         succeeded,
         duration: began.elapsed(),
+    }
+}
+
+/// Judge an answer by the step's check, keep it among the replies, and
+/// take the step's values from it (when `vars` is given): why the step
+/// failed, if it did.
+fn answered(
+    step: &Step,
+    outcome: &Outcome,
+    replies: &mut Vec<Reply>,
+    vars: Option<&mut Vars>,
+) -> Option<StepFailure> {
+    match &outcome.result {
+        Err(f) => Some(StepFailure::Error(StepError(f.name().to_string()))),
+        Ok(r) => {
+            let reply = Reply {
+                status: r.status,
+                headers: r.headers.clone(),
+                body: r.body.clone(),
+            };
+            let checked = match step.check(&reply) {
+                Err(e) if r.status >= 400 => Some(StepFailure::Error(e)),
+                Err(e) => Some(StepFailure::Check(e)),
+                Ok(()) => {
+                    vars.and_then(|vars| step.take(&reply, vars).err().map(StepFailure::Extract))
+                }
+            };
+            replies.push(reply);
+            checked
+        }
+    }
+}
+
+/// Follow a paged step's pages from `call` to the last at this endpoint:
+/// each page is sent, checked and reported to `page`; values are taken
+/// from the first. The result holds the items of every page as one
+/// answer when the traversal reached the last page.
+#[allow(clippy::too_many_arguments)]
+async fn traverse(
+    step: &Step,
+    paging: &Paging,
+    slot: &mut Slot,
+    first: Call,
+    endpoint: usize,
+    instance: u64,
+    due: Option<Instant>,
+    vars: &mut Vars,
+    mut page: impl FnMut(u32, &StepRun),
+) -> StepRun {
+    let spec = slot.endpoint();
+    let (authority, base) = (spec.authority.clone(), spec.base_path.clone());
+    let mut walk = Walk::new(paging, endpoint, &authority, &base);
+    let started = Instant::now();
+    let mut call = first;
+    let mut request = call.clone().into_request(instance);
+    let first_request = request.clone();
+    let mut pages_seen = Vec::new();
+    let mut failure = None;
+    let mut last = None;
+    loop {
+        let depth = walk.done.pages + 1;
+        let outcome = slot
+            .send(&request, true, if depth == 1 { due } else { None })
+            .await;
+        let taking = (depth == 1).then_some(&mut *vars);
+        pages_seen.clear();
+        let failed = answered(step, &outcome, &mut pages_seen, taking);
+        let run = StepRun {
+            request,
+            outcome: Some(outcome),
+            failure: failed.clone(),
+            traversal: None,
+        };
+        page(depth, &run);
+        if failed.is_some() {
+            walk.done.pages += 1;
+            failure = failed;
+            last = run.outcome;
+            break;
+        }
+        let Some(reply) = pages_seen.last() else {
+            break;
+        };
+        match walk.page(&call, reply) {
+            Turn::Last => break,
+            Turn::Stop(kind, why) => {
+                failure = Some(StepFailure::Check(StepError(format!(
+                    "pagination stopped: {kind}: {why}"
+                ))));
+                walk.done.stop = Some((kind, why));
+                break;
+            }
+            Turn::Next(next) => {
+                request = next.clone().into_request(instance);
+                call = next;
+            }
+        }
+    }
+    let took = started.elapsed();
+    let (mut traversal, body) = walk.into_answer();
+    traversal.time = took;
+    let outcome = match (&failure, last) {
+        (None, _) => Some(Outcome {
+            result: Ok(crate::model::Response {
+                status: 200,
+                headers: Vec::new(),
+                body_len: body.len() as u64,
+                body,
+                ttfb: took,
+            }),
+            latency: took,
+            uncorrected: took,
+            lag: None,
+            connect: None,
+            bytes_out: 0,
+        }),
+        // A failed page is the step's answer (compared as a failure).
+        (Some(StepFailure::Error(_)), Some(o)) => Some(o),
+        _ => None,
+    };
+    StepRun {
+        request: first_request,
+        outcome,
+        failure,
+        traversal: Some(traversal),
     }
 }

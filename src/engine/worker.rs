@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use super::judge;
 use super::pace::Schedule;
 use super::timer::PreciseTimer;
-use super::unit::{self, Done, StepFailure, StepRun, Work};
+use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
 use crate::endpoint::{Link, Prepared, Slot};
@@ -833,9 +833,23 @@ async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
                     &core.labels[e],
                     *n,
                     due,
-                    |k, step| {
+                    |k, event| {
                         if !warmup {
-                            record_step(&core, e, &core.step_names[*f][k], step);
+                            let name = &core.step_names[*f][k];
+                            match event {
+                                Event::Step(run) => record_step(&core, e, name, run),
+                                Event::Page(depth, run) => {
+                                    record_step(&core, e, name, run);
+                                    if let Some(o) = &run.outcome {
+                                        let mut stats = core.stats.borrow_mut();
+                                        stats::part(&mut stats.endpoints[e].steps, name)
+                                            .traversal
+                                            .get_or_insert_with(Default::default)
+                                            .page(depth, o.latency);
+                                    }
+                                }
+                                Event::Traversal(run) => record_traversal(&core, e, name, run),
+                            }
                         }
                     },
                 ))
@@ -946,6 +960,42 @@ fn record_step(core: &Core, e: usize, name: &str, step: &StepRun) {
     }
 }
 
+/// Record a paged step's traversal at endpoint `e` as it ends (its pages
+/// were recorded as they came): the traversal's figures, and a stop that
+/// was not a failed page as a failed check of the step.
+fn record_traversal(core: &Core, e: usize, name: &str, run: &StepRun) {
+    let Some(t) = &run.traversal else { return };
+    let mut stats = core.stats.borrow_mut();
+    let s = &mut stats.endpoints[e];
+    let part = stats::part(&mut s.steps, name);
+    let figures = part.traversal.get_or_insert_with(Default::default);
+    if run.failure.is_some() {
+        figures.stopped += 1;
+    } else {
+        figures.completed += 1;
+        figures.pages += u64::from(t.pages);
+        figures.items += t.items;
+        figures.bytes += t.bytes;
+        figures.duplicates += t.duplicates;
+        figures.unkeyed += t.unkeyed;
+        stats::record(&mut figures.time, t.time);
+    }
+    if let Some((kind, why)) = &t.stop {
+        part.failed_checks += 1;
+        s.failed_checks += 1;
+        let reason = format!("pagination stopped: {kind}");
+        stats::count_group(
+            &mut stats.verdicts.error_groups,
+            name,
+            &reason,
+            "error",
+            &core.plan.endpoints[e].label,
+            1,
+            || vec![step_sample(&run.request, why)],
+        );
+    }
+}
+
 /// A step that failed, as its error group shows it: the instance, the
 /// request as built (or nothing, when it could not be), the reason.
 fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
@@ -997,9 +1047,11 @@ fn deliver(core: &Core, e: usize, place: usize, done: Done) {
                     Some(Done::Flow(run)) => Some(run),
                     _ => None,
                 });
+                let flow = core.mix.as_deref().map(|m| &*m.flows()[*f]);
                 judge::flow_verdict(
                     plan,
                     &core.step_names[*f],
+                    flow,
                     &mut stats,
                     runs.collect(),
                     &mut outcomes,

@@ -126,7 +126,52 @@ fn part(p: &crate::stats::PartStats) -> Value {
         "skipped": p.skipped,
         "mismatched": p.mismatched,
         "latency_ms": latency(&p.latency),
+        "traversal": p.traversal.as_deref().map(traversal),
     })
+}
+
+/// A paged step's traversals at one endpoint.
+fn traversal(t: &crate::stats::TraversalStats) -> Value {
+    use super::pages::{per_traversal, size_per_page};
+    json!({
+        "completed": t.completed,
+        "stopped": t.stopped,
+        "pages": t.pages,
+        "items": t.items,
+        "bytes": t.bytes,
+        "repeated_items": t.duplicates,
+        "items_without_key": t.unkeyed,
+        "pages_per_traversal": per_traversal(t, t.pages),
+        "items_per_traversal": per_traversal(t, t.items),
+        "bytes_per_page": size_per_page(t),
+        "time_ms": latency(&t.time),
+        "latency_by_depth": t.depth.iter().enumerate().map(|(b, h)| json!({
+            "pages": crate::stats::TraversalStats::bucket_label(b),
+            "latency_ms": latency(h),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Every paged step's pairwise improvements (see `report::pages`).
+fn paged(r: &Report<'_>) -> Vec<Value> {
+    super::pages::PagedStep::of(r.info, r.run)
+        .iter()
+        .map(|step| {
+            let label = |i: usize| step.columns[i].0;
+            json!({
+                "step": step.name,
+                "improvements": step.improvements().iter().map(|g| json!({
+                    "endpoint": label(g.this),
+                    "against": label(g.base),
+                    "latency_faster_pct": g.latency,
+                    "latency_p": g.latency_p,
+                    "size_smaller_pct": g.size,
+                    "traversal_faster_pct": g.traversal,
+                    "traversal_p": g.traversal_p,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
 }
 
 /// The report as a JSON value.
@@ -175,6 +220,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "samples": run.input.samples.iter().map(|m| json!({"location": m.location, "reason": m.reason})).collect::<Vec<_>>(),
             "summary": run.input.summary,
         },
+        "pagination": paged(r),
         "thresholds": r.checks,
         "passed": super::threshold::all_passed(r.checks),
     })

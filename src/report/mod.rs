@@ -10,6 +10,7 @@ pub mod json;
 pub mod markdown;
 pub mod mismatch_log;
 pub mod outputs;
+pub mod pages;
 pub mod significance;
 pub mod text;
 pub mod threshold;

@@ -38,6 +38,7 @@ pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Re
         writeln!(out)?;
         endpoint(out, plan, s, run.elapsed)?;
     }
+    super::pages::write(out, plan, run)?;
     summary(out, plan, run)
 }
 

@@ -190,6 +190,63 @@ pub struct PartRecord {
     pub mismatched: u64,
     /// Latency histogram (µs).
     pub latency: String,
+    /// A paged step's traversals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traversal: Option<TraversalRecord>,
+}
+
+/// A paged step's traversals at one endpoint (see
+/// [`crate::stats::TraversalStats`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TraversalRecord {
+    pub completed: u64,
+    pub stopped: u64,
+    pub pages: u64,
+    pub items: u64,
+    pub bytes: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicates: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unkeyed: u64,
+    /// Time per completed traversal histogram (µs).
+    pub time: String,
+    /// Page latency histograms (µs) by depth bucket: page 1, 2, 3-4, 5-8...
+    pub depth: Vec<String>,
+}
+
+impl TraversalRecord {
+    fn from_stats(t: &crate::stats::TraversalStats) -> TraversalRecord {
+        TraversalRecord {
+            completed: t.completed,
+            stopped: t.stopped,
+            pages: t.pages,
+            items: t.items,
+            bytes: t.bytes,
+            duplicates: t.duplicates,
+            unkeyed: t.unkeyed,
+            time: encode_histogram(&t.time),
+            depth: t.depth.iter().map(encode_histogram).collect(),
+        }
+    }
+
+    fn to_stats(&self) -> Result<crate::stats::TraversalStats, String> {
+        let new = crate::stats::new_part_histogram;
+        Ok(crate::stats::TraversalStats {
+            completed: self.completed,
+            stopped: self.stopped,
+            pages: self.pages,
+            items: self.items,
+            bytes: self.bytes,
+            duplicates: self.duplicates,
+            unkeyed: self.unkeyed,
+            time: decode_into(&self.time, new())?,
+            depth: self
+                .depth
+                .iter()
+                .map(|h| decode_into(h, new()))
+                .collect::<Result<_, _>>()?,
+        })
+    }
 }
 
 /// Whole flow instances at one endpoint.
@@ -237,6 +294,7 @@ impl PartRecord {
             skipped: p.skipped,
             mismatched: p.mismatched,
             latency: encode_histogram(&p.latency),
+            traversal: p.traversal.as_deref().map(TraversalRecord::from_stats),
         }
     }
 
@@ -250,6 +308,10 @@ impl PartRecord {
             skipped: self.skipped,
             mismatched: self.mismatched,
             latency: decode_into(&self.latency, crate::stats::new_part_histogram())?,
+            traversal: match &self.traversal {
+                Some(t) => Some(Box::new(t.to_stats()?)),
+                None => None,
+            },
         })
     }
 }

@@ -26,6 +26,7 @@ use self::data::{Data, Order};
 use self::extract::{Check, Checks, JsonPath, Source, Takes};
 use self::template::{Escape, Template};
 use crate::flow::{Call, Context, Flow, Mix, StepError};
+use crate::paginate::{Next, Pages, Paging};
 
 /// Built-in variables every template can read.
 const BUILTINS: [&str; 2] = ["instance", "endpoint"];
@@ -120,6 +121,29 @@ struct CallDoc {
     headers: Option<BTreeMap<String, String>>,
     body: Option<String>,
     json: Option<toml::Value>,
+    paginate: Option<PaginateDoc>,
+}
+
+/// `paginate = { items = "$.data", key = "id", next = "link" }`: how a
+/// step follows pages (see [`crate::paginate`]); an endpoint's own
+/// replaces the step's but for the key, which is the same everywhere.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PaginateDoc {
+    items: Option<String>,
+    key: Option<String>,
+    /// `link` (the Link header) or a JSON path to the next page's URL.
+    next: Option<String>,
+    cursor: Option<String>,
+    param: Option<String>,
+    more: Option<String>,
+    token: Option<String>,
+    field: Option<String>,
+    offset: Option<String>,
+    limit: Option<u64>,
+    page: Option<String>,
+    size: Option<u64>,
+    max_pages: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -345,8 +369,10 @@ impl Suite {
                 // The step's call at every endpoint, checked against the
                 // variables known before it.
                 let mut calls = Vec::with_capacity(names.len());
+                let mut paged = Vec::with_capacity(names.len());
                 for endpoint in &names {
                     let call = overlay(&step.call, step.endpoint.get(endpoint));
+                    paged.push(call.paginate.clone());
                     let compiled = compile(&call).map_err(&fail)?;
                     for v in compiled.vars() {
                         if !known.contains(v) {
@@ -372,6 +398,15 @@ impl Suite {
                         }
                     }
                 }
+                let paging = paging(step.call.paginate.as_ref(), &paged).map_err(&fail)?;
+                if paged
+                    .iter()
+                    .flatten()
+                    .any(|p| p.next.as_deref() == Some("link"))
+                    && !headers_taken.iter().any(|h| h == "link")
+                {
+                    headers_taken.push("link".to_string());
+                }
                 let checks = parse_checks(&step.check).map_err(&fail)?;
                 if let Some(r) = &step.rules {
                     rules.push((sname.clone(), r.clone()));
@@ -390,6 +425,9 @@ impl Suite {
                     .step(&sname, move |ctx| run_step(plan.clone(), ctx))
                     .check(move |r| checks.apply(r))
                     .take(move |r, vars| takes.apply(r, vars));
+                if let Some(p) = paging {
+                    flow = flow.paginate(p);
+                }
             }
             scenarios.push(Scenario {
                 name: name.get_ref().clone(),
@@ -567,7 +605,92 @@ fn overlay(base: &CallDoc, own: Option<&CallDoc>) -> CallDoc {
         headers: own.headers.clone().or_else(|| base.headers.clone()),
         body: own.body.clone().or_else(|| base.body.clone()),
         json: own.json.clone().or_else(|| base.json.clone()),
+        paginate: own.paginate.clone().or_else(|| base.paginate.clone()),
     }
+}
+
+/// A step's pagination at every endpoint (`docs`, in endpoint order),
+/// when it pages: the same key everywhere, every endpoint with a way to
+/// its next page.
+fn paging(
+    step: Option<&PaginateDoc>,
+    docs: &[Option<PaginateDoc>],
+) -> Result<Option<Paging>, String> {
+    if docs.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let key = step.and_then(|p| p.key.clone());
+    let mut keys = docs.iter().flatten().filter_map(|p| p.key.clone());
+    let key = match key.or_else(|| keys.next()) {
+        Some(k) => k,
+        None => return Err("paginate: give the items' key (key = \"id\")".into()),
+    };
+    if let Some(other) = docs
+        .iter()
+        .flatten()
+        .filter_map(|p| p.key.as_ref())
+        .find(|k| **k != key)
+    {
+        return Err(format!(
+            "paginate: key {other:?} differs from {key:?}: items are matched by one key at every endpoint"
+        ));
+    }
+    let pages = docs
+        .iter()
+        .map(|p| match p {
+            Some(p) => pages(p),
+            None => Err("paginate: every endpoint of a paged step needs a way to its pages (give paginate at the step)".into()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Paging::per_endpoint(&key, pages)
+        .map_err(|e| format!("paginate: {e}"))
+        .map(Some)
+}
+
+/// One endpoint's pages from its `paginate` table.
+fn pages(p: &PaginateDoc) -> Result<Pages, String> {
+    let path =
+        |what: &str, text: &str| JsonPath::parse(text).map_err(|e| format!("paginate {what}: {e}"));
+    let styles = [
+        p.next.is_some(),
+        p.cursor.is_some(),
+        p.token.is_some(),
+        p.offset.is_some(),
+        p.page.is_some(),
+    ];
+    let next = match (styles.iter().filter(|s| **s).count(), p) {
+        (1, PaginateDoc { next: Some(n), .. }) if n == "link" => Next::Link,
+        (1, PaginateDoc { next: Some(n), .. }) => Next::Url(path("next", n)?),
+        (1, PaginateDoc { cursor: Some(c), .. }) => Next::Cursor {
+            at: path("cursor", c)?,
+            param: p.param.clone().ok_or("paginate: a cursor needs the query parameter that carries it (param = \"cursor\")")?,
+            more: p.more.as_deref().map(|m| path("more", m)).transpose()?,
+        },
+        (1, PaginateDoc { token: Some(t), .. }) => Next::Token {
+            at: path("token", t)?,
+            field: p.field.clone().ok_or("paginate: a token needs the request body field that carries it (field = \"page_token\")")?,
+        },
+        (1, PaginateDoc { offset: Some(o), .. }) => Next::Offset {
+            param: o.clone(),
+            limit: p.limit.ok_or("paginate: offset needs the page size (limit = 100)")?,
+        },
+        (1, PaginateDoc { page: Some(n), .. }) => Next::Page {
+            param: n.clone(),
+            size: p.size.ok_or("paginate: page needs the page size (size = 100)")?,
+        },
+        _ => {
+            return Err("paginate: give one way to the next page: next = \"link\" or a JSON path to its URL, cursor (with param), token (with field), offset (with limit) or page (with size)".into())
+        }
+    };
+    let items = p
+        .items
+        .as_deref()
+        .ok_or("paginate: give where the items are (items = \"$.data\")")?;
+    let mut pages = Pages::new(items, next).map_err(|e| format!("paginate {e}"))?;
+    if let Some(n) = p.max_pages {
+        pages = pages.max_pages(n);
+    }
+    Ok(pages)
 }
 
 impl CallPlan {

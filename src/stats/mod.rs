@@ -141,6 +141,93 @@ pub struct PartStats {
     pub mismatched: u64,
     /// Latency of the answers, µs.
     pub latency: Histogram<u64>,
+    /// A paged step's traversals (its requests are its pages).
+    pub traversal: Option<Box<TraversalStats>>,
+}
+
+/// The traversals of a paged flow step at one endpoint.
+#[derive(Clone, Debug)]
+pub struct TraversalStats {
+    /// Traversals that reached the last page.
+    pub completed: u64,
+    /// Traversals that ended before it (a failed page, or a stop such as
+    /// a cycle or the page limit: grouped under the step's errors).
+    pub stopped: u64,
+    /// Pages, items (with a key, once each), body bytes, repeated items
+    /// and items without a key, over the completed traversals.
+    pub pages: u64,
+    /// See [`TraversalStats::pages`].
+    pub items: u64,
+    /// See [`TraversalStats::pages`].
+    pub bytes: u64,
+    /// See [`TraversalStats::pages`].
+    pub duplicates: u64,
+    /// See [`TraversalStats::pages`].
+    pub unkeyed: u64,
+    /// Time of each completed traversal, µs.
+    pub time: Histogram<u64>,
+    /// Page latency by depth, µs: bucket 0 is page 1, bucket b > 0 pages
+    /// 2^(b-1)+1 ..= 2^b (2, 3-4, 5-8, ...).
+    pub depth: Vec<Histogram<u64>>,
+}
+
+impl Default for TraversalStats {
+    fn default() -> Self {
+        TraversalStats {
+            completed: 0,
+            stopped: 0,
+            pages: 0,
+            items: 0,
+            bytes: 0,
+            duplicates: 0,
+            unkeyed: 0,
+            time: new_part_histogram(),
+            depth: Vec::new(),
+        }
+    }
+}
+
+impl TraversalStats {
+    /// The depth bucket of page `depth` (from 1).
+    pub fn bucket(depth: u32) -> usize {
+        (u32::BITS - depth.max(1).saturating_sub(1).leading_zeros()) as usize
+    }
+
+    /// The pages bucket `b` holds, as text (`1`, `2`, `3-4`, `5-8`).
+    pub fn bucket_label(b: usize) -> String {
+        match b {
+            0 => "1".into(),
+            1 => "2".into(),
+            _ => format!("{}-{}", (1u64 << (b - 1)) + 1, 1u64 << b),
+        }
+    }
+
+    /// Record the latency of a page at `depth`.
+    pub fn page(&mut self, depth: u32, latency: Duration) {
+        let b = TraversalStats::bucket(depth);
+        while self.depth.len() <= b {
+            self.depth.push(new_part_histogram());
+        }
+        record(&mut self.depth[b], latency);
+    }
+
+    /// Add another endpoint-core's record of the same step.
+    pub fn merge(&mut self, other: &TraversalStats) {
+        self.completed += other.completed;
+        self.stopped += other.stopped;
+        self.pages += other.pages;
+        self.items += other.items;
+        self.bytes += other.bytes;
+        self.duplicates += other.duplicates;
+        self.unkeyed += other.unkeyed;
+        let _ = self.time.add(&other.time);
+        for (b, h) in other.depth.iter().enumerate() {
+            while self.depth.len() <= b {
+                self.depth.push(new_part_histogram());
+            }
+            let _ = self.depth[b].add(h);
+        }
+    }
 }
 
 impl PartStats {
@@ -155,6 +242,7 @@ impl PartStats {
             skipped: 0,
             mismatched: 0,
             latency: new_part_histogram(),
+            traversal: None,
         }
     }
 
@@ -178,6 +266,9 @@ impl PartStats {
         self.mismatched += other.mismatched;
         // Histograms resize themselves, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
+        if let Some(t) = &other.traversal {
+            self.traversal.get_or_insert_with(Default::default).merge(t);
+        }
     }
 }
 

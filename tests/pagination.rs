@@ -1,0 +1,329 @@
+//! Paged steps (`paginate` in scenario files): every pagination style
+//! followed to the last page against the in-process catalog
+//! (`versus::demo::catalog`), the items of differently shaped APIs
+//! compared by key, planted faults found by key, traversals that cannot
+//! go on stopped with their reason counted, and latency by page depth.
+
+mod common;
+
+use std::time::Duration;
+
+use common::run_bin;
+use serde_json::Value;
+use versus::demo::catalog::{self, Catalog, Plants};
+
+fn write(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("versus-pagination-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The JSON report of `versus run` of `scenario` with `args`.
+fn run_json(name: &str, scenario: &str, args: &[&str]) -> Value {
+    let file = write(name, scenario);
+    let mut all = vec!["run", file.to_str().unwrap(), "--format", "json", "-q"];
+    all.extend_from_slice(args);
+    let out = run_bin(&all, b"");
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+fn step<'a>(report: &'a Value, e: usize, name: &str) -> &'a Value {
+    report["endpoints"][e]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {report}"))
+}
+
+fn quiet(items: u64) -> Catalog {
+    Catalog {
+        items,
+        depth_cost: Duration::ZERO,
+        plants: Plants::default(),
+    }
+}
+
+/// A step that pages every way the catalog serves, one endpoint a way.
+const EVERY_WAY: &str = r#"
+[[step]]
+name = "items"
+path = "/items?page=0&size=40"
+paginate = { items = "$.content", key = "id", next = "$._links.next.href" }
+rules = { ignore = ["$.items.*._links"] }
+
+[step.endpoint.stream]
+path = "/items?limit=30"
+paginate = { items = "$.items", cursor = "$.next_cursor", param = "after" }
+
+[step.endpoint.rpc]
+method = "POST"
+path = "/ListItems"
+json = { page_size = 50 }
+paginate = { items = "$.items", token = "$.next_page_token", field = "page_token" }
+
+[step.endpoint.link]
+path = "/items?per_page=20"
+paginate = { items = "$.results", next = "link" }
+
+[step.endpoint.jsonapi]
+path = "/items"
+paginate = { items = "$.data", next = "$.links.next" }
+
+[step.endpoint.offset]
+path = "/items?limit=35"
+paginate = { items = "$.items", offset = "offset", limit = 35 }
+
+[step.endpoint.pages]
+path = "/items?size=45"
+paginate = { items = "$.items", page = "page", size = 45 }
+"#;
+
+const WAYS: [&str; 7] = [
+    "hateoas", "stream", "rpc", "link", "jsonapi", "offset", "pages",
+];
+
+#[test]
+fn every_pagination_style_reaches_the_last_page_with_the_same_items() {
+    let c = catalog::start(quiet(1000)).unwrap();
+    let endpoints: Vec<String> = WAYS
+        .iter()
+        .map(|w| format!("{w}={}{w}/", c.url()))
+        .collect();
+    let mut args = vec!["--stop-after", "3", "-c", "1"];
+    args.extend(endpoints.iter().map(String::as_str));
+    let report = run_json("every-way.toml", EVERY_WAY, &args);
+    assert_eq!(report["comparison"]["mismatched"], 0, "{report:#}");
+    let pages = [25, 34, 20, 50, 40, 29, 23];
+    for (e, way) in WAYS.iter().enumerate() {
+        let t = &step(&report, e, "items")["traversal"];
+        assert_eq!(t["completed"], 3, "{way}: {t:#}");
+        assert_eq!(t["stopped"], 0, "{way}: {t:#}");
+        assert_eq!(t["items_per_traversal"], 1000.0, "{way}: {t:#}");
+        assert_eq!(
+            t["pages_per_traversal"],
+            f64::from(pages[e]),
+            "{way}: {t:#}"
+        );
+        assert_eq!(step(&report, e, "items")["requests"], 3 * pages[e], "{way}");
+    }
+}
+
+#[test]
+fn a_skipped_and_a_repeated_item_are_found_by_key() {
+    let reference = catalog::start(quiet(500)).unwrap();
+    let skips = catalog::start(Catalog {
+        plants: Plants {
+            skip: Some(42),
+            ..Plants::default()
+        },
+        ..quiet(500)
+    })
+    .unwrap();
+    let repeats = catalog::start(Catalog {
+        plants: Plants {
+            repeat: Some(7),
+            ..Plants::default()
+        },
+        ..quiet(500)
+    })
+    .unwrap();
+    // Three shapes over the same records: HATEOAS offset, keyset, tokens.
+    let scenario = r#"
+[[step]]
+name = "items"
+path = "/items?page=0&size=25"
+paginate = { items = "$.content", key = "id", next = "$._links.next.href" }
+rules = { ignore = ["$.items.*._links"] }
+
+[step.endpoint.skips]
+path = "/items?limit=40"
+paginate = { items = "$.items", cursor = "$.next_cursor", param = "after" }
+
+[step.endpoint.repeats]
+method = "POST"
+path = "/ListItems"
+json = { page_size = 30 }
+paginate = { items = "$.items", token = "$.next_page_token", field = "page_token" }
+"#;
+    let endpoints = [
+        format!("reference={}hateoas/", reference.url()),
+        format!("skips={}stream/", skips.url()),
+        format!("repeats={}rpc/", repeats.url()),
+    ];
+    let report = run_json(
+        "planted.toml",
+        scenario,
+        &[
+            "--stop-after",
+            "2",
+            "-c",
+            "1",
+            &endpoints[0],
+            &endpoints[1],
+            &endpoints[2],
+        ],
+    );
+    let groups = report["comparison"]["groups"].as_array().unwrap();
+    let find = |endpoint: &str, kind: &str| {
+        groups
+            .iter()
+            .find(|g| g["endpoint"] == endpoint && g["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} at {endpoint}: {report:#}"))
+    };
+    let missing = find("skips", "missing item");
+    assert_eq!(missing["field"], "$.items[*]");
+    assert_eq!(missing["count"], 2, "once per traversal: {missing:#}");
+    let sample = &missing["samples"][0];
+    assert!(
+        sample["request"].as_str().unwrap().contains("@.id==\"42\""),
+        "{sample:#}"
+    );
+    assert_eq!(sample["values"][1], "(absent)");
+    let repeated = find("repeats", "duplicated");
+    assert_eq!(repeated["count"], 2, "{repeated:#}");
+    assert!(
+        repeated["samples"][0]["request"]
+            .as_str()
+            .unwrap()
+            .contains("\"7\""),
+        "{repeated:#}"
+    );
+    // Nothing else differs: the skipped item is the only difference there.
+    assert_eq!(
+        groups.len(),
+        2,
+        "only the planted differences: {:#}",
+        report["comparison"]
+    );
+    assert_eq!(step(&report, 2, "items")["traversal"]["repeated_items"], 2);
+    assert_eq!(step(&report, 1, "items")["mismatched"], 2);
+}
+
+#[test]
+fn a_deep_traversal_shows_the_slowdown_by_depth() {
+    // 10,000 items in 100 pages; each page of the offset style costs 300
+    // µs more than the one before it (an OFFSET scans what it skips).
+    let c = catalog::start(Catalog {
+        items: 10_000,
+        depth_cost: Duration::from_micros(300),
+        plants: Plants::default(),
+    })
+    .unwrap();
+    let scenario = r#"
+[[step]]
+name = "items"
+path = "/items?limit=100"
+paginate = { items = "$.items", key = "id", offset = "offset", limit = 100, max_pages = 200 }
+"#;
+    let endpoint = format!("deep={}offset/", c.url());
+    let report = run_json("deep.toml", scenario, &["--stop-after", "1", &endpoint]);
+    let t = &step(&report, 0, "items")["traversal"];
+    assert_eq!(t["items"], 10_000, "{t:#}");
+    // 100 full pages, then the empty one that tells offset pagination it
+    // is done.
+    assert_eq!(t["pages"], 101, "{t:#}");
+    let depth = t["latency_by_depth"].as_array().unwrap();
+    let labels: Vec<&str> = depth.iter().map(|d| d["pages"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        ["1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65-128"]
+    );
+    let p50 = |b: usize| depth[b]["latency_ms"]["p50"].as_f64().unwrap();
+    // Pages 65-100 wait 19-30 ms; page 1 none.
+    assert!(p50(7) >= 19.0, "{depth:#?}");
+    assert!(p50(7) > 5.0 * p50(0).max(1.0), "{depth:#?}");
+    assert!(p50(6) > p50(4), "{depth:#?}");
+}
+
+#[test]
+fn traversals_that_cannot_go_on_stop_with_their_reason_counted() {
+    let plant = |plants: Plants| {
+        catalog::start(Catalog {
+            plants,
+            ..quiet(300)
+        })
+        .unwrap()
+    };
+    let looping = plant(Plants {
+        cycle_after: Some(3),
+        ..Plants::default()
+    });
+    let foreign = plant(Plants {
+        foreign_after: Some(2),
+        ..Plants::default()
+    });
+    let garbage = plant(Plants {
+        garbage_after: Some(4),
+        ..Plants::default()
+    });
+    let scenario = r#"
+[[step]]
+name = "items"
+path = "/items?page=0&size=20"
+paginate = { items = "$.content", key = "id", next = "$._links.next.href" }
+
+[[step]]
+name = "after"
+path = "/items?page=0&size=1"
+"#;
+    let endpoints = [
+        format!("looping={}hateoas/", looping.url()),
+        format!("foreign={}hateoas/", foreign.url()),
+        format!("garbage={}hateoas/", garbage.url()),
+    ];
+    let report = run_json(
+        "stops.toml",
+        scenario,
+        &[
+            "--stop-after",
+            "2",
+            "-c",
+            "1",
+            &endpoints[0],
+            &endpoints[1],
+            &endpoints[2],
+        ],
+    );
+    for (e, pages) in [(0, 3), (1, 2), (2, 5)] {
+        let s = step(&report, e, "items");
+        assert_eq!(s["traversal"]["stopped"], 2, "{s:#}");
+        assert_eq!(s["traversal"]["completed"], 0, "{s:#}");
+        assert_eq!(s["requests"], 2 * pages, "pages answered: {s:#}");
+        // The instance ends there: its next step is never sent.
+        assert_eq!(step(&report, e, "after")["skipped"], 2, "{report:#}");
+    }
+    // The reasons, grouped by step, in the text report.
+    let file = write("stops.toml", scenario);
+    let out = run_bin(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "-q",
+            "--stop-after",
+            "2",
+            "-c",
+            "1",
+            &endpoints[0],
+            &endpoints[1],
+            &endpoints[2],
+        ],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for reason in [
+        "pagination stopped: the next page is one seen before (a cycle)",
+        "pagination stopped: the next link leads to another host",
+        "pagination stopped: a page is not JSON",
+    ] {
+        assert!(text.contains(reason), "{reason}:\n{text}");
+    }
+}
