@@ -181,6 +181,10 @@ pub fn scenario(
             Err(_) => Exit::Failed,
         };
     }
+    let suite = match preflight(args, suite, err) {
+        Ok(s) => s,
+        Err(exit) => return exit,
+    };
     let run_args = suite.run_args(&args.run);
     run(
         &run_args,
@@ -192,6 +196,54 @@ pub fn scenario(
         out,
         err,
     )
+}
+
+/// The pre-flight check of a scenario run: every endpoint reached once
+/// before the clock starts. An endpoint that cannot be is named with the
+/// reason and the run does not start (exit 1), unless the file marks it
+/// `optional`: then the suite is read again without it, noting why.
+fn preflight(args: &ScenarioArgs, suite: Suite, err: &mut dyn Write) -> Result<Suite, Exit> {
+    // A plan that cannot be made is the run's to report.
+    let Ok(plan) = Plan::from_args(&suite.run_args(&args.run), false) else {
+        return Ok(suite);
+    };
+    let failed: Vec<(String, String, String)> = crate::engine::preflight::check(&plan)
+        .into_iter()
+        .zip(&plan.endpoints)
+        .filter_map(|(why, spec)| Some((spec.label.clone(), spec.display_url.clone(), why?)))
+        .collect();
+    if failed.is_empty() {
+        return Ok(suite);
+    }
+    let required: Vec<_> = failed
+        .iter()
+        .filter(|(label, ..)| !suite.optional.contains(label))
+        .collect();
+    for (label, url, why) in &required {
+        let _ = writeln!(
+            err,
+            "versus: pre-flight: endpoint {label} ({url}) cannot be reached: {why}"
+        );
+    }
+    if !required.is_empty() {
+        return Err(Exit::Failed);
+    }
+    let mut notes = Vec::new();
+    for (label, url, why) in &failed {
+        let note = format!("optional endpoint {label} ({url}) skipped: pre-flight: {why}");
+        let _ = writeln!(err, "versus: {note}");
+        notes.push(note);
+    }
+    let skip: Vec<String> = failed.into_iter().map(|(label, ..)| label).collect();
+    let mut again = Suite::load_without(&args.file, &skip, notes).map_err(|e| {
+        let _ = writeln!(err, "versus: {e}");
+        Exit::Failed
+    })?;
+    again.select(&args.patterns).map_err(|e| {
+        let _ = writeln!(err, "versus: {e}");
+        Exit::Usage
+    })?;
+    Ok(again)
 }
 
 /// `versus gen`: write generated requests to `out` until the count, a

@@ -151,12 +151,23 @@ pub struct DemoArgs {
     /// How long the demo sends requests.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Requests in flight per endpoint.
-    #[arg(short = 'c', long, default_value_t = 8)]
-    pub concurrency: usize,
+    /// Requests in flight (or virtual users) per endpoint: 8, or 1 for
+    /// `pages` (one traversal at a time, as latency by depth reads best).
+    #[arg(short = 'c', long)]
+    pub concurrency: Option<usize>,
     /// Print each mismatched request (-v).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+impl DemoArgs {
+    /// The concurrency given, else the demo's own default.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency.unwrap_or(match self.which {
+            DemoKind::Pages => 1,
+            DemoKind::Rpc | DemoKind::Shop => 8,
+        })
+    }
 }
 
 /// The demos.

@@ -196,6 +196,9 @@ pub struct Plan {
     /// A scenario run's flow step names, as reports show them (thresholds
     /// may name them); empty otherwise.
     pub steps: Vec<String>,
+    /// What the run notes before it starts, for the report (an optional
+    /// endpoint the pre-flight check skipped).
+    pub notes: Vec<String>,
     /// Format of the request stream.
     pub input_format: Format,
     /// File of the request stream; `None` is stdin.
@@ -472,6 +475,7 @@ impl Plan {
             mismatch_log,
             taps,
             steps: Vec::new(),
+            notes: Vec::new(),
             input_format,
             input_file,
             shard,

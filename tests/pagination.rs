@@ -327,3 +327,110 @@ path = "/items?page=0&size=1"
         assert!(text.contains(reason), "{reason}:\n{text}");
     }
 }
+
+#[test]
+fn preflight_stops_a_run_at_an_unreachable_endpoint_and_skips_an_optional_one() {
+    let c = catalog::start(quiet(100)).unwrap();
+    let closed = common::closed_port();
+    let scenario = |optional: bool| {
+        format!(
+            r#"
+[[endpoint]]
+name = "hateoas"
+url = "{url}hateoas/"
+
+[[endpoint]]
+name = "rpc"
+url = "http://127.0.0.1:{closed}/rpc/"
+optional = {optional}
+
+[[step]]
+name = "items"
+path = "/items?page=0&size=50"
+paginate = {{ items = "$.content", key = "id", next = "$._links.next.href" }}
+
+[step.endpoint.rpc]
+method = "POST"
+path = "/ListItems"
+json = {{ page_size = 50 }}
+paginate = {{ items = "$.items", token = "$.next_page_token", field = "page_token" }}
+"#,
+            url = c.url()
+        )
+    };
+    // Required: no run, exit 1, the endpoint and the reason named.
+    let file = write("preflight-required.toml", &scenario(false));
+    let out = run_bin(
+        &["run", file.to_str().unwrap(), "-q", "--stop-after", "2"],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "pre-flight: endpoint rpc (http://127.0.0.1:{closed}/rpc/) cannot be reached: connection refused"
+        )),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no report without a run");
+    // Optional: skipped with a note, the run goes on without it.
+    let file = write("preflight-optional.toml", &scenario(true));
+    let out = run_bin(
+        &["run", file.to_str().unwrap(), "-q", "--stop-after", "2"],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.starts_with(&format!(
+            "Note: optional endpoint rpc (http://127.0.0.1:{closed}/rpc/) skipped: pre-flight: connection refused"
+        )),
+        "{report}"
+    );
+    assert!(report.contains("** Pages of step items:"), "{report}");
+    assert!(!report.contains("1. rpc"), "{report}");
+}
+
+#[test]
+fn a_paginate_table_that_cannot_work_exits_2_naming_the_step_and_the_fix() {
+    let cases = [
+        (
+            r#"{ items = "$.data", key = "id" }"#,
+            "give one way to the next page",
+        ),
+        (
+            r#"{ items = "$.data", key = "id", cursor = "$.next" }"#,
+            "a cursor needs the query parameter that carries it",
+        ),
+        (
+            r#"{ items = "data", key = "id", next = "link" }"#,
+            "it must start with $",
+        ),
+        (
+            r#"{ items = "$.data", next = "link" }"#,
+            "give the items' key",
+        ),
+        (
+            r#"{ items = "$.data", key = "id", next = "link", page = "page", size = 10 }"#,
+            "give one way to the next page",
+        ),
+    ];
+    for (i, (table, message)) in cases.iter().enumerate() {
+        let text = format!(
+            "[[endpoint]]\nname = \"a\"\nurl = \"http://127.0.0.1:9/\"\n\n[[step]]\nname = \"list\"\npath = \"/items\"\npaginate = {table}\n"
+        );
+        let file = write(&format!("bad-{i}.toml"), &text);
+        let out = run_bin(&["run", file.to_str().unwrap()], b"");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{table}: {stderr}");
+        assert!(
+            stderr.contains(&format!("bad-{i}.toml:6: step \"list\"")) && stderr.contains(message),
+            "{table}: {stderr}"
+        );
+    }
+}

@@ -37,7 +37,7 @@ fn command_line(args: &DemoArgs, endpoints: &[String]) -> Vec<String> {
         "versus".to_string(),
         "--quiet".to_string(),
         format!("--stop-after={}", humantime::format_duration(args.duration)),
-        format!("--concurrency={}", args.concurrency),
+        format!("--concurrency={}", args.concurrency()),
     ];
     if args.verbose > 0 {
         argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
@@ -79,7 +79,7 @@ pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Writ
         }
     };
     let duration = humantime::format_duration(args.duration).to_string();
-    let concurrency = args.concurrency.to_string();
+    let concurrency = args.concurrency().to_string();
     let argv = command_line(
         args,
         &[
@@ -144,7 +144,7 @@ fn pages(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Write)
          hateoas (offset pages with links, slower with depth), stream (keyset cursor), rpc (page tokens)\n\
          every page timed, the items compared by id, for {duration} with {} traversals at a time; \
          the same as: versus run examples/pages.toml --stop-after={duration} -c {} hateoas=URL stream=URL rpc=URL\n",
-        args.concurrency, args.concurrency,
+        args.concurrency(), args.concurrency(),
     );
     run_suite(
         args,

@@ -226,8 +226,8 @@ pub fn run(args: &DemoArgs, stop: &Stop, out: &mut dyn Write, err: &mut dyn Writ
         reference.url(),
         candidate.url(),
         CANDIDATE_LATENCY.as_millis(),
-        args.concurrency,
-        args.concurrency,
+        args.concurrency(),
+        args.concurrency(),
     );
     super::run_suite(
         args,

@@ -7,6 +7,7 @@
 
 mod judge;
 pub mod pace;
+pub mod preflight;
 mod stop;
 mod tap;
 mod timer;

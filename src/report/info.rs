@@ -50,6 +50,9 @@ pub struct RunInfo {
     /// `--mismatches`: mismatched requests seen, lines written, and the
     /// limit, when the report was made.
     pub logged: Option<(u64, u64, u64)>,
+    /// What the run noted before it started (an optional endpoint the
+    /// pre-flight check skipped), shown at the top of the report.
+    pub notes: Vec<String>,
 }
 
 impl RunInfo {
@@ -70,6 +73,7 @@ impl RunInfo {
             rate: plan.rate.map(|r| r.0),
             max_in_flight: plan.max_in_flight,
             twin: plan.comparer.twin(),
+            notes: plan.notes.clone(),
             verbose: plan.verbose,
             logged: plan.mismatch_log.as_ref().map(|l| l.counts()),
         }

@@ -221,6 +221,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "summary": run.input.summary,
         },
         "pagination": paged(r),
+        "notes": r.info.notes,
         "thresholds": r.checks,
         "passed": super::threshold::all_passed(r.checks),
     })

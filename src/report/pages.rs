@@ -251,11 +251,11 @@ fn section(out: &mut dyn Write, step: &PagedStep<'_>) -> io::Result<()> {
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     for r in &rows {
-        write!(out, "   {:<w$}", r[0], w = widths[0])?;
+        let mut line = format!("   {:<w$}", r[0], w = widths[0]);
         for (c, cell) in r.iter().enumerate().skip(1) {
-            write!(out, "  {:>w$}", cell, w = widths[c].max(10))?;
+            line.push_str(&format!("  {:>w$}", cell, w = widths[c].max(10)));
         }
-        writeln!(out)?;
+        writeln!(out, "{}", line.trim_end())?;
     }
     let gains = step.improvements();
     if !gains.is_empty() {

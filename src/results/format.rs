@@ -68,6 +68,10 @@ pub struct Header {
     /// When the file is a merge of shards: where each came from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<Shard>,
+    /// What the run noted before it started (an optional endpoint
+    /// skipped by the pre-flight check).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One shard of a merged file.

@@ -64,6 +64,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         twin: f.header.twin,
         verbose: 0,
         logged: None,
+        notes: f.header.notes.clone(),
     };
     Ok(SavedRun {
         info,

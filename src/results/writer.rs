@@ -66,6 +66,7 @@ pub fn header(
         shard: None,
         late_ms: late.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         shards: Vec::new(),
+        notes: info.notes.clone(),
     }
 }
 

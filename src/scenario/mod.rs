@@ -42,6 +42,11 @@ pub struct Suite {
     /// Response headers some step takes a value from (the transport must
     /// keep them).
     pub headers_taken: Vec<String>,
+    /// The file's endpoints marked `optional = true`, by name: a
+    /// pre-flight failure skips them instead of stopping the run.
+    pub optional: Vec<String>,
+    /// What the run notes in its report (optional endpoints skipped).
+    pub notes: Vec<String>,
 }
 
 /// One named scenario.
@@ -85,6 +90,9 @@ struct EndpointDoc {
     url: String,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    /// Skipped, with a note, when the pre-flight check cannot reach it.
+    #[serde(default)]
+    optional: bool,
 }
 
 #[derive(Deserialize)]
@@ -216,12 +224,38 @@ impl Suite {
         Suite::parse(&text, path, endpoints)
     }
 
+    /// [`Suite::load`] without the file's endpoints named in `skip` (and
+    /// their own versions of steps), noting `notes` for the report.
+    ///
+    /// # Errors
+    /// As [`Suite::load`], and when no endpoint is left.
+    pub fn load_without(
+        path: &Path,
+        skip: &[String],
+        notes: Vec<String>,
+    ) -> Result<Suite, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
+        let mut suite = Suite::parse_without(&text, path, &[], skip)?;
+        suite.notes = notes;
+        Ok(suite)
+    }
+
     /// [`Suite::load`] of the text of a file at `path` (whose folder data
     /// file names are relative to).
     ///
     /// # Errors
     /// As [`Suite::load`].
     pub fn parse(text: &str, path: &Path, endpoints: &[String]) -> Result<Suite, ScenarioError> {
+        Suite::parse_without(text, path, endpoints, &[])
+    }
+
+    fn parse_without(
+        text: &str,
+        path: &Path,
+        endpoints: &[String],
+        skip: &[String],
+    ) -> Result<Suite, ScenarioError> {
         let shown = path.display().to_string();
         let at = |span: std::ops::Range<usize>| {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
@@ -244,6 +278,9 @@ impl Suite {
             let mut headers = Vec::new();
             for e in &doc.endpoint {
                 let name = e.name.get_ref();
+                if skip.contains(name) {
+                    continue;
+                }
                 if names.contains(name) {
                     return Err(ScenarioError(format!(
                         "{}: endpoint {name:?} is named twice",
@@ -359,7 +396,7 @@ impl Suite {
                     ));
                 }
                 for e in step.endpoint.keys() {
-                    if !names.contains(e) {
+                    if !names.contains(e) && !skip.contains(e) {
                         return Err(fail(format!(
                             "[endpoint.{e}] names no endpoint of this run (they are {})",
                             names.join(", ")
@@ -437,11 +474,27 @@ impl Suite {
                 flow,
             });
         }
+        if names.is_empty() {
+            return Err(ScenarioError(format!(
+                "{shown}: no endpoint is left to run"
+            )));
+        }
+        let optional = if endpoints.is_empty() {
+            doc.endpoint
+                .iter()
+                .filter(|e| e.optional)
+                .map(|e| e.name.get_ref().clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Suite {
             endpoints: endpoint_specs,
             endpoint_headers,
             scenarios,
             headers_taken,
+            optional,
+            notes: Vec::new(),
         })
     }
 
@@ -502,6 +555,7 @@ impl Suite {
     /// # Errors
     /// A step's rules that are not valid rules.
     pub fn fit(&self, plan: &mut crate::plan::Plan) -> Result<(), ScenarioError> {
+        plan.notes.extend(self.notes.iter().cloned());
         for h in &self.headers_taken {
             let name = http::HeaderName::try_from(h.as_str())
                 .map_err(|_| ScenarioError(format!("{h:?} is not a header name")))?;
