@@ -238,10 +238,12 @@ paginate = { items = "$.items", key = "id", offset = "offset", limit = 100, max_
         ["1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65-128"]
     );
     let p50 = |b: usize| depth[b]["latency_ms"]["p50"].as_f64().unwrap();
-    // Pages 65-100 wait 19-30 ms; page 1 none.
+    // Pages 65-100 wait 19-30 ms more than page 1; pages 33-64 10-19 ms,
+    // pages 9-16 2-5 ms: whatever else a page costs, the planted cost
+    // shows by depth.
     assert!(p50(7) >= 19.0, "{depth:#?}");
-    assert!(p50(7) > 5.0 * p50(0).max(1.0), "{depth:#?}");
-    assert!(p50(6) > p50(4), "{depth:#?}");
+    assert!(p50(7) >= p50(0) + 15.0, "{depth:#?}");
+    assert!(p50(6) >= p50(4) + 5.0, "{depth:#?}");
 }
 
 #[test]
