@@ -436,3 +436,86 @@ fn a_paginate_table_that_cannot_work_exits_2_naming_the_step_and_the_fix() {
         );
     }
 }
+
+#[test]
+fn a_saved_run_shows_the_same_pages_section_in_every_format() {
+    let c = catalog::start(quiet(240)).unwrap();
+    let scenario = r#"
+[[step]]
+name = "items"
+path = "/items?page=0&size=40"
+paginate = { items = "$.content", key = "id", next = "$._links.next.href" }
+rules = { ignore = ["$.items.*._links"] }
+
+[step.endpoint.stream]
+path = "/items?limit=60"
+paginate = { items = "$.items", cursor = "$.next_cursor", param = "after" }
+"#;
+    let file = write("formats.toml", scenario);
+    let saved = std::env::temp_dir().join(format!("versus-pages-{}.jsonl", std::process::id()));
+    let a = format!("hateoas={}hateoas/", c.url());
+    let b = format!("stream={}stream/", c.url());
+    let out = run_bin(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "-q",
+            "--stop-after",
+            "4",
+            "-c",
+            "1",
+            "-o",
+            saved.to_str().unwrap(),
+            &a,
+            &b,
+        ],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let live = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report = |format: &str| {
+        let out = run_bin(
+            &["report", saved.to_str().unwrap(), "--format", format],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (text, markdown, html, json) = (
+        report("text"),
+        report("markdown"),
+        report("html"),
+        report("json"),
+    );
+    // The live report and the saved run's agree.
+    let section = |t: &str| {
+        t[t.find("** Pages of step items:").unwrap()..t.find("** Summary").unwrap()].to_string()
+    };
+    assert_eq!(section(&live), section(&text));
+    assert!(markdown.contains("## Pages of step items"), "{markdown}");
+    assert!(markdown.contains("| Pages | 6 | 4 |"), "{markdown}");
+    assert!(html.contains("<h2>Pages of step items</h2>"), "{html}");
+    assert!(html.contains("id=\"depth-0\""), "the depth chart: {html}");
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        json["endpoints"][0]["steps"][0]["traversal"]["pages_per_traversal"],
+        6.0
+    );
+    assert_eq!(
+        json["endpoints"][1]["steps"][0]["traversal"]["pages_per_traversal"],
+        4.0
+    );
+    // The improvement line is the same computation everywhere.
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("stream vs hateoas:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        markdown.contains(&format!("- {line}")),
+        "{line}\n{markdown}"
+    );
+    assert!(html.contains(&format!("<li>{line}</li>")), "{line}");
+    let _ = std::fs::remove_file(saved);
+}

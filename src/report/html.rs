@@ -334,6 +334,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 
     flows(&mut p, r);
     parts(&mut p, r, true);
+    pages(&mut p, r, &color);
     if super::shows_methods(eps) {
         parts(&mut p, r, false);
     }
@@ -618,6 +619,94 @@ fn flows(p: &mut String, r: &Report<'_>) {
         }
     }
     p.push_str("</table>\n");
+}
+
+/// Each paged step's comparison (`report::pages`): its table, a chart of
+/// page latency (p50) by depth per endpoint, and the improvements.
+fn pages(p: &mut String, r: &Report<'_>, color: &dyn Fn(usize) -> &'static str) {
+    for (n, step) in super::pages::PagedStep::of(r.info, r.run)
+        .iter()
+        .enumerate()
+    {
+        let _ = write!(
+            p,
+            "<h2>Pages of step {}</h2>\n<table id=\"pages-{n}\"><tr><th></th>",
+            escape(step.name)
+        );
+        for (i, (label, _, _)) in step.columns.iter().enumerate() {
+            let _ = write!(p, "<th style=\"color:{}\">{}</th>", color(i), escape(label));
+        }
+        p.push_str("</tr>\n");
+        for (name, cells) in step.rows() {
+            let heading = !name.starts_with("  ");
+            let _ = write!(
+                p,
+                "<tr><td>{}{}{}</td>",
+                if heading { "<b>" } else { "&nbsp;&nbsp;" },
+                escape(name.trim_start()),
+                if heading { "</b>" } else { "" }
+            );
+            for c in &cells {
+                let _ = write!(p, "<td>{}</td>", escape(c));
+            }
+            p.push_str("</tr>\n");
+        }
+        p.push_str("</table>\n");
+        let buckets = step
+            .columns
+            .iter()
+            .map(|(_, _, t)| t.depth.len())
+            .max()
+            .unwrap_or(0);
+        let mut lo = f64::MAX;
+        let mut hi: f64 = 1.0;
+        let lines: Vec<Line> = step
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, (label, _, t))| Line {
+                name: label.to_string(),
+                color: color(i),
+                dashed: false,
+                points: t
+                    .depth
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(b, h)| Some((b as f64, super::quantile(h, 0.5)?)))
+                    .inspect(|(_, v)| {
+                        lo = lo.min(*v);
+                        hi = hi.max(*v);
+                    })
+                    .collect(),
+            })
+            .collect();
+        if buckets > 1 {
+            let x = Axis {
+                min: 0.0,
+                max: (buckets - 1) as f64,
+                log: false,
+                ticks: (0..buckets)
+                    .map(|b| (b as f64, crate::stats::TraversalStats::bucket_label(b)))
+                    .collect(),
+                label: "page".into(),
+            };
+            p.push_str(&chart(
+                &format!("depth-{n}"),
+                "Page latency (p50) by depth",
+                &x,
+                &latency_axis(lo, hi),
+                &lines,
+            ));
+        }
+        let improvements = step.improvement_lines();
+        if !improvements.is_empty() {
+            p.push_str("<ul>");
+            for l in improvements {
+                let _ = write!(p, "<li>{}</li>", escape(&l));
+            }
+            p.push_str("</ul>\n");
+        }
+    }
 }
 
 /// A table of every endpoint's flow steps (`steps`) or methods, one row

@@ -169,6 +169,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         }
     }
     parts(out, r, "Steps", |s| &s.steps, true)?;
+    pages(out, r)?;
     if super::shows_methods(eps) {
         parts(out, r, "By method", |s| &s.methods, false)?;
     }
@@ -221,6 +222,32 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 
 /// A table of every endpoint's parts (flow steps, or methods); `steps`
 /// adds the columns only flow steps have.
+/// Each paged step's comparison (`report::pages`), a table and the
+/// improvements.
+fn pages(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    for step in super::pages::PagedStep::of(r.info, r.run) {
+        writeln!(out)?;
+        writeln!(out, "## Pages of step {}", cell(step.name))?;
+        writeln!(out)?;
+        let labels: Vec<String> = step.columns.iter().map(|(l, _, _)| cell(l)).collect();
+        writeln!(out, "| | {} |", labels.join(" | "))?;
+        writeln!(out, "|---|{}", "---:|".repeat(labels.len()))?;
+        for (name, cells) in step.rows() {
+            let name = match name.strip_prefix("  ") {
+                Some(n) => cell(n),
+                None => format!("**{}**", cell(&name)),
+            };
+            let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+            writeln!(out, "| {name} | {} |", cells.join(" | "))?;
+        }
+        writeln!(out)?;
+        for l in step.improvement_lines() {
+            writeln!(out, "- {}", cell(&l))?;
+        }
+    }
+    Ok(())
+}
+
 fn parts(
     out: &mut dyn Write,
     r: &Report<'_>,

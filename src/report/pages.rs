@@ -179,97 +179,117 @@ pub fn write(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result
     Ok(())
 }
 
+impl PagedStep<'_> {
+    /// The comparison table: a row name and a cell per endpoint; rows
+    /// without cells are headings. Every format renders these rows.
+    pub fn rows(&self) -> Vec<(String, Vec<String>)> {
+        let cols = &self.columns;
+        let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+        let mut row = |name: &str, f: &dyn Fn(&PartStats, &TraversalStats) -> String| {
+            rows.push((
+                name.to_string(),
+                cols.iter().map(|(_, p, t)| f(p, t)).collect(),
+            ));
+        };
+        let lat = |q: Option<f64>| q.map_or("-".to_string(), micros);
+        let count = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        row("Page latency", &|_, _| String::new());
+        row("  Average", &|p, _| lat(mean(&p.latency)));
+        row("  p50", &|p, _| lat(super::quantile(&p.latency, 0.5)));
+        row("  p95", &|p, _| lat(super::quantile(&p.latency, 0.95)));
+        row("  p99", &|p, _| lat(super::quantile(&p.latency, 0.99)));
+        row("  Min", &|p, _| {
+            lat((!p.latency.is_empty()).then(|| p.latency.min() as f64))
+        });
+        row("  Max", &|p, _| lat(super::quantile(&p.latency, 1.0)));
+        row("Size per page", &|_, t| {
+            size_per_page(t).map_or("-".into(), bytes)
+        });
+        row("Full traversal", &|_, _| String::new());
+        row("  Items", &|_, t| count(per_traversal(t, t.items)));
+        row("  Pages", &|_, t| count(per_traversal(t, t.pages)));
+        row("  Time (avg)", &|_, t| lat(mean(&t.time)));
+        row("  Time (p95)", &|_, t| lat(super::quantile(&t.time, 0.95)));
+        row("  Completed", &|_, t| {
+            format!("{} of {}", t.completed, t.completed + t.stopped)
+        });
+        if cols
+            .iter()
+            .any(|(_, _, t)| t.duplicates > 0 || t.unkeyed > 0)
+        {
+            row("  Repeated items", &|_, t| t.duplicates.to_string());
+            row("  Items without key", &|_, t| t.unkeyed.to_string());
+        }
+        let depths = cols
+            .iter()
+            .map(|(_, _, t)| t.depth.len())
+            .max()
+            .unwrap_or(0);
+        if depths > 0 {
+            row("Latency by page depth (p50)", &|_, _| String::new());
+            for b in 0..depths {
+                let label = format!("  page {}", TraversalStats::bucket_label(b));
+                row(&label, &|_, t| {
+                    lat(t.depth.get(b).and_then(|h| super::quantile(h, 0.5)))
+                });
+            }
+        }
+        rows
+    }
+
+    /// Each pair's improvement as a line: `stream vs hateoas: latency
+    /// 72.7% faster (p=0.001); size ...; traversal ...`.
+    pub fn improvement_lines(&self) -> Vec<String> {
+        self.improvements()
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} vs {}: latency {}; size {}; traversal {}",
+                    self.columns[g.this].0,
+                    self.columns[g.base].0,
+                    describe(g.latency, g.latency_p, "faster", "slower"),
+                    describe(g.size, None, "smaller", "larger"),
+                    describe(g.traversal, g.traversal_p, "faster", "slower"),
+                )
+            })
+            .collect()
+    }
+}
+
 fn section(out: &mut dyn Write, step: &PagedStep<'_>) -> io::Result<()> {
     let esc = super::escape_terminal;
     writeln!(out)?;
     writeln!(out, "** Pages of step {}:", esc(step.name))?;
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut row = |name: &str, cells: Vec<String>| {
-        let mut r = vec![name.to_string()];
-        r.extend(cells);
-        rows.push(r);
-    };
-    let cols = &step.columns;
-    let each = |f: &dyn Fn(&PartStats, &TraversalStats) -> String| -> Vec<String> {
-        cols.iter().map(|(_, p, t)| f(p, t)).collect()
-    };
-    row("", cols.iter().map(|(l, _, _)| esc(l)).collect());
-    row("Page latency", vec![String::new(); cols.len()]);
-    let lat = |q: Option<f64>| q.map_or("-".to_string(), micros);
-    row("  Average", each(&|p, _| lat(mean(&p.latency))));
-    for (name, q) in [("  p50", 0.5), ("  p95", 0.95), ("  p99", 0.99)] {
-        row(name, each(&|p, _| lat(super::quantile(&p.latency, q))));
-    }
-    row(
-        "  Min",
-        each(&|p, _| lat((!p.latency.is_empty()).then(|| p.latency.min() as f64))),
-    );
-    row("  Max", each(&|p, _| lat(super::quantile(&p.latency, 1.0))));
-    row(
-        "Size per page",
-        each(&|_, t| size_per_page(t).map_or("-".into(), bytes)),
-    );
-    row("Full traversal", vec![String::new(); cols.len()]);
-    let count = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
-    row("  Items", each(&|_, t| count(per_traversal(t, t.items))));
-    row("  Pages", each(&|_, t| count(per_traversal(t, t.pages))));
-    row("  Time (avg)", each(&|_, t| lat(mean(&t.time))));
-    row(
-        "  Time (p95)",
-        each(&|_, t| lat(super::quantile(&t.time, 0.95))),
-    );
-    row(
-        "  Completed",
-        each(&|_, t| format!("{} of {}", t.completed, t.completed + t.stopped)),
-    );
-    if cols
-        .iter()
-        .any(|(_, _, t)| t.duplicates > 0 || t.unkeyed > 0)
-    {
-        row("  Repeated items", each(&|_, t| t.duplicates.to_string()));
-        row("  Items without key", each(&|_, t| t.unkeyed.to_string()));
-    }
-    let depths = cols
-        .iter()
-        .map(|(_, _, t)| t.depth.len())
-        .max()
-        .unwrap_or(0);
-    if depths > 0 {
-        row(
-            "Latency by page depth (p50)",
-            vec![String::new(); cols.len()],
-        );
-        for b in 0..depths {
-            let label = format!("  page {}", TraversalStats::bucket_label(b));
-            row(
-                &label,
-                each(&|_, t| lat(t.depth.get(b).and_then(|h| super::quantile(h, 0.5)))),
-            );
-        }
-    }
-    let widths: Vec<usize> = (0..=cols.len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+    let mut rows = vec![(
+        String::new(),
+        step.columns
+            .iter()
+            .map(|(l, _, _)| esc(l))
+            .collect::<Vec<_>>(),
+    )];
+    rows.extend(step.rows());
+    let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..step.columns.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.1[c].chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(10)
+        })
         .collect();
-    for r in &rows {
-        let mut line = format!("   {:<w$}", r[0], w = widths[0]);
-        for (c, cell) in r.iter().enumerate().skip(1) {
-            line.push_str(&format!("  {:>w$}", cell, w = widths[c].max(10)));
+    for (name, cells) in &rows {
+        let mut line = format!("   {name:<width$}");
+        for (cell, w) in cells.iter().zip(&widths) {
+            line.push_str(&format!("  {cell:>w$}"));
         }
         writeln!(out, "{}", line.trim_end())?;
     }
-    let gains = step.improvements();
-    if !gains.is_empty() {
+    let lines = step.improvement_lines();
+    if !lines.is_empty() {
         writeln!(out, "   Improvements:")?;
-        for g in gains {
-            writeln!(
-                out,
-                "     {} vs {}: latency {}; size {}; traversal {}",
-                esc(cols[g.this].0),
-                esc(cols[g.base].0),
-                describe(g.latency, g.latency_p, "faster", "slower"),
-                describe(g.size, None, "smaller", "larger"),
-                describe(g.traversal, g.traversal_p, "faster", "slower"),
-            )?;
+        for l in lines {
+            writeln!(out, "     {}", esc(&l))?;
         }
     }
     Ok(())
