@@ -8,40 +8,20 @@ mod common;
 
 use std::time::Duration;
 
-use common::run_bin;
+use common::{run_bin, run_scenario_json, scenario_file as write, step_of as step};
 use serde_json::Value;
 use versus::demo::catalog::{self, Catalog, Plants};
 
-fn write(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("versus-pagination-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
 /// The JSON report of `versus run` of `scenario` with `args`.
 fn run_json(name: &str, scenario: &str, args: &[&str]) -> Value {
-    let file = write(name, scenario);
-    let mut all = vec!["run", file.to_str().unwrap(), "--format", "json", "-q"];
-    all.extend_from_slice(args);
-    let out = run_bin(&all, b"");
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a JSON report")
+    run_scenario_json(&write(name, scenario), args)
 }
 
-fn step<'a>(report: &'a Value, e: usize, name: &str) -> &'a Value {
-    report["endpoints"][e]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no step {name}: {report}"))
+/// [`run_json`] of one traversal at a time, twice, against `endpoints`.
+fn run_twice(name: &str, scenario: &str, endpoints: &[String]) -> Value {
+    let mut args = vec!["--stop-after", "2", "-c", "1"];
+    args.extend(endpoints.iter().map(String::as_str));
+    run_json(name, scenario, &args)
 }
 
 fn quiet(items: u64) -> Catalog {
@@ -159,19 +139,7 @@ paginate = { items = "$.items", token = "$.next_page_token", field = "page_token
         format!("skips={}stream/", skips.url()),
         format!("repeats={}rpc/", repeats.url()),
     ];
-    let report = run_json(
-        "planted.toml",
-        scenario,
-        &[
-            "--stop-after",
-            "2",
-            "-c",
-            "1",
-            &endpoints[0],
-            &endpoints[1],
-            &endpoints[2],
-        ],
-    );
+    let report = run_twice("planted.toml", scenario, &endpoints);
     let groups = report["comparison"]["groups"].as_array().unwrap();
     let find = |endpoint: &str, kind: &str| {
         groups
@@ -282,19 +250,7 @@ path = "/items?page=0&size=1"
         format!("foreign={}hateoas/", foreign.url()),
         format!("garbage={}hateoas/", garbage.url()),
     ];
-    let report = run_json(
-        "stops.toml",
-        scenario,
-        &[
-            "--stop-after",
-            "2",
-            "-c",
-            "1",
-            &endpoints[0],
-            &endpoints[1],
-            &endpoints[2],
-        ],
-    );
+    let report = run_twice("stops.toml", scenario, &endpoints);
     for (e, pages) in [(0, 3), (1, 2), (2, 5)] {
         let s = step(&report, e, "items");
         assert_eq!(s["traversal"]["stopped"], 2, "{s:#}");

@@ -9,38 +9,9 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{run_bin, Reply, Server};
-
-fn write(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("versus-scenarios-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-/// The JSON report of a run of `file` with `args`.
-fn run_json(file: &std::path::Path, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["run", file.to_str().unwrap(), "--format", "json", "-q"];
-    all.extend_from_slice(args);
-    let out = run_bin(&all, b"");
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a JSON report")
-}
-
-fn step<'a>(report: &'a serde_json::Value, e: usize, name: &str) -> &'a serde_json::Value {
-    report["endpoints"][e]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == name)
-        .unwrap_or_else(|| panic!("no step {name}: {report}"))
-}
+use common::{
+    run_bin, run_scenario_json as run_json, scenario_file as write, step_of as step, Reply, Server,
+};
 
 /// A shop whose ids carry its `prefix`: `POST /login` answers a token,
 /// `POST /orders` (with that token) answers 201 with the order's place in

@@ -21,7 +21,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use serde_json::{json, Value};
 
 pub use super::serve::Running;
@@ -69,9 +69,9 @@ impl Default for Catalog {
 /// When the socket, runtime or thread cannot be made.
 pub fn start(catalog: Catalog) -> std::io::Result<Running> {
     let catalog = std::sync::Arc::new(catalog);
-    super::serve::serve("versus-catalog", move |r| {
+    super::serve::serve("versus-catalog", move |parts, body| {
         let catalog = catalog.clone();
-        async move { catalog.answer(r).await }
+        async move { catalog.answer(parts, body).await }
     })
 }
 
@@ -128,14 +128,9 @@ impl Catalog {
 
     async fn answer(
         &self,
-        req: hyper::Request<hyper::body::Incoming>,
+        parts: http::request::Parts,
+        body: Bytes,
     ) -> hyper::Response<Full<Bytes>> {
-        let (parts, body) = req.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
         let query = parts.uri.query().unwrap_or("");
         let q = |name: &str| -> Option<u64> {
             query.split('&').find_map(|kv| {
@@ -260,15 +255,9 @@ impl Catalog {
 }
 
 fn respond(status: u16, body: String, link: Option<String>) -> hyper::Response<Full<Bytes>> {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
-    let headers = response.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
+    let mut response = super::serve::json(status, body);
     if let Some(l) = link.and_then(|l| http::HeaderValue::from_str(&l).ok()) {
-        headers.insert(http::header::LINK, l);
+        response.headers_mut().insert(http::header::LINK, l);
     }
     response
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 
 /// A running demo server; it stops when dropped.
 pub struct Running {
@@ -21,13 +21,25 @@ impl Running {
     }
 }
 
-/// Serve `answer` on 127.0.0.1 on a thread named `name`.
+/// A JSON answer with `status`.
+pub fn json(status: u16, body: String) -> hyper::Response<Full<Bytes>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Serve `answer` (given each request's head and whole body) on
+/// 127.0.0.1 on a thread named `name`.
 ///
 /// # Errors
 /// When the socket, runtime or thread cannot be made.
 pub fn serve<F, Fut>(name: &str, answer: F) -> std::io::Result<Running>
 where
-    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Send + Sync + 'static,
+    F: Fn(http::request::Parts, Bytes) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = hyper::Response<Full<Bytes>>> + Send + 'static,
 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -53,10 +65,20 @@ where
                         };
                         let answer = answer.clone();
                         tokio::spawn(async move {
-                            let service = hyper::service::service_fn(move |r| {
-                                let reply = answer(r);
-                                async move { Ok::<_, std::convert::Infallible>(reply.await) }
-                            });
+                            let service = hyper::service::service_fn(
+                                move |r: hyper::Request<hyper::body::Incoming>| {
+                                    let answer = answer.clone();
+                                    async move {
+                                        let (parts, body) = r.into_parts();
+                                        let body = body
+                                            .collect()
+                                            .await
+                                            .map(|b| b.to_bytes())
+                                            .unwrap_or_default();
+                                        Ok::<_, std::convert::Infallible>(answer(parts, body).await)
+                                    }
+                                },
+                            );
                             let _ = hyper::server::conn::http1::Builder::new()
                                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                                 .await;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use serde_json::{json, Value};
 
 use crate::cli::DemoArgs;
@@ -64,23 +64,18 @@ pub fn start(candidate: bool) -> std::io::Result<Running> {
         "versus-shop-{}",
         if candidate { "candidate" } else { "reference" }
     );
-    super::serve::serve(&name, move |r| {
+    super::serve::serve(&name, move |parts, body| {
         let shop = shop.clone();
-        async move { shop.answer(r).await }
+        async move { shop.answer(parts, body).await }
     })
 }
 
 impl Shop {
     async fn answer(
         &self,
-        req: hyper::Request<hyper::body::Incoming>,
+        parts: http::request::Parts,
+        body: Bytes,
     ) -> hyper::Response<Full<Bytes>> {
-        let (parts, body) = req.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
         if self.candidate {
             tokio::time::sleep(CANDIDATE_LATENCY).await;
         }
@@ -93,13 +88,7 @@ impl Shop {
             .unwrap_or("")
             .to_string();
         let (status, answer) = self.route(parts.method.as_str(), parts.uri.path(), &input, &token);
-        let mut response = hyper::Response::new(Full::new(Bytes::from(answer.to_string())));
-        *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
-        response.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        response
+        super::serve::json(status, answer.to_string())
     }
 
     fn route(&self, method: &str, path: &str, input: &Value, token: &str) -> (u16, Value) {

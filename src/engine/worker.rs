@@ -948,16 +948,30 @@ fn record_step(core: &Core, e: usize, name: &str, step: &StepRun) {
         &step.failure
     {
         let reason = f.reason();
-        stats::count_group(
-            &mut stats.verdicts.error_groups,
-            name,
-            &reason,
-            "error",
-            &core.plan.endpoints[e].label,
-            1,
-            || vec![step_sample(&step.request, &reason)],
-        );
+        step_error(core, &mut stats, e, name, &reason, &step.request, &reason);
     }
+}
+
+/// Count a step's failure that was not an error answer among the errors,
+/// grouped by `reason`, with `detail` in its sample.
+fn step_error(
+    core: &Core,
+    stats: &mut RunStats,
+    e: usize,
+    name: &str,
+    reason: &str,
+    req: &Request,
+    detail: &str,
+) {
+    stats::count_group(
+        &mut stats.verdicts.error_groups,
+        name,
+        reason,
+        "error",
+        &core.plan.endpoints[e].label,
+        1,
+        || vec![step_sample(req, detail)],
+    );
 }
 
 /// Record a paged step's traversal at endpoint `e` as it ends (its pages
@@ -984,15 +998,7 @@ fn record_traversal(core: &Core, e: usize, name: &str, run: &StepRun) {
         part.failed_checks += 1;
         s.failed_checks += 1;
         let reason = format!("pagination stopped: {kind}");
-        stats::count_group(
-            &mut stats.verdicts.error_groups,
-            name,
-            &reason,
-            "error",
-            &core.plan.endpoints[e].label,
-            1,
-            || vec![step_sample(&run.request, why)],
-        );
+        step_error(core, &mut stats, e, name, &reason, &run.request, why);
     }
 }
 

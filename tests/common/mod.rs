@@ -627,3 +627,37 @@ pub fn read_request(s: &mut std::net::TcpStream) -> Option<String> {
     }
     Some(head)
 }
+
+/// Write a scenario (or data) file `name` with `text` into this test
+/// process's own temporary folder.
+pub fn scenario_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("versus-scenarios-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The JSON report of `versus run FILE` with `args` (which must succeed).
+pub fn run_scenario_json(file: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run", file.to_str().unwrap(), "--format", "json", "-q"];
+    all.extend_from_slice(args);
+    let out = run_bin(&all, b"");
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
+/// Step `name` of endpoint `e` in a JSON report.
+pub fn step_of<'a>(report: &'a serde_json::Value, e: usize, name: &str) -> &'a serde_json::Value {
+    report["endpoints"][e]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {report}"))
+}
