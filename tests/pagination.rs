@@ -475,3 +475,43 @@ paginate = { items = "$.items", cursor = "$.next_cursor", param = "after" }
     assert!(html.contains(&format!("<li>{line}</li>")), "{line}");
     let _ = std::fs::remove_file(saved);
 }
+
+#[test]
+fn a_page_over_max_body_ends_the_traversal_as_a_counted_error() {
+    let c = catalog::start(quiet(300)).unwrap();
+    let scenario = r#"
+[[step]]
+name = "items"
+path = "/items?limit=10"
+paginate = { items = "$.items", key = "id", offset = "offset", limit = 10 }
+"#;
+    // Pages of 10 items are about 700 bytes; 100 is far too little.
+    let endpoint = format!("small={}offset/", c.url());
+    let file = write("max-body.toml", scenario);
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "-q",
+        "--stop-after",
+        "2",
+        "-c",
+        "1",
+        "--max-body",
+        "100",
+        &endpoint,
+    ];
+    let out = run_bin(&args, b"");
+    // Nothing was answered whole: exit 1, after the report.
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = step(&report, 0, "items");
+    assert_eq!(s["traversal"]["stopped"], 2, "{s:#}");
+    assert_eq!(s["requests"], 2, "one page each: {s:#}");
+    assert_eq!(s["errors"], 2, "{s:#}");
+    assert_eq!(
+        report["endpoints"][0]["errors"]["kinds"]["body too large"], 2,
+        "{report:#}"
+    );
+}
