@@ -21,6 +21,32 @@
 //! [`regroup`]), under the step's rules (items sit at `$.items.*`). Pages
 //! are not kept; the items are, as compact JSON, until every endpoint has
 //! finished the traversal (bounded by `max_pages` × `--max-body`).
+//!
+//! ```no_run
+//! use versus::flow::{Call, Flow};
+//! use versus::json_path::JsonPath;
+//! use versus::paginate::{Next, Pages, Paging};
+//!
+//! // Endpoint 0 pages with HATEOAS links, endpoint 1 with a keyset cursor.
+//! let paging = Paging::per_endpoint(
+//!     "id",
+//!     vec![
+//!         Pages::new("$.content", Next::Url(JsonPath::parse("$._links.next.href")?))?,
+//!         Pages::new(
+//!             "$.items",
+//!             Next::Cursor { at: JsonPath::parse("$.next_cursor")?, param: "after".into(), more: None },
+//!         )?
+//!         .max_pages(500),
+//!     ],
+//! )?;
+//! let flow = Flow::new("catalog")
+//!     .step("all items", |ctx| async move {
+//!         Ok(Call::get(if ctx.endpoint == 0 { "/items?page=0&size=100" } else { "/items?limit=100" }))
+//!     })
+//!     .paginate(paging);
+//! # let _ = flow;
+//! # Ok::<(), String>(())
+//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
