@@ -34,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::connect::{classify_io, Io};
 use super::hpack;
 use super::{Answer, Failure};
+use crate::model::GrpcStatus;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
@@ -156,6 +157,9 @@ struct Inner {
     decoder: hpack::Decoder,
     /// Response headers to keep (`--compare-header`).
     keep: Vec<HeaderName>,
+    /// A gRPC connection: `grpc-status` and `grpc-message` are read from
+    /// every stream's header blocks.
+    grpc: bool,
     /// A header block arriving in CONTINUATION frames: its stream (0 for
     /// none), whether it ends the stream, the fragments so far.
     block_stream: u32,
@@ -180,6 +184,10 @@ struct Stream {
     unsent: Bytes,
     /// Bytes received not yet handed back.
     unacked: u32,
+    /// gRPC: the status its header blocks carried.
+    grpc: Option<GrpcStatus>,
+    /// When the first DATA frame with data arrived.
+    first_data: Option<Instant>,
 }
 
 /// A connection-level error: versus sends GOAWAY with the code and fails
@@ -195,6 +203,7 @@ impl Conn {
         io: Box<dyn Io>,
         drain: Option<std::net::TcpStream>,
         keep: Vec<HeaderName>,
+        grpc: bool,
     ) -> Result<Rc<Conn>, Failure> {
         let mut wbuf = Vec::with_capacity(4096);
         wbuf.extend_from_slice(PREFACE);
@@ -204,7 +213,9 @@ impl Conn {
             wbuf.extend_from_slice(&value.to_be_bytes());
         }
         put_window_update(&mut wbuf, 0, CONN_WINDOW - DEFAULT_WINDOW);
-        let conn = Rc::new(Conn(RefCell::new(Inner::new(wbuf, keep))));
+        let mut inner = Inner::new(wbuf, keep);
+        inner.grpc = grpc;
+        let conn = Rc::new(Conn(RefCell::new(inner)));
         let driver = Driver {
             conn: conn.clone(),
             io,
@@ -376,6 +387,8 @@ impl Conn {
             send_window: inner.peer_window,
             unsent: Bytes::new(),
             unacked: 0,
+            grpc: None,
+            first_data: None,
         };
         let sent = put_data(
             &mut inner.wbuf,
@@ -418,6 +431,8 @@ impl Conn {
             body_len: s.len,
             // A stream ends, not its connection.
             keep_alive: true,
+            grpc: s.grpc,
+            first_data: s.first_data,
         }))
     }
 
@@ -574,6 +589,7 @@ impl Inner {
             sent: 0,
             decoder: hpack::Decoder::new(TABLE_SIZE),
             keep,
+            grpc: false,
             block_stream: 0,
             block_end: false,
             block: Vec::new(),
@@ -652,7 +668,7 @@ impl Inner {
                         s.finish(Err(if be32(payload) == code::REFUSED_STREAM {
                             H2Error::Unprocessed
                         } else {
-                            H2Error::Failed(Failure::Reset)
+                            H2Error::Failed(Failure::StreamReset)
                         }));
                     }
                 }
@@ -750,6 +766,9 @@ impl Inner {
             s.finish(Err(H2Error::Failed(Failure::BodyTooLarge)));
             return Ok(());
         }
+        if s.first_data.is_none() && !data.is_empty() {
+            s.first_data = Some(Instant::now());
+        }
         if s.keep_body {
             s.body.extend_from_slice(data);
         }
@@ -773,16 +792,35 @@ impl Inner {
     /// 1xx), or trailers.
     fn headers(&mut self, id: u32, block: &[u8], end: bool) -> Result<(), ConnError> {
         let keep = &self.keep;
+        let grpc = self.grpc;
         let mut status = 0u16;
         let mut kept = Vec::new();
+        let mut grpc_code = None;
+        let mut grpc_message = None;
         // Decoded even for a stream given up: the dynamic table depends on
         // every block.
         self.decoder
             .decode(
                 block,
-                |name| name == b":status" || keep.iter().any(|k| k.as_str().as_bytes() == name),
+                |name| {
+                    name == b":status"
+                        || (grpc && (name == b"grpc-status" || name == b"grpc-message"))
+                        || keep.iter().any(|k| k.as_str().as_bytes() == name)
+                },
                 |name, value| {
-                    if name == b":status" {
+                    if grpc && name == b"grpc-status" {
+                        // Not a number: UNKNOWN, as gRPC clients take it.
+                        grpc_code = Some(
+                            std::str::from_utf8(value)
+                                .ok()
+                                .and_then(|v| v.parse::<u32>().ok())
+                                .unwrap_or(2),
+                        );
+                    } else if grpc && name == b"grpc-message" {
+                        if !value.is_empty() {
+                            grpc_message = Some(crate::grpc::decode_message(value));
+                        }
+                    } else if name == b":status" {
                         status = match value {
                             &[a, b, c] if value.iter().all(u8::is_ascii_digit) && a != b'0' => {
                                 u16::from(a - b'0') * 100
@@ -816,6 +854,12 @@ impl Inner {
             put_rst(&mut self.wbuf, id, code::PROTOCOL_ERROR);
             s.finish(Err(H2Error::Failed(Failure::Protocol)));
             return Ok(());
+        }
+        if let Some(code) = grpc_code {
+            s.grpc = Some(GrpcStatus {
+                code,
+                message: grpc_message,
+            });
         }
         if s.status == 0 {
             if status < 200 {

@@ -124,9 +124,10 @@ pub(crate) async fn run_flow(
                             status: r.status,
                             headers: r.headers.clone(),
                             body: r.body.clone(),
+                            grpc: r.grpc.clone(),
                         };
                         let checked = match step.check(&reply) {
-                            Err(e) if r.status >= 400 => Some(StepFailure::Error(e)),
+                            Err(e) if reply.is_error() => Some(StepFailure::Error(e)),
                             Err(e) => Some(StepFailure::Check(e)),
                             Ok(()) => step.take(&reply, &mut vars).err().map(StepFailure::Extract),
                         };
