@@ -280,8 +280,10 @@ impl Conn {
 
     /// A connection with no socket, for tests of the frame parser.
     #[cfg(test)]
-    pub(crate) fn detached(keep: Vec<HeaderName>) -> Conn {
-        Conn(RefCell::new(Inner::new(Vec::new(), keep)))
+    pub(crate) fn detached(keep: Vec<HeaderName>, grpc: bool) -> Conn {
+        let mut inner = Inner::new(Vec::new(), keep);
+        inner.grpc = grpc;
+        Conn(RefCell::new(inner))
     }
 
     /// Handle `input` as frames read from the socket, `chunk` bytes at a

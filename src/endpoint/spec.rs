@@ -293,7 +293,7 @@ mod tests {
             ("localhost:8080", "not a URL"),
             ("ftp://h/", "unknown scheme"),
             ("ftp://h/", "grpc or grpcs"),
-            ("localhost:8546", "ws:// or wss://"),
+            ("localhost:8546", "wss://, grpc:// or grpcs://"),
             ("http://h:99999/", "bad port"),
             ("http://:80/", "no host"),
             ("=http://h/", "name before"),
