@@ -448,8 +448,8 @@ pub fn message_json(
 }
 
 /// The JSON a gRPC answer is compared as: a unary call's message; a
-/// server-streaming call's messages as an array; an error status (no
-/// message expected) as `{"code": "NOT_FOUND", "message": "..."}`.
+/// server-streaming call's messages as an array; an error status as
+/// `{"code": "NOT_FOUND", "message": "..."}` (whatever came before it).
 ///
 /// # Errors
 /// A body that is not messages of the answer's type.
@@ -459,15 +459,17 @@ pub fn answer_json(
     status: &GrpcStatus,
     opts: JsonOptions,
 ) -> Result<Bytes, String> {
-    let mut out = Vec::with_capacity(body.len() * 2 + 16);
-    let messages = messages(body)?;
-    if status.is_error() && messages.is_empty() {
+    if status.is_error() {
+        // What came before the error (a stream's first messages, a
+        // proxy's HTML page) is not the answer: the status is.
         let v = serde_json::json!({
             "code": code_name(status.code),
             "message": status.message.as_deref().unwrap_or(""),
         });
         return Ok(Bytes::from(v.to_string()));
     }
+    let mut out = Vec::with_capacity(body.len() * 2 + 16);
+    let messages = messages(body)?;
     if method.server_streaming {
         out.push(b'[');
         for (i, m) in messages.iter().enumerate() {

@@ -170,27 +170,25 @@ impl Checked {
         })
     }
 
-    /// Why `req` does not fit, if it does not.
+    /// Why `req` does not fit, if it does not. A request type shared by
+    /// several endpoints (one schema) is checked once.
     fn check(&self, req: &crate::model::Request) -> Option<String> {
-        let mut seen: Vec<&str> = Vec::new();
+        let mut seen: Vec<prost_reflect::MessageDescriptor> = Vec::new();
         for (label, service) in &self.services {
             let Some(method) = service.method(req.target.as_deref()) else {
                 return Some(format!(
                     "no gRPC method for it at endpoint {label}: name one in the URL's path"
                 ));
             };
-            let name = method.input.full_name();
-            if seen.contains(&name) {
-                continue;
+            if self.services.len() > 1 {
+                if seen.contains(&method.input) {
+                    continue;
+                }
+                seen.push(method.input.clone());
             }
             if let Err(reason) = parse_request(&method.input, &req.body) {
                 return Some(reason);
             }
-            // Borrowed from the service, which outlives the loop.
-            seen.push(match service.method(req.target.as_deref()) {
-                Some(std::borrow::Cow::Borrowed(m)) => m.input.full_name(),
-                _ => continue,
-            });
         }
         None
     }
