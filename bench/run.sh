@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end benchmark: versus against wrk, oha, hey and h2load on the same
-# workload, all against one local nginx (bench/nginx.conf).
+# workload, all against one local nginx (bench/nginx.conf); and against ghz
+# on a gRPC server (examples/grpc_server.rs, the Items service of the tests).
 #
-#   bench/run.sh [single stream2 h2 flow2 scenario sleep100 memory]   (default: all)
+#   bench/run.sh [single stream2 h2 flow2 scenario sleep100 memory grpc]   (default: all)
 #
 # nginx gets one worker on core 0; every client runs under `taskset -c 1`
 # (versus also with --threads 1), under /usr/bin/time for CPU and peak RSS.
@@ -14,6 +15,7 @@
 #   MEM_SMALL=100000 MEM_BIG=10000000   request counts of the memory scenario
 #   CONCS="1000 10000" connection counts of sleep100
 #   H2_CONNS=1 H2_STREAMS=50            h2load -c/-m (versus --http2 -c = product)
+#   GRPC_MEM_SMALL=100000 GRPC_MEM_BIG=1000000   unary call counts of grpc's memory runs
 #   OUT=file           also write the markdown report here
 # Raw tool outputs go to bench/.work/run-<time>/.
 set -euo pipefail
@@ -30,10 +32,13 @@ H2_STREAMS="${H2_STREAMS:-50}"
 CLIENT_CORE=1
 
 SCENARIOS=("$@")
-[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 scenario sleep100 memory)
+[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 scenario sleep100 memory grpc)
+NEED_NGINX=0
 for s in "${SCENARIOS[@]}"; do
-  case "$s" in single|stream2|h2|flow2|scenario|sleep100|memory) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 scenario sleep100 memory)";; esac
+  case "$s" in single|stream2|h2|flow2|scenario|sleep100|memory) NEED_NGINX=1 ;; grpc) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 scenario sleep100 memory grpc)";; esac
 done
+GRPC_MEM_SMALL="${GRPC_MEM_SMALL:-100000}"
+GRPC_MEM_BIG="${GRPC_MEM_BIG:-1000000}"
 
 [ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time, or run bench/setup.sh)"
 command -v taskset >/dev/null || die "taskset missing (util-linux)"
@@ -44,7 +49,11 @@ WORK="$BENCH_DIR/.work/run-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$WORK"
 REPORT="$WORK/report.md"
 : > "$REPORT"
-cleanup() { nginx_stop; }
+GRPC_SERVER_PID=""
+cleanup() {
+  nginx_stop
+  if [ -n "$GRPC_SERVER_PID" ]; then kill "$GRPC_SERVER_PID" 2>/dev/null || true; fi
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -54,18 +63,24 @@ NOFILE="$(ulimit -n)"
 
 have() { command -v "$1" >/dev/null 2>&1; }
 MISSING=()
-for t in wrk oha hey h2load k6; do have "$t" || MISSING+=("$t"); done
+for t in wrk oha hey h2load k6 ghz; do have "$t" || MISSING+=("$t"); done
 
 out() { echo "$*" | tee -a "$REPORT"; }
 
-nginx_start "$WORK/nginx"
-BASE="http://127.0.0.1:$H1PORT"
-H2BASE="http://127.0.0.1:$H2PORT"
-NGINX_WORKER="$(pgrep -P "$(cat "$NGINX_DIR/nginx.pid")" | head -1)"
+# The process whose CPU the tables show as the server's ('nginx core %'):
+# the nginx worker, or in the grpc scenario the gRPC server.
+SERVER_PID=""
+if [ "$NEED_NGINX" = 1 ]; then
+  nginx_start "$WORK/nginx"
+  BASE="http://127.0.0.1:$H1PORT"
+  H2BASE="http://127.0.0.1:$H2PORT"
+  NGINX_WORKER="$(pgrep -P "$(cat "$NGINX_DIR/nginx.pid")" | head -1)"
+  SERVER_PID="$NGINX_WORKER"
+fi
 
-# CPU ticks (user+sys) of the nginx worker, to tell whether the server or the
-# client was the bottleneck.
-nginx_ticks() { awk '{print $14 + $15}' "/proc/$NGINX_WORKER/stat"; }
+# CPU ticks (user+sys) of the server (the nginx worker), to tell whether the
+# server or the client was the bottleneck.
+nginx_ticks() { if [ -n "$SERVER_PID" ]; then awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; else echo 0; fi; }
 CLK_TCK="$(getconf CLK_TCK)"
 
 # --- parsing: each prints "completed rps mean_ms p99_ms errors" -------------
@@ -125,6 +140,19 @@ parse_k6() {
     }
     /http_req_failed\.*:/ { bad = $3 }
     END { printf "%d %s %s %s %d\n", ok - bad, rps, mean, p99, bad }' "$1"
+}
+# ghz: completed = the [OK] responses; req/s, Average and the 99 % line
+# of its summary; errors = every other status and error.
+parse_ghz() {
+  awk "$AWK_UNITS"'
+    /^ *Requests\/sec:/ { rps = $2 }
+    /^ *Average:/ { mean = to_ms($2 $3) }
+    /^ *99 % in/ { p99 = to_ms($4 $5) }
+    /^ *\[OK\] +[0-9]+ +responses/ { ok += $2 }
+    /^ *\[[A-Za-z]+\] +[0-9]+ +responses/ && !/\[OK\]/ { bad += $2 }
+    /^Error distribution/ { inerr = 1; next }
+    inerr && /^ *\[[0-9]+\]/ { gsub(/[\[\]]/, "", $1); bad += $1 }
+    END { printf "%d %s %s %s %d\n", ok, rps, mean, (p99 == "" ? "-" : p99), bad }' "$1"
 }
 parse_h2load() {
   awk "$AWK_UNITS"'
@@ -428,12 +456,70 @@ sc_memory() {
   commands
 }
 
+# The gRPC server (examples/grpc_server.rs: the Items service of the
+# tests), one runtime thread pinned to core 0 like nginx's worker; versus
+# and ghz call items.Items/GetItem on one HTTP/2 connection with 50 calls
+# in flight, schema from the same .proto. Then the memory of a long run:
+# each tool's peak RSS after GRPC_MEM_SMALL and GRPC_MEM_BIG calls (ghz
+# keeps every result to sort for its percentiles; versus records into
+# histograms).
+sc_grpc() {
+  header grpc "gRPC unary items.Items/GetItem (examples/grpc_server.rs on core 0), 1 connection, 50 calls in flight, ${DURATION}s"
+  local server_bin proto port
+  server_bin="$(dirname "$VERSUS")/examples/grpc_server"
+  if [ ! -x "$server_bin" ]; then
+    log "building examples/grpc_server (cargo build --release --example grpc_server)"
+    (cd "$REPO_DIR" && cargo build --release --example grpc_server) >&2 || die "cannot build the grpc_server example"
+  fi
+  proto="$REPO_DIR/tests/fixtures/grpc/items.proto"
+  port="$(free_port)"
+  taskset -c 0 "$server_bin" "127.0.0.1:$port" 1 2> "$WORK/grpc_server.log" &
+  GRPC_SERVER_PID=$!
+  local i
+  for i in $(seq 1 50); do
+    if "$VERSUS" -q --proto "$proto" --body '{"id": "1"}' --stop-after 1 "grpc://127.0.0.1:$port/items.Items/GetItem" >/dev/null 2>&1; then break; fi
+    sleep 0.2
+  done
+  SERVER_PID="$(pgrep -P "$GRPC_SERVER_PID" | head -1)"; [ -n "$SERVER_PID" ] || SERVER_PID="$GRPC_SERVER_PID"
+  local target="127.0.0.1:$port" body='{"id": "1"}'
+  have ghz && measure ghz parse_ghz 1 -- ghz --insecure --proto "$proto" --import-paths "$(dirname "$proto")" --call items.Items/GetItem -d "$body" -c 50 --connections 1 -z "${DURATION}s" "$target"
+  measure versus parse_versus 1 -- "$VERSUS" --proto "$proto" --body "$body" -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "grpc://$target/items.Items/GetItem"
+  run_queued
+  table "$ROWS" lat | tee -a "$REPORT"
+  local v g
+  v="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  g="$(awk '$1 == "ghz" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  out ""
+  if [ -n "$g" ]; then
+    out "CPU per unary call: versus $(printf %.2f "$v") µs vs ghz $(printf %.2f "$g") µs = $(awk -v a="$v" -v b="$g" 'BEGIN { printf "%.2fx", a / b }') (target ≤ 1.00x)"
+  else
+    out "(ghz missing: bench/setup.sh builds it with go install)"
+  fi
+  out "('nginx core %' is the gRPC server's CPU here.)"
+  commands
+  # Memory over a long run: the same call, counted.
+  local REPEAT=1
+  header grpc-memory "peak RSS after $GRPC_MEM_SMALL and $GRPC_MEM_BIG unary calls, 1 connection, 50 in flight"
+  measure versus parse_versus 1 -- "$VERSUS" --proto "$proto" --body "$body" -c 50 --stop-after="$GRPC_MEM_SMALL" --threads 1 --compare none "grpc://$target/items.Items/GetItem"
+  measure "versus-$GRPC_MEM_BIG" parse_versus 1 -- "$VERSUS" --proto "$proto" --body "$body" -c 50 --stop-after="$GRPC_MEM_BIG" --threads 1 --compare none "grpc://$target/items.Items/GetItem"
+  if have ghz; then
+    measure ghz parse_ghz 1 -- ghz --insecure --proto "$proto" --import-paths "$(dirname "$proto")" --call items.Items/GetItem -d "$body" -c 50 --connections 1 -n "$GRPC_MEM_SMALL" "$target"
+    measure "ghz-$GRPC_MEM_BIG" parse_ghz 1 -- ghz --insecure --proto "$proto" --import-paths "$(dirname "$proto")" --call items.Items/GetItem -d "$body" -c 50 --connections 1 -n "$GRPC_MEM_BIG" "$target"
+  fi
+  run_queued
+  table "$ROWS" lat | tee -a "$REPORT"
+  out ""
+  out "peak RSS $GRPC_MEM_BIG vs $GRPC_MEM_SMALL calls: $(awk -v big="versus-$GRPC_MEM_BIG" '$1 == "versus" { a = $9 } $1 == big { b = $9 } END { printf "versus %.1f MB vs %.1f MB = %.2fx", b / 1024, a / 1024, b / a }' "$ROWS")$(awk -v big="ghz-$GRPC_MEM_BIG" '$1 == "ghz" { a = $9 } $1 == big { b = $9 } END { if (a > 0) printf "; ghz %.1f MB vs %.1f MB = %.2fx", b / 1024, a / 1024, b / a }' "$ROWS") (versus's target: flat, ≤ 1.10x)"
+  commands
+  kill "$GRPC_SERVER_PID" 2>/dev/null || true; GRPC_SERVER_PID=""; SERVER_PID="${NGINX_WORKER:-}"
+}
+
 out "# versus benchmark run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 out ""
 out "- host: $(nproc) cores, $(lscpu | awk -F: '/Model name/ { gsub(/^ +/, "", $2); print $2; exit }'), kernel $(uname -r)"
 out "- versus: $VERSUS ($("$VERSUS" --version 2>/dev/null || echo '?'))"
-out "- $(nginx -v 2>&1), one worker on core 0; clients on core $CLIENT_CORE; DURATION=${DURATION}s REPEAT=$REPEAT (best of REPEAT by CPU/request)"
-out "- tools: $(for t in wrk oha hey h2load k6; do have "$t" && printf '%s ' "$t"; done)$([ ${#MISSING[@]} -gt 0 ] && echo "(missing: ${MISSING[*]} — run bench/setup.sh)")"
+out "- $( [ "$NEED_NGINX" = 1 ] && nginx -v 2>&1 || echo 'no nginx (grpc only)'), one worker on core 0; clients on core $CLIENT_CORE; DURATION=${DURATION}s REPEAT=$REPEAT (best of REPEAT by CPU/request)"
+out "- tools: $(for t in wrk oha hey h2load k6 ghz; do have "$t" && printf '%s ' "$t"; done)$([ ${#MISSING[@]} -gt 0 ] && echo "(missing: ${MISSING[*]} — run bench/setup.sh)")"
 out "- CPU µs/req = (user + sys CPU seconds of the client process) × 10⁶ / completed requests (2xx). Peak RSS = /usr/bin/time %M."
 out "- 'nginx core %' = the nginx worker's CPU over the run (near 100: the server set the pace). 'busy before %' = all-core CPU use by other work in the second before the run (QUIET_PCT=$QUIET_PCT; higher values mean disturbed numbers)."
 out "- raw outputs: $WORK"

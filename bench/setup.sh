@@ -5,6 +5,7 @@
 #   Debian: nginx, libnginx-mod-http-echo, wrk, nghttp2-client (h2load), hey,
 #           time (/usr/bin/time), valgrind, util-linux (taskset), linux-perf
 #   crates.io: oha (cargo install --locked into bench/.tools)
+#   Go modules: k6, ghz (go install into bench/.tools/bin)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TOOLS="$HERE/.tools"
@@ -91,9 +92,26 @@ else
   STATUS[k6]="UNAVAILABLE (no go)"
 fi
 
+# ghz (the gRPC load tester) from its Go module, into bench/.tools/bin
+GHZ_VERSION=v0.120.0
+if [ -x "$TOOLS/bin/ghz" ]; then
+  STATUS[ghz]="present ($TOOLS/bin/ghz)"
+elif command -v ghz >/dev/null 2>&1; then
+  STATUS[ghz]="present ($(command -v ghz))"
+elif command -v go >/dev/null 2>&1; then
+  echo "setup: go install github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION (takes a few minutes)"
+  if GOBIN="$TOOLS/bin" go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION" >"$TOOLS/ghz-install.log" 2>&1; then
+    STATUS[ghz]="installed ($TOOLS/bin/ghz)"
+  else
+    STATUS[ghz]="UNAVAILABLE (go install failed, see $TOOLS/ghz-install.log)"
+  fi
+else
+  STATUS[ghz]="UNAVAILABLE (no go)"
+fi
+
 echo
 echo "setup: tool status"
-for k in time util-linux nginx libnginx-mod-http-echo wrk nghttp2-client hey oha k6 valgrind strace linux-perf; do
+for k in time util-linux nginx libnginx-mod-http-echo wrk nghttp2-client hey oha k6 ghz valgrind strace linux-perf; do
   printf '  %-24s %s\n' "$k" "${STATUS[$k]}"
 done
 perf_out="$(perf stat -e instructions true 2>&1 || true)"

@@ -83,6 +83,10 @@ fn try_run(
     if let Some(suite) = &env.suite {
         suite.fit(&mut plan).map_err(|e| usage(e.to_string()))?;
     }
+    crate::grpc::setup(&mut plan).map_err(|e| match e {
+        crate::grpc::SetupError::Usage(m) => usage(m),
+        crate::grpc::SetupError::Failed(m) => failed(m),
+    })?;
     let plan = Arc::new(plan);
     let mut outputs = Live::prepare(args, &plan, env.argv).map_err(usage)?;
     if let Some(late) = outputs.late() {

@@ -190,7 +190,10 @@ pub struct RunArgs {
     /// https:// POST each input line as the body; http+get:// and
     /// https+get:// send a GET to the URL joined with the line;
     /// http+post:// and https+post:// POST explicitly; ws:// and wss://
-    /// send each line as a JSON-RPC message on a WebSocket.
+    /// send each line as a JSON-RPC message on a WebSocket; grpc:// and
+    /// grpcs:// call the gRPC method named by the URL's path
+    /// (grpc://host:port/package.Service/Method) with each line as its
+    /// request message in proto3 JSON.
     #[arg(value_name = "ENDPOINT")]
     pub endpoints: Vec<String>,
 
@@ -324,6 +327,26 @@ pub struct RunArgs {
     /// Most lines written to --mismatches.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub mismatch_limit: u64,
+
+    /// gRPC: compile the schema from this .proto file (repeatable), in
+    /// versus itself (no protoc needed). Without it, the schema comes
+    /// from each gRPC endpoint's reflection service (v1, then v1alpha).
+    #[arg(long, value_name = "FILE")]
+    pub proto: Vec<PathBuf>,
+
+    /// gRPC: a folder that imports in --proto files are relative to
+    /// (repeatable; each file's own folder is searched too).
+    #[arg(long, value_name = "DIR")]
+    pub proto_path: Vec<PathBuf>,
+
+    /// gRPC: how answers are written as JSON for comparison, a
+    /// comma-separated list: proto-names (field names as in the .proto,
+    /// not lowerCamelCase), int64-numbers (64-bit integers as numbers,
+    /// not strings), defaults (fields at their default value written
+    /// out), enum-numbers; rest is the first three, to line gRPC answers
+    /// up with a REST API's.
+    #[arg(long, value_name = "OPTIONS")]
+    pub grpc_json: Option<String>,
 
     /// Speak HTTP/1.1 only (no h2 via ALPN on https://).
     #[arg(long, conflicts_with = "http2")]

@@ -195,12 +195,15 @@ impl Step {
     }
 }
 
-/// The default check: an HTTP status below 400.
+/// The default check: an HTTP status below 400, and at a gRPC endpoint
+/// the status `OK`.
 fn default_check(reply: &Reply) -> Result<(), StepError> {
-    if reply.status < 400 {
-        Ok(())
-    } else {
-        Err(StepError(format!("HTTP {}", reply.status)))
+    if reply.status >= 400 {
+        return Err(StepError(format!("HTTP {}", reply.status)));
+    }
+    match &reply.grpc {
+        Some(g) if g.is_error() => Err(StepError(crate::grpc::error_name(g.code))),
+        _ => Ok(()),
     }
 }
 
@@ -240,11 +243,30 @@ pub struct Reply {
     pub status: u16,
     /// The headers kept for comparison (`--compare-header`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The body.
+    /// The body; a gRPC call's answer as JSON (a server-streaming call's
+    /// messages as an array; an error status as `{"code", "message"}`).
     pub body: Bytes,
+    /// A gRPC call's status; `None` at any other endpoint.
+    pub grpc: Option<crate::model::GrpcStatus>,
 }
 
 impl Reply {
+    /// Whether the answer is an error: an HTTP status of 400 or above, or
+    /// a gRPC status other than `OK`.
+    pub fn is_error(&self) -> bool {
+        self.status >= 400
+            || self
+                .grpc
+                .as_ref()
+                .is_some_and(crate::model::GrpcStatus::is_error)
+    }
+
+    /// The gRPC status code's name (`OK`, `NOT_FOUND`); `None` at an
+    /// endpoint that is not gRPC.
+    pub fn grpc_code(&self) -> Option<&'static str> {
+        self.grpc.as_ref().map(|g| crate::grpc::code_name(g.code))
+    }
+
     /// The body as JSON.
     ///
     /// # Errors
@@ -334,6 +356,20 @@ impl Call {
     /// A DELETE request.
     pub fn delete(target: &str) -> Call {
         Call::new(Method::DELETE, target)
+    }
+
+    /// A gRPC call of `method` (`package.Service/Method`) with `request`
+    /// as its message in the proto3 JSON mapping. At a gRPC endpoint the
+    /// answer's [`Reply::body`] is the answer as JSON and
+    /// [`Reply::grpc`] its status: request JSON in, answer JSON and
+    /// status out. (At an HTTP endpoint it is a POST of the JSON to
+    /// `/package.Service/Method`.)
+    pub fn grpc(method: &str, request: &serde_json::Value) -> Call {
+        Call::new(
+            Method::POST,
+            &format!("/{}", method.trim_start_matches('/')),
+        )
+        .body(Bytes::from(request.to_string()))
     }
 
     /// Add a header.

@@ -54,6 +54,7 @@ pub mod endpoint;
 pub mod engine;
 pub mod exit;
 pub mod flow;
+pub mod grpc;
 pub mod input;
 pub mod json_path;
 pub mod live;

@@ -93,8 +93,38 @@ pub struct Response {
     /// Body length in bytes, whether or not the body was kept.
     pub body_len: u64,
     /// Time to the response head, from the exchange's clock (which starts
-    /// after a connect that is not counted in the latency).
+    /// after a connect that is not counted in the latency); for a gRPC
+    /// call, to its first message.
     pub ttfb: Duration,
+    /// A gRPC call's status (`grpc-status`, `grpc-message`); `None` for
+    /// any other endpoint.
+    pub grpc: Option<GrpcStatus>,
+}
+
+/// The status of a gRPC call: `grpc-status` and `grpc-message` from the
+/// trailers (or a trailers-only answer). Names of the codes:
+/// [`crate::grpc::code_name`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrpcStatus {
+    /// The code: 0 (`OK`) to 16 (`UNAUTHENTICATED`); others are kept as
+    /// they came and named `UNKNOWN`.
+    pub code: u32,
+    /// The message, percent-decoded; `None` when there was none (never
+    /// allocated for a call that succeeded).
+    pub message: Option<Box<str>>,
+}
+
+impl GrpcStatus {
+    /// The status of a call that succeeded.
+    pub const OK: GrpcStatus = GrpcStatus {
+        code: 0,
+        message: None,
+    };
+
+    /// Whether the call failed (any code but `OK`).
+    pub fn is_error(&self) -> bool {
+        self.code != 0
+    }
 }
 
 /// Why a request got no response. Each kind is counted and reported.
@@ -120,11 +150,14 @@ pub enum Failure {
     BadRequest,
     /// Any other I/O error.
     Io,
+    /// The server reset the request's HTTP/2 stream (RST_STREAM) before
+    /// the answer was complete; the connection stayed.
+    StreamReset,
 }
 
 impl Failure {
     /// Every kind, in report order.
-    pub const ALL: [Failure; 10] = [
+    pub const ALL: [Failure; 11] = [
         Failure::Dns,
         Failure::Refused,
         Failure::Connect,
@@ -135,6 +168,7 @@ impl Failure {
         Failure::BodyTooLarge,
         Failure::BadRequest,
         Failure::Io,
+        Failure::StreamReset,
     ];
 
     /// Index into [`Failure::ALL`] (every TLS reason has the same one).
@@ -150,6 +184,7 @@ impl Failure {
             Failure::BodyTooLarge => 7,
             Failure::BadRequest => 8,
             Failure::Io => 9,
+            Failure::StreamReset => 10,
         }
     }
 
@@ -160,6 +195,24 @@ impl Failure {
             self,
             Failure::Dns | Failure::Refused | Failure::Connect | Failure::Tls(_)
         )
+    }
+
+    /// The gRPC status code a gRPC client reports for this failure (the
+    /// HTTP/2 transport mapping of gRPC's PROTOCOL-HTTP2 document):
+    /// reports name it beside the failure at gRPC endpoints.
+    pub fn grpc_code(self) -> u32 {
+        match self {
+            Failure::Timeout => 4,                          // DEADLINE_EXCEEDED
+            Failure::BodyTooLarge => 8,                     // RESOURCE_EXHAUSTED
+            Failure::Protocol | Failure::StreamReset => 13, // INTERNAL
+            Failure::BadRequest => 3,                       // INVALID_ARGUMENT
+            Failure::Dns
+            | Failure::Refused
+            | Failure::Connect
+            | Failure::Tls(_)
+            | Failure::Reset
+            | Failure::Io => 14, // UNAVAILABLE
+        }
     }
 
     /// Short name of the kind, used in reports (the same for every TLS
@@ -176,6 +229,7 @@ impl Failure {
             Failure::BodyTooLarge => "body too large",
             Failure::BadRequest => "bad request target",
             Failure::Io => "i/o error",
+            Failure::StreamReset => "stream reset",
         }
     }
 }

@@ -209,6 +209,23 @@ pub struct Plan {
     pub shard: Shard,
     /// When to start sending (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
+    /// gRPC: the schema compiled from `--proto` (`None`: ask each gRPC
+    /// endpoint's reflection service), how answers become JSON, and the
+    /// methods flow steps call. [`crate::grpc::setup`] resolves them into
+    /// each gRPC endpoint's [`EndpointSpec::grpc`] before the run.
+    pub grpc: GrpcPlan,
+}
+
+/// The gRPC part of a plan, before the schema is resolved.
+#[derive(Debug, Default)]
+pub struct GrpcPlan {
+    /// Compiled from `--proto` files.
+    pub schema: Option<prost_reflect::DescriptorPool>,
+    /// `--grpc-json`.
+    pub json: crate::grpc::JsonOptions,
+    /// Methods flow steps call, by endpoint position
+    /// (`package.Service/Method`).
+    pub step_methods: Vec<(usize, String)>,
 }
 
 impl Plan {
@@ -437,6 +454,29 @@ impl Plan {
             .map(parse_start_at)
             .transpose()
             .map_err(usage)?;
+        let grpc = GrpcPlan {
+            schema: if args.proto.is_empty() {
+                if !args.proto_path.is_empty() {
+                    return Err(usage(
+                        "--proto-path needs --proto FILE: name the .proto file to compile".into(),
+                    ));
+                }
+                None
+            } else {
+                Some(
+                    crate::grpc::compile(&args.proto, &args.proto_path)
+                        .map_err(|e| usage(e.to_string()))?,
+                )
+            },
+            json: args
+                .grpc_json
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| usage(format!("--grpc-json: {e}")))?
+                .unwrap_or_default(),
+            step_methods: Vec::new(),
+        };
         let threads = args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -480,6 +520,7 @@ impl Plan {
             input_file,
             shard,
             start_at,
+            grpc,
         })
     }
 
@@ -499,11 +540,16 @@ impl Plan {
                 crate::input::open(self.input_format, self.input_file.as_deref(), self.max_line)?
             }
         };
-        Ok(Input::Stream(if self.shard == Shard::WHOLE {
+        let source: Box<dyn Source> = if self.shard == Shard::WHOLE {
             source
         } else {
             Box::new(crate::input::reader::Sharded::new(source, self.shard))
-        }))
+        };
+        // Only this shard's records are checked.
+        Ok(Input::Stream(crate::grpc::Checked::wrap(
+            source,
+            &self.endpoints,
+        )))
     }
 }
 

@@ -66,6 +66,16 @@ impl Kind {
 
 /// Name a request as the reference endpoint would receive it.
 pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
+    if req.target.is_none() && reference.style == Style::Grpc {
+        // A gRPC method by its name: `items.Items/GetItem`.
+        let name = reference.base_path.trim_start_matches('/').to_string();
+        return Kind {
+            group: name.clone(),
+            selector: name,
+            jsonrpc: false,
+            step: false,
+        };
+    }
     if req.target.is_none() {
         if let Some(m) = quick_jsonrpc_method(&req.body) {
             return Kind {
@@ -89,7 +99,7 @@ pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
                 String::from_utf8_lossy(&req.body)
             ),
         ),
-        (None, Style::Post | Style::WebSocket) => (
+        (None, Style::Post | Style::WebSocket | Style::Grpc) => (
             req.method.as_ref().map_or("POST", |m| m.as_str()),
             reference.base_path.clone(),
         ),

@@ -144,6 +144,7 @@ impl Comparer {
             (Err(x), Err(y)) => x == y,
             (Ok(x), Ok(y)) => {
                 x.status == y.status
+                    && grpc_code(x) == grpc_code(y)
                     && x.headers == y.headers
                     && (!self.needs_body() || x.body == y.body)
             }
@@ -225,8 +226,11 @@ impl Comparer {
                 )]
             }
         };
-        if a.status != b.status {
-            return vec![simple("status", format!("{} vs {}", a.status, b.status))];
+        if a.status != b.status || grpc_code(a) != grpc_code(b) {
+            return vec![simple(
+                "status",
+                format!("{} vs {}", describe_response(a), describe_response(b)),
+            )];
         }
         let mut out = Vec::new();
         for name in &self.headers {
@@ -284,9 +288,24 @@ fn covers(noise: &str, at: &str) -> bool {
 /// A short description of an outcome: the status, or the failure.
 pub fn describe(o: &Outcome) -> String {
     match &o.result {
-        Ok(Response { status, .. }) => status.to_string(),
+        Ok(r) => describe_response(r),
         Err(f) => f.to_string(),
     }
+}
+
+/// A response's status, with its gRPC status when it is not `OK`
+/// (`200 NOT_FOUND`).
+fn describe_response(r: &Response) -> String {
+    match &r.grpc {
+        Some(g) if g.is_error() => format!("{} {}", r.status, crate::grpc::code_name(g.code)),
+        _ => r.status.to_string(),
+    }
+}
+
+/// The gRPC status an answer is compared by: a REST answer (none) is
+/// taken as `OK`, so a REST endpoint and a gRPC one line up.
+fn grpc_code(r: &Response) -> u32 {
+    r.grpc.as_ref().map_or(0, |g| g.code)
 }
 
 #[cfg(test)]

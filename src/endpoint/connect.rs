@@ -139,9 +139,14 @@ impl Dialer {
             (Scheme::Https, Some(tls), Some(name)) => {
                 let stream = self.tls_handshake(tls, name, tcp).await?;
                 let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                if !h2 && self.protocol == Protocol::Grpc {
+                    // gRPC is HTTP/2 only: a server that did not take ALPN
+                    // h2 cannot answer it.
+                    return Err(Failure::Tls(crate::model::TlsReason::Incompatible));
+                }
                 self.handshake(stream, None, h2).await
             }
-            _ if self.protocol == Protocol::Http2 => {
+            _ if matches!(self.protocol, Protocol::Http2 | Protocol::Grpc) => {
                 let std = tcp.into_std().map_err(|e| classify_io(&e, Failure::Io))?;
                 let drain = std.try_clone().map_err(|e| classify_io(&e, Failure::Io))?;
                 let tcp = TcpStream::from_std(std).map_err(|e| classify_io(&e, Failure::Io))?;
@@ -191,7 +196,8 @@ impl Dialer {
     ) -> Result<Connected, Failure> {
         if h2 {
             let keep = self.keep_headers.clone();
-            super::h2::Conn::handshake(Box::new(io), drain, keep)
+            let grpc = self.protocol == Protocol::Grpc;
+            super::h2::Conn::handshake(Box::new(io), drain, keep, grpc)
                 .await
                 .map(Connected::H2)
         } else {

@@ -281,11 +281,33 @@ fn fuzz_hpack_blocks() {
 
 /// One frame: any type (a few more than HTTP/2 has), flags and a small
 /// stream id, with a payload that is random or shaped for its type.
+/// A header block of literal fields (without indexing).
+fn grpc_block(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (n, v) in fields {
+        super::hpack::put_field(&mut out, n.as_bytes(), v.as_bytes());
+    }
+    out
+}
+
 fn h2_frame() -> impl Strategy<Value = Vec<u8>> {
     let payload = prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..40),
         // A response head: `:status 200` indexed.
         Just(vec![0x88]),
+        // gRPC trailers (and a trailers-only head): `grpc-status` with a
+        // code, a number too large, or text; `grpc-message` percent-encoded.
+        Just(grpc_block(&[
+            ("grpc-status", "5"),
+            ("grpc-message", "no%20item%")
+        ])),
+        Just(grpc_block(&[
+            ("grpc-status", "99999999999"),
+            ("grpc-message", "%zz%C3")
+        ])),
+        Just([vec![0x88], grpc_block(&[("grpc-status", "x")])].concat()),
+        // A gRPC message prefix claiming more than follows.
+        Just(vec![0, 0xff, 0xff, 0xff, 0xff, 1, 2]),
         Just(vec![0, 0, 0, 0, 0, 0, 0, 0]),
         Just(vec![0, 3, 0, 0, 0, 1]),
         Just(vec![0, 4, 0x7f, 0xff, 0xff, 0xff]),
@@ -319,7 +341,10 @@ fn fuzz_h2_frames() {
         "h2 frames",
         frames,
         |(settings_first, input, chunk, streams, keep_body)| {
-            let conn = H2Conn::detached(vec![http::HeaderName::from_static("x-k")]);
+            // Every other input on a gRPC connection, which reads the
+            // grpc-status and grpc-message of every header block too.
+            let grpc = input.len() % 2 == 1;
+            let conn = H2Conn::detached(vec![http::HeaderName::from_static("x-k")], grpc);
             let mut data = Vec::new();
             if settings_first {
                 data.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);

@@ -154,6 +154,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
         };
         Ok(Answer {
+            grpc: None,
+            first_data: None,
             status,
             head_at,
             headers,

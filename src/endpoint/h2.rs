@@ -34,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::connect::{classify_io, Io};
 use super::hpack;
 use super::{Answer, Failure};
+use crate::model::GrpcStatus;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
@@ -156,6 +157,9 @@ struct Inner {
     decoder: hpack::Decoder,
     /// Response headers to keep (`--compare-header`).
     keep: Vec<HeaderName>,
+    /// A gRPC connection: `grpc-status` and `grpc-message` are read from
+    /// every stream's header blocks.
+    grpc: bool,
     /// A header block arriving in CONTINUATION frames: its stream (0 for
     /// none), whether it ends the stream, the fragments so far.
     block_stream: u32,
@@ -180,6 +184,10 @@ struct Stream {
     unsent: Bytes,
     /// Bytes received not yet handed back.
     unacked: u32,
+    /// gRPC: the status its header blocks carried.
+    grpc: Option<GrpcStatus>,
+    /// When the first DATA frame with data arrived.
+    first_data: Option<Instant>,
 }
 
 /// A connection-level error: versus sends GOAWAY with the code and fails
@@ -195,6 +203,7 @@ impl Conn {
         io: Box<dyn Io>,
         drain: Option<std::net::TcpStream>,
         keep: Vec<HeaderName>,
+        grpc: bool,
     ) -> Result<Rc<Conn>, Failure> {
         let mut wbuf = Vec::with_capacity(4096);
         wbuf.extend_from_slice(PREFACE);
@@ -204,7 +213,9 @@ impl Conn {
             wbuf.extend_from_slice(&value.to_be_bytes());
         }
         put_window_update(&mut wbuf, 0, CONN_WINDOW - DEFAULT_WINDOW);
-        let conn = Rc::new(Conn(RefCell::new(Inner::new(wbuf, keep))));
+        let mut inner = Inner::new(wbuf, keep);
+        inner.grpc = grpc;
+        let conn = Rc::new(Conn(RefCell::new(inner)));
         let driver = Driver {
             conn: conn.clone(),
             io,
@@ -269,8 +280,10 @@ impl Conn {
 
     /// A connection with no socket, for tests of the frame parser.
     #[cfg(test)]
-    pub(crate) fn detached(keep: Vec<HeaderName>) -> Conn {
-        Conn(RefCell::new(Inner::new(Vec::new(), keep)))
+    pub(crate) fn detached(keep: Vec<HeaderName>, grpc: bool) -> Conn {
+        let mut inner = Inner::new(Vec::new(), keep);
+        inner.grpc = grpc;
+        Conn(RefCell::new(inner))
     }
 
     /// Handle `input` as frames read from the socket, `chunk` bytes at a
@@ -376,6 +389,8 @@ impl Conn {
             send_window: inner.peer_window,
             unsent: Bytes::new(),
             unacked: 0,
+            grpc: None,
+            first_data: None,
         };
         let sent = put_data(
             &mut inner.wbuf,
@@ -418,6 +433,8 @@ impl Conn {
             body_len: s.len,
             // A stream ends, not its connection.
             keep_alive: true,
+            grpc: s.grpc,
+            first_data: s.first_data,
         }))
     }
 
@@ -574,6 +591,7 @@ impl Inner {
             sent: 0,
             decoder: hpack::Decoder::new(TABLE_SIZE),
             keep,
+            grpc: false,
             block_stream: 0,
             block_end: false,
             block: Vec::new(),
@@ -652,7 +670,7 @@ impl Inner {
                         s.finish(Err(if be32(payload) == code::REFUSED_STREAM {
                             H2Error::Unprocessed
                         } else {
-                            H2Error::Failed(Failure::Reset)
+                            H2Error::Failed(Failure::StreamReset)
                         }));
                     }
                 }
@@ -750,6 +768,9 @@ impl Inner {
             s.finish(Err(H2Error::Failed(Failure::BodyTooLarge)));
             return Ok(());
         }
+        if s.first_data.is_none() && !data.is_empty() {
+            s.first_data = Some(Instant::now());
+        }
         if s.keep_body {
             s.body.extend_from_slice(data);
         }
@@ -773,16 +794,35 @@ impl Inner {
     /// 1xx), or trailers.
     fn headers(&mut self, id: u32, block: &[u8], end: bool) -> Result<(), ConnError> {
         let keep = &self.keep;
+        let grpc = self.grpc;
         let mut status = 0u16;
         let mut kept = Vec::new();
+        let mut grpc_code = None;
+        let mut grpc_message = None;
         // Decoded even for a stream given up: the dynamic table depends on
         // every block.
         self.decoder
             .decode(
                 block,
-                |name| name == b":status" || keep.iter().any(|k| k.as_str().as_bytes() == name),
+                |name| {
+                    name == b":status"
+                        || (grpc && (name == b"grpc-status" || name == b"grpc-message"))
+                        || keep.iter().any(|k| k.as_str().as_bytes() == name)
+                },
                 |name, value| {
-                    if name == b":status" {
+                    if grpc && name == b"grpc-status" {
+                        // Not a number: UNKNOWN, as gRPC clients take it.
+                        grpc_code = Some(
+                            std::str::from_utf8(value)
+                                .ok()
+                                .and_then(|v| v.parse::<u32>().ok())
+                                .unwrap_or(2),
+                        );
+                    } else if grpc && name == b"grpc-message" {
+                        if !value.is_empty() {
+                            grpc_message = Some(crate::grpc::decode_message(value));
+                        }
+                    } else if name == b":status" {
                         status = match value {
                             &[a, b, c] if value.iter().all(u8::is_ascii_digit) && a != b'0' => {
                                 u16::from(a - b'0') * 100
@@ -816,6 +856,12 @@ impl Inner {
             put_rst(&mut self.wbuf, id, code::PROTOCOL_ERROR);
             s.finish(Err(H2Error::Failed(Failure::Protocol)));
             return Ok(());
+        }
+        if let Some(code) = grpc_code {
+            s.grpc = Some(GrpcStatus {
+                code,
+                message: grpc_message,
+            });
         }
         if s.status == 0 {
             if status < 200 {
@@ -1117,6 +1163,126 @@ mod tests {
     fn frame(out: &mut Vec<u8>, kind: u8, id: u32, len: usize) {
         put_head(out, len, kind, 0, id);
         out.extend(std::iter::repeat_n(0xAB, len));
+    }
+
+    fn grpc_block(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (n, v) in fields {
+            hpack::put_field(&mut out, n.as_bytes(), v.as_bytes());
+        }
+        out
+    }
+
+    fn answer_of(conn: &Conn, id: u32) -> Result<Answer, H2Error> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match conn.answer(id, &mut cx) {
+            Poll::Ready(a) => a,
+            Poll::Pending => panic!("stream {id} not finished"),
+        }
+    }
+
+    /// A gRPC connection takes the status from the trailers, or from the
+    /// head of a trailers-only answer, percent-decoding the message; the
+    /// first DATA frame is the time to the first message.
+    #[test]
+    fn grpc_statuses_come_from_trailers_and_trailers_only_heads() {
+        let conn = Conn::detached(Vec::new(), true);
+        assert!(conn.receive(&[0, 0, 0, 4, 0, 0, 0, 0, 0], 9));
+        let one = conn
+            .open(|_| Ok(&b"\0\0\0\0\0"[..]), true, 1 << 20)
+            .unwrap();
+        let three = conn
+            .open(|_| Ok(&b"\0\0\0\0\0"[..]), true, 1 << 20)
+            .unwrap();
+        let mut frames = Vec::new();
+        // Stream 1: head, a message, trailers.
+        let head = [
+            vec![0x88],
+            grpc_block(&[("content-type", "application/grpc")]),
+        ]
+        .concat();
+        put_head(
+            &mut frames,
+            head.len(),
+            kind::HEADERS,
+            flag::END_HEADERS,
+            one,
+        );
+        frames.extend_from_slice(&head);
+        put_head(&mut frames, 7, kind::DATA, 0, one);
+        frames.extend_from_slice(&[0, 0, 0, 0, 2, 8, 1]);
+        let trailers = grpc_block(&[("grpc-status", "14"), ("grpc-message", "try%20again")]);
+        put_head(
+            &mut frames,
+            trailers.len(),
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            one,
+        );
+        frames.extend_from_slice(&trailers);
+        // Stream 3: trailers-only.
+        let only = [vec![0x88], grpc_block(&[("grpc-status", "5")])].concat();
+        put_head(
+            &mut frames,
+            only.len(),
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            three,
+        );
+        frames.extend_from_slice(&only);
+        assert!(conn.receive(&frames, 5));
+        let a = answer_of(&conn, one).unwrap();
+        assert_eq!(a.status, 200);
+        assert_eq!(
+            a.grpc,
+            Some(GrpcStatus {
+                code: 14,
+                message: Some("try again".into())
+            })
+        );
+        assert!(a.first_data.is_some());
+        assert_eq!(&a.body[..], &[0, 0, 0, 0, 2, 8, 1]);
+        let b = answer_of(&conn, three).unwrap();
+        assert_eq!(
+            b.grpc,
+            Some(GrpcStatus {
+                code: 5,
+                message: None
+            })
+        );
+        assert!(b.first_data.is_none());
+        // The same frames on a connection that is not gRPC keep nothing.
+        let plain = Conn::detached(Vec::new(), false);
+        assert!(plain.receive(&[0, 0, 0, 4, 0, 0, 0, 0, 0], 9));
+        let id = plain.open(|_| Ok(&b""[..]), false, 1 << 20).unwrap();
+        let mut only_plain = Vec::new();
+        put_head(
+            &mut only_plain,
+            only.len(),
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            id,
+        );
+        only_plain.extend_from_slice(&only);
+        assert!(plain.receive(&only_plain, 64));
+        assert_eq!(answer_of(&plain, id).unwrap().grpc, None);
+    }
+
+    /// A stream the server resets (RST_STREAM, not REFUSED_STREAM) fails as
+    /// a stream reset, not a connection reset: the connection stays.
+    #[test]
+    fn a_reset_stream_is_a_stream_reset() {
+        let conn = Conn::detached(Vec::new(), true);
+        assert!(conn.receive(&[0, 0, 0, 4, 0, 0, 0, 0, 0], 9));
+        let id = conn.open(|_| Ok(&b""[..]), false, 1 << 20).unwrap();
+        let mut frames = Vec::new();
+        put_rst(&mut frames, id, 2); // INTERNAL_ERROR
+        assert!(conn.receive(&frames, 13));
+        assert!(matches!(
+            answer_of(&conn, id),
+            Err(H2Error::Failed(Failure::StreamReset))
+        ));
+        assert!(!conn.is_closed());
     }
 
     /// After a GOAWAY, the frames queued for the streams above its last

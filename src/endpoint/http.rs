@@ -30,6 +30,7 @@ use http::{HeaderName, Method, Uri};
 use rustls::pki_types::ServerName;
 
 use super::connect::{Backoff, Connected, Dialer, H1Conn};
+use super::grpc::{Encoded, GrpcLink};
 use super::h1::Reached;
 use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
@@ -65,6 +66,9 @@ pub struct Prepared {
     line_headers_h2: Vec<u8>,
     /// Set for WebSocket endpoints: every request goes through it.
     ws: Option<WsLink>,
+    /// Set for gRPC endpoints (once their schema is resolved): every
+    /// request is a call.
+    grpc: Option<GrpcLink>,
 }
 
 /// One core's connection state and prepared request parts for one endpoint.
@@ -276,8 +280,13 @@ impl Prepared {
         let protocol = Protocol::choose(&spec, opts.version);
         let ws = match protocol {
             Protocol::WebSocket => Some(WsLink::new(&spec, &opts)?),
-            Protocol::Http1 | Protocol::Http2 | Protocol::Negotiate => None,
+            Protocol::Http1 | Protocol::Http2 | Protocol::Negotiate | Protocol::Grpc => None,
         };
+        let grpc = spec
+            .grpc
+            .as_ref()
+            .filter(|_| protocol == Protocol::Grpc)
+            .map(|service| GrpcLink::new(service.clone(), opts.timeout, &spec));
         // The run's TLS configuration offers what the version policy says;
         // an endpoint whose protocol offers otherwise (a WebSocket upgrade
         // is an HTTP/1.1 request) gets a copy of its own.
@@ -312,7 +321,23 @@ impl Prepared {
             headers_h2,
             line_headers_h2,
             ws,
+            grpc,
         })
+    }
+
+    /// How to connect.
+    pub(super) fn dialer(&self) -> &Dialer {
+        &self.dialer
+    }
+
+    /// HPACK: `:scheme` and `:authority`.
+    pub(super) fn origin_h2(&self) -> &[u8] {
+        &self.origin_h2
+    }
+
+    /// HPACK: the endpoint's own headers.
+    pub(super) fn headers_h2(&self) -> &[u8] {
+        &self.headers_h2
     }
 }
 
@@ -468,7 +493,7 @@ impl Link {
     fn method<'r>(&self, req: &'r Request) -> &'r Method {
         match (&req.method, &req.target, self.spec.style) {
             (Some(m), ..) => m,
-            (None, None, Style::Post | Style::WebSocket) => &Method::POST,
+            (None, None, Style::Post | Style::WebSocket | Style::Grpc) => &Method::POST,
             (None, ..) => &Method::GET,
         }
     }
@@ -481,7 +506,7 @@ impl Link {
     ) -> Result<(&'r Method, Cow<'a, str>, &'r [u8]), Failure> {
         let method = self.method(req);
         let (path, body): (Cow<'_, str>, &[u8]) = match (&req.target, self.spec.style) {
-            (None, Style::Post | Style::WebSocket) => {
+            (None, Style::Post | Style::WebSocket | Style::Grpc) => {
                 (Cow::Borrowed(self.spec.base_path.as_str()), &req.body)
             }
             (None, Style::Get) => {
@@ -632,6 +657,8 @@ pub struct Slot {
     /// The wait before the next connect after failed ones.
     backoff: Backoff,
     ws: WsSlot,
+    /// gRPC: the last request's message, encoded.
+    encoded: Encoded,
 }
 
 /// A stream whose answer is awaited: reset if the wait is dropped (a
@@ -665,6 +692,7 @@ impl Slot {
             deadline: Deadline::default(),
             backoff: Backoff::default(),
             ws: WsSlot::default(),
+            encoded: Encoded::default(),
         }
     }
 
@@ -802,7 +830,13 @@ impl Slot {
                 }
                 Sender::H2(stream) => stream,
             };
-            match self.exchange_h2(&stream.conn, req, keep_body, start).await {
+            let exchanged = if self.link.grpc.is_some() {
+                self.exchange_grpc(&stream.conn, req, keep_body, start)
+                    .await
+            } else {
+                self.exchange_h2(&stream.conn, req, keep_body, start).await
+            };
+            match exchanged {
                 Ok(r) => return Ok(r),
                 Err(H2Error::Failed(f)) => return Err(f),
                 Err(H2Error::Unprocessed) => {
@@ -880,6 +914,51 @@ impl Slot {
         // Taken (the stream is out of the map): nothing to reset.
         open.answered = true;
         Ok(a?.response(start))
+    }
+
+    /// One gRPC call on a stream of a shared HTTP/2 connection: the
+    /// method is the request's target (a flow step's) or the endpoint's.
+    async fn exchange_grpc(
+        &mut self,
+        conn: &H2Conn,
+        req: &Request,
+        keep_body: bool,
+        start: Instant,
+    ) -> Result<Response, H2Error> {
+        let link = self.link.clone();
+        let Some(g) = &link.grpc else {
+            return Err(H2Error::Failed(Failure::BadRequest));
+        };
+        let method = g
+            .service
+            .method(req.target.as_deref())
+            .ok_or(H2Error::Failed(Failure::BadRequest))?;
+        let body = self.encoded.get(req, &method)?;
+        let id = conn.open(
+            |block| {
+                g.put_block(
+                    block,
+                    &link.origin_h2,
+                    &link.headers_h2,
+                    &link.spec,
+                    &method,
+                    req,
+                );
+                Ok(&body[..])
+            },
+            keep_body,
+            link.opts.max_body,
+        )?;
+        let mut open = OpenStream {
+            conn,
+            id,
+            answered: false,
+        };
+        let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await;
+        open.answered = true;
+        Ok(super::grpc::response(
+            a?, &method, &g.service, keep_body, start,
+        )?)
     }
 
     /// A sender ready for one request, connecting if needed (after the

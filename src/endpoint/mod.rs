@@ -8,6 +8,7 @@
 mod connect;
 #[cfg(test)]
 mod fuzz;
+pub mod grpc;
 mod h1;
 mod h2;
 mod hpack;
@@ -53,6 +54,9 @@ pub enum Protocol {
     /// JSON-RPC over a WebSocket (`ws://`, `wss://`), opened with an
     /// HTTP/1.1 upgrade.
     WebSocket,
+    /// gRPC: HTTP/2 only (ALPN `h2` over TLS, prior knowledge over TCP),
+    /// with `grpc-status` read from every stream.
+    Grpc,
 }
 
 impl Protocol {
@@ -60,6 +64,7 @@ impl Protocol {
     pub fn choose(spec: &EndpointSpec, version: HttpVersion) -> Protocol {
         match (spec.style, version) {
             (Style::WebSocket, _) => Protocol::WebSocket,
+            (Style::Grpc, _) => Protocol::Grpc,
             (_, HttpVersion::Http1) => Protocol::Http1,
             (_, HttpVersion::Http2) => Protocol::Http2,
             (_, HttpVersion::Auto) => Protocol::Negotiate,
@@ -71,7 +76,7 @@ impl Protocol {
         match self {
             Protocol::Negotiate => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
             Protocol::Http1 | Protocol::WebSocket => vec![b"http/1.1".to_vec()],
-            Protocol::Http2 => vec![b"h2".to_vec()],
+            Protocol::Http2 | Protocol::Grpc => vec![b"h2".to_vec()],
         }
     }
 }
@@ -164,6 +169,7 @@ impl Outcome {
                 body: bytes::Bytes::copy_from_slice(body.as_bytes()),
                 body_len: body.len() as u64,
                 ttfb: Duration::ZERO,
+                grpc: None,
             }),
             latency: Duration::ZERO,
             uncorrected: Duration::ZERO,
@@ -200,6 +206,11 @@ pub(crate) struct Answer {
     /// Whether the connection can carry another request (always over
     /// HTTP/2, where a stream ends, not its connection).
     pub keep_alive: bool,
+    /// A gRPC stream's status (its trailers, or a trailers-only head);
+    /// `None` when it sent none, and on any other stream.
+    pub grpc: Option<crate::model::GrpcStatus>,
+    /// When the first DATA arrived (gRPC streams: the first message).
+    pub first_data: Option<Instant>,
 }
 
 impl Answer {
@@ -211,6 +222,7 @@ impl Answer {
             body: self.body,
             body_len: self.body_len,
             ttfb: self.head_at.saturating_duration_since(start),
+            grpc: self.grpc,
         }
     }
 }
@@ -247,6 +259,7 @@ mod tests {
             body: bytes::Bytes::new(),
             body_len: 0,
             ttfb: Duration::from_millis(10),
+            grpc: None,
         };
         let o = Outcome::timed(Ok(response()), start, clock, None, 0, None);
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));

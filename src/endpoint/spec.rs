@@ -18,6 +18,10 @@ pub enum Style {
     /// Send the body as a message on a WebSocket opened at the URL and take
     /// the JSON-RPC answer with the same `id` (`ws://`, `wss://`).
     WebSocket,
+    /// Call a gRPC method with the line as its request message in the
+    /// proto3 JSON mapping (`grpc://`, `grpcs://`); the method is the URL's
+    /// path (`/package.Service/Method`) or a flow step's.
+    Grpc,
 }
 
 /// Transport security of an endpoint.
@@ -50,8 +54,12 @@ pub struct EndpointSpec {
     pub authority: String,
     /// Path and query of the URL, at least `/`.
     pub base_path: String,
-    /// Headers sent with every request to this endpoint (global, then own).
+    /// Headers sent with every request to this endpoint (global, then own):
+    /// a gRPC endpoint's metadata.
     pub headers: HeaderMap,
+    /// A gRPC endpoint's schema and methods, resolved before the run
+    /// (`None` until then, and for every other endpoint).
+    pub grpc: Option<std::sync::Arc<crate::grpc::Service>>,
 }
 
 /// A bad endpoint argument; the message names the argument and the fix.
@@ -78,7 +86,7 @@ impl EndpointSpec {
                 Some(eq) => (Some(&arg[..eq]), &arg[eq + 1..]),
                 None => (None, arg),
             },
-            None => return Err(fail("not a URL: expected http://, https://, http+get://, https+get://, http+post://, https+post://, ws:// or wss://")),
+            None => return Err(fail("not a URL: expected http://, https://, http+get://, https+get://, http+post://, https+post://, ws://, wss://, grpc:// or grpcs://")),
         };
         if let Some(n) = name {
             if n.is_empty() || n.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -95,9 +103,11 @@ impl EndpointSpec {
             "https+get" => (Scheme::Https, Style::Get),
             "ws" => (Scheme::Http, Style::WebSocket),
             "wss" => (Scheme::Https, Style::WebSocket),
+            "grpc" => (Scheme::Http, Style::Grpc),
+            "grpcs" => (Scheme::Https, Style::Grpc),
             other => {
                 return Err(fail(&format!(
-                    "unknown scheme {other:?}: use http, https, http+get, https+get, http+post, https+post, ws or wss"
+                    "unknown scheme {other:?}: use http, https, http+get, https+get, http+post, https+post, ws, wss, grpc or grpcs"
                 )))
             }
         };
@@ -164,6 +174,7 @@ impl EndpointSpec {
             authority,
             base_path,
             headers,
+            grpc: None,
         })
     }
 
@@ -257,6 +268,17 @@ mod tests {
             (Scheme::Https, Style::WebSocket, 443, "h")
         );
 
+        let e = EndpointSpec::parse("g=grpc://127.0.0.1:50051/items.Items/GetItem", false).unwrap();
+        assert_eq!(
+            (e.scheme, e.style, e.port, e.base_path.as_str()),
+            (Scheme::Http, Style::Grpc, 50051, "/items.Items/GetItem")
+        );
+        let e = EndpointSpec::parse("grpcs://h", false).unwrap();
+        assert_eq!(
+            (e.scheme, e.style, e.port),
+            (Scheme::Https, Style::Grpc, 443)
+        );
+
         let e = EndpointSpec::parse("a=http://h/x?k=v=w", false).unwrap();
         assert_eq!((e.label.as_str(), e.base_path.as_str()), ("a", "/x?k=v=w"));
     }
@@ -273,8 +295,8 @@ mod tests {
         for (arg, want) in [
             ("localhost:8080", "not a URL"),
             ("ftp://h/", "unknown scheme"),
-            ("ftp://h/", "ws or wss"),
-            ("localhost:8546", "ws:// or wss://"),
+            ("ftp://h/", "grpc or grpcs"),
+            ("localhost:8546", "wss://, grpc:// or grpcs://"),
             ("http://h:99999/", "bad port"),
             ("http://:80/", "no host"),
             ("=http://h/", "name before"),

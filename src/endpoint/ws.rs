@@ -257,6 +257,7 @@ impl WsSlot {
                 body,
                 body_len: body_len as u64,
                 ttfb,
+                grpc: None,
             });
         }
     }

@@ -33,6 +33,10 @@ pub(crate) fn classify(
     let error = match &outcome.result {
         Err(f) => Some(f.name().to_string()),
         Ok(r) if r.status >= 400 => Some(format!("HTTP {}", r.status)),
+        Ok(crate::model::Response { grpc: Some(g), .. }) if g.is_error() => {
+            *stats.endpoints[e].grpc_errors.entry(g.code).or_default() += 1;
+            Some(crate::grpc::error_name(g.code))
+        }
         Ok(r)
             if plan.comparer.jsonrpc()
                 && r.status < 300
@@ -129,9 +133,11 @@ pub(crate) fn verdict(
     errors: &[bool],
 ) {
     let kind: OnceCell<Kind> = OnceCell::new();
-    let name = match req
-        .target
-        .is_none()
+    let grpc_reference = plan
+        .endpoints
+        .first()
+        .is_some_and(|e| e.style == crate::endpoint::Style::Grpc);
+    let name = match (req.target.is_none() && !grpc_reference)
         .then(|| method::quick_jsonrpc_method(&req.body))
         .flatten()
     {

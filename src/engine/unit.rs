@@ -151,6 +151,7 @@ pub(crate) async fn run_flow(
                         status: r.status,
                         headers: Vec::new(),
                         body: r.body.clone(),
+                        grpc: None,
                     });
                 }
                 run
@@ -190,9 +191,10 @@ fn answered(
                 status: r.status,
                 headers: r.headers.clone(),
                 body: r.body.clone(),
+                grpc: r.grpc.clone(),
             };
             let checked = match step.check(&reply) {
-                Err(e) if r.status >= 400 => Some(StepFailure::Error(e)),
+                Err(e) if reply.is_error() => Some(StepFailure::Error(e)),
                 Err(e) => Some(StepFailure::Check(e)),
                 Ok(()) => {
                     vars.and_then(|vars| step.take(&reply, vars).err().map(StepFailure::Extract))
@@ -280,6 +282,7 @@ async fn traverse(
                 body_len: body.len() as u64,
                 body,
                 ttfb: took,
+                grpc: None,
             }),
             latency: took,
             uncorrected: took,

@@ -45,6 +45,10 @@ impl JsonlSource {
 }
 
 impl Source for JsonlSource {
+    fn location(&self) -> Option<String> {
+        Some(format!("line {}", self.lines.number))
+    }
+
     fn buffered(&self) -> bool {
         self.lines.ahead().any(|line| !line.trim_ascii().is_empty())
     }

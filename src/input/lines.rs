@@ -72,6 +72,10 @@ impl<R: Read + Send> LinesSource<R> {
 }
 
 impl<R: Read + Send> Source for LinesSource<R> {
+    fn location(&self) -> Option<String> {
+        Some(format!("line {}", self.line_no))
+    }
+
     fn buffered(&self) -> bool {
         // A whole non-blank line is in the buffer (blank ones are skipped):
         // reading the next record will not wait.

@@ -62,6 +62,13 @@ pub trait Source: Send {
     fn summary(&self) -> Option<String> {
         None
     }
+
+    /// Where the record [`Source::next`] returned last was (`line 7`),
+    /// for a check after reading that finds it malformed (a gRPC
+    /// request that does not fit its message type). The default is none.
+    fn location(&self) -> Option<String> {
+        None
+    }
 }
 
 pub mod curl;

@@ -83,6 +83,10 @@ impl Source for Sharded {
     fn summary(&self) -> Option<String> {
         self.source.summary()
     }
+
+    fn location(&self) -> Option<String> {
+        self.source.location()
+    }
 }
 
 /// Start the input thread. It ends when the source ends, `limit` requests

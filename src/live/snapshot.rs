@@ -296,6 +296,7 @@ mod tests {
                     body: bytes::Bytes::new(),
                     body_len: 2,
                     ttfb: Duration::from_micros(micros / 2),
+                    grpc: None,
                 }),
                 latency: Duration::from_micros(micros),
                 uncorrected: Duration::from_micros(micros),

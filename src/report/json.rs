@@ -58,6 +58,11 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         .filter(|r| s.tls_reasons[r.index()] > 0)
         .map(|r| (r.name().to_string(), json!(s.tls_reasons[r.index()])))
         .collect();
+    let grpc: Map<String, Value> = s
+        .grpc_errors
+        .iter()
+        .map(|(c, n)| (crate::grpc::code_name(*c).to_string(), json!(n)))
+        .collect();
     let codes = |from: usize| -> Map<String, Value> {
         s.status
             .iter()
@@ -83,6 +88,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
             "kinds": kinds,
             "tls_reasons": tls_reasons,
             "statuses": codes(400),
+            "grpc": grpc,
         },
         "status": codes(0),
         "bytes": {

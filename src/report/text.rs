@@ -42,7 +42,8 @@ pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Re
         writeln!(out)?;
         writeln!(out, "{i}. {spec}")?;
         writeln!(out)?;
-        endpoint(out, plan, s, run.elapsed)?;
+        let grpc = spec.url.starts_with("grpc://") || spec.url.starts_with("grpcs://");
+        endpoint(out, plan, s, run.elapsed, grpc)?;
     }
     super::pages::write(out, plan, run)?;
     summary(out, plan, run)
@@ -81,6 +82,7 @@ fn endpoint(
     plan: &RunInfo,
     s: &EndpointStats,
     elapsed: std::time::Duration,
+    grpc: bool,
 ) -> io::Result<()> {
     // Failed connects are attempts, not requests: left out of the rate.
     let completed = s.completed();
@@ -130,7 +132,11 @@ fn endpoint(
     writeln!(out, "   Errors: {}", percent(s.errors(), completed))?;
     for f in Failure::ALL {
         let n = s.failures[f.index()];
-        if n > 0 {
+        if n > 0 && grpc {
+            // The status a gRPC client would report for it.
+            let code = crate::grpc::code_name(f.grpc_code());
+            writeln!(out, "     {} ({code}): {n}", f.name())?;
+        } else if n > 0 {
             writeln!(out, "     {}: {n}", f.name())?;
         }
         if let Failure::Tls(_) = f {
@@ -153,6 +159,9 @@ fn endpoint(
             "     {}: {n}",
             crate::engine::jsonrpc_error_name(*code)
         )?;
+    }
+    for (code, n) in &s.grpc_errors {
+        writeln!(out, "     {}: {n}", crate::grpc::error_name(*code))?;
     }
     writeln!(out)?;
     let statuses: Vec<String> = s

@@ -134,6 +134,9 @@ pub struct EndpointRecord {
     /// JSON-RPC error answers by code.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub jsonrpc_errors: BTreeMap<i64, u64>,
+    /// gRPC error statuses by code name (`NOT_FOUND`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_errors: BTreeMap<String, u64>,
     /// TLS handshake histogram (µs); empty without TLS.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tls: String,
@@ -542,6 +545,11 @@ impl EndpointRecord {
             ttfb: encode_histogram(&s.ttfb),
             connect: encode_histogram(&s.connect),
             jsonrpc_errors: s.jsonrpc_errors.clone(),
+            grpc_errors: s
+                .grpc_errors
+                .iter()
+                .map(|(c, n)| (crate::grpc::code_name(*c).to_string(), *n))
+                .collect(),
             tls: optional_histogram(&s.tls),
             uncorrected: optional_histogram(&s.uncorrected),
             lag: optional_histogram(&s.lag),
@@ -611,6 +619,11 @@ impl EndpointRecord {
                 .find(|f| f.name() == name)
                 .ok_or_else(|| format!("unknown failure kind {name:?}"))?;
             s.failures[f.index()] = *n;
+        }
+        for (name, n) in &self.grpc_errors {
+            // A name a later versus knows is still an error: UNKNOWN.
+            let code = crate::grpc::code_by_name(name).unwrap_or(2);
+            *s.grpc_errors.entry(code).or_default() += *n;
         }
         for (name, n) in &self.tls_reasons {
             // A reason a later versus names is still a TLS failure.

@@ -17,6 +17,8 @@ pub(crate) enum Source {
     Json(JsonPath),
     Header(String),
     Status,
+    /// A gRPC answer's status code by name (`OK`, `NOT_FOUND`).
+    GrpcStatus,
     /// The first capture group (or the whole match) of a regular
     /// expression over the body.
     Regex(Regex),
@@ -34,6 +36,9 @@ impl Source {
         if text == "status" {
             return Ok(Source::Status);
         }
+        if text == "grpc-status" {
+            return Ok(Source::GrpcStatus);
+        }
         if let Some(name) = text.strip_prefix("header:") {
             let name = name.trim();
             http::HeaderName::try_from(name)
@@ -46,7 +51,7 @@ impl Source {
                 .map_err(|e| format!("regex {expr:?}: {e}"));
         }
         Err(format!(
-            "{text:?}: take a value with a JSON path ($.token), header:NAME, status, or regex:EXPR"
+            "{text:?}: take a value with a JSON path ($.token), header:NAME, status, grpc-status, or regex:EXPR"
         ))
     }
 
@@ -86,6 +91,11 @@ impl<'a> Answer<'a> {
     pub(crate) fn value(&mut self, source: &Source) -> Result<String, StepError> {
         match source {
             Source::Status => Ok(self.reply.status.to_string()),
+            Source::GrpcStatus => self
+                .reply
+                .grpc_code()
+                .map(str::to_string)
+                .ok_or_else(|| StepError("not a gRPC answer: no grpc-status".into())),
             Source::Header(name) => self
                 .reply
                 .header(name)
@@ -138,6 +148,8 @@ impl Takes {
 pub(crate) enum Check {
     /// The status is one of these.
     Status(Vec<u16>),
+    /// The gRPC status code is one of these.
+    GrpcStatus(Vec<u32>),
     /// The value at the path equals this JSON value.
     Equals(JsonPath, Value),
     /// The path has a value (or has none).
@@ -156,7 +168,15 @@ impl Checks {
         if !self.0.iter().any(|c| matches!(c, Check::Status(_))) && reply.status >= 400 {
             return Err(StepError(format!("HTTP {}", reply.status)));
         }
-        let needs_json = self.0.iter().any(|c| !matches!(c, Check::Status(_)));
+        if !self.0.iter().any(|c| matches!(c, Check::GrpcStatus(_))) {
+            if let Some(g) = reply.grpc.as_ref().filter(|g| g.is_error()) {
+                return Err(StepError(crate::grpc::error_name(g.code)));
+            }
+        }
+        let needs_json = self
+            .0
+            .iter()
+            .any(|c| !matches!(c, Check::Status(_) | Check::GrpcStatus(_)));
         let mut answer = Answer::new(reply);
         if needs_json {
             answer.json()?;
@@ -174,6 +194,22 @@ impl Checks {
                     )))
                 }
                 Check::Status(_) => {}
+                // Checked at gRPC endpoints; an HTTP endpoint of the same
+                // scenario has no gRPC status to check.
+                Check::GrpcStatus(_) if reply.grpc.is_none() => {}
+                Check::GrpcStatus(want) => {
+                    let code = reply.grpc.as_ref().map_or(0, |g| g.code);
+                    if !want.contains(&code) {
+                        return Err(StepError(format!(
+                            "grpc-status {} is not {}",
+                            reply.grpc_code().unwrap_or("(none)"),
+                            want.iter()
+                                .map(|c| crate::grpc::code_name(*c))
+                                .collect::<Vec<_>>()
+                                .join(" or ")
+                        )));
+                    }
+                }
                 Check::Equals(path, want) => match answer.at(path)? {
                     Some(v) if same(v, want) => {}
                     Some(v) => return Err(StepError(format!("{path} is {v}, not {want}"))),
@@ -232,6 +268,7 @@ mod tests {
                 http::HeaderValue::from_static("/orders/9"),
             )],
             body: bytes::Bytes::copy_from_slice(body.as_bytes()),
+            grpc: None,
         }
     }
 

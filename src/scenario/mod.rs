@@ -47,6 +47,9 @@ pub struct Suite {
     pub optional: Vec<String>,
     /// What the run notes in its report (optional endpoints skipped).
     pub notes: Vec<String>,
+    /// gRPC methods steps call, by endpoint position: resolved in each
+    /// endpoint's schema before the run.
+    pub grpc_methods: Vec<(usize, String)>,
 }
 
 /// One named scenario.
@@ -125,6 +128,9 @@ fn one() -> u32 {
 struct CallDoc {
     method: Option<String>,
     path: Option<String>,
+    /// A gRPC method (`package.Service/Method`): at a gRPC endpoint the
+    /// step calls it with the body (`json`) as its request message.
+    grpc: Option<String>,
     query: Option<BTreeMap<String, String>>,
     headers: Option<BTreeMap<String, String>>,
     body: Option<String>,
@@ -195,6 +201,8 @@ struct CallPlan {
     headers: Vec<(http::HeaderName, Template)>,
     body: Option<Template>,
     json: bool,
+    /// A gRPC call: its method (`package.Service/Method`).
+    grpc: Option<String>,
 }
 
 /// Everything a step's code needs at run time, shared by its instances.
@@ -355,6 +363,7 @@ impl Suite {
 
         let mut scenarios = Vec::new();
         let mut headers_taken = Vec::new();
+        let mut grpc_methods = Vec::new();
         for (name, weight, steps) in docs {
             if scenarios
                 .iter()
@@ -407,10 +416,15 @@ impl Suite {
                 // variables known before it.
                 let mut calls = Vec::with_capacity(names.len());
                 let mut paged = Vec::with_capacity(names.len());
-                for endpoint in &names {
+                for (e, endpoint) in names.iter().enumerate() {
                     let call = overlay(&step.call, step.endpoint.get(endpoint));
                     paged.push(call.paginate.clone());
                     let compiled = compile(&call).map_err(&fail)?;
+                    if let Some(g) = &compiled.grpc {
+                        if !grpc_methods.iter().any(|(x, m)| *x == e && m == g) {
+                            grpc_methods.push((e, g.clone()));
+                        }
+                    }
                     for v in compiled.vars() {
                         if !known.contains(v) {
                             return Err(fail(undefined(v, &data, &names, endpoint)));
@@ -495,6 +509,7 @@ impl Suite {
             headers_taken,
             optional,
             notes: Vec::new(),
+            grpc_methods,
         })
     }
 
@@ -556,6 +571,9 @@ impl Suite {
     /// A step's rules that are not valid rules.
     pub fn fit(&self, plan: &mut crate::plan::Plan) -> Result<(), ScenarioError> {
         plan.notes.extend(self.notes.iter().cloned());
+        plan.grpc
+            .step_methods
+            .extend(self.grpc_methods.iter().cloned());
         for h in &self.headers_taken {
             let name = http::HeaderName::try_from(h.as_str())
                 .map_err(|_| ScenarioError(format!("{h:?} is not a header name")))?;
@@ -654,6 +672,13 @@ fn overlay(base: &CallDoc, own: Option<&CallDoc>) -> CallDoc {
     };
     CallDoc {
         method: own.method.clone().or_else(|| base.method.clone()),
+        // An endpoint's own path or gRPC method replaces either of the
+        // step's.
+        grpc: match (&own.grpc, &own.path) {
+            (Some(g), _) => Some(g.clone()),
+            (None, Some(_)) => None,
+            (None, None) => base.grpc.clone(),
+        },
         path: own.path.clone().or_else(|| base.path.clone()),
         query: own.query.clone().or_else(|| base.query.clone()),
         headers: own.headers.clone().or_else(|| base.headers.clone()),
@@ -766,6 +791,42 @@ fn compile(call: &CallDoc) -> Result<CallPlan, String> {
         return Err("give `body` or `json`, not both".into());
     }
     let has_body = call.body.is_some() || call.json.is_some();
+    if let Some(g) = &call.grpc {
+        if crate::grpc::split_method(g).is_none() || g.contains("{{") {
+            return Err(format!(
+                "grpc = {g:?}: name a method as package.Service/Method"
+            ));
+        }
+        if call.method.is_some() || call.query.is_some() {
+            return Err("a gRPC call (grpc = ...) takes no method or query".into());
+        }
+        let (body, json) = match (&call.body, &call.json) {
+            (Some(b), _) => (
+                Some(Template::parse(b, Escape::None).map_err(|e| format!("body: {e}"))?),
+                false,
+            ),
+            (None, Some(j)) => (Some(json_template(j)?), true),
+            (None, None) => (None, false),
+        };
+        let mut headers = Vec::new();
+        for (k, v) in call.headers.iter().flatten() {
+            let name = http::HeaderName::try_from(k.as_str())
+                .map_err(|_| format!("{k:?} is not a header name"))?;
+            headers.push((
+                name,
+                Template::parse(v, Escape::None).map_err(|e| format!("header {k}: {e}"))?,
+            ));
+        }
+        let (service, method) = crate::grpc::split_method(g).unwrap_or_default();
+        return Ok(CallPlan {
+            method: http::Method::POST,
+            path: Template::literal(&format!("/{service}/{method}")),
+            headers,
+            body,
+            json,
+            grpc: Some(format!("{service}/{method}")),
+        });
+    }
     let method = match &call.method {
         Some(m) => http::Method::from_bytes(m.to_ascii_uppercase().as_bytes())
             .map_err(|_| format!("method {m:?} is not an HTTP method"))?,
@@ -812,6 +873,7 @@ fn compile(call: &CallDoc) -> Result<CallPlan, String> {
         headers,
         body,
         json,
+        grpc: None,
     })
 }
 
@@ -927,6 +989,25 @@ fn parse_checks(table: &BTreeMap<String, toml::Value>) -> Result<Checks, String>
                 .collect::<Option<Vec<u16>>>()
                 .ok_or("check status: codes from 100 to 999")?;
             checks.push(Check::Status(codes));
+            continue;
+        }
+        if key == "grpc-status" {
+            let names: Vec<&toml::Value> = match value {
+                toml::Value::Array(a) => a.iter().collect(),
+                v => vec![v],
+            };
+            let codes = names
+                .into_iter()
+                .map(|v| match v {
+                    toml::Value::String(s) => crate::grpc::code_by_name(s),
+                    toml::Value::Integer(n) => u32::try_from(*n).ok(),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u32>>>()
+                .ok_or(
+                    "check grpc-status: a code name (\"OK\", \"NOT_FOUND\") or a list of them",
+                )?;
+            checks.push(Check::GrpcStatus(codes));
             continue;
         }
         let path = JsonPath::parse(key).map_err(|e| format!("check: {e}"))?;

@@ -62,6 +62,9 @@ pub struct EndpointStats {
     /// JSON-RPC error answers (inside HTTP 2xx) by error code; a batch
     /// holding errors counts under [`BATCH_ERROR`].
     pub jsonrpc_errors: std::collections::BTreeMap<i64, u64>,
+    /// gRPC answers whose status was an error (any code but `OK`, in an
+    /// HTTP 2xx answer), by code.
+    pub grpc_errors: std::collections::BTreeMap<u32, u64>,
     /// Response body bytes received.
     pub bytes_in: u64,
     /// Request body bytes sent.
@@ -356,6 +359,7 @@ impl Default for EndpointStats {
             tls_reasons: [0; TlsReason::ALL.len()],
             status: vec![0; 1000],
             jsonrpc_errors: std::collections::BTreeMap::new(),
+            grpc_errors: std::collections::BTreeMap::new(),
             bytes_in: 0,
             bytes_out: 0,
             latency: new_histogram(),
@@ -443,11 +447,13 @@ impl EndpointStats {
     }
 
     /// Errors: failures, responses with status 400 or above, JSON-RPC
-    /// error answers, and answers that failed a flow step's check.
+    /// error answers, gRPC error statuses, and answers that failed a flow
+    /// step's check.
     pub fn errors(&self) -> u64 {
         self.failures.iter().sum::<u64>()
             + self.error_statuses()
             + self.jsonrpc_errors.values().sum::<u64>()
+            + self.grpc_errors.values().sum::<u64>()
             + self.failed_checks
     }
 
@@ -466,6 +472,9 @@ impl EndpointStats {
         }
         for (code, n) in &other.jsonrpc_errors {
             *self.jsonrpc_errors.entry(*code).or_default() += n;
+        }
+        for (code, n) in &other.grpc_errors {
+            *self.grpc_errors.entry(*code).or_default() += n;
         }
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;
@@ -778,6 +787,7 @@ mod tests {
                 body: bytes::Bytes::new(),
                 body_len: 10,
                 ttfb: Duration::from_millis(ms / 2),
+                grpc: None,
             }),
             latency: Duration::from_millis(ms),
             uncorrected: Duration::from_millis(ms),

@@ -451,7 +451,9 @@ pub fn run_lib_with(
     let mut argv = vec!["versus"];
     argv.extend_from_slice(args);
     let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
-    let plan = Arc::new(versus::plan::Plan::from_args(&cli.run, false).expect("plan"));
+    let mut plan = versus::plan::Plan::from_args(&cli.run, false).expect("plan");
+    versus::grpc::setup(&mut plan).expect("gRPC set-up");
+    let plan = Arc::new(plan);
     if let Some(log) = &plan.mismatch_log {
         log.open().expect("--mismatches");
     }
