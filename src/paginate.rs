@@ -208,7 +208,8 @@ pub(crate) struct Traversal {
     pub pages: u32,
     /// Items with a key, once each.
     pub items: u64,
-    /// Bytes of the pages' bodies.
+    /// Bytes of the pages' bodies as received (a gRPC answer's messages,
+    /// not their JSON).
     pub bytes: u64,
     /// Items whose key an earlier item had.
     pub duplicates: u64,
@@ -262,10 +263,11 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Take in the answer to `call` (a page) and say what follows it.
-    pub(crate) fn page(&mut self, call: &Call, reply: &Reply) -> Turn {
+    /// Take in the answer to `call` (a page, `wire` bytes as received: a
+    /// gRPC answer's body is its messages as JSON) and say what follows.
+    pub(crate) fn page(&mut self, call: &Call, reply: &Reply, wire: u64) -> Turn {
         self.done.pages += 1;
-        self.done.bytes += reply.body.len() as u64;
+        self.done.bytes += wire;
         let depth = self.done.pages;
         if depth == 1 {
             self.seen.insert(fingerprint(call));

@@ -253,10 +253,14 @@ async fn traverse(
             last = run.outcome;
             break;
         }
+        let wire = match run.outcome.as_ref().map(|o| &o.result) {
+            Some(Ok(r)) => r.body_len,
+            _ => 0,
+        };
         let Some(reply) = pages_seen.last() else {
             break;
         };
-        match walk.page(&call, reply) {
+        match walk.page(&call, reply, wire) {
             Turn::Last => break,
             Turn::Stop(kind, why) => {
                 failure = Some(StepFailure::Check(StepError(format!(

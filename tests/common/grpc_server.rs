@@ -4,7 +4,9 @@
 //! messages (no protoc, no generated code), server reflection (v1 and
 //! v1alpha) by `tonic-reflection`. The same port serves HTTP/1.1 and h2c,
 //! with a REST view of the same records (`POST /items.get`,
-//! `GET /items/{id}`) for the REST-versus-gRPC comparisons.
+//! `GET /items/{id}`, and pages: `GET /items?offset=O&limit=L` with a
+//! `_links.next.href`, `GET /stream/items?after=K&limit=L` with a
+//! `next_cursor`) for the REST-versus-gRPC comparisons.
 //!
 //! Ids that misbehave on purpose: `missing` (NOT_FOUND, trailers-only),
 //! `unavailable` (UNAVAILABLE in trailers after the head), `reset`
@@ -287,6 +289,44 @@ async fn handle(
             Ok(n) if (1..=n_records).contains(&n) => json(200, &rest_record(n, st.options.plant)),
             _ => json(404, &serde_json::json!({"error": "not found"})),
         };
+    }
+    // REST pages of the same records: offset with a HATEOAS next link,
+    // and keyset with a cursor.
+    let query = |name: &str| -> Option<u32> {
+        parts.uri.query()?.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            (k == name).then(|| v.parse().ok()).flatten()
+        })
+    };
+    if path == "/items" || path == "/stream/items" {
+        let limit = query("limit").unwrap_or(10).max(1);
+        let from = match path.as_str() {
+            "/items" => query("offset").unwrap_or(0) + 1,
+            _ => query("after").unwrap_or(0) + 1,
+        };
+        let to = (from + limit).min(n_records + 1);
+        let items: Vec<serde_json::Value> = (from..to)
+            .map(|n| rest_record(n, st.options.plant))
+            .collect();
+        let more = to <= n_records;
+        return json(
+            200,
+            &match path.as_str() {
+                "/items" => {
+                    let mut links = serde_json::json!({});
+                    if more {
+                        links["next"] = serde_json::json!({
+                            "href": format!("/items?offset={}&limit={limit}", to - 1)
+                        });
+                    }
+                    serde_json::json!({ "data": items, "_links": links })
+                }
+                _ => serde_json::json!({
+                    "items": items,
+                    "next_cursor": if more { Some(to - 1) } else { None },
+                }),
+            },
+        );
     }
     if let Some(id) = path.strip_prefix("/items/") {
         return match id.parse::<u32>() {
