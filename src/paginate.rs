@@ -622,6 +622,97 @@ mod tests {
         assert_eq!(next_link("garbage"), None);
     }
 
+    /// Fuzz: a traversal fed arbitrary pages (bodies, `Link` headers) in
+    /// every style ends (the last page, or a stop with a reason) within
+    /// `max_pages` pages, and never panics.
+    #[test]
+    fn fuzz_a_traversal_of_arbitrary_pages_always_ends() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let fragments: &[&str] = &[
+            r#"{"data":[{"id":1},{"id":"1"},{"id":null},{}],"next":"/p?x=1"}"#,
+            r#"{"data":[{"id":2}],"next":"http://elsewhere/p","c":"abc","m":true}"#,
+            r#"{"data":[],"next":null,"c":"","m":false,"t":""}"#,
+            r#"{"data":{"id":1},"next":7,"c":{"x":1},"t":"tok"}"#,
+            r#"{"data":[{"id":[1]},{"id":{"a":1}}],"next":"?q=%zz","c":"%41","t":"1"}"#,
+            "not json",
+            "",
+            "[1,2,3]",
+            r#"{"data":[1,2,3]}"#,
+        ];
+        let links: &[&str] = &[
+            "",
+            r#"</p?page=2>; rel="next""#,
+            r#"<http://x:1/p>; rel=next"#,
+            "<>; rel=\"next\"",
+            "garbage, <; rel",
+            r#"</p>; rel="prev", </q>; REL="Next Last""#,
+        ];
+        let styles = || {
+            let p = |t: &str| JsonPath::parse(t).unwrap();
+            vec![
+                Next::Link,
+                Next::Url(p("$.next")),
+                Next::Cursor {
+                    at: p("$.c"),
+                    param: "c".into(),
+                    more: Some(p("$.m")),
+                },
+                Next::Token {
+                    at: p("$.t"),
+                    field: "t".into(),
+                },
+                Next::Offset {
+                    param: "o".into(),
+                    limit: 1,
+                },
+                Next::Page {
+                    param: "p".into(),
+                    size: 1,
+                },
+            ]
+        };
+        let pages = proptest::collection::vec((0..fragments.len(), 0..links.len()), 1..40);
+        let mut runner = TestRunner::new(Config {
+            cases: 500,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let result = runner.run(&(0..6usize, pages), |(style, pages)| {
+            let next = styles().swap_remove(style);
+            let paging =
+                Paging::new("id", Pages::new("$.data", next).unwrap().max_pages(12)).unwrap();
+            let mut walk = Walk::new(&paging, 0, "127.0.0.1:1", "/");
+            let mut call = Call::get("/p");
+            for (n, (f, l)) in pages.iter().enumerate() {
+                let reply = Reply {
+                    status: 200,
+                    headers: match links[*l] {
+                        "" => Vec::new(),
+                        v => vec![(http::header::LINK, http::HeaderValue::from_str(v).unwrap())],
+                    },
+                    body: Bytes::from(fragments[*f]),
+                    grpc: None,
+                };
+                match walk.page(&call, &reply, reply.body.len() as u64) {
+                    Turn::Next(c) => call = c,
+                    Turn::Last | Turn::Stop(..) => {
+                        prop_assert!(n < 12);
+                        let _ = walk.into_answer();
+                        return Ok(());
+                    }
+                }
+                prop_assert!(n + 1 < 12, "past max_pages");
+            }
+            let (t, body) = walk.into_answer();
+            prop_assert!(serde_json::from_slice::<Value>(&body).is_ok(), "{t:?}");
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
+        }
+    }
+
     #[test]
     fn sets_and_reads_query_parameters() {
         assert_eq!(

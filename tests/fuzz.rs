@@ -317,6 +317,45 @@ fn fuzz_rules_file() {
 }
 
 #[rustfmt::skip]
+const SCENARIO_TOKENS: &[&[u8]] = &[
+    b"\n", b"[[step]]", b"[[endpoint]]", b"[[scenario]]", b"[[scenario.step]]", b"[vars]",
+    b"[data]", b"[step.endpoint.a]", b"name = \"a\"", b"url = \"http://127.0.0.1:9/\"",
+    b"path = \"/{{ id }}\"", b"json = { n = \"{{ random_int(1, 9) }}\" }",
+    b"extract = { id = \"$.id\" }", b"check = { status = 200 }", b"optional = true",
+    b"paginate = { items = \"$.data\", key = \"id\", next = \"link\" }",
+    b"paginate = { items = \"$\", key = \"$.a[0]\", cursor = \"$.c\", param = \"p\", more = \"$.m\" }",
+    b"paginate = { items = \"$.i\", key = \"id\", offset = \"o\", limit = 0, max_pages = 0 }",
+    b"paginate = { items = \"$.i\", token = \"$.t\", field = \"f\", page = \"p\", size = 1 }",
+    b"grpc = \"a.B/C\"", b"rules = { ignore = [\"$.items.*.x\"] }", b"think = \"1ms\"",
+    b"weight = 0", b"{{", b"}}", b"\"", b"=", b"{", b"}",
+];
+
+/// Scenario files, with their pagination tables: read to a suite or an
+/// error naming the place, never a panic.
+#[test]
+fn fuzz_scenario_file() {
+    let seeds = ["shop.toml", "pages.toml", "items-pages.toml"]
+        .iter()
+        .map(|f| {
+            std::fs::read(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("examples")
+                    .join(f),
+            )
+            .unwrap()
+        })
+        .collect();
+    fuzz("scenario file", inputs(seeds, SCENARIO_TOKENS), |input| {
+        let text = String::from_utf8_lossy(input);
+        let path = std::path::Path::new("fuzz.toml");
+        if let Err(e) = versus::scenario::Suite::parse(&text, path, &[]) {
+            prop_assert!(e.to_string().starts_with("fuzz.toml"), "{e}");
+        }
+        Ok(())
+    });
+}
+
+#[rustfmt::skip]
 const PROTO_JSON_TOKENS: &[&[u8]] = &[
     b"{", b"}", b"[", b"]", b",", b":", b"\"id\"", b"\"name\"", b"\"stockCount\"",
     b"\"stock_count\"", b"\"price\"", b"\"units\"", b"\"currencyCode\"", b"\"tags\"",
