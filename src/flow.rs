@@ -236,7 +236,11 @@ impl Reply {
     /// Whether the answer is an error: an HTTP status of 400 or above, or
     /// a gRPC status other than `OK`.
     pub fn is_error(&self) -> bool {
-        self.status >= 400 || self.grpc.as_ref().is_some_and(crate::model::GrpcStatus::is_error)
+        self.status >= 400
+            || self
+                .grpc
+                .as_ref()
+                .is_some_and(crate::model::GrpcStatus::is_error)
     }
 
     /// The gRPC status code's name (`OK`, `NOT_FOUND`); `None` at an
@@ -343,8 +347,11 @@ impl Call {
     /// status out. (At an HTTP endpoint it is a POST of the JSON to
     /// `/package.Service/Method`.)
     pub fn grpc(method: &str, request: &serde_json::Value) -> Call {
-        Call::new(Method::POST, &format!("/{}", method.trim_start_matches('/')))
-            .body(Bytes::from(request.to_string()))
+        Call::new(
+            Method::POST,
+            &format!("/{}", method.trim_start_matches('/')),
+        )
+        .body(Bytes::from(request.to_string()))
     }
 
     /// Add a header.

@@ -202,10 +202,10 @@ impl Failure {
     /// reports name it beside the failure at gRPC endpoints.
     pub fn grpc_code(self) -> u32 {
         match self {
-            Failure::Timeout => 4,                   // DEADLINE_EXCEEDED
-            Failure::BodyTooLarge => 8,              // RESOURCE_EXHAUSTED
+            Failure::Timeout => 4,                          // DEADLINE_EXCEEDED
+            Failure::BodyTooLarge => 8,                     // RESOURCE_EXHAUSTED
             Failure::Protocol | Failure::StreamReset => 13, // INTERNAL
-            Failure::BadRequest => 3,                // INVALID_ARGUMENT
+            Failure::BadRequest => 3,                       // INVALID_ARGUMENT
             Failure::Dns
             | Failure::Refused
             | Failure::Connect

@@ -328,11 +328,13 @@ const PROTO_JSON_TOKENS: &[&[u8]] = &[
 
 /// The `items.Item` message of the gRPC test schema.
 fn item_type() -> prost_reflect::MessageDescriptor {
-    let pool = versus::grpc::compile(
-        &[std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/grpc/items.proto")],
-        &[],
-    )
-    .unwrap();
+    let pool =
+        versus::grpc::compile(
+            &[std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/grpc/items.proto")],
+            &[],
+        )
+        .unwrap();
     pool.get_message_by_name("items.Item").unwrap()
 }
 
@@ -348,28 +350,32 @@ fn fuzz_grpc_request_json() {
         br#"{"id": "2", "stock_count": 5, "kind": 2, "price": null}"#.to_vec(),
         b"{}".to_vec(),
     ];
-    fuzz("grpc request json", inputs(seeds, PROTO_JSON_TOKENS), |input| {
-        let mut framed = Vec::new();
-        match versus::grpc::encode_request(&item, input, &mut framed) {
-            Err(reason) => prop_assert!(!reason.is_empty(), "no reason"),
-            Ok(()) => {
-                let messages = versus::grpc::messages(&framed).map_err(TestCaseError::fail)?;
-                prop_assert_eq!(messages.len(), 1);
-                for opts in ["", "rest", "enum-numbers"] {
-                    let opts: versus::grpc::JsonOptions = opts.parse().unwrap();
-                    let mut json = Vec::new();
-                    versus::grpc::message_json(&item, messages[0], opts, &mut json)
-                        .map_err(TestCaseError::fail)?;
-                    let mut again = Vec::new();
-                    versus::grpc::encode_request(&item, &json, &mut again).map_err(|e| {
-                        TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&json)))
-                    })?;
-                    prop_assert_eq!(&again, &framed, "{}", String::from_utf8_lossy(&json));
+    fuzz(
+        "grpc request json",
+        inputs(seeds, PROTO_JSON_TOKENS),
+        |input| {
+            let mut framed = Vec::new();
+            match versus::grpc::encode_request(&item, input, &mut framed) {
+                Err(reason) => prop_assert!(!reason.is_empty(), "no reason"),
+                Ok(()) => {
+                    let messages = versus::grpc::messages(&framed).map_err(TestCaseError::fail)?;
+                    prop_assert_eq!(messages.len(), 1);
+                    for opts in ["", "rest", "enum-numbers"] {
+                        let opts: versus::grpc::JsonOptions = opts.parse().unwrap();
+                        let mut json = Vec::new();
+                        versus::grpc::message_json(&item, messages[0], opts, &mut json)
+                            .map_err(TestCaseError::fail)?;
+                        let mut again = Vec::new();
+                        versus::grpc::encode_request(&item, &json, &mut again).map_err(|e| {
+                            TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&json)))
+                        })?;
+                        prop_assert_eq!(&again, &framed, "{}", String::from_utf8_lossy(&json));
+                    }
                 }
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
 }
 
 #[test]
@@ -388,12 +394,32 @@ fn fuzz_grpc_answer_body() {
         vec![0, 0, 0, 0, 5, 0x0a, 0x01, b'1', 0x18, 0x07, 0, 0, 0, 0, 0],
         vec![1, 0, 0, 0, 1, 0],
     ];
-    const TOKENS: &[&[u8]] = &[&[0], &[0, 0, 0, 0], &[1], &[0xff, 0xff, 0xff, 0xff], &[0x0a], &[0x22], &[0x80], b"%", b"%4"];
+    const TOKENS: &[&[u8]] = &[
+        &[0],
+        &[0, 0, 0, 0],
+        &[1],
+        &[0xff, 0xff, 0xff, 0xff],
+        &[0x0a],
+        &[0x22],
+        &[0x80],
+        b"%",
+        b"%4",
+    ];
     fuzz("grpc answer body", inputs(seeds, TOKENS), |input| {
         for streaming in [true, false] {
-            let m = versus::grpc::Method { server_streaming: streaming, ..method.clone() };
-            for status in [versus::model::GrpcStatus::OK, versus::model::GrpcStatus { code: 5, message: None }] {
-                if let Ok(json) = versus::grpc::answer_json(&m, input, &status, Default::default()) {
+            let m = versus::grpc::Method {
+                server_streaming: streaming,
+                ..method.clone()
+            };
+            for status in [
+                versus::model::GrpcStatus::OK,
+                versus::model::GrpcStatus {
+                    code: 5,
+                    message: None,
+                },
+            ] {
+                if let Ok(json) = versus::grpc::answer_json(&m, input, &status, Default::default())
+                {
                     prop_assert!(serde_json::from_slice::<serde_json::Value>(&json).is_ok());
                 }
             }

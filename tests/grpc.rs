@@ -8,8 +8,8 @@ mod common;
 #[path = "common/grpc_server.rs"]
 mod grpc_server;
 
-use grpc_server::{items_proto, proto_dir, GrpcServer, Options};
 use common::{run_bin, run_lib};
+use grpc_server::{items_proto, proto_dir, GrpcServer, Options};
 use versus::endpoint::Failure;
 
 fn proto() -> String {
@@ -56,11 +56,17 @@ fn unary_and_server_streaming_calls_from_a_proto_file() {
     // message is reported apart from the latency (to the end).
     let a = server.url("ListItems");
     let b = format!("twin={}", server.url("ListItems"));
-    let (out, report) = run_lib(&["--proto", &p, &a, &b], b"{\"limit\": 20}\n{\"limit\": 5}\n");
+    let (out, report) = run_lib(
+        &["--proto", &p, &a, &b],
+        b"{\"limit\": 20}\n{\"limit\": 5}\n",
+    );
     let s = &out.stats.endpoints[0];
     assert_eq!((s.responses, s.errors()), (2, 0), "{report}");
     assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
-    assert!(!s.ttfb.is_empty() && s.ttfb.max() <= s.latency.max(), "{report}");
+    assert!(
+        !s.ttfb.is_empty() && s.ttfb.max() <= s.latency.max(),
+        "{report}"
+    );
     assert!(s.bytes_in > 20 * 30, "{report}");
 }
 
@@ -76,7 +82,10 @@ fn unary_and_server_streaming_calls_from_reflection_v1_and_v1alpha() {
         let s = &out.stats.endpoints[0];
         assert_eq!((s.responses, s.errors()), (2, 0), "v1 {v1}: {report}");
         let (out, report) = run_lib(
-            &[&server.url("ListItems"), &server.url("ListItems").replace("grpc://", "b=grpc://")],
+            &[
+                &server.url("ListItems"),
+                &server.url("ListItems").replace("grpc://", "b=grpc://"),
+            ],
             b"{\"limit\": 3}\n",
         );
         assert_eq!(out.stats.endpoints[0].responses, 1, "{report}");
@@ -149,7 +158,10 @@ fn error_statuses_are_counted_by_code_name_from_trailers_and_trailers_only_answe
         &ids(&["missing", "2"]),
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["endpoints"][0]["errors"]["grpc"]["NOT_FOUND"], 1, "{json}");
+    assert_eq!(
+        json["endpoints"][0]["errors"]["grpc"]["NOT_FOUND"], 1,
+        "{json}"
+    );
     let text = std::fs::read_to_string(&saved).unwrap();
     assert!(text.contains("\"grpc_errors\":{\"NOT_FOUND\":1}"), "{text}");
     let replay = run_bin(&["report", saved.to_str().unwrap()], b"");
@@ -170,7 +182,10 @@ fn a_stream_reset_and_a_missed_deadline_are_classified() {
     assert_eq!(s.failures[Failure::StreamReset.index()], 1, "{report}");
     assert_eq!(s.failures[Failure::Timeout.index()], 1, "{report}");
     assert!(report.contains("stream reset (INTERNAL): 1"), "{report}");
-    assert!(report.contains("timeout (DEADLINE_EXCEEDED): 1"), "{report}");
+    assert!(
+        report.contains("timeout (DEADLINE_EXCEEDED): 1"),
+        "{report}"
+    );
     // The server saw versus's deadline: 500 ms.
     assert!(server
         .calls()
@@ -191,8 +206,16 @@ fn rest_and_grpc_over_the_same_records_agree_after_the_json_options() {
     let p = proto();
     let grpc = format!("grpc={}", server.url("GetItem"));
     let rest = format!("rest={}/items.get", server.http());
-    let lines = ids(&(1..=20).map(|n| n.to_string()).collect::<Vec<_>>().iter().map(String::as_str).collect::<Vec<_>>());
-    let (out, report) = run_lib(&["--proto", &p, "--grpc-json", "rest", &grpc, &rest], &lines);
+    let lines = ids(&(1..=20)
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    let (out, report) = run_lib(
+        &["--proto", &p, "--grpc-json", "rest", &grpc, &rest],
+        &lines,
+    );
     assert_eq!(out.stats.verdicts.compared, 20, "{report}");
     assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
     // Without the options the proto3 JSON mapping differs from the REST
@@ -217,7 +240,11 @@ fn a_planted_difference_between_rest_and_grpc_is_found_by_field() {
     assert_eq!(out.stats.verdicts.mismatched, 1, "{report}");
     let g = &out.stats.verdicts.groups;
     assert_eq!(g.len(), 1, "{report}");
-    assert_eq!((g[0].field.as_str(), g[0].endpoint.as_str()), ("$.price.units", "rest"), "{report}");
+    assert_eq!(
+        (g[0].field.as_str(), g[0].endpoint.as_str()),
+        ("$.price.units", "rest"),
+        "{report}"
+    );
     assert_eq!(g[0].method, "items.Items/GetItem");
 }
 
@@ -269,7 +296,16 @@ json = { id = "{{ id }}" }
     let p = proto();
     let json = run_scenario(
         &file,
-        &["--proto", &p, "--grpc-json", "rest", "--stop-after", "6", &rest, &grpc],
+        &[
+            "--proto",
+            &p,
+            "--grpc-json",
+            "rest",
+            "--stop-after",
+            "6",
+            &rest,
+            &grpc,
+        ],
     );
     for e in 0..2 {
         let steps = json["endpoints"][e]["steps"].as_array().unwrap();
@@ -281,14 +317,21 @@ json = { id = "{{ id }}" }
         }
     }
     // The answers agree step by step, the gRPC ones read as REST JSON.
-    assert_eq!(json["mismatches"]["groups"].as_array().map_or(0, Vec::len), 0, "{json}");
+    assert_eq!(
+        json["mismatches"]["groups"].as_array().map_or(0, Vec::len),
+        0,
+        "{json}"
+    );
     let ids: Vec<String> = server
         .calls()
         .iter()
         .map(|c| c.request["id"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(ids.len(), 12);
-    assert!(ids.iter().all(|i| ["3", "4", "5"].contains(&i.as_str())), "{ids:?}");
+    assert!(
+        ids.iter().all(|i| ["3", "4", "5"].contains(&i.as_str())),
+        "{ids:?}"
+    );
 }
 
 #[test]
@@ -340,7 +383,9 @@ check = { grpc-status = "NOT_FOUND", "$.code" = "NOT_FOUND" }
     );
     let out = run_bin(&["run", bad.to_str().unwrap(), &url], b"");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("method Nope is not in service items.Items"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("method Nope is not in service items.Items")
+    );
 }
 
 #[test]
@@ -352,7 +397,10 @@ fn bad_schema_inputs_exit_2_with_the_name_and_the_fix() {
     });
     let p = proto();
     let url = server.url("GetItem");
-    let broken_import = tmp("broken.proto", "syntax = \"proto3\";\nimport \"nowhere.proto\";\n");
+    let broken_import = tmp(
+        "broken.proto",
+        "syntax = \"proto3\";\nimport \"nowhere.proto\";\n",
+    );
     let not_proto = tmp("garbage.proto", "syntax = \"proto3\";\nmessage {\n");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["--proto".into(), "/no/such.proto".into(), url.clone()], "file not found"),
@@ -388,10 +436,24 @@ fn bad_schema_inputs_exit_2_with_the_name_and_the_fix() {
     // The import is found once its folder is given, and its own folder is
     // searched by default.
     let out = run_bin(
-        &["--proto", &p, "--proto-path", proto_dir().to_str().unwrap(), "--body", "{\"id\": \"1\"}", "--stop-after", "1", &url],
+        &[
+            "--proto",
+            &p,
+            "--proto-path",
+            proto_dir().to_str().unwrap(),
+            "--body",
+            "{\"id\": \"1\"}",
+            "--stop-after",
+            "1",
+            &url,
+        ],
         b"",
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -405,7 +467,12 @@ fn a_line_that_does_not_fit_the_request_type_is_counted_as_malformed() {
     );
     assert_eq!(out.stats.endpoints[0].responses, 2, "{report}");
     assert_eq!(out.input.malformed, 3, "{report}");
-    let at: Vec<&str> = out.input.samples.iter().map(|m| m.location.as_str()).collect();
+    let at: Vec<&str> = out
+        .input
+        .samples
+        .iter()
+        .map(|m| m.location.as_str())
+        .collect();
     assert_eq!(at, ["line 2", "line 3", "line 4"], "{report}");
     assert!(out.input.samples[2].reason.contains("colour"), "{report}");
     assert_eq!(server.calls().len(), 2);

@@ -297,8 +297,14 @@ fn h2_frame() -> impl Strategy<Value = Vec<u8>> {
         Just(vec![0x88]),
         // gRPC trailers (and a trailers-only head): `grpc-status` with a
         // code, a number too large, or text; `grpc-message` percent-encoded.
-        Just(grpc_block(&[("grpc-status", "5"), ("grpc-message", "no%20item%")])),
-        Just(grpc_block(&[("grpc-status", "99999999999"), ("grpc-message", "%zz%C3")])),
+        Just(grpc_block(&[
+            ("grpc-status", "5"),
+            ("grpc-message", "no%20item%")
+        ])),
+        Just(grpc_block(&[
+            ("grpc-status", "99999999999"),
+            ("grpc-message", "%zz%C3")
+        ])),
         Just([vec![0x88], grpc_block(&[("grpc-status", "x")])].concat()),
         // A gRPC message prefix claiming more than follows.
         Just(vec![0, 0xff, 0xff, 0xff, 0xff, 1, 2]),

@@ -171,7 +171,7 @@ pub fn reflect(
 ) -> Result<prost_reflect::DescriptorPool, ReflectError> {
     let label = spec.label.clone();
     let prepared = super::Prepared::new(spec, addrs, tls, opts.clone())
-        .map_err(|e| ReflectError::Unreachable(e))?;
+        .map_err(ReflectError::Unreachable)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -281,7 +281,11 @@ async fn ask_reflection(
                 true,
                 64 << 20,
             )
-            .map_err(|_| ReflectError::Unreachable(format!("endpoint {label}: the connection closed during reflection")))?;
+            .map_err(|_| {
+                ReflectError::Unreachable(format!(
+                    "endpoint {label}: the connection closed during reflection"
+                ))
+            })?;
         let answer = tokio::time::timeout(wait, std::future::poll_fn(|cx| conn.answer(id, cx)))
             .await
             .map_err(|_| {
@@ -300,18 +304,27 @@ async fn ask_reflection(
             last = format!(
                 "{}{}",
                 grpc::code_name(status.code),
-                status.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
+                status
+                    .message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
             );
             continue;
         }
-        let messages = grpc::messages(&answer.body)
-            .map_err(|e| ReflectError::Schema(grpc::SchemaError(format!("endpoint {label}: reflection: {e}"))))?;
+        let messages = grpc::messages(&answer.body).map_err(|e| {
+            ReflectError::Schema(grpc::SchemaError(format!(
+                "endpoint {label}: reflection: {e}"
+            )))
+        })?;
         let Some(first) = messages.first() else {
             last = "no answer".into();
             continue;
         };
         let response = grpc::reflection::Response::decode(*first).map_err(|e| {
-            ReflectError::Schema(grpc::SchemaError(format!("endpoint {label}: reflection answer: {e}")))
+            ReflectError::Schema(grpc::SchemaError(format!(
+                "endpoint {label}: reflection answer: {e}"
+            )))
         })?;
         *path = Some(p);
         return response.answer.ok_or_else(|| {

@@ -1188,37 +1188,81 @@ mod tests {
     fn grpc_statuses_come_from_trailers_and_trailers_only_heads() {
         let conn = Conn::detached(Vec::new(), true);
         assert!(conn.receive(&[0, 0, 0, 4, 0, 0, 0, 0, 0], 9));
-        let one = conn.open(|_| Ok(&b"\0\0\0\0\0"[..]), true, 1 << 20).unwrap();
-        let three = conn.open(|_| Ok(&b"\0\0\0\0\0"[..]), true, 1 << 20).unwrap();
+        let one = conn
+            .open(|_| Ok(&b"\0\0\0\0\0"[..]), true, 1 << 20)
+            .unwrap();
+        let three = conn
+            .open(|_| Ok(&b"\0\0\0\0\0"[..]), true, 1 << 20)
+            .unwrap();
         let mut frames = Vec::new();
         // Stream 1: head, a message, trailers.
-        let head = [vec![0x88], grpc_block(&[("content-type", "application/grpc")])].concat();
-        put_head(&mut frames, head.len(), kind::HEADERS, flag::END_HEADERS, one);
+        let head = [
+            vec![0x88],
+            grpc_block(&[("content-type", "application/grpc")]),
+        ]
+        .concat();
+        put_head(
+            &mut frames,
+            head.len(),
+            kind::HEADERS,
+            flag::END_HEADERS,
+            one,
+        );
         frames.extend_from_slice(&head);
         put_head(&mut frames, 7, kind::DATA, 0, one);
         frames.extend_from_slice(&[0, 0, 0, 0, 2, 8, 1]);
         let trailers = grpc_block(&[("grpc-status", "14"), ("grpc-message", "try%20again")]);
-        put_head(&mut frames, trailers.len(), kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, one);
+        put_head(
+            &mut frames,
+            trailers.len(),
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            one,
+        );
         frames.extend_from_slice(&trailers);
         // Stream 3: trailers-only.
         let only = [vec![0x88], grpc_block(&[("grpc-status", "5")])].concat();
-        put_head(&mut frames, only.len(), kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, three);
+        put_head(
+            &mut frames,
+            only.len(),
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            three,
+        );
         frames.extend_from_slice(&only);
         assert!(conn.receive(&frames, 5));
         let a = answer_of(&conn, one).unwrap();
         assert_eq!(a.status, 200);
-        assert_eq!(a.grpc, Some(GrpcStatus { code: 14, message: Some("try again".into()) }));
+        assert_eq!(
+            a.grpc,
+            Some(GrpcStatus {
+                code: 14,
+                message: Some("try again".into())
+            })
+        );
         assert!(a.first_data.is_some());
         assert_eq!(&a.body[..], &[0, 0, 0, 0, 2, 8, 1]);
         let b = answer_of(&conn, three).unwrap();
-        assert_eq!(b.grpc, Some(GrpcStatus { code: 5, message: None }));
+        assert_eq!(
+            b.grpc,
+            Some(GrpcStatus {
+                code: 5,
+                message: None
+            })
+        );
         assert!(b.first_data.is_none());
         // The same frames on a connection that is not gRPC keep nothing.
         let plain = Conn::detached(Vec::new(), false);
         assert!(plain.receive(&[0, 0, 0, 4, 0, 0, 0, 0, 0], 9));
         let id = plain.open(|_| Ok(&b""[..]), false, 1 << 20).unwrap();
         let mut only_plain = Vec::new();
-        put_head(&mut only_plain, only.len(), kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, id);
+        put_head(
+            &mut only_plain,
+            only.len(),
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            id,
+        );
         only_plain.extend_from_slice(&only);
         assert!(plain.receive(&only_plain, 64));
         assert_eq!(answer_of(&plain, id).unwrap().grpc, None);

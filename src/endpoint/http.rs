@@ -799,7 +799,8 @@ impl Slot {
                 Sender::H2(stream) => stream,
             };
             let exchanged = if self.link.grpc.is_some() {
-                self.exchange_grpc(&stream.conn, req, keep_body, start).await
+                self.exchange_grpc(&stream.conn, req, keep_body, start)
+                    .await
             } else {
                 self.exchange_h2(&stream.conn, req, keep_body, start).await
             };
@@ -903,7 +904,14 @@ impl Slot {
         let body = self.encoded.get(req, &method)?;
         let id = conn.open(
             |block| {
-                g.put_block(block, &link.origin_h2, &link.headers_h2, &link.spec, &method, req);
+                g.put_block(
+                    block,
+                    &link.origin_h2,
+                    &link.headers_h2,
+                    &link.spec,
+                    &method,
+                    req,
+                );
                 Ok(&body[..])
             },
             keep_body,
@@ -916,7 +924,9 @@ impl Slot {
         };
         let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await;
         open.answered = true;
-        Ok(super::grpc::response(a?, &method, &g.service, keep_body, start)?)
+        Ok(super::grpc::response(
+            a?, &method, &g.service, keep_body, start,
+        )?)
     }
 
     /// A sender ready for one request, connecting if needed (after the

@@ -274,7 +274,10 @@ mod tests {
             (Scheme::Http, Style::Grpc, 50051, "/items.Items/GetItem")
         );
         let e = EndpointSpec::parse("grpcs://h", false).unwrap();
-        assert_eq!((e.scheme, e.style, e.port), (Scheme::Https, Style::Grpc, 443));
+        assert_eq!(
+            (e.scheme, e.style, e.port),
+            (Scheme::Https, Style::Grpc, 443)
+        );
 
         let e = EndpointSpec::parse("a=http://h/x?k=v=w", false).unwrap();
         assert_eq!((e.label.as_str(), e.base_path.as_str()), ("a", "/x?k=v=w"));

@@ -33,9 +33,7 @@ pub(crate) fn classify(
     let error = match &outcome.result {
         Err(f) => Some(f.name().to_string()),
         Ok(r) if r.status >= 400 => Some(format!("HTTP {}", r.status)),
-        Ok(crate::model::Response {
-            grpc: Some(g), ..
-        }) if g.is_error() => {
+        Ok(crate::model::Response { grpc: Some(g), .. }) if g.is_error() => {
             *stats.endpoints[e].grpc_errors.entry(g.code).or_default() += 1;
             Some(crate::grpc::error_name(g.code))
         }

@@ -239,8 +239,8 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             .endpoints
             .iter()
             .any(|e| e.style != crate::endpoint::Style::Grpc);
-    let keep_body = jsonrpc_bodies
-        || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
+    let keep_body =
+        jsonrpc_bodies || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
     let mix = match &input {
         WorkerInput::Flow { mix, .. } => Some(mix.clone()),
         _ => None,

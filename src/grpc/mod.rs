@@ -91,16 +91,14 @@ pub fn decode_message(raw: &[u8]) -> Box<str> {
     while i < raw.len() {
         let hex = |b: u8| (b as char).to_digit(16);
         match raw[i] {
-            b'%' if i + 2 < raw.len() => {
-                match (hex(raw[i + 1]), hex(raw[i + 2])) {
-                    (Some(a), Some(b)) => {
-                        out.push((a * 16 + b) as u8);
-                        i += 3;
-                        continue;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < raw.len() => match (hex(raw[i + 1]), hex(raw[i + 2])) {
+                (Some(a), Some(b)) => {
+                    out.push((a * 16 + b) as u8);
+                    i += 3;
+                    continue;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b => out.push(b),
         }
         i += 1;
@@ -186,7 +184,10 @@ pub fn compile(files: &[PathBuf], paths: &[PathBuf]) -> Result<DescriptorPool, S
                 f.display()
             )));
         }
-        let dir = f.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = f
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         if !includes.iter().any(|i| same_dir(i, dir)) {
             includes.push(dir.to_path_buf());
         }
@@ -199,8 +200,8 @@ pub fn compile(files: &[PathBuf], paths: &[PathBuf]) -> Result<DescriptorPool, S
             )));
         }
     }
-    let mut compiler = protox::Compiler::new(&includes)
-        .map_err(|e| SchemaError(format!("--proto-path: {e}")))?;
+    let mut compiler =
+        protox::Compiler::new(&includes).map_err(|e| SchemaError(format!("--proto-path: {e}")))?;
     compiler.include_imports(true);
     for f in files {
         // protox opens a file by its place under an include path: the
@@ -218,10 +219,7 @@ pub fn compile(files: &[PathBuf], paths: &[PathBuf]) -> Result<DescriptorPool, S
             } else {
                 "fix the .proto file (protoc would report the same)"
             };
-            let at = e
-                .file()
-                .map(|f| format!(" (in {f})"))
-                .unwrap_or_default();
+            let at = e.file().map(|f| format!(" (in {f})")).unwrap_or_default();
             SchemaError(format!("--proto {}: {text}{at}: {fix}", f.display()))
         })?;
     }
@@ -263,7 +261,8 @@ pub fn split_method(name: &str) -> Option<(&str, &str)> {
         Some(p) => p,
         None => name.rsplit_once('.')?,
     };
-    (!service.is_empty() && !method.is_empty() && !method.contains('/')).then_some((service, method))
+    (!service.is_empty() && !method.is_empty() && !method.contains('/'))
+        .then_some((service, method))
 }
 
 /// The method `name` (`package.Service/Method`) in `pool`.
@@ -363,15 +362,13 @@ pub fn parse_request(input: &MessageDescriptor, json: &[u8]) -> Result<DynamicMe
 fn fix_numbers(v: &mut serde_json::Value) {
     use serde_json::Value;
     match v {
-        Value::Number(n) => {
-            if n.as_u64().is_none() && n.as_i64().is_none() {
-                let text = n.to_string();
-                let exact = n.as_f64().is_some_and(|f| {
-                    f.to_string() == text || format!("{f:?}") == text
-                });
-                if !exact {
-                    *v = Value::String(text);
-                }
+        Value::Number(n) if n.as_u64().is_none() && n.as_i64().is_none() => {
+            let text = n.to_string();
+            let exact = n
+                .as_f64()
+                .is_some_and(|f| f.to_string() == text || format!("{f:?}") == text);
+            if !exact {
+                *v = Value::String(text);
             }
         }
         Value::Array(a) => a.iter_mut().for_each(fix_numbers),
@@ -492,7 +489,12 @@ pub fn answer_json(
 /// The `grpc-timeout` value for `timeout` (at most 8 digits and a unit,
 /// rounded up so the server's deadline is never the earlier one).
 pub fn timeout_header(timeout: std::time::Duration) -> String {
-    let units: [(u128, char); 4] = [(1, 'n'), (1_000, 'u'), (1_000_000, 'm'), (1_000_000_000, 'S')];
+    let units: [(u128, char); 4] = [
+        (1, 'n'),
+        (1_000, 'u'),
+        (1_000_000, 'm'),
+        (1_000_000_000, 'S'),
+    ];
     let nanos = timeout.as_nanos();
     for (per, unit) in units {
         let n = nanos.div_ceil(per);
@@ -557,7 +559,10 @@ mod tests {
         assert!(o.proto_names && o.defaults && !o.int64_numbers);
         let o: JsonOptions = "rest".parse().unwrap();
         assert!(o.proto_names && o.defaults && o.int64_numbers);
-        assert!("snake".parse::<JsonOptions>().unwrap_err().contains("proto-names"));
+        assert!("snake"
+            .parse::<JsonOptions>()
+            .unwrap_err()
+            .contains("proto-names"));
     }
 
     #[test]

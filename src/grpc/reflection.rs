@@ -100,8 +100,9 @@ impl Files {
     pub fn add(&mut self, raw: &[Vec<u8>]) -> Result<(), String> {
         use prost::Message as _;
         for bytes in raw {
-            let f = prost_types::FileDescriptorProto::decode(bytes.as_slice())
-                .map_err(|e| format!("the server sent a file descriptor that does not decode: {e}"))?;
+            let f = prost_types::FileDescriptorProto::decode(bytes.as_slice()).map_err(|e| {
+                format!("the server sent a file descriptor that does not decode: {e}")
+            })?;
             let name = f.name().to_string();
             if !self.files.iter().any(|(n, _)| *n == name) {
                 self.files.push((name, f));
@@ -126,7 +127,11 @@ impl Files {
     pub fn pool(self) -> Result<DescriptorPool, SchemaError> {
         let mut pool = DescriptorPool::new();
         pool.add_file_descriptor_protos(self.files.into_iter().map(|(_, f)| f))
-            .map_err(|e| SchemaError(format!("the schema the server's reflection gave is not whole: {e}")))?;
+            .map_err(|e| {
+                SchemaError(format!(
+                    "the schema the server's reflection gave is not whole: {e}"
+                ))
+            })?;
         Ok(pool)
     }
 }

@@ -479,7 +479,9 @@ impl Suite {
     /// # Errors
     /// A step's rules that are not valid rules.
     pub fn fit(&self, plan: &mut crate::plan::Plan) -> Result<(), ScenarioError> {
-        plan.grpc.step_methods.extend(self.grpc_methods.iter().cloned());
+        plan.grpc
+            .step_methods
+            .extend(self.grpc_methods.iter().cloned());
         for h in &self.headers_taken {
             let name = http::HeaderName::try_from(h.as_str())
                 .map_err(|_| ScenarioError(format!("{h:?} is not a header name")))?;
@@ -825,7 +827,9 @@ fn parse_checks(table: &BTreeMap<String, toml::Value>) -> Result<Checks, String>
                     _ => None,
                 })
                 .collect::<Option<Vec<u32>>>()
-                .ok_or("check grpc-status: a code name (\"OK\", \"NOT_FOUND\") or a list of them")?;
+                .ok_or(
+                    "check grpc-status: a code name (\"OK\", \"NOT_FOUND\") or a list of them",
+                )?;
             checks.push(Check::GrpcStatus(codes));
             continue;
         }

@@ -232,7 +232,8 @@ fn trailers_only(code: u32, message: &str) -> http::Response<Body> {
     if !message.is_empty() {
         b = b.header("grpc-message", message.replace(' ', "%20"));
     }
-    b.body(Empty::new().map_err(|e| match e {}).boxed_unsync()).unwrap()
+    b.body(Empty::new().map_err(|e| match e {}).boxed_unsync())
+        .unwrap()
 }
 
 /// Messages, then the status in trailers.
@@ -248,7 +249,11 @@ fn json(status: u16, v: &serde_json::Value) -> http::Response<Body> {
     http::Response::builder()
         .status(status)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(v.to_string())).map_err(|e| match e {}).boxed_unsync())
+        .body(
+            Full::new(Bytes::from(v.to_string()))
+                .map_err(|e| match e {})
+                .boxed_unsync(),
+        )
         .unwrap()
 }
 
@@ -260,7 +265,10 @@ fn decode_request(desc: MessageDescriptor, body: &[u8]) -> Option<DynamicMessage
     DynamicMessage::decode(desc, body.get(5..5 + len)?).ok()
 }
 
-async fn handle(st: &Arc<State>, req: http::Request<hyper::body::Incoming>) -> http::Response<Body> {
+async fn handle(
+    st: &Arc<State>,
+    req: http::Request<hyper::body::Incoming>,
+) -> http::Response<Body> {
     let path = req.uri().path().to_string();
     if path.starts_with("/grpc.reflection.") {
         return reflection(st, req).await;
@@ -312,7 +320,11 @@ async fn handle(st: &Arc<State>, req: http::Request<hyper::body::Incoming>) -> h
                 "missing" => trailers_only(5, "no item missing"),
                 "deadline" => trailers_only(4, "deadline exceeded"),
                 "unavailable" => answer(Vec::new(), 14, "try again"),
-                "bad-message" => answer(vec![Bytes::from_static(&[0, 0, 0, 0, 2, 0xff, 0xff])], 0, ""),
+                "bad-message" => answer(
+                    vec![Bytes::from_static(&[0, 0, 0, 0, 2, 0xff, 0xff])],
+                    0,
+                    "",
+                ),
                 "reset" => {
                     let frames: Vec<Result<Frame<Bytes>, BoxError>> =
                         vec![Err("reset on purpose".into())];
@@ -350,8 +362,14 @@ async fn handle(st: &Arc<State>, req: http::Request<hyper::body::Incoming>) -> h
             };
             let to = (from + size).min(n_records + 1);
             let items: Vec<serde_json::Value> = (from..to).map(record).collect();
-            let next = if to <= n_records { to.to_string() } else { String::new() };
-            let desc = pool.get_message_by_name("items.ListItemsPageResponse").unwrap();
+            let next = if to <= n_records {
+                to.to_string()
+            } else {
+                String::new()
+            };
+            let desc = pool
+                .get_message_by_name("items.ListItemsPageResponse")
+                .unwrap();
             let page = DynamicMessage::deserialize(
                 desc,
                 serde_json::json!({"items": items, "next_page_token": next}),
@@ -373,8 +391,9 @@ async fn reflection(
     if (v1 && !st.options.reflection_v1) || (!v1 && !st.options.reflection_v1alpha) {
         return trailers_only(12, "unknown service");
     }
-    let builder =
-        || tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(st.fds);
+    let builder = || {
+        tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(st.fds)
+    };
     let response = if v1 {
         let mut s = builder().build_v1().unwrap();
         s.call(req).await
