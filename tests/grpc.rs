@@ -477,3 +477,37 @@ fn a_line_that_does_not_fit_the_request_type_is_counted_as_malformed() {
     assert!(out.input.samples[2].reason.contains("colour"), "{report}");
     assert_eq!(server.calls().len(), 2);
 }
+
+#[test]
+fn grpcs_is_verified_by_default_and_speaks_h2_over_tls() {
+    let cert = common::TestCert::new();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der.clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key.clone_key()),
+        )
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let server = GrpcServer::start_tls(Options::default(), config);
+    let url = format!(
+        "grpcs://localhost:{}/items.Items/GetItem",
+        server.addr.port()
+    );
+    let pem = cert.pem_file();
+    // Trusted with --cacert, the schema from reflection over TLS too.
+    let (out, report) = run_lib(
+        &["--cacert", pem.to_str().unwrap(), &url],
+        &ids(&["1", "2"]),
+    );
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.responses, s.errors()), (2, 0), "{report}");
+    assert!(!s.tls.is_empty(), "{report}");
+    // Without it the certificate is refused: verified by default.
+    let p = proto();
+    let (out, report) = run_lib(&["--proto", &p, &url], &ids(&["1"]));
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.responses, 0, "{report}");
+    assert!(report.contains("tls: unknown issuer"), "{report}");
+}
