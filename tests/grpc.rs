@@ -418,7 +418,11 @@ fn bad_schema_inputs_exit_2_with_the_name_and_the_fix() {
             "service items.Nope is not in the schema",
         ),
         (vec![url.clone()], "no reflection service"),
-        (vec!["--proto".into(), p.clone(), url.replace("/items.Items/GetItem", "")], "no gRPC method"),
+        (vec![url.replace("/items.Items/GetItem", "")], "no gRPC method"),
+        (
+            vec!["--proto".into(), p.clone(), "--body".into(), "{}".into(), url.replace("/items.Items/GetItem", "")],
+            "no gRPC method to call with --body",
+        ),
         (
             vec!["--proto".into(), p.clone(), "--body".into(), "{\"idd\": 1}".into(), url.clone()],
             "unrecognized field name 'idd'",
@@ -510,4 +514,83 @@ fn grpcs_is_verified_by_default_and_speaks_h2_over_tls() {
     let s = &out.stats.endpoints[0];
     assert_eq!(s.responses, 0, "{report}");
     assert!(report.contains("tls: unknown issuer"), "{report}");
+}
+
+#[test]
+fn a_library_flow_calls_grpc_methods_json_in_json_and_status_out() {
+    use clap::Parser;
+    use serde_json::json;
+    use versus::flow::{Call, Flow, Mix};
+
+    let server = GrpcServer::start(Options::default());
+    // Methods named only at the call: the schema from --proto.
+    let p = proto();
+    let url = format!("grpc://{}", server.addr);
+    let cli = versus::cli::Cli::try_parse_from([
+        "versus",
+        "--proto",
+        &p,
+        "--stop-after",
+        "4",
+        "-c",
+        "1",
+        &url,
+    ])
+    .unwrap();
+    let mut plan = versus::plan::Plan::from_args(&cli.run, false).unwrap();
+    versus::grpc::setup(&mut plan).unwrap();
+    let plan = std::sync::Arc::new(plan);
+    let flow = Flow::new("pages")
+        .step("first", |_| async {
+            Ok(Call::grpc(
+                "items.Items/ListItemsPage",
+                &json!({"page_size": 2}),
+            ))
+        })
+        .take(|reply, vars| {
+            vars.insert("next".into(), reply.json_str("/nextPageToken")?);
+            Ok(())
+        })
+        .step("next", |ctx| async move {
+            Ok(Call::grpc(
+                "items.Items/ListItemsPage",
+                &json!({"page_size": 2, "page_token": ctx.vars["next"]}),
+            ))
+        })
+        .check(
+            |reply| match (reply.grpc_code(), reply.json_str("/items/0/id")) {
+                (Some("OK"), Ok(id)) if id == "3" => Ok(()),
+                other => Err(format!("{other:?}").into()),
+            },
+        )
+        .step("missing", |_| async {
+            Ok(Call::grpc("items.Items/GetItem", &json!({"id": "missing"})))
+        })
+        .check(|reply| match reply.grpc_code() {
+            Some("NOT_FOUND") => Ok(()),
+            other => Err(format!("{other:?}").into()),
+        });
+    let input =
+        versus::engine::Input::Mix(std::sync::Arc::new(Mix::one(std::sync::Arc::new(flow))));
+    let out = versus::engine::run(
+        &plan,
+        input,
+        &versus::engine::Stop::new(),
+        &mut versus::engine::Quiet,
+    )
+    .unwrap();
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.flows.instances, 4);
+    assert_eq!(s.flows.succeeded, 4, "{:?}", s.steps);
+    let tokens: Vec<String> = server
+        .calls()
+        .iter()
+        .filter(|c| c.path.ends_with("ListItemsPage"))
+        .map(|c| c.request["pageToken"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(tokens.len(), 8);
+    assert!(
+        tokens.chunks(2).all(|t| t[0].is_empty() && t[1] == "3"),
+        "{tokens:?}"
+    );
 }
