@@ -480,7 +480,7 @@ sc_grpc() {
     if "$VERSUS" -q --proto "$proto" --body '{"id": "1"}' --stop-after 1 "grpc://127.0.0.1:$port/items.Items/GetItem" >/dev/null 2>&1; then break; fi
     sleep 0.2
   done
-  SERVER_PID="$(pgrep -P "$GRPC_SERVER_PID" | head -1)"; [ -n "$SERVER_PID" ] || SERVER_PID="$GRPC_SERVER_PID"
+  SERVER_PID="$(pgrep -P "$GRPC_SERVER_PID" | head -1 || true)"; [ -n "$SERVER_PID" ] || SERVER_PID="$GRPC_SERVER_PID"
   local target="127.0.0.1:$port" body='{"id": "1"}'
   have ghz && measure ghz parse_ghz 1 -- ghz --insecure --proto "$proto" --import-paths "$(dirname "$proto")" --call items.Items/GetItem -d "$body" -c 50 --connections 1 -z "${DURATION}s" "$target"
   measure versus parse_versus 1 -- "$VERSUS" --proto "$proto" --body "$body" -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "grpc://$target/items.Items/GetItem"

@@ -29,6 +29,34 @@
 //!     });
 //! # let _ = flow;
 //! ```
+//!
+//! At a gRPC endpoint (`grpc://host:port`) a step is a call: request JSON
+//! in ([`Call::grpc`]), answer JSON and status out ([`Reply::body`],
+//! [`Reply::grpc`]); the methods a flow calls are resolved in the
+//! endpoint's schema before the run when a scenario names them
+//! (`grpc = "..."`), or looked up in it at the call.
+//!
+//! ```no_run
+//! use serde_json::json;
+//! use versus::flow::{Call, Flow};
+//!
+//! let pages = Flow::new("pages")
+//!     .step("first", |_ctx| async {
+//!         Ok(Call::grpc("items.Items/ListItemsPage", &json!({"page_size": 2})))
+//!     })
+//!     .step("next", |ctx| async move {
+//!         let token = ctx.last()?.json_str("/nextPageToken")?;
+//!         Ok(Call::grpc(
+//!             "items.Items/ListItemsPage",
+//!             &json!({"page_size": 2, "page_token": token}),
+//!         ))
+//!     })
+//!     .check(|reply| match reply.grpc_code() {
+//!         Some("OK") => Ok(()),
+//!         other => Err(format!("status {other:?}").into()),
+//!     });
+//! # let _ = pages;
+//! ```
 
 use std::future::Future;
 use std::pin::Pin;

@@ -418,7 +418,11 @@ fn bad_schema_inputs_exit_2_with_the_name_and_the_fix() {
             "service items.Nope is not in the schema",
         ),
         (vec![url.clone()], "no reflection service"),
-        (vec!["--proto".into(), p.clone(), url.replace("/items.Items/GetItem", "")], "no gRPC method"),
+        (vec![url.replace("/items.Items/GetItem", "")], "no gRPC method"),
+        (
+            vec!["--proto".into(), p.clone(), "--body".into(), "{}".into(), url.replace("/items.Items/GetItem", "")],
+            "no gRPC method to call with --body",
+        ),
         (
             vec!["--proto".into(), p.clone(), "--body".into(), "{\"idd\": 1}".into(), url.clone()],
             "unrecognized field name 'idd'",
@@ -476,4 +480,117 @@ fn a_line_that_does_not_fit_the_request_type_is_counted_as_malformed() {
     assert_eq!(at, ["line 2", "line 3", "line 4"], "{report}");
     assert!(out.input.samples[2].reason.contains("colour"), "{report}");
     assert_eq!(server.calls().len(), 2);
+}
+
+#[test]
+fn grpcs_is_verified_by_default_and_speaks_h2_over_tls() {
+    let cert = common::TestCert::new();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der.clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key.clone_key()),
+        )
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let server = GrpcServer::start_tls(Options::default(), config);
+    let url = format!(
+        "grpcs://localhost:{}/items.Items/GetItem",
+        server.addr.port()
+    );
+    let pem = cert.pem_file();
+    // Trusted with --cacert, the schema from reflection over TLS too.
+    let (out, report) = run_lib(
+        &["--cacert", pem.to_str().unwrap(), &url],
+        &ids(&["1", "2"]),
+    );
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.responses, s.errors()), (2, 0), "{report}");
+    assert!(!s.tls.is_empty(), "{report}");
+    // Without it the certificate is refused: verified by default.
+    let p = proto();
+    let (out, report) = run_lib(&["--proto", &p, &url], &ids(&["1"]));
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.responses, 0, "{report}");
+    assert!(report.contains("tls: unknown issuer"), "{report}");
+}
+
+#[test]
+fn a_library_flow_calls_grpc_methods_json_in_json_and_status_out() {
+    use clap::Parser;
+    use serde_json::json;
+    use versus::flow::{Call, Flow, Mix};
+
+    let server = GrpcServer::start(Options::default());
+    // Methods named only at the call: the schema from --proto.
+    let p = proto();
+    let url = format!("grpc://{}", server.addr);
+    let cli = versus::cli::Cli::try_parse_from([
+        "versus",
+        "--proto",
+        &p,
+        "--stop-after",
+        "4",
+        "-c",
+        "1",
+        &url,
+    ])
+    .unwrap();
+    let mut plan = versus::plan::Plan::from_args(&cli.run, false).unwrap();
+    versus::grpc::setup(&mut plan).unwrap();
+    let plan = std::sync::Arc::new(plan);
+    let flow = Flow::new("pages")
+        .step("first", |_| async {
+            Ok(Call::grpc(
+                "items.Items/ListItemsPage",
+                &json!({"page_size": 2}),
+            ))
+        })
+        .take(|reply, vars| {
+            vars.insert("next".into(), reply.json_str("/nextPageToken")?);
+            Ok(())
+        })
+        .step("next", |ctx| async move {
+            Ok(Call::grpc(
+                "items.Items/ListItemsPage",
+                &json!({"page_size": 2, "page_token": ctx.vars["next"]}),
+            ))
+        })
+        .check(
+            |reply| match (reply.grpc_code(), reply.json_str("/items/0/id")) {
+                (Some("OK"), Ok(id)) if id == "3" => Ok(()),
+                other => Err(format!("{other:?}").into()),
+            },
+        )
+        .step("missing", |_| async {
+            Ok(Call::grpc("items.Items/GetItem", &json!({"id": "missing"})))
+        })
+        .check(|reply| match reply.grpc_code() {
+            Some("NOT_FOUND") => Ok(()),
+            other => Err(format!("{other:?}").into()),
+        });
+    let input =
+        versus::engine::Input::Mix(std::sync::Arc::new(Mix::one(std::sync::Arc::new(flow))));
+    let out = versus::engine::run(
+        &plan,
+        input,
+        &versus::engine::Stop::new(),
+        &mut versus::engine::Quiet,
+    )
+    .unwrap();
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.flows.instances, 4);
+    assert_eq!(s.flows.succeeded, 4, "{:?}", s.steps);
+    let tokens: Vec<String> = server
+        .calls()
+        .iter()
+        .filter(|c| c.path.ends_with("ListItemsPage"))
+        .map(|c| c.request["pageToken"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(tokens.len(), 8);
+    assert!(
+        tokens.chunks(2).all(|t| t[0].is_empty() && t[1] == "3"),
+        "{tokens:?}"
+    );
 }

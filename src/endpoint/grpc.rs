@@ -170,8 +170,8 @@ pub fn reflect(
     services: &[String],
 ) -> Result<prost_reflect::DescriptorPool, ReflectError> {
     let label = spec.label.clone();
-    let prepared = super::Prepared::new(spec, addrs, tls, opts.clone())
-        .map_err(|e| ReflectError::Unreachable(e))?;
+    let prepared =
+        super::Prepared::new(spec, addrs, tls, opts.clone()).map_err(ReflectError::Unreachable)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

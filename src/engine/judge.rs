@@ -39,6 +39,7 @@ pub(crate) fn classify(
         }
         Ok(r)
             if plan.comparer.jsonrpc()
+                && r.grpc.is_none()
                 && r.status < 300
                 && memchr::memmem::find(&r.body, b"\"error\"").is_some() =>
         {

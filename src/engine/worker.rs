@@ -231,8 +231,16 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         }
     }
 
-    let keep_body = plan.comparer.jsonrpc()
-        || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
+    // JSON-RPC error answers are found in the bodies; gRPC answers carry
+    // their status apart, so a run of gRPC endpoints alone keeps (and
+    // decodes) bodies only to compare them.
+    let jsonrpc_bodies = plan.comparer.jsonrpc()
+        && plan
+            .endpoints
+            .iter()
+            .any(|e| e.style != crate::endpoint::Style::Grpc);
+    let keep_body =
+        jsonrpc_bodies || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
     let mix = match &input {
         WorkerInput::Flow { mix, .. } => Some(mix.clone()),
         _ => None,

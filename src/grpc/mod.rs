@@ -362,15 +362,13 @@ pub fn parse_request(input: &MessageDescriptor, json: &[u8]) -> Result<DynamicMe
 fn fix_numbers(v: &mut serde_json::Value) {
     use serde_json::Value;
     match v {
-        Value::Number(n) => {
-            if n.as_u64().is_none() && n.as_i64().is_none() {
-                let text = n.to_string();
-                let exact = n
-                    .as_f64()
-                    .is_some_and(|f| f.to_string() == text || format!("{f:?}") == text);
-                if !exact {
-                    *v = Value::String(text);
-                }
+        Value::Number(n) if n.as_u64().is_none() && n.as_i64().is_none() => {
+            let text = n.to_string();
+            let exact = n
+                .as_f64()
+                .is_some_and(|f| f.to_string() == text || format!("{f:?}") == text);
+            if !exact {
+                *v = Value::String(text);
             }
         }
         Value::Array(a) => a.iter_mut().for_each(fix_numbers),

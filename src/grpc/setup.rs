@@ -57,7 +57,9 @@ pub fn setup(plan: &mut Plan) -> Result<(), SetupError> {
                 names.push(m.clone());
             }
         }
-        if names.is_empty() {
+        // With --proto, a library flow may name its methods only at the
+        // call; reflection needs to know which services to ask for.
+        if names.is_empty() && plan.grpc.schema.is_none() {
             return Err(SetupError::Usage(format!(
                 "endpoint {label}: no gRPC method: name it in the URL's path, grpc://{}/package.Service/Method",
                 spec.authority
@@ -130,7 +132,10 @@ pub fn setup(plan: &mut Plan) -> Result<(), SetupError> {
         for spec in &plan.endpoints {
             let Some(service) = &spec.grpc else { continue };
             let Some(method) = service.method(None) else {
-                continue;
+                return Err(SetupError::Usage(format!(
+                    "endpoint {}: no gRPC method to call with --body: name it in the URL's path, grpc://{}/package.Service/Method",
+                    spec.label, spec.authority
+                )));
             };
             parse_request(&method.input, &r.body).map_err(|reason| {
                 SetupError::Usage(format!(

@@ -94,8 +94,24 @@ impl GrpcServer {
         GrpcServer::start_at("127.0.0.1:0".parse().unwrap(), options, 2)
     }
 
+    /// Start on 127.0.0.1:0 speaking TLS with `config` (its ALPN decides
+    /// what is offered).
+    pub fn start_tls(options: Options, config: rustls::ServerConfig) -> GrpcServer {
+        let tls = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        GrpcServer::start_inner("127.0.0.1:0".parse().unwrap(), options, 2, Some(tls))
+    }
+
     /// Start on `addr`, with a runtime of `threads` worker threads.
     pub fn start_at(addr: SocketAddr, options: Options, threads: usize) -> GrpcServer {
+        GrpcServer::start_inner(addr, options, threads, None)
+    }
+
+    fn start_inner(
+        addr: SocketAddr,
+        options: Options,
+        threads: usize,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> GrpcServer {
         let pool = schema();
         let state = Arc::new(State {
             pool,
@@ -123,14 +139,16 @@ impl GrpcServer {
                             let Ok((stream, _)) = accepted else { continue };
                             let _ = stream.set_nodelay(true);
                             let st = st.clone();
+                            let tls = tls.clone();
                             tokio::spawn(async move {
-                                let service = hyper::service::service_fn(move |req| {
-                                    let st = st.clone();
-                                    async move { Ok::<_, Infallible>(handle(&st, req).await) }
-                                });
-                                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                                    .serve_connection(TokioIo::new(stream), service)
-                                    .await;
+                                match tls {
+                                    None => serve(st, stream).await,
+                                    Some(tls) => {
+                                        if let Ok(stream) = tls.accept(stream).await {
+                                            serve(st, stream).await;
+                                        }
+                                    }
+                                }
                             });
                         }
                     }
@@ -159,6 +177,20 @@ impl GrpcServer {
     pub fn calls(&self) -> Vec<Call> {
         self.state.calls.lock().unwrap().clone()
     }
+}
+
+/// Serve one connection (HTTP/1.1 or HTTP/2, told by its first bytes).
+async fn serve<S>(st: Arc<State>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req| {
+        let st = st.clone();
+        async move { Ok::<_, Infallible>(handle(&st, req).await) }
+    });
+    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }
 
 /// The schema of `items.proto`, compiled here as versus compiles it.
