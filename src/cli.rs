@@ -222,6 +222,13 @@ pub struct RunArgs {
     #[arg(long = "endpoint-header", value_name = "NAME=HEADER")]
     pub endpoint_headers: Vec<String>,
 
+    /// A network fault on one endpoint, as 'NAME=FAULT' where NAME is the
+    /// endpoint's label or its position from 0, e.g. "slow=latency 200ms
+    /// jitter 20ms" or "1=status 503 prob 10% after 10s for 5s"
+    /// (repeatable; see the README, "Network faults").
+    #[arg(long = "fault", value_name = "NAME=FAULT")]
+    pub faults: Vec<String>,
+
     /// Single-request mode: send this method to every endpoint repeatedly
     /// instead of reading a request stream.
     #[arg(short = 'm', long)]
