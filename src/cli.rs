@@ -76,7 +76,7 @@ pub struct ReportArgs {
     /// Saved runs (written with --output); several are merged.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// Report format: text, json, markdown, csv or html.
+    /// Report format: text, json, markdown, csv, html or vegeta.
     #[arg(long, default_value = "text", value_name = "FORMAT")]
     pub format: String,
     /// Check a condition such as 'p99 < 200ms' (repeatable); exit 3 if any
@@ -389,7 +389,8 @@ pub struct RunArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Format of the report on stdout: text, json or markdown.
+    /// Format of the report on stdout: text, json, markdown or vegeta
+    /// (vegeta's text report, per endpoint).
     #[arg(long, default_value = "text", value_name = "FORMAT")]
     pub format: String,
 

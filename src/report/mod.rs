@@ -14,6 +14,7 @@ pub mod significance;
 pub mod text;
 pub mod threshold;
 pub mod verbose;
+pub mod vegeta;
 
 use std::time::Duration;
 
