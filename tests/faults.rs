@@ -333,3 +333,62 @@ fn bad_faults_exit_2_with_the_reason() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("TLS"), "{err}");
 }
+
+#[test]
+fn a_scenario_file_sets_faults_per_endpoint_and_vegeta_reports_them() {
+    let server = Server::start(|_| Reply::ok("Hello world!"));
+    let dir = std::env::temp_dir().join(format!("versus-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("faults.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+[[endpoint]]
+name = "plain"
+url = "{url}"
+
+[[endpoint]]
+name = "slow"
+url = "{url}"
+faults = ["latency 100ms", "status 503 prob 0"]
+
+[[step]]
+name = "hello"
+path = "/"
+"#,
+            url = server.url()
+        ),
+    )
+    .unwrap();
+    let out = run_bin(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--stop-after=5",
+            "--format=vegeta",
+        ],
+        b"",
+    );
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{report}{}", String::from_utf8_lossy(&out.stderr));
+    // Two blocks in vegeta's layout, one per endpoint.
+    let blocks: Vec<&str> = report.split("\n# ").collect();
+    assert_eq!(blocks.len(), 2, "{report}");
+    assert!(blocks[0].starts_with("# 0. plain"), "{report}");
+    assert!(blocks[1].starts_with("1. slow"), "{report}");
+    for b in &blocks {
+        assert!(b.contains("Requests      [total, rate, throughput]         5, "), "{b}");
+        assert!(b.contains("Status Codes  [code:count]                      200:5  "), "{b}");
+    }
+    // The 50th percentile (third latency) of the slow one is past 100 ms.
+    let p50 = |b: &str| {
+        let line = b.lines().find(|l| l.starts_with("Latencies")).unwrap();
+        let values = line.split(']').nth(1).unwrap();
+        values.split(',').nth(2).unwrap().trim().to_string()
+    };
+    assert!(p50(blocks[1]).starts_with("10") && p50(blocks[1]).ends_with("ms"), "{report}");
+    assert!(!p50(blocks[0]).starts_with("10"), "{report}");
+    assert!(blocks[1].contains("injected by versus: latency 100ms: "), "{report}");
+    assert!(blocks[1].contains("injected by versus: status 503 prob 0: 0"), "{report}");
+}

@@ -36,6 +36,8 @@ pub struct Suite {
     pub endpoints: Vec<String>,
     /// Headers the file gives an endpoint, as `NAME=Name: value`.
     pub endpoint_headers: Vec<String>,
+    /// Network faults the file gives an endpoint, as `NAME=FAULT`.
+    pub faults: Vec<String>,
     /// The scenarios, in file order.
     pub scenarios: Vec<Scenario>,
     /// Response headers some step takes a value from (the transport must
@@ -84,6 +86,9 @@ struct EndpointDoc {
     url: String,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    /// Network faults (`--fault`), each in the command line's words.
+    #[serde(default)]
+    faults: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -209,7 +214,7 @@ impl Suite {
         })?;
 
         // Endpoints: the command line's, else the file's.
-        let (names, endpoint_specs, endpoint_headers) = if endpoints.is_empty() {
+        let (names, endpoint_specs, (endpoint_headers, faults)) = if endpoints.is_empty() {
             if doc.endpoint.is_empty() {
                 return Err(ScenarioError(format!(
                     "{shown}: no endpoint: add [[endpoint]] tables (name, url) or name NAME=URL on the command line"
@@ -218,6 +223,7 @@ impl Suite {
             let mut names = Vec::new();
             let mut specs = Vec::new();
             let mut headers = Vec::new();
+            let mut faults = Vec::new();
             for e in &doc.endpoint {
                 let name = e.name.get_ref();
                 if names.contains(name) {
@@ -231,8 +237,9 @@ impl Suite {
                 for (k, v) in &e.headers {
                     headers.push(format!("{name}={k}: {v}"));
                 }
+                faults.extend(e.faults.iter().map(|f| format!("{name}={f}")));
             }
-            (names, specs, headers)
+            (names, specs, (headers, faults))
         } else {
             let names = endpoints
                 .iter()
@@ -242,7 +249,7 @@ impl Suite {
                     _ => i.to_string(),
                 })
                 .collect();
-            (names, endpoints.to_vec(), Vec::new())
+            (names, endpoints.to_vec(), (Vec::new(), Vec::new()))
         };
 
         let constants: BTreeMap<String, String> = doc
@@ -402,6 +409,7 @@ impl Suite {
         Ok(Suite {
             endpoints: endpoint_specs,
             endpoint_headers,
+            faults,
             scenarios,
             headers_taken,
         })
@@ -452,6 +460,7 @@ impl Suite {
         run.endpoints.clone_from(&self.endpoints);
         run.endpoint_headers
             .extend(self.endpoint_headers.iter().cloned());
+        run.faults.extend(self.faults.iter().cloned());
         if run.stop_after.is_none() {
             run.stop_after = Some("10s".to_string());
         }
