@@ -52,6 +52,7 @@ pub async fn read<R: AsyncRead + Unpin>(
     let mut requests = answers.map(|_| Requests::new());
     let mut parts = Vec::new();
     let mut last = Instant::now();
+    let mut drawn = Duration::ZERO;
     // A black hole with a time limit: when the connection is closed.
     let mut hole_closes: Option<Instant> = None;
     loop {
@@ -100,8 +101,14 @@ pub async fn read<R: AsyncRead + Unpin>(
         }) {
             Some((i, (delay, jitter))) => {
                 conn.acted(i);
-                // Never before an earlier chunk: order is kept.
-                last = last.max(now + spread(delay, jitter));
+                // One draw per burst: a chunk that comes while the last is
+                // still held keeps its delay (two draws would make the
+                // burst wait for the larger). Never before an earlier
+                // chunk: order is kept.
+                if last <= now {
+                    drawn = spread(delay, jitter);
+                }
+                last = last.max(now + drawn);
                 last
             }
             None => now,
@@ -129,7 +136,11 @@ pub async fn read<R: AsyncRead + Unpin>(
         }
         if let Some((i, (_, every))) = slow {
             conn.acted(i);
-            sleep(every).await;
+            // A full read: more is waiting, so wait first. A short one
+            // took what there was; the next read waits for new data.
+            if n == cap {
+                sleep(every).await;
+            }
         }
     }
 }
@@ -145,7 +156,7 @@ fn spread(delay: Duration, jitter: Duration) -> Duration {
 }
 
 /// The bandwidth budget of one direction: `bytes` per period, the first
-/// at once.
+/// at once; a new burst starts a new period.
 struct Budget {
     left: u64,
     period_ends: Option<Instant>,
@@ -186,7 +197,21 @@ pub async fn write<W: AsyncWrite + Unpin>(
         left: 0,
         period_ends: None,
     };
-    while let Some(msg) = from.recv().await {
+    loop {
+        // A burst starts when data comes to a direction that had nothing
+        // queued: the bandwidth budget starts afresh (per request or
+        // answer, as toxy limits each).
+        let msg = match from.try_recv() {
+            Ok(msg) => msg,
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                budget.period_ends = None;
+                match from.recv().await {
+                    Some(msg) => msg,
+                    None => return End::Eof,
+                }
+            }
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return End::Eof,
+        };
         let (at, mut data) = match msg {
             Msg::Eof => {
                 let _ = to.shutdown().await;
@@ -245,7 +270,6 @@ pub async fn write<W: AsyncWrite + Unpin>(
             }
         }
     }
-    End::Eof
 }
 
 /// Run a direction's reader and writer together: done when the writer is

@@ -68,7 +68,8 @@ pub enum Action {
         /// The period.
         per: Duration,
     },
-    /// Read at most `bytes` at a time, waiting `every` after each read.
+    /// Read at most `bytes` at a time, waiting `every` after each full
+    /// read (a short read took all there was: the next waits for data).
     SlowRead {
         /// Bytes per read.
         bytes: u64,

@@ -152,7 +152,8 @@ fn block(
 }
 
 /// The distinct errors, as vegeta lists them (one a line): HTTP error
-/// statuses and failure kinds; then each injected fault with how often
+/// statuses and failure kinds, requests abandoned at the stop (not among
+/// the requests); then each injected fault with how often
 /// it acted, so an error versus caused is told apart from the endpoint's.
 fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     for (code, n) in s.status.iter().enumerate().skip(400) {
@@ -168,6 +169,9 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
         if s.failures[f.index()] > 0 {
             writeln!(out, "{}", f.name())?;
         }
+    }
+    if s.abandoned > 0 {
+        writeln!(out, "abandoned in flight at the stop: {}", s.abandoned)?;
     }
     for (name, n) in &s.faults {
         writeln!(out, "injected by versus: {}: {n}", super::escape_terminal(name))?;
