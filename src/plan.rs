@@ -577,7 +577,9 @@ fn faults_of(
                 "no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
             ))
         })?;
-        let fault: Fault = spec.parse().map_err(|e: crate::fault::FaultError| fail(e.0))?;
+        let fault: Fault = spec
+            .parse()
+            .map_err(|e: crate::fault::FaultError| fail(e.0))?;
         let e = &endpoints[i];
         if fault.action.is_http() {
             let hidden = if e.scheme == Scheme::Https {

@@ -93,11 +93,17 @@ fn bandwidth_limits_the_answer_to_its_rate_within_5_percent() {
     // 400 KB at 10 KB per 25 ms: the first 10 KB at once, then 39 periods.
     let took = ms(&out, 0, 0.5) / 1000.0;
     let rate = 400.0 * 1024.0 * (39.0 / 40.0) / took / 1024.0;
-    assert!((rate - 400.0).abs() <= 20.0, "{rate} KB/s in {took} s\n{report}");
+    assert!(
+        (rate - 400.0).abs() <= 20.0,
+        "{rate} KB/s in {took} s\n{report}"
+    );
 }
 
-/// A server that reads one request and notes when each piece arrived.
-fn timing_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<(Instant, usize)>>>) {
+/// When each read of a server took how many bytes.
+type Reads = Arc<Mutex<Vec<(Instant, usize)>>>;
+
+/// A server that reads requests and notes when each piece arrived.
+fn timing_server() -> (std::net::SocketAddr, Reads) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let reads = Arc::new(Mutex::new(Vec::new()));
@@ -120,14 +126,7 @@ fn timing_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<(Instant, usize)>>>) 
                     let Some(head_end) = text.find("\r\n\r\n") else {
                         continue;
                     };
-                    let len: usize = text[..head_end]
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse().ok())?
-                        })
-                        .unwrap_or(0);
+                    let len = content_length(&text[..head_end]);
                     if buf.len() >= head_end + 4 + len {
                         buf.drain(..head_end + 4 + len);
                         let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
@@ -208,7 +207,11 @@ fn reset_after_a_delay_abort_and_limit_end_requests() {
         &lines(3),
     );
     for i in 0..3 {
-        assert_eq!(failures(&out, i, Failure::Reset), 3, "endpoint {i}\n{report}");
+        assert_eq!(
+            failures(&out, i, Failure::Reset),
+            3,
+            "endpoint {i}\n{report}"
+        );
     }
     assert_eq!(acted(&out, 1, "abort"), 3);
     assert_eq!(acted(&out, 2, "limit 500B"), 3);
@@ -299,7 +302,11 @@ fn a_time_window_shows_in_the_saved_intervals() {
         ],
         &lines(1000),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let saved = versus::results::load(&[&file]).unwrap();
     let p50 = |k: usize| saved.series.points[k].endpoints[0].p50.unwrap() as f64 / 1000.0;
     assert!(p50(0) < 50.0, "interval 0: {}", p50(0));
@@ -323,7 +330,10 @@ fn bad_faults_exit_2_with_the_reason() {
     let out = run_bin(&["--fault", "0=latency", "http://127.0.0.1:9/"], b"");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--fault \"0=latency\": expected latency"), "{err}");
+    assert!(
+        err.contains("--fault \"0=latency\": expected latency"),
+        "{err}"
+    );
     let out = run_bin(&["--fault", "nope=abort", "http://127.0.0.1:9/"], b"");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no endpoint is named \"nope\""));
@@ -371,15 +381,25 @@ path = "/"
         b"",
     );
     let report = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{report}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Two blocks in vegeta's layout, one per endpoint.
     let blocks: Vec<&str> = report.split("\n# ").collect();
     assert_eq!(blocks.len(), 2, "{report}");
     assert!(blocks[0].starts_with("# 0. plain"), "{report}");
     assert!(blocks[1].starts_with("1. slow"), "{report}");
     for b in &blocks {
-        assert!(b.contains("Requests      [total, rate, throughput]         5, "), "{b}");
-        assert!(b.contains("Status Codes  [code:count]                      200:5  "), "{b}");
+        assert!(
+            b.contains("Requests      [total, rate, throughput]         5, "),
+            "{b}"
+        );
+        assert!(
+            b.contains("Status Codes  [code:count]                      200:5  "),
+            "{b}"
+        );
     }
     // The 50th percentile (third latency) of the slow one is past 100 ms.
     let p50 = |b: &str| {
@@ -387,8 +407,54 @@ path = "/"
         let values = line.split(']').nth(1).unwrap();
         values.split(',').nth(2).unwrap().trim().to_string()
     };
-    assert!(p50(blocks[1]).starts_with("10") && p50(blocks[1]).ends_with("ms"), "{report}");
+    assert!(
+        p50(blocks[1]).starts_with("10") && p50(blocks[1]).ends_with("ms"),
+        "{report}"
+    );
     assert!(!p50(blocks[0]).starts_with("10"), "{report}");
-    assert!(blocks[1].contains("injected by versus: latency 100ms: "), "{report}");
-    assert!(blocks[1].contains("injected by versus: status 503 prob 0: 0"), "{report}");
+    assert!(
+        blocks[1].contains("injected by versus: latency 100ms: "),
+        "{report}"
+    );
+    assert!(
+        blocks[1].contains("injected by versus: status 503 prob 0: 0"),
+        "{report}"
+    );
+}
+
+#[test]
+fn byte_stream_faults_act_on_tls_and_http2_alike() {
+    // TLS verified against the certificate, through the proxy (the name
+    // checked is the endpoint's, not the proxy's).
+    let cert = TestCert::new();
+    let tls = Server::start_tls(&cert, |_| Reply::ok("ok"));
+    let ca = cert.pem_file();
+    let url = format!("https://localhost:{}/", tls.addr.port());
+    let (out, report) = run_lib(
+        &[
+            "--stop-after=5",
+            "--cacert",
+            ca.to_str().unwrap(),
+            "--fault",
+            "0=latency 50ms",
+            &url,
+        ],
+        &lines(5),
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 5, "{report}");
+    assert!((ms(&out, 0, 0.5) - 50.0).abs() <= 5.0, "{report}");
+    // HTTP/2 with prior knowledge on plain TCP.
+    let h2 = Server::start(|s| Reply::ok(format!("{:?}", s.version)));
+    let (out, report) = run_lib(
+        &[
+            "--stop-after=5",
+            "--http2",
+            "--fault",
+            "0=latency 50ms",
+            &h2.url(),
+        ],
+        &lines(5),
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 5, "{report}");
+    assert!((ms(&out, 0, 0.5) - 50.0).abs() <= 5.0, "{report}");
 }

@@ -76,7 +76,11 @@ fn suite(url: &str, forward: bool, fault: Option<&str>) -> (f64, String) {
         "--timeout=30s",
         "--max-in-flight=100",
     ];
-    args.extend(if forward { ["-m", "GET"] } else { ["-d", PAYLOAD] });
+    args.extend(if forward {
+        ["-m", "GET"]
+    } else {
+        ["-d", PAYLOAD]
+    });
     if let Some(f) = fault {
         args.extend(["--fault", f]);
     }
@@ -106,7 +110,10 @@ fn toxy_suites_against_real_toxy_and_versus_faults() {
     // 1723 bytes at 1 KB/s: 1 KB at once, the rest a second later.
     let (toxy, at) = Toxy::start("bandwidth", target);
     let (bandwidth, r) = suite(&url(at), false, None);
-    assert!((0.95..1.2).contains(&bandwidth), "bandwidth p50 {bandwidth} s\n{r}");
+    assert!(
+        (0.95..1.2).contains(&bandwidth),
+        "bandwidth p50 {bandwidth} s\n{r}"
+    );
     drop(toxy);
 
     // toxy's slowRead waits a second before each 1 KB chunk of the body:
@@ -119,9 +126,15 @@ fn toxy_suites_against_real_toxy_and_versus_faults() {
     // versus's own faults, straight to the server: the same shapes.
     let direct = server.url() + "hello";
     let (bandwidth, r) = suite(&direct, false, Some("0=bandwidth 1KB/s up"));
-    assert!((0.95..1.2).contains(&bandwidth), "versus bandwidth p50 {bandwidth} s\n{r}");
+    assert!(
+        (0.95..1.2).contains(&bandwidth),
+        "versus bandwidth p50 {bandwidth} s\n{r}"
+    );
     let (slow, r) = suite(&direct, false, Some("0=slow-read 1KB every 1s"));
-    assert!((0.95..1.2).contains(&slow), "versus slow-read p50 {slow} s\n{r}");
+    assert!(
+        (0.95..1.2).contains(&slow),
+        "versus slow-read p50 {slow} s\n{r}"
+    );
     let (forward, r) = suite(&direct, true, Some("0=latency 0ms"));
     assert!(forward < 0.05, "versus forward p50 {forward} s\n{r}");
 }

@@ -152,7 +152,7 @@ fn collect(
             }
             let mut delta = entry.remove();
             if let Some(f) = faults {
-                f.take_into(&mut delta);
+                f.take_into(&mut delta, index);
             }
             total.merge(&delta);
             observer.interval(index, &delta, &total);
@@ -216,7 +216,7 @@ pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
     }
     let mut faults = None;
     if plan.faults.iter().any(|f| !f.is_empty()) {
-        let (running, proxied) = crate::fault::start(&plan.faults, &addrs)?;
+        let (running, proxied) = crate::fault::start(&plan.faults, &addrs, plan.interval)?;
         for (a, p) in addrs.iter_mut().zip(proxied) {
             if let Some(p) = p {
                 *a = vec![p];
@@ -373,7 +373,7 @@ pub fn run_resolved(
     let (mut stats, elapsed) = collect(plan, cores, &collector, faults.as_ref(), observer)?;
     if let Some(f) = &faults {
         // What the faults did after the last interval.
-        f.take_into(&mut stats);
+        f.take_into(&mut stats, u64::MAX);
     }
     let (input, input_error) = match state.lock() {
         Ok(s) => (s.stats.clone(), s.error.clone()),

@@ -16,10 +16,10 @@ use super::spec::Action;
 pub enum Verdict {
     /// Send it to the endpoint.
     Pass,
-    /// Answer it with these bytes, as fault `.0`.
-    Answer(usize, Bytes),
-    /// Reset the connection, as fault `.0`.
-    Abort(usize),
+    /// Answer it with these bytes.
+    Answer(Bytes),
+    /// Reset the connection.
+    Abort,
 }
 
 /// A piece of the up stream, in order.
@@ -101,11 +101,11 @@ impl Requests {
                             out.push(Part::Forward(head));
                             true
                         }
-                        Verdict::Answer(_, answer) => {
+                        Verdict::Answer(answer) => {
                             out.push(Part::Answer(answer));
                             false
                         }
-                        Verdict::Abort(_) => {
+                        Verdict::Abort => {
                             out.push(Part::Abort);
                             self.buf.clear();
                             return;
@@ -149,10 +149,10 @@ pub fn decide(conn: &Conn<'_>) -> Verdict {
             continue;
         }
         let verdict = match &f.action {
-            Action::Status { code, body } => Verdict::Answer(i, answer(*code, body, &f.to_string())),
-            Action::Abort => Verdict::Abort(i),
+            Action::Status { code, body } => Verdict::Answer(answer(*code, body, &f.to_string())),
+            Action::Abort => Verdict::Abort,
             Action::RateLimit { .. } if shared.over_limit(i) => {
-                Verdict::Answer(i, answer(429, "rate limit (versus fault)\n", &f.to_string()))
+                Verdict::Answer(answer(429, "rate limit (versus fault)\n", &f.to_string()))
             }
             _ => continue,
         };
@@ -169,7 +169,11 @@ fn answer(code: u16, body: &str, fault: &str) -> Bytes {
         .ok()
         .and_then(|s| s.canonical_reason())
         .unwrap_or("Fault");
-    let retry = if code == 429 { "retry-after: 1\r\n" } else { "" };
+    let retry = if code == 429 {
+        "retry-after: 1\r\n"
+    } else {
+        ""
+    };
     let fault: String = fault.chars().filter(|c| !c.is_control()).collect();
     Bytes::from(format!(
         "HTTP/1.1 {code} {reason}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n{retry}x-versus-fault: {fault}\r\n\r\n{body}",
@@ -196,17 +200,27 @@ mod tests {
         let mut r = Requests::new();
         let mut v = vec![
             Verdict::Pass,
-            Verdict::Answer(0, Bytes::from_static(b"A")),
+            Verdict::Answer(Bytes::from_static(b"A")),
             Verdict::Pass,
         ];
         // A head cut in two, then its body with the next request's head.
-        assert_eq!(run(&mut r, b"POST / HTTP/1.1\r\nContent-Le", &mut v), vec![]);
         assert_eq!(
-            run(&mut r, b"ngth: 3\r\n\r\nab", &mut v),
-            vec![fwd("POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n"), fwd("ab")]
+            run(&mut r, b"POST / HTTP/1.1\r\nContent-Le", &mut v),
+            vec![]
         );
         assert_eq!(
-            run(&mut r, b"cPOST /x HTTP/1.1\r\nContent-Length: 2\r\n\r\nzz", &mut v),
+            run(&mut r, b"ngth: 3\r\n\r\nab", &mut v),
+            vec![
+                fwd("POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\n"),
+                fwd("ab")
+            ]
+        );
+        assert_eq!(
+            run(
+                &mut r,
+                b"cPOST /x HTTP/1.1\r\nContent-Length: 2\r\n\r\nzz",
+                &mut v
+            ),
             vec![fwd("c"), Part::Answer(Bytes::from_static(b"A"))]
         );
         assert_eq!(
@@ -218,9 +232,13 @@ mod tests {
     #[test]
     fn an_abort_stops_the_stream_and_chunked_bodies_pass_unframed() {
         let mut r = Requests::new();
-        let mut v = vec![Verdict::Abort(0)];
+        let mut v = vec![Verdict::Abort];
         assert_eq!(
-            run(&mut r, b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n", &mut v),
+            run(
+                &mut r,
+                b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+                &mut v
+            ),
             vec![Part::Abort]
         );
         let mut r = Requests::new();

@@ -36,7 +36,8 @@ pub struct Running {
 }
 
 /// Start a proxy for every endpoint that has faults (`faults[i]` for
-/// endpoint i, whose addresses are `upstream[i]`). Returns the running
+/// endpoint i, whose addresses are `upstream[i]`; their acts counted per
+/// `interval` of the run). Returns the running
 /// proxies and, per endpoint, the address to connect to instead (`None`:
 /// connect directly).
 ///
@@ -46,6 +47,7 @@ pub struct Running {
 pub fn start(
     faults: &[Vec<Fault>],
     upstream: &[Vec<SocketAddr>],
+    interval: std::time::Duration,
 ) -> std::io::Result<(Running, Vec<Option<SocketAddr>>)> {
     let epoch = Epoch::default();
     let mut shared = Vec::with_capacity(faults.len());
@@ -60,7 +62,7 @@ pub fn start(
         let l = std::net::TcpListener::bind("127.0.0.1:0")?;
         l.set_nonblocking(true)?;
         addrs.push(Some(l.local_addr()?));
-        let s = Arc::new(Shared::new(f.clone(), epoch.clone()));
+        let s = Arc::new(Shared::new(f.clone(), epoch.clone(), interval));
         listeners.push((l, up.clone(), s.clone()));
         shared.push(Some(s));
     }
@@ -99,12 +101,13 @@ impl Running {
         let _ = self.epoch.set(Instant::now());
     }
 
-    /// Add what each fault did since the last call to each endpoint's
-    /// `faults` counts (every fault named, zero included).
-    pub fn take_into(&self, stats: &mut RunStats) {
+    /// Add what each fault did in intervals up to `index` (not taken
+    /// before) to each endpoint's `faults` counts (every fault named, zero
+    /// included).
+    pub fn take_into(&self, stats: &mut RunStats, index: u64) {
         for (s, e) in self.shared.iter().zip(&mut stats.endpoints) {
             if let Some(s) = s {
-                for (name, n) in s.take() {
+                for (name, n) in s.take(index) {
                     *e.faults.entry(name).or_default() += n;
                 }
             }

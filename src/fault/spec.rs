@@ -249,6 +249,15 @@ impl Words {
             .map_err(|_| FaultError(format!("{what}: {w:?} is not a duration (200ms, 1s, 2m)")))
     }
 
+    /// `WORD DURATION` when the next word is `word`; zero otherwise.
+    fn optional_duration(&mut self, word: &str) -> Result<Duration, FaultError> {
+        if !self.peek_is(word) {
+            return Ok(Duration::ZERO);
+        }
+        self.at += 1;
+        self.duration(word)
+    }
+
     fn size(&mut self, what: &str) -> Result<u64, FaultError> {
         let w = self.next(what)?;
         size(&w, what)
@@ -316,12 +325,7 @@ impl std::str::FromStr for Fault {
         let action = match kind.as_str() {
             "latency" => {
                 let delay = w.duration("latency")?;
-                let jitter = if w.peek_is("jitter") {
-                    w.at += 1;
-                    w.duration("jitter")?
-                } else {
-                    Duration::ZERO
-                };
+                let jitter = w.optional_duration("jitter")?;
                 Action::Latency { delay, jitter }
             }
             "bandwidth" => {
@@ -360,12 +364,7 @@ impl std::str::FromStr for Fault {
             "limit" => Action::Limit(w.size("limit")?),
             "slicer" => {
                 let size = w.size("slicer")?;
-                let delay = if w.peek_is("delay") {
-                    w.at += 1;
-                    w.duration("delay")?
-                } else {
-                    Duration::ZERO
-                };
+                let delay = w.optional_duration("delay")?;
                 Action::Slicer { size, delay }
             }
             "status" => {

@@ -1,9 +1,11 @@
 //! What one endpoint's proxy shares between its connections and with the
 //! engine: the faults, the run's start (for windows), how often each fault
-//! acted, and the rate limits' counts. Counters are atomics read once per
-//! interval by the collector; nothing here runs per byte.
+//! acted in each interval of the run, and the rate limits' counts. The
+//! counts are taken once per interval by the collector; nothing here runs
+//! per byte (a count is once per connection, or per request for the HTTP
+//! faults, under an uncontended lock).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -17,22 +19,26 @@ pub type Epoch = Arc<OnceLock<Instant>>;
 /// One endpoint's faults and their counters.
 pub struct Shared {
     faults: Vec<Fault>,
-    acted: Vec<AtomicU64>,
+    /// Per fault: interval index → acts in it.
+    acted: Vec<Mutex<BTreeMap<u64, u64>>>,
     epoch: Epoch,
+    interval: Duration,
     /// Per rate-limit fault: the start of its current period and the
     /// requests let through in it.
     periods: Vec<Mutex<(Instant, u64)>>,
 }
 
 impl Shared {
-    /// The state of `faults`, windows counted from `epoch`.
-    pub fn new(faults: Vec<Fault>, epoch: Epoch) -> Shared {
+    /// The state of `faults`, windows counted from `epoch`, acts counted
+    /// per `interval` of the run.
+    pub fn new(faults: Vec<Fault>, epoch: Epoch, interval: Duration) -> Shared {
         let now = Instant::now();
         Shared {
-            acted: faults.iter().map(|_| AtomicU64::new(0)).collect(),
+            acted: faults.iter().map(|_| Mutex::default()).collect(),
             periods: faults.iter().map(|_| Mutex::new((now, 0))).collect(),
             faults,
             epoch,
+            interval,
         }
     }
 
@@ -63,18 +69,29 @@ impl Shared {
     }
 
     /// Count one act of fault `i` (one connection, or one request for the
-    /// HTTP faults).
+    /// HTTP faults) in the interval of the run it falls in (the first
+    /// before the run's clock starts).
     pub fn count(&self, i: usize) {
-        self.acted[i].fetch_add(1, Ordering::Relaxed);
+        let index = self.epoch.get().map_or(0, |start| {
+            (start.elapsed().as_nanos() / self.interval.as_nanos().max(1)) as u64
+        });
+        let mut acted = self.acted[i].lock().unwrap_or_else(|e| e.into_inner());
+        *acted.entry(index).or_default() += 1;
     }
 
-    /// Each fault's name and its acts since the last call (zero included:
-    /// a fault that never acted still shows it was set).
-    pub fn take(&self) -> Vec<(String, u64)> {
+    /// Each fault's name and its acts in intervals up to `index` not taken
+    /// yet (zero included: a fault that never acted still shows it was
+    /// set).
+    pub fn take(&self, index: u64) -> Vec<(String, u64)> {
         self.faults
             .iter()
             .zip(&self.acted)
-            .map(|(f, n)| (f.to_string(), n.swap(0, Ordering::Relaxed)))
+            .map(|(f, acted)| {
+                let mut acted = acted.lock().unwrap_or_else(|e| e.into_inner());
+                let later = acted.split_off(&index.saturating_add(1));
+                let n = std::mem::replace(&mut *acted, later).values().sum();
+                (f.to_string(), n)
+            })
             .collect()
     }
 

@@ -13,8 +13,8 @@ pub mod outputs;
 pub mod significance;
 pub mod text;
 pub mod threshold;
-pub mod verbose;
 pub mod vegeta;
+pub mod verbose;
 
 use std::time::Duration;
 

@@ -90,8 +90,18 @@ fn block(
         &format!("{}, {}, {}", go(total), go(attack), go(wait)),
     )?;
     let h = &s.latency;
-    let at = |q: f64| micros(if h.is_empty() { 0 } else { h.value_at_quantile(q) });
-    let mean = micros(if h.is_empty() { 0 } else { h.mean().round() as u64 });
+    let at = |q: f64| {
+        micros(if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(q)
+        })
+    };
+    let mean = micros(if h.is_empty() {
+        0
+    } else {
+        h.mean().round() as u64
+    });
     line(
         out,
         "Latencies",
@@ -174,7 +184,11 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
         writeln!(out, "abandoned in flight at the stop: {}", s.abandoned)?;
     }
     for (name, n) in &s.faults {
-        writeln!(out, "injected by versus: {}: {n}", super::escape_terminal(name))?;
+        writeln!(
+            out,
+            "injected by versus: {}: {n}",
+            super::escape_terminal(name)
+        )?;
     }
     Ok(())
 }
@@ -266,14 +280,34 @@ mod tests {
         block(&mut out, &s, Some(2.0), Duration::from_secs(2)).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "Requests      [total, rate, throughput]         4, 2.67, 1.00");
-        assert_eq!(lines[1], "Duration      [total, attack, wait]             2s, 1.5s, 500ms");
-        assert_eq!(lines[4], "Bytes Out     [total, mean]                     0, 0.00");
-        assert_eq!(lines[5], "Success       [ratio]                           50.00%");
-        assert_eq!(lines[6], "Status Codes  [code:count]                      0:1  200:2  503:1  ");
+        assert_eq!(
+            lines[0],
+            "Requests      [total, rate, throughput]         4, 2.67, 1.00"
+        );
+        assert_eq!(
+            lines[1],
+            "Duration      [total, attack, wait]             2s, 1.5s, 500ms"
+        );
+        assert_eq!(
+            lines[4],
+            "Bytes Out     [total, mean]                     0, 0.00"
+        );
+        assert_eq!(
+            lines[5],
+            "Success       [ratio]                           50.00%"
+        );
+        assert_eq!(
+            lines[6],
+            "Status Codes  [code:count]                      0:1  200:2  503:1  "
+        );
         assert_eq!(
             &lines[7..],
-            ["Error Set:", "503 Service Unavailable", "connection reset", "injected by versus: status 503: 1"]
+            [
+                "Error Set:",
+                "503 Service Unavailable",
+                "connection reset",
+                "injected by versus: status 503: 1"
+            ]
         );
     }
 }
