@@ -8,7 +8,9 @@
 # endpoint beside a direct one, in one run).
 #
 #   bench/toxy.sh                 # all of it (~2 minutes)
-#   bench/toxy.sh toxy|versus|overhead
+#   bench/toxy.sh toxy|versus|overhead|scenario
+# `scenario` runs examples/toxy.toml (the three payload suites side by side
+# in one run, versus's faults) against the same nginx.
 #
 # Settings (environment): DURATION (10s), RATE_FORWARD (100), RATE_PAYLOAD
 # (60), OVERHEAD_RATE (1000), OVERHEAD_DURATION (10s), TOXY_DIR (where
@@ -103,6 +105,15 @@ run_overhead() {
   echo
 }
 
+# examples/toxy.toml with nginx's port: the payload suites in one run.
+run_scenario() {
+  echo "# examples/toxy.toml: the payload suites side by side, versus's faults"
+  sed "s|127.0.0.1:8080|127.0.0.1:$H1PORT|" "$REPO_DIR/examples/toxy.toml" > "$WORK/toxy.toml"
+  "$VERSUS" run "$WORK/toxy.toml" --rate "$RATE_PAYLOAD" --stop-after "$DURATION" \
+    --max-in-flight 200 --timeout 60s --drain 60s --format vegeta --output "$WORK/scenario.jsonl" </dev/null
+  echo
+}
+
 mkdir -p "$WORK"
 resolve_versus
 nginx_start "$WORK/nginx"
@@ -111,6 +122,7 @@ case "$what" in
   toxy) run_toxy ;;
   versus) run_versus ;;
   overhead) run_overhead ;;
+  scenario) run_scenario ;;
   all) run_toxy; run_versus; run_overhead ;;
-  *) die "usage: $0 [all|toxy|versus|overhead]" ;;
+  *) die "usage: $0 [all|toxy|versus|overhead|scenario]" ;;
 esac

@@ -464,3 +464,60 @@ fn byte_stream_faults_act_on_tls_and_http2_alike() {
     assert_eq!(out.stats.endpoints[0].responses, 5, "{report}");
     assert!((ms(&out, 0, 0.5) - 50.0).abs() <= 5.0, "{report}");
 }
+
+#[test]
+fn the_toxy_example_runs_its_suites_side_by_side() {
+    let server = Server::start(|_| Reply::ok("Hello world!"));
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/toxy.toml"))
+        .unwrap()
+        .replace("http://127.0.0.1:8080/", &server.url());
+    let dir = std::env::temp_dir().join(format!("versus-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("toxy.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = run_bin(
+        &[
+            "run",
+            file.to_str().unwrap(),
+            "--stop-after=2",
+            "--format=vegeta",
+        ],
+        b"",
+    );
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["0. plain", "1. bandwidth", "2. slow-read"] {
+        assert!(report.contains(name), "{report}");
+    }
+    assert!(
+        report.contains("injected by versus: bandwidth 1KB/1s up: "),
+        "{report}"
+    );
+    assert!(
+        report.contains("injected by versus: slow-read 1KB every 1s: "),
+        "{report}"
+    );
+    // 1723 bytes under 1 KB/s: a second each; the plain one in milliseconds.
+    let maxes: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("Latencies"))
+        .map(|l| l.rsplit(", ").next().unwrap())
+        .collect();
+    assert_eq!(maxes.len(), 3, "{report}");
+    assert!(
+        maxes[0].ends_with("ms") || maxes[0].ends_with("µs"),
+        "{report}"
+    );
+    assert!(
+        maxes[1].starts_with("1.0") && maxes[1].ends_with('s'),
+        "{report}"
+    );
+    assert!(
+        maxes[2].starts_with("1.0") && maxes[2].ends_with('s'),
+        "{report}"
+    );
+}
