@@ -236,7 +236,7 @@ impl Words {
     fn next(&mut self, what: &str) -> Result<String, FaultError> {
         let w = self.list.get(self.at).cloned();
         self.at += 1;
-        w.ok_or_else(|| FaultError(format!("expected {what} at the end")))
+        w.ok_or_else(|| FaultError(format!("expected {what}")))
     }
 
     fn peek_is(&self, word: &str) -> bool {
@@ -244,7 +244,7 @@ impl Words {
     }
 
     fn duration(&mut self, what: &str) -> Result<Duration, FaultError> {
-        let w = self.next(what)?;
+        let w = self.next(&format!("a duration after {what}"))?;
         humantime::parse_duration(&w)
             .map_err(|_| FaultError(format!("{what}: {w:?} is not a duration (200ms, 1s, 2m)")))
     }
@@ -259,14 +259,14 @@ impl Words {
     }
 
     fn size(&mut self, what: &str) -> Result<u64, FaultError> {
-        let w = self.next(what)?;
+        let w = self.next(&format!("a size after {what}"))?;
         size(&w, what)
     }
 
     /// `N/s`, `N/100ms`, optionally followed by `per DURATION`: the
     /// amount per period.
     fn rate(&mut self, what: &str, bytes: bool) -> Result<(u64, Duration), FaultError> {
-        let w = self.next(what)?;
+        let w = self.next(&format!("a rate after {what}"))?;
         let Some((n, unit)) = w.split_once('/') else {
             return err(format!("{what}: {w:?} is not a rate (1KB/s, 100/s)"));
         };
@@ -334,7 +334,7 @@ impl std::str::FromStr for Fault {
             }
             "slow-read" => {
                 let bytes = w.size("slow-read")?;
-                if w.next("every")? != "every" {
+                if w.next("`every` (slow-read SIZE every DURATION)")? != "every" {
                     return err("slow-read: expected `slow-read SIZE every DURATION`");
                 }
                 let every = w.duration("every")?;
@@ -352,7 +352,7 @@ impl std::str::FromStr for Fault {
                 Action::Timeout(close)
             }
             "reset" => {
-                if w.next("after")? != "after" {
+                if w.next("`after` (reset after DURATION or SIZE)")? != "after" {
                     return err("reset: expected `reset after DURATION` or `reset after SIZE`");
                 }
                 let v = w.next("a duration or a size after reset after")?;
@@ -594,7 +594,11 @@ mod tests {
     #[test]
     fn bad_faults_say_what_is_wrong() {
         assert!(bad("").contains("expected a fault"));
-        assert!(bad("latency").contains("expected latency"));
+        assert_eq!(bad("latency"), "expected a duration after latency");
+        assert_eq!(
+            bad("reset"),
+            "expected `after` (reset after DURATION or SIZE)"
+        );
         assert!(bad("latency fast").contains("not a duration"));
         assert!(bad("wobble 1s").contains("not a fault"));
         assert!(bad("latency 1s prob 2").contains("not a probability"));
