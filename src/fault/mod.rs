@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use spec::{Action, Dir, Fault, FaultError, ResetAt, Window};
+pub use spec::{counted_as, Action, Dir, Fault, FaultError, ResetAt, Window};
 use state::{Epoch, Shared};
 
 use crate::stats::RunStats;

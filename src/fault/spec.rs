@@ -459,6 +459,38 @@ fn bytes(n: u64) -> String {
     }
 }
 
+impl Fault {
+    /// What a request the fault ends is counted as, in the report's words
+    /// (`connection reset`, `HTTP 503`); `None` for the faults that only
+    /// slow requests down.
+    pub fn causes(&self) -> Option<String> {
+        use crate::model::Failure;
+        match &self.action {
+            Action::Reset(_) | Action::Abort | Action::Limit(_) => {
+                Some(Failure::Reset.name().to_string())
+            }
+            Action::Timeout(None) => Some(Failure::Timeout.name().to_string()),
+            Action::Timeout(Some(_)) => Some(format!(
+                "{} or {}",
+                Failure::Timeout.name(),
+                Failure::Reset.name()
+            )),
+            Action::Status { code, .. } => Some(format!("HTTP {code}")),
+            Action::RateLimit { .. } => Some("HTTP 429".to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// What the report adds after a fault's count: the error kind it causes,
+/// found from the fault's name (as saved runs keep it).
+pub fn counted_as(name: &str) -> String {
+    name.parse::<Fault>()
+        .ok()
+        .and_then(|f| f.causes())
+        .map_or(String::new(), |c| format!(" (counted as {c})"))
+}
+
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -589,6 +621,19 @@ mod tests {
         assert!(!f.window.contains(Duration::from_secs(15)));
         assert_eq!(p("latency 1ms").dir, Dir::Down);
         assert_eq!(p("slow-read 1KB every 1s").dir, Dir::Up);
+    }
+
+    #[test]
+    fn a_fault_names_the_error_it_is_counted_as() {
+        assert_eq!(
+            counted_as("reset after 20B"),
+            " (counted as connection reset)"
+        );
+        assert_eq!(counted_as("status 503 prob 0.3"), " (counted as HTTP 503)");
+        assert_eq!(counted_as("rate-limit 10/1s"), " (counted as HTTP 429)");
+        assert_eq!(counted_as("timeout"), " (counted as timeout)");
+        assert_eq!(counted_as("latency 1s"), "");
+        assert_eq!(counted_as("not a fault"), "");
     }
 
     #[test]

@@ -53,7 +53,8 @@ fn injected(out: &mut dyn Write, s: &crate::stats::EndpointStats) -> io::Result<
         "   Faults injected: (connections acted on; requests for status, abort, rate-limit)"
     )?;
     for (name, n) in &s.faults {
-        writeln!(out, "     {}: {n}", super::escape_terminal(name))?;
+        let causes = crate::fault::counted_as(name);
+        writeln!(out, "     {}: {n}{causes}", super::escape_terminal(name))?;
     }
     Ok(())
 }

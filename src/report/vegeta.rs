@@ -186,8 +186,9 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     for (name, n) in &s.faults {
         writeln!(
             out,
-            "injected by versus: {}: {n}",
-            super::escape_terminal(name)
+            "injected by versus: {}: {n}{}",
+            super::escape_terminal(name),
+            crate::fault::counted_as(name)
         )?;
     }
     Ok(())
@@ -306,7 +307,7 @@ mod tests {
                 "Error Set:",
                 "503 Service Unavailable",
                 "connection reset",
-                "injected by versus: status 503: 1"
+                "injected by versus: status 503: 1 (counted as HTTP 503)"
             ]
         );
     }
