@@ -20,6 +20,32 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A file of this test run's own.
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("versus-faults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Run the scenario `text` (written to `name`) with `--stop-after=STOP`
+/// in vegeta's layout; its report.
+fn vegeta_scenario(name: &str, text: &str, stop: &str) -> String {
+    let file = temp(name);
+    std::fs::write(&file, text).unwrap();
+    let stop = format!("--stop-after={stop}");
+    let out = run_bin(
+        &["run", file.to_str().unwrap(), &stop, "--format=vegeta"],
+        b"",
+    );
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    report
+}
+
 /// Percentile `q` of endpoint `i`'s latency, in milliseconds.
 fn ms(out: &RunOutput, i: usize, q: f64) -> f64 {
     out.stats.endpoints[i].latency.value_at_quantile(q) as f64 / 1000.0
@@ -310,9 +336,7 @@ fn slicer_and_slow_open_delay_by_their_settings() {
 fn a_time_window_shows_in_the_saved_intervals() {
     let _alone = alone();
     let server = Server::start(|_| Reply::ok("ok"));
-    let dir = std::env::temp_dir().join(format!("versus-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("window.jsonl");
+    let file = temp("window.jsonl");
     let out = run_bin(
         &[
             "--rate=50",
@@ -372,12 +396,9 @@ fn bad_faults_exit_2_with_the_reason() {
 fn a_scenario_file_sets_faults_per_endpoint_and_vegeta_reports_them() {
     let _alone = alone();
     let server = Server::start(|_| Reply::ok("Hello world!"));
-    let dir = std::env::temp_dir().join(format!("versus-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("faults.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let report = vegeta_scenario(
+        "faults.toml",
+        &format!(
             r#"
 [[endpoint]]
 name = "plain"
@@ -394,22 +415,7 @@ path = "/"
 "#,
             url = server.url()
         ),
-    )
-    .unwrap();
-    let out = run_bin(
-        &[
-            "run",
-            file.to_str().unwrap(),
-            "--stop-after=5",
-            "--format=vegeta",
-        ],
-        b"",
-    );
-    let report = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{report}{}",
-        String::from_utf8_lossy(&out.stderr)
+        "5",
     );
     // Two blocks in vegeta's layout, one per endpoint.
     let blocks: Vec<&str> = report.split("\n# ").collect();
@@ -498,25 +504,7 @@ fn the_toxy_example_runs_its_suites_side_by_side() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/toxy.toml"))
         .unwrap()
         .replace("http://127.0.0.1:8080/", &server.url());
-    let dir = std::env::temp_dir().join(format!("versus-faults-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("toxy.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = run_bin(
-        &[
-            "run",
-            file.to_str().unwrap(),
-            "--stop-after=2",
-            "--format=vegeta",
-        ],
-        b"",
-    );
-    let report = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{report}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = vegeta_scenario("toxy.toml", &text, "2");
     for name in ["0. plain", "1. bandwidth", "2. slow-read"] {
         assert!(report.contains(name), "{report}");
     }
