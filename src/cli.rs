@@ -76,7 +76,7 @@ pub struct ReportArgs {
     /// Saved runs (written with --output); several are merged.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// Report format: text, json, markdown, csv or html.
+    /// Report format: text, json, markdown, csv, html or vegeta.
     #[arg(long, default_value = "text", value_name = "FORMAT")]
     pub format: String,
     /// Check a condition such as 'p99 < 200ms' (repeatable); exit 3 if any
@@ -239,6 +239,13 @@ pub struct RunArgs {
     /// endpoint's label or its position from 0 (repeatable).
     #[arg(long = "endpoint-header", value_name = "NAME=HEADER")]
     pub endpoint_headers: Vec<String>,
+
+    /// A network fault on one endpoint, as 'NAME=FAULT' where NAME is the
+    /// endpoint's label or its position from 0, e.g. "slow=latency 200ms
+    /// jitter 20ms" or "1=status 503 prob 10% after 10s for 5s"
+    /// (repeatable; see the README, "Network faults").
+    #[arg(long = "fault", value_name = "NAME=FAULT")]
+    pub faults: Vec<String>,
 
     /// Single-request mode: send this method to every endpoint repeatedly
     /// instead of reading a request stream.
@@ -420,7 +427,8 @@ pub struct RunArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Format of the report on stdout: text, json or markdown.
+    /// Format of the report on stdout: text, json, markdown or vegeta
+    /// (vegeta's text report, per endpoint).
     #[arg(long, default_value = "text", value_name = "FORMAT")]
     pub format: String,
 

@@ -53,6 +53,7 @@ pub mod demo;
 pub mod endpoint;
 pub mod engine;
 pub mod exit;
+pub mod fault;
 pub mod flow;
 pub mod grpc;
 pub mod input;

@@ -16,6 +16,7 @@ use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, Scheme, TlsOptions, TransportOptions,
 };
 use crate::engine::Input;
+use crate::fault::Fault;
 use crate::input::{Format, Source};
 use crate::model::Request;
 use crate::report::mismatch_log::MismatchLog;
@@ -152,6 +153,9 @@ pub struct UsageError(pub String);
 pub struct Plan {
     /// Endpoints in command-line order; the first is the reference.
     pub endpoints: Vec<Arc<EndpointSpec>>,
+    /// Per endpoint, the faults its proxy injects (`--fault`); empty: no
+    /// proxy.
+    pub faults: Vec<Vec<Fault>>,
     /// Connection and request settings.
     pub transport: TransportOptions,
     /// TLS client configuration, when an endpoint uses TLS.
@@ -314,18 +318,12 @@ impl Plan {
             })?;
             let (n, v) = parse_header(header)
                 .map_err(|e| usage(format!("--endpoint-header {eh:?}: {e}")))?;
-            let index = who.parse::<usize>().ok().filter(|i| *i < endpoints.len());
-            let target = endpoints
-                .iter_mut()
-                .enumerate()
-                .find(|(i, s)| s.label == who || Some(*i) == index)
-                .map(|(_, s)| s)
-                .ok_or_else(|| {
-                    usage(format!(
-                        "--endpoint-header {eh:?}: no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
-                    ))
-                })?;
-            target.set_header(n, v);
+            let target = endpoint_index(&endpoints, who).ok_or_else(|| {
+                usage(format!(
+                    "--endpoint-header {eh:?}: no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
+                ))
+            })?;
+            endpoints[target].set_header(n, v);
         }
 
         let input_file = args.input_file.clone().filter(|p| p.as_os_str() != "-");
@@ -434,6 +432,7 @@ impl Plan {
             (_, true) => HttpVersion::Http2,
             _ => HttpVersion::Auto,
         };
+        let faults = faults_of(&args.faults, &endpoints, version)?;
         let tls = if endpoints.iter().any(|e| e.scheme == Scheme::Https) {
             let opts = TlsOptions {
                 insecure: args.insecure,
@@ -483,6 +482,7 @@ impl Plan {
             .max(1);
         Ok(Plan {
             endpoints: endpoints.into_iter().map(Arc::new).collect(),
+            faults,
             transport: TransportOptions {
                 timeout: args.timeout,
                 max_body: args.max_body,
@@ -597,6 +597,60 @@ fn parse_header(h: &str) -> Result<(HeaderName, HeaderValue), String> {
     let value = HeaderValue::from_str(value.trim())
         .map_err(|_| "the value has characters not allowed in a header".to_string())?;
     Ok((name, value))
+}
+
+/// The endpoint that `who` names: its label, or its position from 0.
+fn endpoint_index(endpoints: &[EndpointSpec], who: &str) -> Option<usize> {
+    let index = who.parse::<usize>().ok().filter(|i| *i < endpoints.len());
+    endpoints
+        .iter()
+        .enumerate()
+        .position(|(i, s)| s.label == who || Some(i) == index)
+}
+
+/// Every `--fault NAME=SPEC`, per endpoint. The HTTP faults read HTTP/1.1
+/// requests in the proxy, so they are refused where the proxy sees TLS,
+/// HTTP/2 or a WebSocket.
+fn faults_of(
+    list: &[String],
+    endpoints: &[EndpointSpec],
+    version: HttpVersion,
+) -> Result<Vec<Vec<Fault>>, UsageError> {
+    let mut faults = vec![Vec::new(); endpoints.len()];
+    for arg in list {
+        let fail = |problem: String| UsageError(format!("--fault {arg:?}: {problem}"));
+        let (who, spec) = arg
+            .split_once('=')
+            .ok_or_else(|| fail("expected NAME=FAULT, as in slow='latency 200ms'".into()))?;
+        let i = endpoint_index(endpoints, who).ok_or_else(|| {
+            fail(format!(
+                "no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
+            ))
+        })?;
+        let fault: Fault = spec
+            .parse()
+            .map_err(|e: crate::fault::FaultError| fail(e.0))?;
+        let e = &endpoints[i];
+        if fault.action.is_http() {
+            let hidden = if e.scheme == Scheme::Https {
+                Some("TLS (https://, wss://)")
+            } else if e.style == crate::endpoint::Style::WebSocket {
+                Some("a WebSocket")
+            } else if version == HttpVersion::Http2 {
+                Some("HTTP/2 (--http2)")
+            } else {
+                None
+            };
+            if let Some(what) = hidden {
+                return Err(fail(format!(
+                    "{} reads HTTP/1.1 requests, and the proxy sees only {what} bytes at {}: use a byte-stream fault (latency, reset, timeout, ...) there, or plain http://",
+                    fault.action, e.label
+                )));
+            }
+        }
+        faults[i].push(fault);
+    }
+    Ok(faults)
 }
 
 #[cfg(test)]

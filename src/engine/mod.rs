@@ -114,6 +114,7 @@ fn collect(
     plan: &Plan,
     cores: usize,
     from: &std::sync::mpsc::Receiver<CoreMsg>,
+    faults: Option<&crate::fault::Running>,
     observer: &mut dyn Observer,
 ) -> Result<(RunStats, Duration), RunError> {
     let n = plan.endpoints.len();
@@ -150,7 +151,10 @@ fn collect(
             if next.iter().any(|n| n.is_some_and(|n| n <= index)) {
                 break;
             }
-            let delta = entry.remove();
+            let mut delta = entry.remove();
+            if let Some(f) = faults {
+                f.take_into(&mut delta, index);
+            }
             total.merge(&delta);
             observer.interval(index, &delta, &total);
         }
@@ -180,14 +184,20 @@ fn wait_until(at: std::time::SystemTime, stop: &Stop) {
 
 /// The endpoints of a plan, resolved (once per run) and checked: what can
 /// fail before a run starts, so a caller can check it before it creates
-/// its output files.
-pub struct Resolved(Vec<Vec<std::net::SocketAddr>>);
+/// its output files. An endpoint with faults resolves to its proxy, which
+/// runs as long as this value (or the run it is given to) lives.
+pub struct Resolved {
+    addrs: Vec<Vec<std::net::SocketAddr>>,
+    faults: Option<crate::fault::Running>,
+}
 
-/// Resolve every endpoint's host, and check that each endpoint can be
-/// prepared (each core prepares its own when the run starts).
+/// Resolve every endpoint's host, check that each endpoint can be
+/// prepared (each core prepares its own when the run starts), and start
+/// the fault proxies of the endpoints that have faults.
 ///
 /// # Errors
-/// When an endpoint does not resolve or cannot be prepared.
+/// When an endpoint does not resolve or cannot be prepared, or a proxy
+/// cannot listen.
 pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
     let mut addrs = Vec::with_capacity(plan.endpoints.len());
     for spec in &plan.endpoints {
@@ -205,7 +215,17 @@ pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
         .map_err(RunError::Endpoint)?;
         addrs.push(a);
     }
-    Ok(Resolved(addrs))
+    let mut faults = None;
+    if plan.faults.iter().any(|f| !f.is_empty()) {
+        let (running, proxied) = crate::fault::start(&plan.faults, &addrs, plan.interval)?;
+        for (a, p) in addrs.iter_mut().zip(proxied) {
+            if let Some(p) = p {
+                *a = vec![p];
+            }
+        }
+        faults = Some(running);
+    }
+    Ok(Resolved { addrs, faults })
 }
 
 /// Carry out a run. Blocking: returns when every core has finished, after
@@ -230,7 +250,7 @@ pub fn run(
 /// fail once [`resolve`] has checked it).
 pub fn run_resolved(
     plan: &Arc<Plan>,
-    Resolved(addrs): Resolved,
+    Resolved { addrs, faults }: Resolved,
     input: Input,
     stop: &Stop,
     observer: &mut dyn Observer,
@@ -348,7 +368,14 @@ pub fn run_resolved(
         wait_until(at, stop);
     }
     barrier.wait();
-    let (stats, elapsed) = collect(plan, cores, &collector, observer)?;
+    if let Some(f) = &faults {
+        f.clock_started();
+    }
+    let (mut stats, elapsed) = collect(plan, cores, &collector, faults.as_ref(), observer)?;
+    if let Some(f) = &faults {
+        // What the faults did after the last interval.
+        f.take_into(&mut stats, u64::MAX);
+    }
     let (input, input_error) = match state.lock() {
         Ok(s) => (s.stats.clone(), s.error.clone()),
         Err(_) => (InputStats::default(), None),

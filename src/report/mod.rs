@@ -14,6 +14,7 @@ pub mod pages;
 pub mod significance;
 pub mod text;
 pub mod threshold;
+pub mod vegeta;
 pub mod verbose;
 
 use std::time::Duration;

@@ -19,6 +19,8 @@ pub enum Format {
     Csv,
     /// One self-contained page.
     Html,
+    /// vegeta's text report, per endpoint.
+    Vegeta,
 }
 
 impl Format {
@@ -33,6 +35,7 @@ impl Format {
             "markdown" | "md" => Some(Format::Markdown),
             "csv" => Some(Format::Csv),
             "html" => Some(Format::Html),
+            "vegeta" => Some(Format::Vegeta),
             _ => None,
         };
         match f {
@@ -55,6 +58,7 @@ impl Format {
             Format::Markdown => "markdown",
             Format::Csv => "csv",
             Format::Html => "html",
+            Format::Vegeta => "vegeta",
         }
     }
 }
@@ -81,5 +85,6 @@ pub fn render(out: &mut dyn Write, format: Format, r: &Report<'_>) -> io::Result
         Format::Markdown => super::markdown::write(out, r),
         Format::Csv => super::csv::write(out, r),
         Format::Html => super::html::write(out, r),
+        Format::Vegeta => super::vegeta::write(out, r),
     }
 }

@@ -49,6 +49,24 @@ pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Re
     summary(out, plan, run)
 }
 
+/// The faults set on an endpoint (`--fault`) and how often each acted:
+/// the errors they caused are among the errors above, so a reader can
+/// tell what versus broke from what broke by itself.
+fn injected(out: &mut dyn Write, s: &crate::stats::EndpointStats) -> io::Result<()> {
+    if s.faults.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "   Faults injected: (connections acted on; requests for status, abort, rate-limit)"
+    )?;
+    for (name, n) in &s.faults {
+        let causes = crate::fault::counted_as(name);
+        writeln!(out, "     {}: {n}{causes}", super::escape_terminal(name))?;
+    }
+    Ok(())
+}
+
 /// One line, before everything else, when some endpoint never had a
 /// connection: its numbers are connect attempts, not a benchmark.
 fn nothing_connected(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
@@ -163,6 +181,7 @@ fn endpoint(
     for (code, n) in &s.grpc_errors {
         writeln!(out, "     {}: {n}", crate::grpc::error_name(*code))?;
     }
+    injected(out, s)?;
     writeln!(out)?;
     let statuses: Vec<String> = s
         .status

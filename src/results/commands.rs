@@ -58,7 +58,7 @@ impl Live {
     pub fn prepare(args: &RunArgs, plan: &Plan, argv: &[String]) -> Result<Live, String> {
         let format = Format::parse(
             &args.format,
-            &[Format::Text, Format::Json, Format::Markdown],
+            &[Format::Text, Format::Json, Format::Markdown, Format::Vegeta],
         )?;
         let thresholds = outputs::thresholds(&args.thresholds)?;
         let info = RunInfo::from_plan(plan);
@@ -220,6 +220,7 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
             Format::Markdown,
             Format::Csv,
             Format::Html,
+            Format::Vegeta,
         ],
     )
     .and_then(|f| Ok((f, outputs::thresholds(&args.thresholds)?)));

@@ -168,6 +168,11 @@ pub struct EndpointRecord {
     /// Scenario suites: whole instances of each flow, by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<FlowRecord>,
+    /// Injected faults (`--fault`) by name: the connections (HTTP faults:
+    /// requests) each acted on; every fault set is named. Absent without
+    /// faults and in files written before faults existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub faults: BTreeMap<String, u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -560,6 +565,7 @@ impl EndpointRecord {
             methods: s.methods.iter().map(PartRecord::from_stats).collect(),
             flows: (s.flows.instances > 0).then(|| FlowRecord::from_stats(&s.flows)),
             scenarios: s.scenarios.iter().map(FlowRecord::from_stats).collect(),
+            faults: s.faults.clone(),
         }
     }
 
@@ -582,6 +588,7 @@ impl EndpointRecord {
             connect: decode_histogram(&self.connect)?,
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
+            faults: self.faults.clone(),
             mismatched: self.mismatched.unwrap_or(0),
             failed_checks: self.failed_checks,
             steps: self

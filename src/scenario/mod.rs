@@ -37,6 +37,8 @@ pub struct Suite {
     pub endpoints: Vec<String>,
     /// Headers the file gives an endpoint, as `NAME=Name: value`.
     pub endpoint_headers: Vec<String>,
+    /// Network faults the file gives an endpoint, as `NAME=FAULT`.
+    pub faults: Vec<String>,
     /// The scenarios, in file order.
     pub scenarios: Vec<Scenario>,
     /// Response headers some step takes a value from (the transport must
@@ -96,6 +98,9 @@ struct EndpointDoc {
     /// Skipped, with a note, when the pre-flight check cannot reach it.
     #[serde(default)]
     optional: bool,
+    /// Network faults (`--fault`), each in the command line's words.
+    #[serde(default)]
+    faults: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -275,7 +280,7 @@ impl Suite {
         })?;
 
         // Endpoints: the command line's, else the file's.
-        let (names, endpoint_specs, endpoint_headers) = if endpoints.is_empty() {
+        let (names, endpoint_specs, (endpoint_headers, faults)) = if endpoints.is_empty() {
             if doc.endpoint.is_empty() {
                 return Err(ScenarioError(format!(
                     "{shown}: no endpoint: add [[endpoint]] tables (name, url) or name NAME=URL on the command line"
@@ -284,6 +289,7 @@ impl Suite {
             let mut names = Vec::new();
             let mut specs = Vec::new();
             let mut headers = Vec::new();
+            let mut faults = Vec::new();
             for e in &doc.endpoint {
                 let name = e.name.get_ref();
                 if skip.contains(name) {
@@ -300,8 +306,9 @@ impl Suite {
                 for (k, v) in &e.headers {
                     headers.push(format!("{name}={k}: {v}"));
                 }
+                faults.extend(e.faults.iter().map(|f| format!("{name}={f}")));
             }
-            (names, specs, headers)
+            (names, specs, (headers, faults))
         } else {
             let names = endpoints
                 .iter()
@@ -311,7 +318,7 @@ impl Suite {
                     _ => i.to_string(),
                 })
                 .collect();
-            (names, endpoints.to_vec(), Vec::new())
+            (names, endpoints.to_vec(), (Vec::new(), Vec::new()))
         };
 
         let constants: BTreeMap<String, String> = doc
@@ -505,6 +512,7 @@ impl Suite {
         Ok(Suite {
             endpoints: endpoint_specs,
             endpoint_headers,
+            faults,
             scenarios,
             headers_taken,
             optional,
@@ -558,6 +566,7 @@ impl Suite {
         run.endpoints.clone_from(&self.endpoints);
         run.endpoint_headers
             .extend(self.endpoint_headers.iter().cloned());
+        run.faults.extend(self.faults.iter().cloned());
         if run.stop_after.is_none() {
             run.stop_after = Some("10s".to_string());
         }

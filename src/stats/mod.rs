@@ -114,6 +114,10 @@ pub struct EndpointStats {
     /// Several flows in one run (scenario suites): the instances of each,
     /// in the order of the mix; empty otherwise.
     pub scenarios: Vec<FlowStats>,
+    /// Injected faults (`--fault`) by name: how many connections (or, for
+    /// the HTTP faults, requests) each acted on; every fault set on the
+    /// endpoint is named, zero included. Empty without faults.
+    pub faults: std::collections::BTreeMap<String, u64>,
 }
 
 /// Most parts (steps, methods) an endpoint keeps by name; later names
@@ -379,6 +383,7 @@ impl Default for EndpointStats {
             methods: Vec::new(),
             flows: FlowStats::default(),
             scenarios: Vec::new(),
+            faults: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -500,6 +505,9 @@ impl EndpointStats {
                 Some(mine) => mine.merge(f),
                 None => self.scenarios.push(f.clone()),
             }
+        }
+        for (name, n) in &other.faults {
+            *self.faults.entry(name.clone()).or_default() += n;
         }
     }
 }

@@ -596,6 +596,17 @@ impl RawServer {
     }
 }
 
+/// The Content-Length of a request head (0 without one).
+pub fn content_length(head: &str) -> usize {
+    head.lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
 /// Read one HTTP/1.1 request (its head and a Content-Length body) from
 /// `s`; its head, or `None` at the end of the stream.
 pub fn read_request(s: &mut std::net::TcpStream) -> Option<String> {
@@ -612,14 +623,7 @@ pub fn read_request(s: &mut std::net::TcpStream) -> Option<String> {
         }
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())?
-        })
-        .unwrap_or(0);
+    let length = content_length(&head);
     let mut body = buf.len() - head_end;
     while body < length {
         match s.read(&mut chunk) {

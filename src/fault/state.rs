@@ -1,0 +1,120 @@
+//! What one endpoint's proxy shares between its connections and with the
+//! engine: the faults, the run's start (for windows), how often each fault
+//! acted in each interval of the run, and the rate limits' counts. The
+//! counts are taken once per interval by the collector; nothing here runs
+//! per byte (a count is once per connection, or per request for the HTTP
+//! faults, under an uncontended lock).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::spec::{Action, Fault};
+
+/// The start of the run, set by the engine when its clock starts; a
+/// window counts from it (before it is set, only faults without `after`
+/// are on).
+pub type Epoch = Arc<OnceLock<Instant>>;
+
+/// One endpoint's faults and their counters.
+pub struct Shared {
+    faults: Vec<Fault>,
+    /// Per fault: interval index → acts in it.
+    acted: Vec<Mutex<BTreeMap<u64, u64>>>,
+    epoch: Epoch,
+    interval: Duration,
+    /// Per rate-limit fault: the start of its current period and the
+    /// requests let through in it.
+    periods: Vec<Mutex<(Instant, u64)>>,
+}
+
+impl Shared {
+    /// The state of `faults`, windows counted from `epoch`, acts counted
+    /// per `interval` of the run.
+    pub fn new(faults: Vec<Fault>, epoch: Epoch, interval: Duration) -> Shared {
+        let now = Instant::now();
+        Shared {
+            acted: faults.iter().map(|_| Mutex::default()).collect(),
+            periods: faults.iter().map(|_| Mutex::new((now, 0))).collect(),
+            faults,
+            epoch,
+            interval,
+        }
+    }
+
+    /// The faults, in the order given.
+    pub fn faults(&self) -> &[Fault] {
+        &self.faults
+    }
+
+    /// True when fault `i`'s window is open now.
+    pub fn on(&self, i: usize) -> bool {
+        let w = &self.faults[i].window;
+        match self.epoch.get() {
+            Some(start) => w.contains(start.elapsed()),
+            None => w.after.is_zero(),
+        }
+    }
+
+    /// When fault `i`'s window opens: `None` before the run's clock
+    /// starts.
+    pub fn opens_at(&self, i: usize) -> Option<Instant> {
+        self.epoch.get().map(|s| *s + self.faults[i].window.after)
+    }
+
+    /// Roll fault `i`'s probability once.
+    pub fn roll(&self, i: usize) -> bool {
+        let p = self.faults[i].prob;
+        p >= 1.0 || fastrand::f64() < p
+    }
+
+    /// Count one act of fault `i` (one connection, or one request for the
+    /// HTTP faults) in the interval of the run it falls in (the first
+    /// before the run's clock starts).
+    pub fn count(&self, i: usize) {
+        let index = self.epoch.get().map_or(0, |start| {
+            (start.elapsed().as_nanos() / self.interval.as_nanos().max(1)) as u64
+        });
+        let mut acted = self.acted[i].lock().unwrap_or_else(|e| e.into_inner());
+        *acted.entry(index).or_default() += 1;
+    }
+
+    /// Each fault's name and its acts in intervals up to `index` not taken
+    /// yet (zero included: a fault that never acted still shows it was
+    /// set).
+    pub fn take(&self, index: u64) -> Vec<(String, u64)> {
+        self.faults
+            .iter()
+            .zip(&self.acted)
+            .map(|(f, acted)| {
+                let mut acted = acted.lock().unwrap_or_else(|e| e.into_inner());
+                let later = acted.split_off(&index.saturating_add(1));
+                let n = std::mem::replace(&mut *acted, later).values().sum();
+                (f.to_string(), n)
+            })
+            .collect()
+    }
+
+    /// Rate-limit fault `i`: true when one more request in the current
+    /// period would be over its limit (the request is then counted
+    /// nowhere), false when it is let through (and counted).
+    pub fn over_limit(&self, i: usize) -> bool {
+        let Action::RateLimit { limit, per } = self.faults[i].action else {
+            return false;
+        };
+        let mut p = self.periods[i].lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if now.duration_since(p.0) >= per {
+            // A new period starts at a whole number of periods after the
+            // last, so the limit holds on a fixed grid.
+            let periods = now.duration_since(p.0).as_nanos() / per.as_nanos().max(1);
+            p.0 += Duration::from_nanos((periods * per.as_nanos()) as u64);
+            p.1 = 0;
+        }
+        if p.1 >= limit {
+            return true;
+        }
+        p.1 += 1;
+        false
+    }
+}
