@@ -186,7 +186,7 @@ const METRICS: &[Metric] = &[
     Metric {
         name: "requests/s",
         sense: Sense::Throughput,
-        total: |c| Some(c.stats.rate),
+        total: |c| Some(c.stats.rate()),
         sample: |s| Some(s.point.completed as f64 / s.seconds),
         show: |v| format!("{v:.2}"),
     },

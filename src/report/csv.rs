@@ -130,7 +130,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let eps = &r.run.stats.endpoints;
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         Row::new(&e.label, &e.url)
-            .set("rps", format!("{:.2}", s.rate))
+            .set("rps", super::rate(s.rate()))
             .set("sent", s.sent)
             .set("completed", s.completed())
             .set("responses", s.responses)

@@ -279,7 +279,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         p,
         "<p>{} endpoints, {} long{}, started {} on <code>{}</code>.</p>",
         eps.len(),
-        escape(&super::go_duration(run.elapsed)),
+        escape(&super::duration(run.elapsed)),
         if run.interrupted { ", interrupted" } else { "" },
         escape(&r.header.start),
         escape(&r.header.host)
@@ -299,7 +299,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         p.push_str("</tr>\n");
     };
     let lat = |s: &crate::stats::EndpointStats, q: f64| super::latency(&s.latency, q);
-    row("Requests per second", &|s| format!("{:.2}", s.rate));
+    row("Requests per second", &|s| super::rate(s.rate()));
     row("Held back", &super::held);
     row("Completed", &|s| s.completed().to_string());
     row("Latency avg", &|s| {
@@ -311,6 +311,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     });
     row("Latency p50", &|s| lat(s, 0.5));
     row("Latency p90", &|s| lat(s, 0.9));
+    row("Latency p95", &|s| lat(s, 0.95));
     row("Latency p99", &|s| lat(s, 0.99));
     row("Latency max", &|s| lat(s, 1.0));
     row("Errors", &|s| super::percent(s.errors(), s.completed()));

@@ -74,7 +74,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "sent": s.sent,
         "completed": s.completed(),
         "responses": s.responses,
-        "rps": s.rate,
+        "rps": s.rate(),
         "latency_ms": latency(&s.latency),
         "ttfb_ms": latency(&s.ttfb),
         "errors": {

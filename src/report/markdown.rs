@@ -47,7 +47,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         "Run on {} at {}, {} long{}.",
         cell(&r.header.host),
         cell(&r.header.start),
-        super::go_duration(r.run.elapsed),
+        super::duration(r.run.elapsed),
         if r.run.interrupted {
             ", interrupted"
         } else {
@@ -73,7 +73,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     row(
         out,
         "Requests per second",
-        &each(&|s| format!("{:.2}", s.rate)),
+        &each(&|s| super::rate(s.rate())),
     )?;
     row(out, "Held back", &each(&super::held))?;
     row(out, "Completed", &each(&|s| s.completed().to_string()))?;

@@ -36,7 +36,7 @@ pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Re
         writeln!(out)?;
         writeln!(out, "{i}. {spec}")?;
         writeln!(out)?;
-        endpoint(out, plan, s, run.elapsed)?;
+        endpoint(out, plan, s)?;
     }
     summary(out, plan, run)
 }
@@ -69,12 +69,7 @@ fn nothing_connected(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io
     writeln!(out)
 }
 
-fn endpoint(
-    out: &mut dyn Write,
-    plan: &RunInfo,
-    s: &EndpointStats,
-    elapsed: std::time::Duration,
-) -> io::Result<()> {
+fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats) -> io::Result<()> {
     // Failed connects are attempts, not requests: left out of the rate.
     let completed = s.completed();
     let failed = s.failed_connects();
@@ -82,19 +77,19 @@ fn endpoint(
         if completed == 0 {
             0.0
         } else {
-            s.rate * n as f64 / completed as f64
+            s.rate() * n as f64 / completed as f64
         }
     };
     writeln!(
         out,
-        "   Requests:   {:.2} per second",
-        share(completed - failed)
+        "   Requests:   {} per second",
+        super::rate(share(completed - failed))
     )?;
     if failed > 0 {
         writeln!(
             out,
-            "   Connect attempts: {failed} failed ({:.2} per second, each slot backing off), left out of the rate above",
-            share(failed)
+            "   Connect attempts: {failed} failed ({} per second, each slot backing off), left out of the rate above",
+            super::rate(share(failed))
         )?;
     }
     let h = &s.latency;
@@ -173,15 +168,11 @@ fn endpoint(
         )?;
     }
     if let Some(rate) = plan.rate {
-        let sent = if elapsed.is_zero() {
-            0.0
-        } else {
-            s.sent as f64 / elapsed.as_secs_f64()
-        };
         writeln!(
             out,
-            "   Rate:       {:.2} per second scheduled, {sent:.2} per second sent",
-            rate
+            "   Rate:       {} per second scheduled, {} per second sent",
+            super::rate(rate),
+            super::rate(s.sent_rate())
         )?;
         if !s.uncorrected.is_empty() {
             writeln!(
@@ -206,10 +197,11 @@ fn endpoint(
     if !s.connect.is_empty() {
         writeln!(
             out,
-            "   Connects:   {} connections, {} avg, {} max to connect (TCP and TLS); {} of them during the run",
+            "   Connects:   {} connections, {} avg, {} max to connect ({}); {} of them during the run",
             s.connect.len(),
             seconds(s.connect.mean().round() as u64),
             seconds(s.connect.max()),
+            if s.tls.is_empty() { "TCP" } else { "TCP and TLS" },
             s.reconnects
         )?;
     }
@@ -223,15 +215,10 @@ fn endpoint(
         )?;
     }
     if !s.held.is_zero() {
-        let whole = if elapsed.is_zero() {
-            0.0
-        } else {
-            completed as f64 / elapsed.as_secs_f64()
-        };
         writeln!(
             out,
-            "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: left out of its rate above; over the whole run it completed {whole:.2} per second",
-            go_duration(s.held),
+            "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: its rate above is what it completed in that time (--lead lets it run further ahead)",
+            super::held(s),
             plan.window
         )?;
     }
@@ -357,7 +344,8 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     let v = &run.stats.verdicts;
     writeln!(out)?;
-    writeln!(out, "** Summary for {} endpoints:", eps.len())?;
+    let plural = if eps.len() == 1 { "" } else { "s" };
+    writeln!(out, "** Summary for {} endpoint{plural}:", eps.len())?;
     writeln!(
         out,
         "   Completed:  {} results with {total} total requests",

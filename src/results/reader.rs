@@ -261,8 +261,8 @@ impl RunReader {
                 ));
                 let mut stats = std::mem::take(&mut self.sum);
                 for s in &mut stats.endpoints {
-                    if s.rate == 0.0 && !elapsed.is_zero() {
-                        s.rate = s.completed() as f64 / elapsed.as_secs_f64();
+                    if s.active.is_zero() {
+                        s.active = elapsed;
                     }
                 }
                 let input = InputStats {

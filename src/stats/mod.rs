@@ -93,11 +93,14 @@ pub struct EndpointStats {
     /// Time this endpoint could not send because it was a full lead window
     /// ahead of a slower endpoint.
     pub held: Duration,
-    /// Requests completed per second of the time the endpoint could send
-    /// (see `engine`: from the start of counting to its last completion,
-    /// or to the stop while a request was still in flight, less time
-    /// paused and time held back), summed over cores.
-    pub rate: f64,
+    /// How long this endpoint ran: from the start of counting to the end
+    /// of the run (the stop, or the end of the `--stop-after` duration),
+    /// or to its own last completion when its work ran out before that;
+    /// paused time left out. Held-back time is part of it: the endpoint
+    /// was running, kept back by a slower one. Cores and shards run side
+    /// by side, so merging keeps the longest. [`EndpointStats::rate`] is
+    /// the one rate every report, merge and comparison shows.
+    pub active: Duration,
     /// Answers that failed a flow step's check (their status was not an
     /// error by itself).
     pub failed_checks: u64,
@@ -278,7 +281,7 @@ impl Default for EndpointStats {
             reconnects: 0,
             abandoned: 0,
             held: Duration::ZERO,
-            rate: 0.0,
+            active: Duration::ZERO,
             failed_checks: 0,
             steps: Vec::new(),
             methods: Vec::new(),
@@ -328,6 +331,17 @@ impl EndpointStats {
     /// Requests that completed: a response or a failure.
     pub fn completed(&self) -> u64 {
         self.responses + self.failures.iter().sum::<u64>()
+    }
+
+    /// Requests completed per second of the time the endpoint ran
+    /// ([`EndpointStats::active`]); 0 when it never ran.
+    pub fn rate(&self) -> f64 {
+        per_second(self.completed(), self.active)
+    }
+
+    /// Requests sent per second of the time the endpoint ran.
+    pub fn sent_rate(&self) -> f64 {
+        per_second(self.sent, self.active)
     }
 
     /// Connect attempts that failed (counted among the failures): requests
@@ -390,7 +404,7 @@ impl EndpointStats {
         self.reconnects += other.reconnects;
         self.abandoned += other.abandoned;
         self.held = self.held.max(other.held);
-        self.rate += other.rate;
+        self.active = self.active.max(other.active);
         self.failed_checks += other.failed_checks;
         merge_parts(&mut self.steps, &other.steps);
         merge_parts(&mut self.methods, &other.methods);
@@ -401,6 +415,15 @@ impl EndpointStats {
                 None => self.scenarios.push(f.clone()),
             }
         }
+    }
+}
+
+/// `n` per second of `time`; 0 when `time` is zero.
+pub fn per_second(n: u64, time: Duration) -> f64 {
+    if time.is_zero() {
+        0.0
+    } else {
+        n as f64 / time.as_secs_f64()
     }
 }
 
