@@ -14,7 +14,7 @@ use crate::compare::sample::sample;
 use crate::model::Outcome;
 use crate::model::Request;
 use crate::plan::Plan;
-use crate::stats::{count_group, part, part_index, RunStats, BATCH_ERROR};
+use crate::stats::{count_group, jsonrpc_error_name, part, part_index, RunStats, BATCH_ERROR};
 
 use super::unit::FlowRun;
 
@@ -71,15 +71,6 @@ pub(crate) fn classify(
         return true;
     }
     false
-}
-
-/// How a JSON-RPC error code is named in reports.
-pub fn jsonrpc_error_name(code: i64) -> String {
-    if code == BATCH_ERROR {
-        "JSON-RPC batch with errors".to_string()
-    } else {
-        format!("JSON-RPC error {code}")
-    }
 }
 
 /// The kind of the last request that was not JSON-RPC, kept because

@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-pub use self::judge::jsonrpc_error_name;
 pub use self::stop::Stop;
 pub use self::tap::Tap;
 use self::worker::{CoreMsg, WorkerInput, WorkerJob};
@@ -27,6 +26,7 @@ use crate::input::reader::{self, InputError, InputState};
 use crate::input::Source;
 use crate::model::Request;
 use crate::plan::Plan;
+pub use crate::stats::jsonrpc_error_name;
 use crate::stats::{InputStats, RunStats};
 
 /// Watches a run as it goes: called on the thread that called [`run`],

@@ -318,6 +318,14 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     row("Bytes per response", &|s| {
         s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()
     });
+    if r.info.comparison && eps.len() > 1 {
+        let _ = write!(p, "<tr><td>Mismatched</td>");
+        for (i, s) in eps.iter().enumerate() {
+            let shown = super::mismatched(i, s, run.stats.verdicts.compared);
+            let _ = write!(p, "<td>{}</td>", escape(&shown));
+        }
+        p.push_str("</tr>\n");
+    }
     p.push_str("</table>\n");
     let v = &run.stats.verdicts;
     let _ = writeln!(
@@ -333,6 +341,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         v.incomplete
     );
 
+    errors(&mut p, r);
     flows(&mut p, r);
     parts(&mut p, r, true);
     if super::shows_methods(eps) {
@@ -594,6 +603,43 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     }
     p.push_str("</table>\n</body></html>\n");
     out.write_all(p.as_bytes())
+}
+
+/// Errors by kind (a row per kind, a column per endpoint) and by method
+/// (a row per method, endpoint and kind); nothing when there were none.
+fn errors(p: &mut String, r: &Report<'_>) {
+    let eps = &r.run.stats.endpoints;
+    let table = crate::stats::error_table(eps);
+    if !table.is_empty() {
+        p.push_str("<h2>Errors by kind</h2>\n<table id=\"errors\"><tr><th>kind</th>");
+        for e in &r.info.endpoints {
+            let _ = write!(p, "<th>{}</th>", escape(&e.label));
+        }
+        p.push_str("</tr>\n");
+        for (kind, counts) in &table {
+            let _ = write!(p, "<tr><td class=\"text\">{}</td>", escape(kind));
+            for n in counts {
+                let _ = write!(p, "<td>{n}</td>");
+            }
+            p.push_str("</tr>\n");
+        }
+        p.push_str("</table>\n");
+    }
+    let groups = r.run.stats.verdicts.sorted_error_groups();
+    if !groups.is_empty() {
+        p.push_str("<h2>Errors by method</h2>\n<table id=\"errors-by-method\"><tr><th>method</th><th>endpoint</th><th>kind</th><th>count</th></tr>\n");
+        for g in groups {
+            let _ = writeln!(
+                p,
+                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td></tr>",
+                escape(&g.method),
+                escape(&g.endpoint),
+                escape(&g.field),
+                g.count
+            );
+        }
+        p.push_str("</table>\n");
+    }
 }
 
 /// Flows: per endpoint the instances that ended, the successful ones and

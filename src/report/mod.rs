@@ -46,6 +46,17 @@ pub fn held(s: &crate::stats::EndpointStats) -> String {
     }
 }
 
+/// An endpoint's mismatched requests as the tables show them: `-` for
+/// the reference (index 0, what the others are compared with), else the
+/// count and its share of the compared requests.
+pub fn mismatched(index: usize, s: &crate::stats::EndpointStats, compared: u64) -> String {
+    if index == 0 {
+        "-".to_string()
+    } else {
+        format!("{} ({})", s.mismatched, percent(s.mismatched, compared))
+    }
+}
+
 /// A rate per second as every report shows it: two decimals from 0.01 up
 /// (`200.00`), three significant digits below (`0.00278`, for `--rate
 /// 10/h`), so a rate that is not zero never reads as zero.

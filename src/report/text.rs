@@ -116,12 +116,10 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats) -> io::Resul
     }
     writeln!(out)?;
     writeln!(out, "   Errors: {}", percent(s.errors(), completed))?;
-    for f in Failure::ALL {
-        let n = s.failures[f.index()];
-        if n > 0 {
-            writeln!(out, "     {}: {n}", f.name())?;
-        }
-        if let Failure::Tls(_) = f {
+    let tls = Failure::Tls(TlsReason::ALL[0]).name();
+    for (kind, n) in s.error_kinds() {
+        writeln!(out, "     {}: {n}", escape_terminal(&kind))?;
+        if kind == tls {
             for r in TlsReason::ALL {
                 let n = s.tls_reasons[r.index()];
                 if n > 0 {
@@ -129,18 +127,6 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats) -> io::Resul
                 }
             }
         }
-    }
-    for (code, n) in s.status.iter().enumerate().skip(400) {
-        if *n > 0 {
-            writeln!(out, "     HTTP {code}: {n}")?;
-        }
-    }
-    for (code, n) in &s.jsonrpc_errors {
-        writeln!(
-            out,
-            "     {}: {n}",
-            crate::engine::jsonrpc_error_name(*code)
-        )?;
     }
     writeln!(out)?;
     let statuses: Vec<String> = s

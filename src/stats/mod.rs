@@ -374,6 +374,35 @@ impl EndpointStats {
             + self.failed_checks
     }
 
+    /// The errors by kind, as every report lists them: failures by kind,
+    /// statuses of 400 and above (`HTTP 503`), JSON-RPC error answers by
+    /// code (`JSON-RPC error -32000`), answers that failed a flow step's
+    /// check; only kinds seen, in that order. The counts add up to
+    /// [`EndpointStats::errors`]. (TLS failures by reason, a finer split
+    /// of one failure kind, are in `tls_reasons`.)
+    pub fn error_kinds(&self) -> Vec<(String, u64)> {
+        let failures = Failure::ALL
+            .iter()
+            .map(|f| (f.name().to_string(), self.failures[f.index()]));
+        let statuses = self
+            .status
+            .iter()
+            .enumerate()
+            .skip(400)
+            .map(|(code, n)| (format!("HTTP {code}"), *n));
+        let jsonrpc = self
+            .jsonrpc_errors
+            .iter()
+            .map(|(code, n)| (jsonrpc_error_name(*code), *n));
+        let checks = std::iter::once(("failed check".to_string(), self.failed_checks));
+        failures
+            .chain(statuses)
+            .chain(jsonrpc)
+            .chain(checks)
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
     /// Add another core's stats of the same endpoint.
     pub fn merge(&mut self, other: &EndpointStats) {
         self.sent += other.sent;
@@ -416,6 +445,36 @@ impl EndpointStats {
             }
         }
     }
+}
+
+/// How reports name JSON-RPC error answers with `code` (a batch holding
+/// errors counts under [`BATCH_ERROR`]).
+pub fn jsonrpc_error_name(code: i64) -> String {
+    if code == BATCH_ERROR {
+        "JSON-RPC batch with errors".to_string()
+    } else {
+        format!("JSON-RPC error {code}")
+    }
+}
+
+/// Errors by kind across endpoints, for a table: each kind seen at some
+/// endpoint (in the order [`EndpointStats::error_kinds`] gives, first
+/// endpoint first) with its count at every endpoint.
+pub fn error_table(endpoints: &[EndpointStats]) -> Vec<(String, Vec<u64>)> {
+    let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
+    for (e, s) in endpoints.iter().enumerate() {
+        for (kind, n) in s.error_kinds() {
+            let i = match rows.iter().position(|(k, _)| *k == kind) {
+                Some(i) => i,
+                None => {
+                    rows.push((kind, vec![0; endpoints.len()]));
+                    rows.len() - 1
+                }
+            };
+            rows[i].1[e] = n;
+        }
+    }
+    rows
 }
 
 /// `n` per second of `time`; 0 when `time` is zero.
