@@ -101,11 +101,22 @@ fn try_run(
             .map_err(|e| failed(format!("cannot read the input: {e}")))?,
     };
     let flows = matches!(input, Input::Mix(_));
+    // A stream is read up to its first request first: one without any
+    // must not cost an earlier run's files (the run then says why).
+    let (input, may_hold) = match input {
+        Input::Stream(source) => {
+            let (peeked, may_hold) = crate::input::peek::Peeked::new(source);
+            (Input::Stream(Box::new(peeked)), may_hold)
+        }
+        other => (other, true),
+    };
     let resolved = engine::resolve(&plan).map_err(|e| failed(e.to_string()))?;
     let mut view = live::Session::start(mode, &plan, stop).map_err(|e| failed(e.to_string()))?;
-    if let Err(e) = outputs.open() {
-        view.finish();
-        return Err(usage(e));
+    if may_hold {
+        if let Err(e) = outputs.open() {
+            view.finish();
+            return Err(usage(e));
+        }
     }
     let input = outputs.record(input);
     let ran = outputs.observe(&mut view, |o| {
@@ -124,6 +135,21 @@ fn try_run(
         return Err(failed(
             "no endpoint answered a single request; see the errors above".into(),
         ));
+    }
+    let failing: Vec<&str> = plan
+        .endpoints
+        .iter()
+        .zip(&ran.stats.endpoints)
+        .filter(|(_, s)| s.failed_every_request())
+        .map(|(e, _)| e.label.as_str())
+        .collect();
+    if !failing.is_empty() && !args.allow_failures {
+        let _ = writeln!(
+            err,
+            "versus: {} failed every request (exit 4; --allow-failures exits 0)",
+            report::escape_terminal(&failing.join(", "))
+        );
+        return Ok(Exit::EndpointFailed);
     }
     Ok(verdict)
 }

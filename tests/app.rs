@@ -162,3 +162,90 @@ fn a_terminal_on_stdin_selects_single_request_mode() {
     assert_eq!(server.requests(), 7);
     assert!(ran.out.contains("Completed:"), "{}", ran.out);
 }
+
+/// An input that turns out to hold no request ends the run before any
+/// output file is created: the earlier run's saved file, HTML page and
+/// mismatch log are left as they were (they were once emptied, and the
+/// saved file replaced by a stub that `report` called killed).
+#[test]
+fn an_input_without_requests_leaves_earlier_files_alone() {
+    let server = echo();
+    let d = dir("empty-input");
+    let files = [d.join("keep.jsonl"), d.join("keep.mm"), d.join("keep.html")];
+    for f in &files {
+        std::fs::write(f, "an earlier run\n").unwrap();
+    }
+    let [output, mismatches, html] = files.each_ref().map(|f| f.to_str().unwrap());
+    let url = server.url();
+    let ran = app(
+        &[
+            "-o",
+            output,
+            "--mismatches",
+            mismatches,
+            "--html",
+            html,
+            &url,
+        ],
+        Some(b"\n\n"),
+    );
+    assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
+    assert!(ran.err.contains("no requests"), "{}", ran.err);
+    for f in &files {
+        assert_eq!(std::fs::read_to_string(f).unwrap(), "an earlier run\n");
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// An endpoint that failed every request is named before everything else
+/// and the run exits 4 (a wrong port once ran to the end, exit 0, its
+/// 0.29% of the summary's errors hiding it); `--allow-failures` exits 0.
+#[test]
+fn an_endpoint_that_failed_every_request_is_named_first_and_exits_4() {
+    let good = echo();
+    let broken = Server::start(|_| Reply::ok("down").status(500));
+    let (g, b) = (
+        format!("good={}", good.url()),
+        format!("broken={}", broken.url()),
+    );
+    let ran = app(&["--stop-after", "50", &g, &b], Some(&lines(100)));
+    assert_eq!(ran.exit, Exit::EndpointFailed, "{}", ran.err);
+    assert_eq!(ran.exit.code(), 4);
+    let first = ran.out.lines().next().unwrap();
+    assert!(
+        first.starts_with("Every request failed at 1. broken") && first.contains("HTTP 500: 50"),
+        "{}",
+        ran.out
+    );
+    assert!(
+        ran.err.contains("broken failed every request"),
+        "{}",
+        ran.err
+    );
+    let ran = app(
+        &["--allow-failures", "--stop-after", "50", &g, &b],
+        Some(&lines(100)),
+    );
+    assert_eq!(ran.exit, Exit::Done, "{}", ran.err);
+}
+
+/// A reference that never answered makes the comparison say so instead
+/// of counting every answer of the others as a mismatch.
+#[test]
+fn a_reference_that_never_answered_is_not_counted_as_mismatches() {
+    let good = echo();
+    let dead = format!("ref=http://127.0.0.1:{}/", closed_port());
+    let cand = format!("cand={}", good.url());
+    let ran = app(&["--stop-after", "20", &dead, &cand], Some(&lines(20)));
+    assert_eq!(ran.exit, Exit::EndpointFailed, "{}", ran.err);
+    assert!(
+        ran.out.contains("Mismatched: - (the reference, 0. ref"),
+        "{}",
+        ran.out
+    );
+    assert!(
+        ran.out.starts_with("Nothing connected to 0. ref"),
+        "{}",
+        ran.out
+    );
+}

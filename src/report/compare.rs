@@ -34,6 +34,9 @@ pub struct Column {
     mismatched: u64,
     /// Mismatches counted against this endpoint (one-run comparisons).
     own_mismatches: Option<u64>,
+    /// False for a run's reference (or its only endpoint): nothing was
+    /// compared against it, so it has no mismatch rate of its own.
+    judged: bool,
     samples: Vec<Sample>,
 }
 
@@ -54,6 +57,7 @@ fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
         compared: run.output.stats.verdicts.compared,
         mismatched: run.output.stats.verdicts.mismatched,
         own_mismatches: one_run.then_some(run.output.stats.endpoints[e].mismatched),
+        judged: e > 0,
         samples: run
             .series
             .points
@@ -247,6 +251,7 @@ const METRICS: &[Metric] = &[
         name: "mismatches",
         sense: Sense::Share,
         total: |c| match c.own_mismatches {
+            _ if !c.judged => None,
             Some(n) => share(n, c.compared),
             None => share(c.mismatched, c.compared),
         },
@@ -284,6 +289,9 @@ fn change(sense: Sense, base: Option<f64>, new: Option<f64>) -> String {
 }
 
 fn samples(m: &Metric, c: &Column) -> Vec<f64> {
+    if (m.total)(c).is_none() {
+        return Vec::new();
+    }
     c.samples.iter().filter_map(|s| (m.sample)(s)).collect()
 }
 

@@ -98,6 +98,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "abandoned": s.abandoned,
         "failed_checks": s.failed_checks,
         "mismatched": (i > 0).then_some(s.mismatched),
+        "failed_every_request": s.failed_every_request(),
         "steps": s.steps.iter().map(part).collect::<Vec<_>>(),
         "methods": s.methods.iter().map(part).collect::<Vec<_>>(),
         "flows": (s.flows.instances > 0).then(|| json!({
@@ -180,6 +181,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "mismatched": v.mismatched,
             "mismatch_rate": fraction(v.mismatched, v.compared),
             "incomplete": v.incomplete,
+            "reference_answered": !super::reference_silent(&run.stats.endpoints),
             "groups": groups,
         },
         "errors_by_method": by_method,

@@ -170,7 +170,13 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(out, "## Summary")?;
     writeln!(out)?;
     writeln!(out, "- Compared: {}", v.compared)?;
-    if r.info.comparison || eps.len() < 2 {
+    if super::reference_silent(eps) {
+        writeln!(
+            out,
+            "- Mismatched: - (the reference, {}, never answered: nothing to compare with)",
+            cell(&r.info.endpoints[0].label)
+        )?;
+    } else if r.info.comparison || eps.len() < 2 {
         writeln!(
             out,
             "- Mismatched: {} ({})",

@@ -57,6 +57,13 @@ pub fn mismatched(index: usize, s: &crate::stats::EndpointStats, compared: u64) 
     }
 }
 
+/// True when the reference (the first endpoint) never answered though
+/// others were compared with it: every difference is its failure, so the
+/// reports say so instead of counting mismatches.
+pub fn reference_silent(eps: &[crate::stats::EndpointStats]) -> bool {
+    eps.len() > 1 && eps[0].responses == 0 && eps[0].completed() > 0
+}
+
 /// A rate per second as every report shows it: two decimals from 0.01 up
 /// (`200.00`), three significant digits below (`0.00278`, for `--rate
 /// 10/h`), so a rate that is not zero never reads as zero.

@@ -41,9 +41,37 @@ pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Re
     summary(out, plan, run)
 }
 
-/// One line, before everything else, when some endpoint never had a
-/// connection: its numbers are connect attempts, not a benchmark.
+/// Before everything else: a line when some endpoint never had a
+/// connection (its numbers are connect attempts, not a benchmark), and one
+/// per other endpoint that failed every request, with its main errors.
 fn nothing_connected(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+    let mut said = false;
+    for (i, (spec, s)) in plan.endpoints.iter().zip(&run.stats.endpoints).enumerate() {
+        if s.failed_every_request() && !s.never_connected() {
+            let kinds: Vec<String> = s
+                .error_kinds()
+                .into_iter()
+                .take(3)
+                .map(|(k, n)| format!("{}: {n}", escape_terminal(&k)))
+                .collect();
+            writeln!(
+                out,
+                "Every request failed at {i}. {spec}: {} of {} ({}); its figures below are errors, not a benchmark.",
+                s.errors().min(s.completed()),
+                s.completed(),
+                kinds.join(", ")
+            )?;
+            said = true;
+        }
+    }
+    if said {
+        writeln!(out)?;
+    }
+    connect_line(out, plan, run)
+}
+
+/// The line for endpoints that never had a connection.
+fn connect_line(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let never: Vec<(String, u64)> = plan
         .endpoints
         .iter()
@@ -350,7 +378,13 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
         go_duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
-    if plan.comparison || eps.len() < 2 {
+    if super::reference_silent(eps) {
+        writeln!(
+            out,
+            "   Mismatched: - (the reference, 0. {}, never answered: nothing to compare with)",
+            plan.endpoints[0]
+        )?;
+    } else if plan.comparison || eps.len() < 2 {
         writeln!(out, "   Mismatched: {}", v.mismatched)?;
         groups(out, plan, v)?;
     } else {

@@ -360,6 +360,13 @@ impl EndpointStats {
         self.connect.is_empty() && self.responses == 0 && self.completed() > 0
     }
 
+    /// Whether every request the endpoint finished was an error (and it
+    /// finished some): its figures are errors, not a benchmark.
+    pub fn failed_every_request(&self) -> bool {
+        let n = self.completed();
+        n > 0 && self.errors() >= n
+    }
+
     /// Responses with status 400 or above.
     pub fn error_statuses(&self) -> u64 {
         self.status[400..].iter().sum()
