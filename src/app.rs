@@ -112,11 +112,14 @@ fn try_run(
     };
     let resolved = engine::resolve(&plan).map_err(|e| failed(e.to_string()))?;
     let mut view = live::Session::start(mode, &plan, stop).map_err(|e| failed(e.to_string()))?;
-    if may_hold {
-        if let Err(e) = outputs.open() {
-            view.finish();
-            return Err(usage(e));
-        }
+    let opened = if may_hold {
+        outputs.open()
+    } else {
+        outputs.check()
+    };
+    if let Err(e) = opened {
+        view.finish();
+        return Err(usage(e));
     }
     let input = outputs.record(input);
     let ran = outputs.observe(&mut view, |o| {

@@ -148,16 +148,22 @@ fn two_shards_merged_equal_one_run_over_the_same_requests() {
         temp("whole.jsonl"),
     );
     let iv = Duration::from_millis(100);
-    let (s1, _, _) = save_run(
-        &["-c", "3", "-o", one.to_str().unwrap(), &a_url, &b_url],
-        &all[..half],
-        iv,
-    );
-    let (s2, _, _) = save_run(
-        &["-c", "2", "-o", two.to_str().unwrap(), &a_url, &b_url],
-        &all[half..],
-        iv,
-    );
+    // Shards run side by side.
+    let ((s1, _, _), (s2, _, _)) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| {
+            save_run(
+                &["-c", "3", "-o", one.to_str().unwrap(), &a_url, &b_url],
+                &all[..half],
+                iv,
+            )
+        });
+        let second = save_run(
+            &["-c", "2", "-o", two.to_str().unwrap(), &a_url, &b_url],
+            &all[half..],
+            iv,
+        );
+        (first.join().unwrap(), second)
+    });
     let (w, _, _) = save_run(
         &["-c", "3", "-o", whole.to_str().unwrap(), &a_url, &b_url],
         &all,
@@ -207,6 +213,57 @@ fn two_shards_merged_equal_one_run_over_the_same_requests() {
         .map(|p| p.endpoints[0].completed)
         .sum();
     assert_eq!(per_interval, 1200);
+
+    // Runs made one after the other are not shards of one run: merge and
+    // a report of both refuse them, naming the file (their rates once
+    // added up to 19872.06 per second with no warning).
+    let later = temp("later.jsonl");
+    save_run(
+        &["-c", "3", "-o", later.to_str().unwrap(), &a_url, &b_url],
+        &all[..half],
+        iv,
+    );
+    for args in [
+        vec![
+            "merge",
+            one.to_str().unwrap(),
+            later.to_str().unwrap(),
+            "-o",
+            temp("y.jsonl").to_str().unwrap(),
+        ],
+        vec!["report", one.to_str().unwrap(), later.to_str().unwrap()],
+    ] {
+        let out = versus(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("later.jsonl") && err.contains("not a shard of the same run"),
+            "{err}"
+        );
+    }
+    assert!(!temp("y.jsonl").exists());
+    // One label at another URL is another run too.
+    let elsewhere = temp("elsewhere.jsonl");
+    let c = Server::start(|_| Reply::ok("{}"));
+    save_run(
+        &[
+            "--stop-after",
+            "5",
+            "-o",
+            elsewhere.to_str().unwrap(),
+            &format!("a={}", c.url()),
+            &b_url,
+        ],
+        &lines(5),
+        iv,
+    );
+    let out = versus(&["report", one.to_str().unwrap(), elsewhere.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("endpoint a is"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // Files of other endpoints are refused, naming the file.
     let other = temp("other.jsonl");

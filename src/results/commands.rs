@@ -98,16 +98,11 @@ impl Live {
         self.header.late_ms.map(std::time::Duration::from_millis)
     }
 
-    /// Create the output files: the `--output` file (its header written),
-    /// the `--mismatches` file, and the `--html` file (written at the end;
-    /// created now so that a path it cannot be written to fails before
-    /// the run). Called when nothing else can stop the run from starting:
-    /// a run that never starts leaves earlier files alone.
+    /// Check that every output file can be written, changing none.
     ///
     /// # Errors
     /// A message naming the flag (exit 2).
-    pub fn open(&mut self) -> Result<(), String> {
-        // Every file can be written before any is replaced.
+    pub fn check(&self) -> Result<(), String> {
         let paths = [
             ("--output", self.output.as_deref()),
             ("--mismatches", self.log.as_ref().map(|l| l.path())),
@@ -118,6 +113,20 @@ impl Live {
                 writable(flag, path)?;
             }
         }
+        Ok(())
+    }
+
+    /// Create the output files (every one [`Live::check`]ed first, so
+    /// that none is replaced unless all can be): the `--output` file (its header written),
+    /// the `--mismatches` file, and the `--html` file (written at the end;
+    /// created now so that a path it cannot be written to fails before
+    /// the run). Called when nothing else can stop the run from starting:
+    /// a run that never starts leaves earlier files alone.
+    ///
+    /// # Errors
+    /// A message naming the flag (exit 2).
+    pub fn open(&mut self) -> Result<(), String> {
+        self.check()?;
         if let Some(path) = &self.output {
             self.writer = Some(
                 RunWriter::create(path, &self.header)
