@@ -288,8 +288,9 @@ fn two_shards_merged_equal_one_run_over_the_same_requests() {
 }
 
 /// Two runs at once (so both see the same load on the machine), each
-/// 2.5 s of 250 ms intervals against its server; returns the comparison.
-fn compare_two(first: &Server, second: &Server, name: &str) -> String {
+/// `stop_after` (2.5 s, say) of 250 ms intervals against its server;
+/// returns the comparison.
+fn compare_two(first: &Server, second: &Server, name: &str, stop_after: &'static str) -> String {
     let (fa, fb) = (
         temp(&format!("{name}-a.jsonl")),
         temp(&format!("{name}-b.jsonl")),
@@ -305,7 +306,7 @@ fn compare_two(first: &Server, second: &Server, name: &str) -> String {
                     "-c",
                     "2",
                     "--stop-after",
-                    "2500ms",
+                    stop_after,
                     "-o",
                     f.to_str().unwrap(),
                     &url,
@@ -348,7 +349,7 @@ fn compare_of_two_runs_of_the_same_server_is_not_significant() {
     // twenty by design; three independent pairs all doing so is 1 in 8000.
     let mut last = String::new();
     for attempt in 0..3 {
-        last = compare_two(&s, &s, &format!("same{attempt}"));
+        last = compare_two(&s, &s, &format!("same{attempt}"), "2500ms");
         if row(&last, "latency avg").contains("~ (p=") {
             return;
         }
@@ -360,7 +361,7 @@ fn compare_of_two_runs_of_the_same_server_is_not_significant() {
 fn compare_of_a_10ms_and_a_20ms_server_is_significant_with_direction_and_size() {
     let slow = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(20)));
     let fast = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(10)));
-    let table = compare_two(&slow, &fast, "speed");
+    let table = compare_two(&slow, &fast, "speed", "2500ms");
     let avg = row(&table, "latency avg");
     assert!(avg.contains("% faster (p="), "{table}");
     let pct: f64 = avg
@@ -895,6 +896,29 @@ fn compare_pairs_single_endpoint_runs_whatever_their_labels_and_names_what_it_ca
     );
     assert!(
         out.contains("pair-ac.jsonl: no endpoint b; its column is missing"),
+        "{out}"
+    );
+}
+
+/// Runs of three intervals a side can never reach p < 0.05 (2 / C(6, 3)
+/// = 0.1): a 2x slowdown once read `~ (p=0.100)`, as if there were none.
+/// compare says the runs are too short, and what would be enough.
+#[test]
+fn compare_says_when_runs_are_too_short_for_a_test() {
+    let fast = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(5)));
+    let slow = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(10)));
+    let out = compare_two(&fast, &slow, "short", "800ms");
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("latency p50"))
+        .unwrap_or_else(|| panic!("no p50 row:\n{out}"));
+    assert!(
+        line.contains("(untested: n=") && line.contains("too few)"),
+        "{out}"
+    );
+    assert!(!line.contains("~ (p="), "{out}");
+    assert!(
+        out.contains("runs of 4 intervals a side or more can"),
         "{out}"
     );
 }

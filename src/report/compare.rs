@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 
 use super::quantile;
-use super::significance::{mann_whitney, ALPHA};
+use super::significance::{can_tell, fewest_to_tell, mann_whitney, ALPHA};
 use super::threshold::micros;
 use crate::results::series::EndpointPoint;
 use crate::results::SavedRun;
@@ -337,11 +337,18 @@ fn row(
             continue;
         }
         let delta = change(sense, base, *v);
-        let test =
-            samples.and_then(|s| Some((mann_whitney(&s[0], &s[i])?, s[0].len(), s[i].len())));
-        row.push(match test {
-            Some((p, b, c)) if p < ALPHA => format!("{delta} (p={p:.3} n={b}+{c})"),
-            Some((p, b, c)) => format!("~ (p={p:.3} n={b}+{c})"),
+        let Some(s) = samples else {
+            row.push(delta);
+            continue;
+        };
+        let (b, c) = (s[0].len(), s[i].len());
+        row.push(match mann_whitney(&s[0], &s[i]) {
+            _ if delta == "-" => delta,
+            Some(p) if p < ALPHA => format!("{delta} (p={p:.3} n={b}+{c})"),
+            // Runs too short for the test to reach ALPHA whatever the
+            // figures: say so, and what would be enough.
+            _ if !can_tell(b, c) => format!("{delta} (untested: n={b}+{c}, too few)"),
+            Some(p) => format!("~ (p={p:.3} n={b}+{c})"),
             None => delta,
         });
     }
@@ -477,7 +484,8 @@ pub fn write_text(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
         writeln!(out)?;
         writeln!(
             out,
-            "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}); n is samples per side."
+            "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}); n is samples per side; untested: too few intervals for the test to tell at all (runs of {} intervals a side or more can).",
+            fewest_to_tell()
         )?;
     }
     if let Some(note) = parts_note(tables) {
@@ -506,7 +514,8 @@ pub fn write_markdown(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
     }
     writeln!(
         out,
-        "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA})."
+        "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}; untested: too few intervals for the test to tell at all, runs of {} intervals a side or more can).",
+        fewest_to_tell()
     )?;
     if let Some(note) = parts_note(tables) {
         writeln!(out)?;
