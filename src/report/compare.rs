@@ -50,7 +50,6 @@ pub struct Table {
 }
 
 fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
-    let full = run.series.interval * 0.5;
     Column {
         title,
         stats: run.output.stats.endpoints[e].clone(),
@@ -60,9 +59,7 @@ fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
         judged: e > 0,
         samples: run
             .series
-            .points
-            .iter()
-            .filter(|p| p.seconds >= full)
+            .full_points()
             .filter_map(|p| {
                 p.endpoints.get(e).map(|ep| Sample {
                     seconds: p.seconds,

@@ -423,7 +423,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 
     if let Some(series) = r.series.filter(|s| !s.points.is_empty()) {
         let t = |pt: &crate::results::series::Point| pt.index as f64 * series.interval + pt.seconds;
-        let end = series.points.last().map_or(1.0, t);
+        let end = series.full_points().last().map_or(1.0, t);
         let time = linear_axis(end, "time (s)", trim);
         let mut lines = Vec::new();
         let (mut lo, mut hi) = (f64::MAX, 1.0f64);
@@ -437,8 +437,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 ("p99", true, |e| e.p99),
             ] {
                 let pts: Vec<(f64, f64)> = series
-                    .points
-                    .iter()
+                    .full_points()
                     .filter_map(|pt| {
                         let v = get(pt.endpoints.get(i)?)? as f64;
                         lo = lo.min(v);
@@ -473,8 +472,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 color: color(i),
                 dashed: false,
                 points: series
-                    .points
-                    .iter()
+                    .full_points()
                     .filter_map(|pt| {
                         let e = pt.endpoints.get(i)?;
                         let v = e.completed as f64 / pt.seconds.max(1e-9);
@@ -501,8 +499,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 color: color(i),
                 dashed: false,
                 points: series
-                    .points
-                    .iter()
+                    .full_points()
                     .filter_map(|pt| {
                         let v = pt.endpoints.get(i)?.errors as f64;
                         top = top.max(v);
@@ -516,8 +513,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             color: "#000000",
             dashed: true,
             points: series
-                .points
-                .iter()
+                .full_points()
                 .map(|pt| {
                     top = top.max(pt.mismatched as f64);
                     (t(pt), pt.mismatched as f64)
