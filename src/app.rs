@@ -23,8 +23,9 @@ use crate::scenario::Suite;
 pub struct Env<'a> {
     /// The command line as given (saved, masked, in `--output`'s header).
     pub argv: &'a [String],
-    /// Whether stdin is a terminal: with no input named, a run then sends
-    /// a single request.
+    /// Whether stdin has no request stream to offer ([`stdin_is_idle`]:
+    /// a terminal, `/dev/null`, an empty file): with no input named, a
+    /// run then sends a single request.
     pub stdin_is_terminal: bool,
     /// Whether stderr is a terminal: the progress line is drawn only there.
     pub stderr_is_terminal: bool,
@@ -33,6 +34,26 @@ pub struct Env<'a> {
     pub stream: Option<Box<dyn Source>>,
     /// A scenario file's flows to run instead of a request stream.
     pub suite: Option<Suite>,
+}
+
+/// Whether this process's stdin offers no request stream: a terminal,
+/// `/dev/null` or an empty regular file. Scripts, cron and CI run
+/// `versus URL` with stdin from `/dev/null`; it once read that as an
+/// empty stream and failed with "no requests" where wrk, hey and oha send
+/// their single request.
+pub fn stdin_is_idle() -> bool {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    if std::io::stdin().is_terminal() {
+        return true;
+    }
+    let Ok(stdin) = std::fs::metadata("/proc/self/fd/0") else {
+        return false;
+    };
+    let null = std::fs::metadata("/dev/null").ok();
+    let is_null = stdin.file_type().is_char_device()
+        && null.is_some_and(|n| n.file_type().is_char_device() && n.rdev() == stdin.rdev());
+    is_null || stdin.is_file() && stdin.len() == 0
 }
 
 /// Why a run ended early: the exit and the message for stderr.
