@@ -156,9 +156,23 @@ fn try_run(
         return Err(failed(format!("input: {e}")));
     }
     if ran.stats.endpoints.iter().all(|s| s.responses == 0) && !ran.interrupted {
-        return Err(failed(
-            "no endpoint answered a single request; see the errors above".into(),
-        ));
+        // The kinds say why (an answer over --max-body is an answer that
+        // was refused, not silence).
+        let kinds: Vec<String> = crate::stats::error_table(&ran.stats.endpoints)
+            .into_iter()
+            .map(|(kind, n)| format!("{kind}: {}", n.iter().sum::<u64>()))
+            .collect();
+        let hint = if kinds.len() == 1
+            && kinds[0].starts_with(crate::model::Failure::BodyTooLarge.name())
+        {
+            "; every answer was larger than --max-body"
+        } else {
+            ""
+        };
+        return Err(failed(format!(
+            "no endpoint answered a single request ({}){hint}; see the errors above",
+            kinds.join(", ")
+        )));
     }
     let failing: Vec<&str> = plan
         .endpoints

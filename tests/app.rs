@@ -249,3 +249,21 @@ fn a_reference_that_never_answered_is_not_counted_as_mismatches() {
         ran.out
     );
 }
+
+/// Answers all over `--max-body` are refused answers, not silence: the
+/// message says so (it once said only "no endpoint answered").
+#[test]
+fn answers_over_max_body_are_named_as_the_reason_nothing_was_answered() {
+    let server = Server::start(|_| Reply::ok("a body longer than ten bytes"));
+    let ran = app(
+        &["--max-body", "10", "--stop-after", "3", &server.url()],
+        Some(&lines(3)),
+    );
+    assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
+    assert!(
+        ran.err
+            .contains("(body too large: 3); every answer was larger than --max-body"),
+        "{}",
+        ran.err
+    );
+}

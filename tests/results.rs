@@ -922,3 +922,42 @@ fn compare_says_when_runs_are_too_short_for_a_test() {
         "{out}"
     );
 }
+
+/// A JSON report given to `versus report` is named for what it is, and
+/// a reader that stops reading (`| head`) is no failure.
+#[test]
+fn report_names_a_json_report_and_a_closed_pipe_is_not_a_failure() {
+    let (a, _b) = servers();
+    let saved = temp("pipe.jsonl");
+    save_run(
+        &[
+            "--stop-after",
+            "20",
+            "-o",
+            saved.to_str().unwrap(),
+            &a.url(),
+        ],
+        &lines(20),
+        Duration::from_millis(100),
+    );
+    let json = temp("report.json");
+    let out = versus(&["report", "--format", "json", saved.to_str().unwrap()]);
+    std::fs::write(&json, &out.stdout).unwrap();
+    let out = versus(&["report", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("a JSON report (--format json), not a saved run"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The reader is gone before versus writes a byte.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_versus"))
+        .args(["report", saved.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

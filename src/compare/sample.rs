@@ -15,8 +15,14 @@ const VALUE_LIMIT: usize = 300;
 /// Most diff lines kept.
 const DIFF_LINES: usize = 40;
 
-/// A sample of `finding` in this request.
-pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) -> MismatchSample {
+/// A sample of `finding` in this request; `labels` name the diff's two
+/// sides (the reference's and the differing endpoint's labels).
+pub fn sample(
+    req: &Request,
+    outcomes: &[Option<Outcome>],
+    finding: &Finding,
+    labels: (&str, &str),
+) -> MismatchSample {
     let values = outcomes
         .iter()
         .map(|o| match o {
@@ -25,7 +31,7 @@ pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) ->
         })
         .collect();
     let diff = match (outcomes.first(), outcomes.get(finding.endpoint)) {
-        (Some(Some(a)), Some(Some(b))) => diff(a, b),
+        (Some(Some(a)), Some(Some(b))) => diff(a, b, labels),
         _ => String::new(),
     };
     MismatchSample {
@@ -59,8 +65,9 @@ fn value(o: &Outcome, finding: &Finding) -> String {
     }
 }
 
-/// A unified diff of the two bodies, pretty-printed when they are JSON.
-fn diff(a: &Outcome, b: &Outcome) -> String {
+/// A unified diff of the two bodies, pretty-printed when they are JSON,
+/// its headers the endpoints' labels.
+fn diff(a: &Outcome, b: &Outcome, labels: (&str, &str)) -> String {
     let (Ok(a), Ok(b)) = (&a.result, &b.result) else {
         return String::new();
     };
@@ -68,7 +75,7 @@ fn diff(a: &Outcome, b: &Outcome) -> String {
     let text = similar::TextDiff::from_lines(&pa, &pb)
         .unified_diff()
         .context_radius(2)
-        .header("reference", "candidate")
+        .header(labels.0, labels.1)
         .to_string();
     let lines: Vec<&str> = text.lines().collect();
     let mut s = lines[..lines.len().min(DIFF_LINES)].join("\n");
@@ -127,12 +134,15 @@ mod tests {
             &Request::line(7, "{\"q\":1}".into()),
             &outcomes,
             &j.findings[0],
+            ("old", "new"),
         );
         assert_eq!(s.seq, 7);
         assert_eq!(s.request, "{\"q\":1}");
         assert_eq!(s.values, ["\"0x10\"", "\"0x11\""]);
         assert!(s.diff.contains("-    \"balance\": \"0x10\""), "{}", s.diff);
         assert!(s.diff.contains("+    \"balance\": \"0x11\""), "{}", s.diff);
+        // The diff's headers are the endpoints' labels, not roles.
+        assert!(s.diff.starts_with("--- old\n+++ new"), "{}", s.diff);
         assert_eq!(cut("héllo", 2), "h... (5 more bytes)");
     }
 }

@@ -248,7 +248,8 @@ fn judge(
         }
         let label = &plan.endpoints[f.endpoint].label;
         count_group(&mut v.groups, &group, &f.field, &f.kind, label, 1, || {
-            vec![sample(req, outcomes, f)]
+            let reference = plan.endpoints[0].label.as_str();
+            vec![sample(req, outcomes, f, (reference, label))]
         });
     }
     for tap in &plan.taps {

@@ -33,6 +33,16 @@ pub struct Live {
     show_secrets: bool,
 }
 
+/// A report whose reader stopped reading (`versus report ... | head`) is
+/// not a failure: what was wanted was read.
+fn reader_gone(e: std::io::Error) -> std::io::Result<()> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
 /// Check that `path` can be written without changing it (a file the check
 /// creates is removed again).
 fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
@@ -208,6 +218,7 @@ impl Live {
         };
         outputs::render(out, self.format, &report)
             .and_then(|()| out.flush())
+            .or_else(reader_gone)
             .map_err(|e| format!("cannot write the report: {e}"))?;
         if let Some(path) = &self.html {
             let mut page = Vec::new();
@@ -263,7 +274,8 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         checks: &checks,
         series: Some(&run.series),
     };
-    if let Err(e) = outputs::render(out, format, &report).and_then(|()| out.flush()) {
+    let written = outputs::render(out, format, &report).and_then(|()| out.flush());
+    if let Err(e) = written.or_else(reader_gone) {
         let _ = writeln!(err, "versus: cannot write the report: {e}");
         return Exit::Failed;
     }
@@ -385,7 +397,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         }
         Ok(())
     });
-    if let Err(e) = result.and_then(|()| out.flush()) {
+    if let Err(e) = result.and_then(|()| out.flush()).or_else(reader_gone) {
         let _ = writeln!(err, "versus: cannot write the comparison: {e}");
         return Exit::Failed;
     }

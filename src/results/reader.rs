@@ -296,6 +296,12 @@ fn parse_header(first: &[u8]) -> Result<Header, String> {
             crate::report::escape_terminal(&head)
         ));
     }
+    if first.trim_ascii() == b"{" {
+        return Err(
+            "a JSON report (--format json), not a saved run: save a run with -o FILE to report it again"
+                .into(),
+        );
+    }
     let value: serde_json::Value = serde_json::from_slice(first).map_err(|e| {
         if first.ends_with(b"\n") {
             format!("not a saved versus run: the first line is not JSON ({e})")
