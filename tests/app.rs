@@ -71,47 +71,40 @@ fn an_input_without_requests_fails_saying_so() {
     assert_eq!(server.requests(), 0);
 }
 
+/// Run `args` with `-o`, `--mismatches` and `--html` naming files an
+/// earlier run left, over `input`; checks that they are left as they
+/// were, and returns the run.
+fn leaves_earlier_files_alone(name: &str, args: &[&str], input: &[u8]) -> Ran {
+    let d = dir(name);
+    let files = [d.join("keep.jsonl"), d.join("keep.mm"), d.join("keep.html")];
+    for f in &files {
+        std::fs::write(f, "an earlier run\n").unwrap();
+    }
+    let [output, mismatches, html] = files.each_ref().map(|f| f.to_str().unwrap());
+    let mut all = vec!["-o", output, "--mismatches", mismatches, "--html", html];
+    all.extend_from_slice(args);
+    let ran = app(&all, Some(input));
+    for f in &files {
+        assert_eq!(std::fs::read_to_string(f).unwrap(), "an earlier run\n");
+    }
+    let _ = std::fs::remove_dir_all(d);
+    ran
+}
+
 /// An endpoint that cannot be prepared (here its Host header) is found
 /// before any output file is created.
 #[test]
 fn a_run_that_cannot_start_fails_and_leaves_earlier_files_alone() {
     let server = echo();
-    let d = dir("cannot-start");
-    let files = [
-        d.join("run.vrs"),
-        d.join("mismatches.jsonl"),
-        d.join("run.html"),
-    ];
-    for f in &files {
-        std::fs::write(f, "an earlier run\n").unwrap();
-    }
-    let [output, mismatches, html] = files.each_ref().map(|f| f.to_str().unwrap());
     let url = server.url();
-    let ran = app(
-        &[
-            "-o",
-            output,
-            "--mismatches",
-            mismatches,
-            "--html",
-            html,
-            "-H",
-            "Host: café",
-            &url,
-        ],
-        Some(&lines(5)),
-    );
+    let ran = leaves_earlier_files_alone("cannot-start", &["-H", "Host: café", &url], &lines(5));
     assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
     assert!(
         ran.err.contains("the Host header is not ASCII"),
         "{}",
         ran.err
     );
-    for f in &files {
-        assert_eq!(std::fs::read_to_string(f).unwrap(), "an earlier run\n");
-    }
     assert_eq!(server.requests(), 0);
-    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
@@ -170,31 +163,10 @@ fn a_terminal_on_stdin_selects_single_request_mode() {
 #[test]
 fn an_input_without_requests_leaves_earlier_files_alone() {
     let server = echo();
-    let d = dir("empty-input");
-    let files = [d.join("keep.jsonl"), d.join("keep.mm"), d.join("keep.html")];
-    for f in &files {
-        std::fs::write(f, "an earlier run\n").unwrap();
-    }
-    let [output, mismatches, html] = files.each_ref().map(|f| f.to_str().unwrap());
-    let url = server.url();
-    let ran = app(
-        &[
-            "-o",
-            output,
-            "--mismatches",
-            mismatches,
-            "--html",
-            html,
-            &url,
-        ],
-        Some(b"\n\n"),
-    );
+    let ran = leaves_earlier_files_alone("empty-input", &[&server.url()], b"\n\n");
     assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
     assert!(ran.err.contains("no requests"), "{}", ran.err);
-    for f in &files {
-        assert_eq!(std::fs::read_to_string(f).unwrap(), "an earlier run\n");
-    }
-    let _ = std::fs::remove_dir_all(d);
+    assert_eq!(server.requests(), 0);
 }
 
 /// An endpoint that failed every request is named before everything else

@@ -95,37 +95,44 @@ fn bad_rates_are_usage_errors() {
     }
 }
 
+/// A run at 100 GET requests per second for `stop_after` on a thread of
+/// its own, once `server` has seen `first` of them.
+fn at_100_per_second(
+    server: &Server,
+    stop_after: &'static str,
+    stop: &versus::engine::Stop,
+    first: u64,
+) -> std::thread::JoinHandle<(versus::engine::RunOutput, String)> {
+    let (url, handle) = (server.url(), stop.clone());
+    let run = std::thread::spawn(move || {
+        let args = [
+            "--rate",
+            "100",
+            "--stop-after",
+            stop_after,
+            "--method",
+            "GET",
+            &url,
+        ];
+        run_lib_with(&args, b"", &mut versus::engine::Quiet, &handle)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.requests() < first {
+        assert!(Instant::now() < deadline, "no requests");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    run
+}
+
 #[test]
 fn the_rate_can_be_changed_while_the_run_goes() {
     let server = Server::start(|_| Reply::ok("{}"));
     let stop = versus::engine::Stop::new();
-    let (url, handle) = (server.url(), stop.clone());
-    let run = std::thread::spawn(move || {
-        run_lib_with(
-            &[
-                "--rate",
-                "100",
-                "--stop-after",
-                "2s",
-                "--method",
-                "GET",
-                &url,
-            ],
-            b"",
-            &mut versus::engine::Quiet,
-            &handle,
-        )
-        .0
-    });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.requests() < 50 {
-        assert!(Instant::now() < deadline, "no requests");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let run = at_100_per_second(&server, "2s", &stop, 50);
     // Four times the rate for the rest of the run: far more than the 200
     // requests 100/s for 2 s would send.
     assert_eq!(stop.scale_rate(4.0), 4.0);
-    let out = run.join().unwrap();
+    let out = run.join().unwrap().0;
     let sent = out.stats.endpoints[0].sent;
     assert!((400..=850).contains(&sent), "sent {sent}");
 }
@@ -208,29 +215,9 @@ fn a_rate_per_hour_is_not_shown_as_zero() {
 fn pausing_uses_up_neither_the_duration_nor_the_rate() {
     let server = Server::start(|_| Reply::ok("{}"));
     let stop = versus::engine::Stop::new();
-    let (url, handle) = (server.url(), stop.clone());
     let started = Instant::now();
-    let run = std::thread::spawn(move || {
-        run_lib_with(
-            &[
-                "--rate",
-                "100",
-                "--stop-after",
-                "1s",
-                "--method",
-                "GET",
-                &url,
-            ],
-            b"",
-            &mut versus::engine::Quiet,
-            &handle,
-        )
-    });
+    let run = at_100_per_second(&server, "1s", &stop, 10);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while server.requests() < 10 {
-        assert!(Instant::now() < deadline, "no requests");
-        std::thread::sleep(Duration::from_millis(2));
-    }
     stop.set_paused(true);
     while !stop.paused_everywhere() {
         assert!(Instant::now() < deadline, "never paused");

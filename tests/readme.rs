@@ -48,11 +48,10 @@ use common::{Reply, Server};
 /// (continuation lines joined, comments cut).
 fn examples(readme: &str) -> Vec<String> {
     let mut out = Vec::new();
+    let continued = regex::Regex::new(r"\\\n\s*").unwrap();
     for block in readme.split("```sh\n").skip(1) {
         let block = block.split("```").next().unwrap_or("");
-        let joined = regex::Regex::new(r"\\\n\s*")
-            .unwrap()
-            .replace_all(block, " ");
+        let joined = continued.replace_all(block, " ");
         for line in joined.lines() {
             let line = line.trim();
             if line.starts_with('#') || !line.contains("versus") {
@@ -94,7 +93,7 @@ fn localised(
     let mut line = urls
         .replace_all(example, |c: &regex::Captures| {
             let host = c[0].split('/').nth(2).unwrap_or("").to_string();
-            let base = servers.entry(host).or_insert_with(|| start()).clone();
+            let base = servers.entry(host).or_insert_with(&mut *start).clone();
             let path = c.get(1).map_or("/", |p| p.as_str());
             format!("{}{}", base.trim_end_matches('/'), path)
         })
