@@ -405,6 +405,11 @@ fn warm_up_requests_are_sent_but_not_counted() {
         report.contains("Completed:  100 results with 200 total requests"),
         "{report}"
     );
+    // The report says a warm-up happened (it once did not).
+    assert!(
+        report.contains("Warm-up:    50 requests sent first at every endpoint, counted nowhere"),
+        "{report}"
+    );
 
     // A warm-up by count in single-request mode: 50 more, 100 counted.
     let d = Server::start(|_| Reply::ok("{}"));

@@ -50,6 +50,9 @@ pub struct RunInfo {
     /// `--mismatches`: mismatched requests seen, lines written, and the
     /// limit, when the report was made.
     pub logged: Option<(u64, u64, u64)>,
+    /// `--warmup` of a live run, as given (`50`, `2s`); saved runs do not
+    /// keep it.
+    pub warmup: Option<String>,
 }
 
 impl RunInfo {
@@ -72,6 +75,11 @@ impl RunInfo {
             twin: plan.comparer.twin(),
             verbose: plan.verbose,
             logged: plan.mismatch_log.as_ref().map(|l| l.counts()),
+            warmup: match (plan.warmup.count, plan.warmup.duration) {
+                (Some(n), _) => Some(format!("{n} requests")),
+                (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
+                (None, None) => None,
+            },
         }
     }
 }

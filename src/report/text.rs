@@ -378,6 +378,12 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
         go_duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
+    if let Some(w) = &plan.warmup {
+        writeln!(
+            out,
+            "   Warm-up:    {w} sent first at every endpoint, counted nowhere (the rates and run time start after it)"
+        )?;
+    }
     if super::reference_silent(eps) {
         writeln!(
             out,

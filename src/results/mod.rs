@@ -64,6 +64,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         twin: f.header.twin,
         verbose: 0,
         logged: None,
+        warmup: None,
     };
     Ok(SavedRun {
         info,
