@@ -359,3 +359,24 @@ fn a_second_ctrl_c_exits_at_once_with_130() {
     assert_eq!(out.status.code(), Some(130));
     assert!(t.elapsed() < Duration::from_secs(10));
 }
+
+/// `--noise` takes a label, optionally: before the endpoints it takes the
+/// first of them, and says so (it once said only `no endpoint is named`).
+#[test]
+fn noise_before_the_endpoints_says_it_took_one_as_its_label() {
+    let out = run_bin(
+        &[
+            "--noise",
+            "ref=http://127.0.0.1:1/",
+            "cand=http://127.0.0.1:2/",
+        ],
+        b"{}\n",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--noise took \"ref=http://127.0.0.1:1/\" as its label")
+            && err.contains("put the endpoints before --noise"),
+        "{err}"
+    );
+}

@@ -961,3 +961,51 @@ fn report_names_a_json_report_and_a_closed_pipe_is_not_a_failure() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// The reference is what the others are compared with: `compare` gives it
+/// no mismatch rate of its own, in one run or across two (it once showed
+/// the run's rate under the reference too).
+#[test]
+fn compare_gives_the_reference_no_mismatch_rate() {
+    let (a, b) = servers();
+    let (x, y) = (temp("ref-x.jsonl"), temp("ref-y.jsonl"));
+    let (a_url, b_url) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    for f in [&x, &y] {
+        save_run(
+            &[
+                "--stop-after",
+                "100",
+                "-o",
+                f.to_str().unwrap(),
+                &a_url,
+                &b_url,
+            ],
+            &lines(100),
+            Duration::from_millis(100),
+        );
+    }
+    let mismatches = |args: &[&str]| -> Vec<String> {
+        let out = versus(args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let table = text(&out.stdout);
+        table
+            .lines()
+            .filter(|l| l.trim_start().starts_with("mismatches"))
+            .map(str::to_string)
+            .collect()
+    };
+    // One run: its endpoints side by side; the reference's cell is `-`,
+    // b's is its own (a tenth differs, a twentieth is a 503).
+    let one = mismatches(&["compare", x.to_str().unwrap()]);
+    assert_eq!(one.len(), 1, "{one:?}");
+    let cells: Vec<&str> = one[0].split_whitespace().collect();
+    assert_eq!(cells[1], "-", "{one:?}");
+    assert_eq!(cells[2], "15.00%", "{one:?}");
+    // Two runs: the table of the reference `a` has no mismatch rate.
+    let two = mismatches(&["compare", x.to_str().unwrap(), y.to_str().unwrap()]);
+    let a_row = two.first().unwrap();
+    assert!(
+        a_row.split_whitespace().skip(1).all(|c| c == "-"),
+        "{two:?}"
+    );
+}
