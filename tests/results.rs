@@ -1009,3 +1009,55 @@ fn compare_gives_the_reference_no_mismatch_rate() {
         "{two:?}"
     );
 }
+
+/// Two runs side by side at 50 per second each, merged, were scheduled at
+/// 100 per second together and sent about that (the merge once said 50
+/// scheduled, 100 sent, when the files were not made with --shard).
+#[test]
+fn merged_runs_at_a_rate_are_scheduled_at_their_sum() {
+    let (a, _b) = servers();
+    let (x, y, m) = (
+        temp("rate-x.jsonl"),
+        temp("rate-y.jsonl"),
+        temp("rate-m.jsonl"),
+    );
+    let url = format!("a={}", a.url());
+    let run = |f: &PathBuf| {
+        let args = [
+            "--rate",
+            "50",
+            "--stop-after",
+            "1s",
+            "--method",
+            "GET",
+            "-o",
+            f.to_str().unwrap(),
+            &url,
+        ];
+        save_run(&args, b"", Duration::from_millis(250))
+    };
+    std::thread::scope(|s| {
+        let first = s.spawn(|| run(&x));
+        run(&y);
+        first.join().unwrap();
+    });
+    let out = versus(&[
+        "merge",
+        x.to_str().unwrap(),
+        y.to_str().unwrap(),
+        "-o",
+        m.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = text(&versus(&["report", m.to_str().unwrap()]).stdout);
+    let line = report
+        .lines()
+        .find(|l| l.contains("per second scheduled"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        line.contains("Rate:       100.00 per second scheduled"),
+        "{line}"
+    );
+    let sent = number_after(line, "scheduled,");
+    assert!((90.0..=110.0).contains(&sent), "{line}");
+}

@@ -151,10 +151,10 @@ impl Shards {
                 })
                 .collect();
             header.concurrency = readers.iter().map(|r| r.header.concurrency).sum();
-            // Shards of one rate: the whole run's rate is theirs together.
-            if readers.iter().all(|r| r.header.shard.is_some()) {
-                header.rate = readers.iter().map(|r| r.header.rate).sum();
-            }
+            // Shards run side by side (checked when merged): the whole
+            // run's rate is theirs together, made with --shard or not (two
+            // runs at 100/s each once merged into 100 scheduled, 200 sent).
+            header.rate = readers.iter().map(|r| r.header.rate).sum();
             header.shard = None;
             header.late_ms = None;
             header.comparison = readers.iter().any(|r| r.header.comparison);
