@@ -23,8 +23,9 @@ use crate::scenario::Suite;
 pub struct Env<'a> {
     /// The command line as given (saved, masked, in `--output`'s header).
     pub argv: &'a [String],
-    /// Whether stdin is a terminal: with no input named, a run then sends
-    /// a single request.
+    /// Whether stdin has no request stream to offer ([`stdin_is_idle`]:
+    /// a terminal, `/dev/null`, an empty file): with no input named, a
+    /// run then sends a single request.
     pub stdin_is_terminal: bool,
     /// Whether stderr is a terminal: the progress line is drawn only there.
     pub stderr_is_terminal: bool,
@@ -33,6 +34,36 @@ pub struct Env<'a> {
     pub stream: Option<Box<dyn Source>>,
     /// A scenario file's flows to run instead of a request stream.
     pub suite: Option<Suite>,
+}
+
+/// Whether this process's stdin offers no request stream: a terminal,
+/// `/dev/null` or an empty regular file. Scripts, cron and CI run
+/// `versus URL` with stdin from `/dev/null`; it once read that as an
+/// empty stream and failed with "no requests" where wrk, hey and oha send
+/// their single request.
+pub fn stdin_is_idle() -> bool {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    if std::io::stdin().is_terminal() {
+        return true;
+    }
+    let Ok(stdin) = std::fs::metadata("/proc/self/fd/0") else {
+        return false;
+    };
+    let null = std::fs::metadata("/dev/null").ok();
+    let is_null = stdin.file_type().is_char_device()
+        && null.is_some_and(|n| n.file_type().is_char_device() && n.rdev() == stdin.rdev());
+    is_null || stdin.is_file() && stdin.len() == 0
+}
+
+/// Whether the run's input is a regular file: `--input-file FILE`, or
+/// stdin redirected from one.
+fn regular_file(input_file: Option<&std::path::Path>) -> bool {
+    let path = match input_file {
+        Some(p) if p != std::path::Path::new("-") => p,
+        _ => std::path::Path::new("/proc/self/fd/0"),
+    };
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// Why a run ended early: the exit and the message for stderr.
@@ -98,6 +129,11 @@ fn try_run(
     }
     // Everything that can keep the run from starting comes before the
     // output files are created: a typo must not cost an earlier run's file.
+    // Only an input that cannot keep the run waiting is read ahead: a
+    // file, or a stream handed in. A pipe may give its first request much
+    // later (`tail -f`), and the run (its connections, Ctrl-C's report)
+    // must not wait for it.
+    let finite = env.stream.is_some() || regular_file(args.input_file.as_deref());
     let input = match env.suite {
         Some(suite) => Input::Mix(Arc::new(suite.mix().map_err(|e| usage(e.to_string()))?)),
         None => plan
@@ -105,9 +141,23 @@ fn try_run(
             .map_err(|e| failed(format!("cannot read the input: {e}")))?,
     };
     let flows = matches!(input, Input::Mix(_));
+    // A stream is read up to its first request first: one without any
+    // must not cost an earlier run's files (the run then says why).
+    let (input, may_hold) = match input {
+        Input::Stream(source) if finite => {
+            let (peeked, may_hold) = crate::input::peek::Peeked::new(source);
+            (Input::Stream(Box::new(peeked)), may_hold)
+        }
+        other => (other, true),
+    };
     let resolved = engine::resolve(&plan).map_err(|e| failed(e.to_string()))?;
     let mut view = live::Session::start(mode, &plan, stop).map_err(|e| failed(e.to_string()))?;
-    if let Err(e) = outputs.open() {
+    let opened = if may_hold {
+        outputs.open()
+    } else {
+        outputs.check()
+    };
+    if let Err(e) = opened {
         view.finish();
         return Err(usage(e));
     }
@@ -125,9 +175,38 @@ fn try_run(
         return Err(failed(format!("input: {e}")));
     }
     if ran.stats.endpoints.iter().all(|s| s.responses == 0) && !ran.interrupted {
-        return Err(failed(
-            "no endpoint answered a single request; see the errors above".into(),
-        ));
+        // The kinds say why (an answer over --max-body is an answer that
+        // was refused, not silence).
+        let kinds: Vec<String> = crate::stats::error_table(&ran.stats.endpoints)
+            .into_iter()
+            .map(|(kind, n)| format!("{kind}: {}", n.iter().sum::<u64>()))
+            .collect();
+        let hint = if kinds.len() == 1
+            && kinds[0].starts_with(crate::model::Failure::BodyTooLarge.name())
+        {
+            "; every answer was larger than --max-body"
+        } else {
+            ""
+        };
+        return Err(failed(format!(
+            "no endpoint answered a single request ({}){hint}; see the errors above",
+            kinds.join(", ")
+        )));
+    }
+    let failing: Vec<&str> = plan
+        .endpoints
+        .iter()
+        .zip(&ran.stats.endpoints)
+        .filter(|(_, s)| s.failed_every_request())
+        .map(|(e, _)| e.label.as_str())
+        .collect();
+    if !failing.is_empty() && !args.allow_failures {
+        let _ = writeln!(
+            err,
+            "versus: {} failed every request (exit 4; --allow-failures exits 0)",
+            report::escape_terminal(&failing.join(", "))
+        );
+        return Ok(Exit::EndpointFailed);
     }
     Ok(verdict)
 }

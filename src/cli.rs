@@ -390,6 +390,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// Exit 0 even when an endpoint failed every request (by default such
+    /// a run exits 4: its figures are errors, not a benchmark).
+    #[arg(long)]
+    pub allow_failures: bool,
+
     /// Show secrets (API keys in URLs, credential headers) in reports
     /// instead of masking them.
     #[arg(long)]

@@ -12,6 +12,9 @@ pub enum Exit {
     Usage,
     /// 3: a `--threshold` failed (the report is complete).
     Threshold,
+    /// 4: an endpoint failed every request (the report is complete and
+    /// names it; `--allow-failures` makes it 0).
+    EndpointFailed,
     /// 130: a second Ctrl-C.
     Interrupted,
 }
@@ -24,6 +27,7 @@ impl Exit {
             Exit::Failed => 1,
             Exit::Usage => 2,
             Exit::Threshold => 3,
+            Exit::EndpointFailed => 4,
             Exit::Interrupted => 130,
         }
     }

@@ -67,7 +67,7 @@ fn argv() -> Vec<String> {
 fn env<'a>(argv: &'a [String], err: &std::io::Stderr) -> Env<'a> {
     Env {
         argv,
-        stdin_is_terminal: std::io::stdin().is_terminal(),
+        stdin_is_terminal: versus::app::stdin_is_idle(),
         stderr_is_terminal: err.is_terminal(),
         stream: None,
         suite: None,

@@ -295,8 +295,8 @@ impl Plan {
             .collect::<Result<_, _>>()?;
         let mut endpoints = Vec::with_capacity(args.endpoints.len());
         for arg in &args.endpoints {
-            let mut spec =
-                EndpointSpec::parse(arg, args.show_secrets).map_err(|e| usage(e.to_string()))?;
+            let mut spec = EndpointSpec::parse(arg, args.show_secrets)
+                .map_err(|e| usage(format!("{e}{}", did_you_mean(arg))))?;
             for (n, v) in &global {
                 spec.set_header(n.clone(), v.clone());
             }
@@ -392,6 +392,11 @@ impl Plan {
                     )))
                 }
                 Some(i) => Some(i),
+                None if label.contains("://") => {
+                    return Err(usage(format!(
+                        "--noise took {label:?} as its label (it takes one, optionally): put the endpoints before --noise, or write --noise=LABEL"
+                    )))
+                }
                 None => return Err(usage(format!("--noise={label}: no endpoint is named {label:?}"))),
             },
         };
@@ -653,9 +658,55 @@ fn faults_of(
     Ok(faults)
 }
 
+/// `; did you mean `versus report`?` when `arg`, which is not a URL, is a
+/// command's name mistyped (at most two letters off); else nothing.
+fn did_you_mean(arg: &str) -> String {
+    use clap::CommandFactory;
+    if arg.contains("://") {
+        return String::new();
+    }
+    let cli = crate::cli::Cli::command();
+    let close = cli
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|name| name != "help")
+        .find(|name| edits(arg, name) <= 2);
+    close.map_or_else(String::new, |name| {
+        format!("; did you mean `versus {name}`?")
+    })
+}
+
+/// The Levenshtein distance between `a` and `b`.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `versus reprot x` once said only `"reprot": not a URL`.
+    #[test]
+    fn a_mistyped_command_is_named() {
+        assert_eq!(edits("reprot", "report"), 2);
+        assert_eq!(did_you_mean("reprot"), "; did you mean `versus report`?");
+        assert_eq!(did_you_mean("mrege"), "; did you mean `versus merge`?");
+        assert_eq!(did_you_mean("localhost:8080"), "");
+        assert_eq!(did_you_mean("http://reprot/"), "");
+    }
 
     fn args(list: &[&str]) -> RunArgs {
         use clap::Parser;

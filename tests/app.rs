@@ -71,47 +71,40 @@ fn an_input_without_requests_fails_saying_so() {
     assert_eq!(server.requests(), 0);
 }
 
+/// Run `args` with `-o`, `--mismatches` and `--html` naming files an
+/// earlier run left, over `input`; checks that they are left as they
+/// were, and returns the run.
+fn leaves_earlier_files_alone(name: &str, args: &[&str], input: &[u8]) -> Ran {
+    let d = dir(name);
+    let files = [d.join("keep.jsonl"), d.join("keep.mm"), d.join("keep.html")];
+    for f in &files {
+        std::fs::write(f, "an earlier run\n").unwrap();
+    }
+    let [output, mismatches, html] = files.each_ref().map(|f| f.to_str().unwrap());
+    let mut all = vec!["-o", output, "--mismatches", mismatches, "--html", html];
+    all.extend_from_slice(args);
+    let ran = app(&all, Some(input));
+    for f in &files {
+        assert_eq!(std::fs::read_to_string(f).unwrap(), "an earlier run\n");
+    }
+    let _ = std::fs::remove_dir_all(d);
+    ran
+}
+
 /// An endpoint that cannot be prepared (here its Host header) is found
 /// before any output file is created.
 #[test]
 fn a_run_that_cannot_start_fails_and_leaves_earlier_files_alone() {
     let server = echo();
-    let d = dir("cannot-start");
-    let files = [
-        d.join("run.vrs"),
-        d.join("mismatches.jsonl"),
-        d.join("run.html"),
-    ];
-    for f in &files {
-        std::fs::write(f, "an earlier run\n").unwrap();
-    }
-    let [output, mismatches, html] = files.each_ref().map(|f| f.to_str().unwrap());
     let url = server.url();
-    let ran = app(
-        &[
-            "-o",
-            output,
-            "--mismatches",
-            mismatches,
-            "--html",
-            html,
-            "-H",
-            "Host: café",
-            &url,
-        ],
-        Some(&lines(5)),
-    );
+    let ran = leaves_earlier_files_alone("cannot-start", &["-H", "Host: café", &url], &lines(5));
     assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
     assert!(
         ran.err.contains("the Host header is not ASCII"),
         "{}",
         ran.err
     );
-    for f in &files {
-        assert_eq!(std::fs::read_to_string(f).unwrap(), "an earlier run\n");
-    }
     assert_eq!(server.requests(), 0);
-    let _ = std::fs::remove_dir_all(d);
 }
 
 #[test]
@@ -161,4 +154,88 @@ fn a_terminal_on_stdin_selects_single_request_mode() {
     assert_eq!(ran.exit, Exit::Done, "{}", ran.err);
     assert_eq!(server.requests(), 7);
     assert!(ran.out.contains("Completed:"), "{}", ran.out);
+}
+
+/// An input that turns out to hold no request ends the run before any
+/// output file is created: the earlier run's saved file, HTML page and
+/// mismatch log are left as they were (they were once emptied, and the
+/// saved file replaced by a stub that `report` called killed).
+#[test]
+fn an_input_without_requests_leaves_earlier_files_alone() {
+    let server = echo();
+    let ran = leaves_earlier_files_alone("empty-input", &[&server.url()], b"\n\n");
+    assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
+    assert!(ran.err.contains("no requests"), "{}", ran.err);
+    assert_eq!(server.requests(), 0);
+}
+
+/// An endpoint that failed every request is named before everything else
+/// and the run exits 4 (a wrong port once ran to the end, exit 0, its
+/// 0.29% of the summary's errors hiding it); `--allow-failures` exits 0.
+#[test]
+fn an_endpoint_that_failed_every_request_is_named_first_and_exits_4() {
+    let good = echo();
+    let broken = Server::start(|_| Reply::ok("down").status(500));
+    let (g, b) = (
+        format!("good={}", good.url()),
+        format!("broken={}", broken.url()),
+    );
+    let ran = app(&["--stop-after", "50", &g, &b], Some(&lines(100)));
+    assert_eq!(ran.exit, Exit::EndpointFailed, "{}", ran.err);
+    assert_eq!(ran.exit.code(), 4);
+    let first = ran.out.lines().next().unwrap();
+    assert!(
+        first.starts_with("Every request failed at 1. broken") && first.contains("HTTP 500: 50"),
+        "{}",
+        ran.out
+    );
+    assert!(
+        ran.err.contains("broken failed every request"),
+        "{}",
+        ran.err
+    );
+    let ran = app(
+        &["--allow-failures", "--stop-after", "50", &g, &b],
+        Some(&lines(100)),
+    );
+    assert_eq!(ran.exit, Exit::Done, "{}", ran.err);
+}
+
+/// A reference that never answered makes the comparison say so instead
+/// of counting every answer of the others as a mismatch.
+#[test]
+fn a_reference_that_never_answered_is_not_counted_as_mismatches() {
+    let good = echo();
+    let dead = format!("ref=http://127.0.0.1:{}/", closed_port());
+    let cand = format!("cand={}", good.url());
+    let ran = app(&["--stop-after", "20", &dead, &cand], Some(&lines(20)));
+    assert_eq!(ran.exit, Exit::EndpointFailed, "{}", ran.err);
+    assert!(
+        ran.out.contains("Mismatched: - (the reference, 0. ref"),
+        "{}",
+        ran.out
+    );
+    assert!(
+        ran.out.starts_with("Nothing connected to 0. ref"),
+        "{}",
+        ran.out
+    );
+}
+
+/// Answers all over `--max-body` are refused answers, not silence: the
+/// message says so (it once said only "no endpoint answered").
+#[test]
+fn answers_over_max_body_are_named_as_the_reason_nothing_was_answered() {
+    let server = Server::start(|_| Reply::ok("a body longer than ten bytes"));
+    let ran = app(
+        &["--max-body", "10", "--stop-after", "3", &server.url()],
+        Some(&lines(3)),
+    );
+    assert_eq!(ran.exit, Exit::Failed, "{}", ran.err);
+    assert!(
+        ran.err
+            .contains("(body too large: 3); every answer was larger than --max-body"),
+        "{}",
+        ran.err
+    );
 }

@@ -37,11 +37,11 @@ fn blank_lines_crlf_oversized_and_invalid_lines() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("line 5: longer than --max-line (100 bytes), skipped"),
+        stdout.contains("line 5: longer than --max-line (100 bytes)\n"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("line 6: not valid UTF-8 (at byte 0), skipped"),
+        stdout.contains("line 6: not valid UTF-8 (at byte 0)\n"),
         "{stdout}"
     );
 }
@@ -56,6 +56,19 @@ fn strict_mode_stops_at_the_first_malformed_line() {
         "{}",
         text(&out.stderr)
     );
+    // A long line under --strict stopped the run: it is not called
+    // skipped.
+    let out = run_bin(
+        &["--strict", "--max-line", "10", &server.url()],
+        b"ok\nthis line is far too long\nnever\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("line 2: longer than --max-line (10 bytes) (--strict)"),
+        "{err}"
+    );
+    assert!(!err.contains("skipped"), "{err}");
 }
 
 #[test]
@@ -78,7 +91,7 @@ fn exit_codes() {
     // 0: the run completed.
     let out = run_bin(&["--stop-after=5", &server.url()], &lines(10));
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("** Summary for 1 endpoints:"));
+    assert!(text(&out.stdout).contains("** Summary for 1 endpoint:"));
     // 2: bad arguments, with a one-line message and nothing sent.
     for args in [
         vec![],
@@ -163,7 +176,7 @@ fn stop_after_a_duration_prints_the_full_report() {
     let out = child.wait_with_output().unwrap();
     drop(stdin);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("** Summary for 1 endpoints:"));
+    assert!(text(&out.stdout).contains("** Summary for 1 endpoint:"));
 }
 
 #[test]
@@ -273,7 +286,7 @@ fn ctrl_c_prints_a_partial_report_and_exits_0_with_a_complete_result_file() {
     let out = child.wait_with_output().unwrap();
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("** Summary for 1 endpoints:"), "{stdout}");
+    assert!(stdout.contains("** Summary for 1 endpoint:"), "{stdout}");
     assert!(stdout.contains("Stopped:    interrupted"), "{stdout}");
     let completed = number_after(&stdout, "Completed:");
     assert!(completed >= 20.0, "{stdout}");
@@ -345,4 +358,25 @@ fn a_second_ctrl_c_exits_at_once_with_130() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+/// `--noise` takes a label, optionally: before the endpoints it takes the
+/// first of them, and says so (it once said only `no endpoint is named`).
+#[test]
+fn noise_before_the_endpoints_says_it_took_one_as_its_label() {
+    let out = run_bin(
+        &[
+            "--noise",
+            "ref=http://127.0.0.1:1/",
+            "cand=http://127.0.0.1:2/",
+        ],
+        b"{}\n",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--noise took \"ref=http://127.0.0.1:1/\" as its label")
+            && err.contains("put the endpoints before --noise"),
+        "{err}"
+    );
 }

@@ -28,7 +28,7 @@ fn progress_is_absent_when_stderr_is_not_a_terminal() {
         !stderr.contains('\r') && !stderr.contains('\x1b') && !stderr.contains("done"),
         "{stderr:?}"
     );
-    assert!(text(&out.stdout).contains("** Summary for 1 endpoints:"));
+    assert!(text(&out.stdout).contains("** Summary for 1 endpoint:"));
 }
 
 /// Run `versus ARGS > report` on a pseudo-terminal (util-linux `script`),
@@ -81,7 +81,7 @@ fn progress_is_shown_on_a_terminal_and_not_with_quiet() {
     assert!(shown.ends_with("\r\x1b[2K"), "{shown:?}");
 
     let (quiet, report) = on_a_pty(&["--quiet", "--method", "GET", "--stop-after=1300ms", &a]);
-    assert!(report.contains("** Summary for 1 endpoints:"), "{report}");
+    assert!(report.contains("** Summary for 1 endpoint:"), "{report}");
     assert!(quiet.is_empty(), "{quiet:?}");
 }
 

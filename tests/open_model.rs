@@ -96,39 +96,152 @@ fn bad_rates_are_usage_errors() {
     }
 }
 
+/// A run at 100 GET requests per second for `stop_after` on a thread of
+/// its own, once `server` has seen `first` of them.
+fn at_100_per_second(
+    server: &Server,
+    stop_after: &'static str,
+    stop: &versus::engine::Stop,
+    first: u64,
+) -> std::thread::JoinHandle<(versus::engine::RunOutput, String)> {
+    let (url, handle) = (server.url(), stop.clone());
+    let run = std::thread::spawn(move || {
+        let args = [
+            "--rate",
+            "100",
+            "--stop-after",
+            stop_after,
+            "--method",
+            "GET",
+            &url,
+        ];
+        run_lib_with(&args, b"", &mut versus::engine::Quiet, &handle)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.requests() < first {
+        assert!(Instant::now() < deadline, "no requests");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    run
+}
+
 #[test]
 fn the_rate_can_be_changed_while_the_run_goes() {
     let server = Server::start(|_| Reply::ok("{}"));
     let stop = versus::engine::Stop::new();
-    let (url, handle) = (server.url(), stop.clone());
-    let run = std::thread::spawn(move || {
-        run_lib_with(
-            &[
-                "--rate",
-                "100",
-                "--stop-after",
-                "2s",
-                "--method",
-                "GET",
-                &url,
-            ],
-            b"",
-            &mut versus::engine::Quiet,
-            &handle,
-        )
-        .0
-    });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.requests() < 50 {
-        assert!(Instant::now() < deadline, "no requests");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let run = at_100_per_second(&server, "2s", &stop, 50);
     // Four times the rate for the rest of the run: far more than the 200
     // requests 100/s for 2 s would send.
     assert_eq!(stop.scale_rate(4.0), 4.0);
-    let out = run.join().unwrap();
+    let out = run.join().unwrap().0;
     let sent = out.stats.endpoints[0].sent;
     assert!((400..=850).contains(&sent), "sent {sent}");
+}
+
+/// Two cores share one schedule: core 1's requests fall between core
+/// 0's, never at the same instant (they once both started at 0, so a
+/// rate of 1 per second sent two at once), and the run lasts its
+/// duration even when the last request is due well before its end.
+#[test]
+fn cores_keep_the_schedule_interleaved_and_the_run_lasts_its_duration() {
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let seen = arrivals.clone();
+    let server = Server::start(move |_| {
+        seen.lock().unwrap().push(Instant::now());
+        Reply::ok("{}")
+    });
+    let (out, report) = run_lib(
+        &[
+            "--rate",
+            "4",
+            "--stop-after",
+            "1500ms",
+            "--threads",
+            "2",
+            "--method",
+            "GET",
+            &server.url(),
+        ],
+        b"",
+    );
+    let mut at = arrivals.lock().unwrap().clone();
+    at.sort();
+    // Due at 0, 250, 500, ..., 1250 ms: six requests, a quarter second apart.
+    assert_eq!(at.len(), 6, "{report}");
+    for pair in at.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_millis(150), "gap {gap:?}\n{report}");
+    }
+    let e = &out.stats.endpoints[0];
+    assert!(
+        out.elapsed >= Duration::from_millis(1500),
+        "{:?}\n{report}",
+        out.elapsed
+    );
+    // 6 requests over the 1.5 s the run lasted: 4 per second, as
+    // scheduled (not 6 over the 1.25 s to the last send).
+    assert!((e.rate() - 4.0).abs() < 0.1, "{}\n{report}", e.rate());
+    assert!(
+        report.contains("Requests:   3.9") || report.contains("Requests:   4.0"),
+        "{report}"
+    );
+}
+
+/// A rate below one a second is shown as it is, not as 0.00.
+#[test]
+fn a_rate_per_hour_is_not_shown_as_zero() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let (_, report) = run_lib(
+        &[
+            "--rate",
+            "10/h",
+            "--stop-after",
+            "300ms",
+            "--method",
+            "GET",
+            &server.url(),
+        ],
+        b"",
+    );
+    assert!(
+        report.contains("Rate:       0.00278 per second scheduled"),
+        "{report}"
+    );
+}
+
+/// Time paused uses up neither `--stop-after` nor any rate: a 1 s run at
+/// 100 per second paused for most of a second still sends its 100
+/// requests, and reports 100 per second sent over 1 s of run time.
+#[test]
+fn pausing_uses_up_neither_the_duration_nor_the_rate() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let stop = versus::engine::Stop::new();
+    let started = Instant::now();
+    let run = at_100_per_second(&server, "1s", &stop, 10);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    stop.set_paused(true);
+    while !stop.paused_everywhere() {
+        assert!(Instant::now() < deadline, "never paused");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The user's pause: its length is what is measured.
+    std::thread::sleep(Duration::from_millis(700));
+    stop.set_paused(false);
+    let (out, report) = run.join().unwrap();
+    let wall = started.elapsed();
+    let e = &out.stats.endpoints[0];
+    assert!(wall >= Duration::from_millis(1600), "{wall:?}\n{report}");
+    assert!((99..=101).contains(&e.sent), "{}\n{report}", e.sent);
+    assert!(
+        out.elapsed < Duration::from_millis(1300),
+        "run time {:?} counts the pause\n{report}",
+        out.elapsed
+    );
+    assert!(
+        (e.sent_rate() - 100.0).abs() < 12.0,
+        "{}\n{report}",
+        e.sent_rate()
+    );
 }
 
 /// Records, at each interval of the run, how many connections the server

@@ -31,7 +31,278 @@ fn the_readme_mentions_every_long_flag() {
 fn the_readme_names_every_exit_code() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for code in ["| 0 |", "| 1 |", "| 2 |", "| 130 |"] {
+    for code in ["| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 130 |"] {
         assert!(readme.contains(code), "exit code row {code} missing");
     }
+}
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{Reply, Server};
+
+/// The command lines of the README's `sh` blocks that run versus
+/// (continuation lines joined, comments cut).
+fn examples(readme: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let continued = regex::Regex::new(r"\\\n\s*").unwrap();
+    for block in readme.split("```sh\n").skip(1) {
+        let block = block.split("```").next().unwrap_or("");
+        let joined = continued.replace_all(block, " ");
+        for line in joined.lines() {
+            let line = line.trim();
+            if line.starts_with('#') || !line.contains("versus") {
+                continue;
+            }
+            let line = match line.find("  #") {
+                Some(i) => line[..i].trim_end(),
+                None => line,
+            };
+            out.push(line.to_string());
+        }
+    }
+    out
+}
+
+/// Why an example cannot run here, if it cannot.
+fn offline(example: &str) -> Option<&'static str> {
+    if example.contains("tcpdump") {
+        Some("captures live traffic (needs capture rights)")
+    } else if example.contains(" [-")
+        || example.contains(" [rpc")
+        || example.contains("json|markdown")
+    {
+        Some("a synopsis, not a command")
+    } else {
+        None
+    }
+}
+
+/// The example with local servers for its URLs (`servers` by URL, one
+/// per host, started as they are first met), short runs for long ones,
+/// and ethspam's stand-in on the PATH.
+fn localised(
+    example: &str,
+    servers: &mut BTreeMap<String, String>,
+    start: &mut dyn FnMut() -> String,
+) -> String {
+    let urls = regex::Regex::new(r#"https?://[^\s"'/]+(/[^\s"']*)?"#).unwrap();
+    let mut line = urls
+        .replace_all(example, |c: &regex::Captures| {
+            let host = c[0].split('/').nth(2).unwrap_or("").to_string();
+            let base = servers.entry(host).or_insert_with(&mut *start).clone();
+            let path = c.get(1).map_or("/", |p| p.as_str());
+            format!("{}{}", base.trim_end_matches('/'), path)
+        })
+        .into_owned();
+    for (long, short) in [
+        ("--stop-after=10s", "--stop-after=1s"),
+        ("--stop-after=30s", "--stop-after=1s"),
+        ("--stop-after=60s", "--stop-after=1s"),
+        ("--stop-after=10000", "--stop-after=300"),
+        ("--stop-after 1000", "--stop-after 100"),
+        ("${INFURA_API_KEY}", "KEY"),
+    ] {
+        line = line.replace(long, short);
+    }
+    // A run with no stop (a scenario's 10 s, single-request mode's
+    // 10 s) is made short too; what it shows is the same.
+    let runs = !["report", "merge", "compare", "gen", "demo"]
+        .iter()
+        .any(|w| line.starts_with(&format!("versus {w}")));
+    if runs && !line.contains("--stop-after") && !line.contains("--list") {
+        line = if line.starts_with("versus run ") {
+            format!("{line} --stop-after=1s")
+        } else {
+            line.replacen("versus ", "versus --stop-after=1s ", 1)
+        };
+    }
+    line
+}
+
+/// What an example must print, and how it may end: (exit codes, a line
+/// of its output, or a file it writes).
+fn expected(example: &str) -> (&'static [i32], &'static str) {
+    if example.contains("--threshold") {
+        // The thresholds are the example's own: a slow machine may miss
+        // `rps > 500` (exit 3); either way they are checked and shown.
+        (&[0, 3], "p99 < 200ms")
+    } else if example.starts_with("versus merge") {
+        (&[0], "")
+    } else if example.starts_with("versus compare") {
+        (&[0], "vs first")
+    } else if example.contains("--list") {
+        (&[0], "checkout")
+    } else if example.contains("> before.html") {
+        (&[0], "")
+    } else {
+        (&[0], "** Summary for")
+    }
+}
+
+/// Every example of the README that can run offline runs: local servers
+/// stand in for the remote URLs, files it names are made first, long runs
+/// are cut to a second. Each must end with the exit code the README
+/// gives it and print its key line, so a false claim fails CI (the
+/// single-request example once failed from a script: stdin was not a
+/// terminal).
+#[test]
+fn every_readme_example_that_can_run_offline_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let dir = std::env::temp_dir().join(format!("versus-readme-{}", std::process::id()));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let versus = env!("CARGO_BIN_EXE_versus");
+    std::os::unix::fs::symlink(versus, bin.join("versus")).unwrap();
+    std::fs::write(
+        bin.join("ethspam"),
+        "#!/bin/sh\nexec versus gen ethereum -n 2000\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("ethspam"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // JSON-RPC answers for any request; shops for the scenario examples.
+    let mut held: Vec<Server> = Vec::new();
+    let rpc = || {
+        let s = Server::start(|r| {
+            let id = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+                .unwrap_or(serde_json::Value::from(1));
+            Reply::ok(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#))
+        });
+        let url = s.url();
+        (s, url)
+    };
+    let shops = [
+        versus::demo::shop::start(false).unwrap(),
+        versus::demo::shop::start(true).unwrap(),
+    ];
+    // The files the examples name.
+    let fixtures = root.join("tests/fixtures");
+    std::fs::copy(fixtures.join("chromium.har"), dir.join("session.har")).unwrap();
+    std::fs::copy(fixtures.join("requests.jsonl"), dir.join("requests.jsonl")).unwrap();
+    let requests: String = (0..200)
+        .map(|i| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"eth_blockNumber\",\"params\":[]}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("requests"), requests).unwrap();
+    let shop = std::fs::read_to_string(root.join("examples/shop.toml"))
+        .unwrap()
+        .replace("http://127.0.0.1:8080/", &shops[0].url())
+        .replace("http://127.0.0.1:8081/", &shops[1].url());
+    std::fs::write(dir.join("shop.toml"), &shop).unwrap();
+    // A suite: the shop's steps as a `checkout` scenario, and a `browse`
+    // one of its first two.
+    let (head, steps) = shop.split_at(shop.find("[[step]]").unwrap());
+    let steps = steps.replace("[[step]]", "[[scenario.step]]");
+    let browse: String = steps
+        .split("[[scenario.step]]")
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("[[scenario.step]]");
+    let suite = format!(
+        "{head}[[scenario]]\nname = \"checkout\"\nweight = 3\n\n{steps}\n[[scenario]]\nname = \"browse\"\n\n{browse}"
+    );
+    std::fs::write(dir.join("suite.toml"), suite).unwrap();
+    let sh = |line: &str| {
+        Command::new("bash")
+            .args(["-c", &format!("timeout 120 {line}")])
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let mut servers: BTreeMap<String, String> = BTreeMap::new();
+    let mut ran = 0;
+    let mut failed = Vec::new();
+    for example in examples(&readme) {
+        if let Some(why) = offline(&example) {
+            eprintln!("skipped ({why}): {example}");
+            continue;
+        }
+        let line = if example.contains("versus run") {
+            // Scenario examples: the two shops for their two endpoints.
+            let mut shop_urls = BTreeMap::new();
+            let mut next = shops.iter().map(|s| s.url());
+            localised(&example, &mut shop_urls, &mut || {
+                next.next().unwrap_or_default()
+            })
+            .replace("examples/shop.toml", "shop.toml")
+        } else {
+            let mut start = || {
+                let (s, url) = rpc();
+                held.push(s);
+                url
+            };
+            localised(&example, &mut servers, &mut start)
+        };
+        // The runs the saved-run examples read.
+        if line.contains("after.jsonl") && !dir.join("after.jsonl").exists() {
+            let setup = line.replace("versus compare before.jsonl after.jsonl", "");
+            assert!(setup.trim().is_empty());
+            let run = sh(&format!(
+                "versus -o after.jsonl --stop-after=1s old={} new={} < requests",
+                servers["10.0.0.1"], servers["10.0.0.2"]
+            ));
+            assert!(
+                run.status.success(),
+                "{}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+        }
+        if line.contains("shard1.jsonl") && !dir.join("shard1.jsonl").exists() {
+            let urls = [&servers["10.0.0.1"], &servers["10.0.0.2"]];
+            let shard = |i: u32| {
+                format!(
+                    "versus --shard {i}/2 -o shard{}.jsonl --stop-after=1s old={} new={} < requests",
+                    i + 1,
+                    urls[0],
+                    urls[1]
+                )
+            };
+            let both = sh(&format!("{} & {}; wait", shard(0), shard(1)));
+            assert!(
+                both.status.success(),
+                "{}",
+                String::from_utf8_lossy(&both.stderr)
+            );
+        }
+        let out = sh(&line);
+        ran += 1;
+        let (codes, key) = expected(&example);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let code = out.status.code().unwrap_or(-1);
+        if !codes.contains(&code) || !stdout.contains(key) {
+            failed.push(format!(
+                "{example}\n  ran: {line}\n  exit {code}\n  stderr: {}\n  stdout: {}",
+                String::from_utf8_lossy(&out.stderr),
+                stdout.lines().take(5).collect::<Vec<_>>().join(" / ")
+            ));
+        }
+    }
+    assert!(ran >= 20, "only {ran} examples ran");
+    assert!(dir.join("before.html").exists() && dir.join("all.jsonl").exists());
+    assert!(
+        failed.is_empty(),
+        "README examples that fail:\n{}",
+        failed.join("\n\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

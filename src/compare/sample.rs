@@ -16,8 +16,14 @@ const VALUE_LIMIT: usize = 300;
 /// Most diff lines kept.
 const DIFF_LINES: usize = 40;
 
-/// A sample of `finding` in this request.
-pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) -> MismatchSample {
+/// A sample of `finding` in this request; `labels` name the diff's two
+/// sides (the reference's and the differing endpoint's labels).
+pub fn sample(
+    req: &Request,
+    outcomes: &[Option<Outcome>],
+    finding: &Finding,
+    labels: (&str, &str),
+) -> MismatchSample {
     // A paged step's finding: the path names the item by its key, `at`
     // renders it keyed (`paginate::regroup`).
     let paged = matches!(
@@ -25,7 +31,7 @@ pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) ->
         Some([Segment::Key(_), Segment::Key(_), ..])
     ) && finding.at.starts_with("$.items[?");
     if paged {
-        return item_sample(req, outcomes, finding);
+        return item_sample(req, outcomes, finding, labels);
     }
     let values = outcomes
         .iter()
@@ -35,7 +41,7 @@ pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) ->
         })
         .collect();
     let diff = match (outcomes.first(), outcomes.get(finding.endpoint)) {
-        (Some(Some(a)), Some(Some(b))) => diff(a, b),
+        (Some(Some(a)), Some(Some(b))) => diff(a, b, labels),
         _ => String::new(),
     };
     MismatchSample {
@@ -48,7 +54,12 @@ pub fn sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) ->
 
 /// A sample of a paged step's finding: the item at each endpoint (the
 /// answers hold every item of a traversal: the diff is of the two items).
-fn item_sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) -> MismatchSample {
+fn item_sample(
+    req: &Request,
+    outcomes: &[Option<Outcome>],
+    finding: &Finding,
+    labels: (&str, &str),
+) -> MismatchSample {
     let item = |o: &Option<Outcome>| -> Option<String> {
         let path = finding.path.as_deref()?;
         match &o.as_ref()?.result {
@@ -62,7 +73,7 @@ fn item_sample(req: &Request, outcomes: &[Option<Outcome>], finding: &Finding) -
         .collect();
     let pretty_item = |v: &str| pretty(v.as_bytes()) + "\n";
     let diff = match (values.first(), values.get(finding.endpoint)) {
-        (Some(a), Some(b)) => diff_texts(&pretty_item(a), &pretty_item(b)),
+        (Some(a), Some(b)) => diff_texts(&pretty_item(a), &pretty_item(b), labels),
         _ => String::new(),
     };
     MismatchSample {
@@ -104,20 +115,21 @@ fn value(o: &Outcome, finding: &Finding) -> String {
     }
 }
 
-/// A unified diff of the two bodies, pretty-printed when they are JSON.
-fn diff(a: &Outcome, b: &Outcome) -> String {
+/// A unified diff of the two bodies, pretty-printed when they are JSON,
+/// its headers the endpoints' labels.
+fn diff(a: &Outcome, b: &Outcome, labels: (&str, &str)) -> String {
     let (Ok(a), Ok(b)) = (&a.result, &b.result) else {
         return String::new();
     };
-    diff_texts(&pretty(&a.body), &pretty(&b.body))
+    diff_texts(&pretty(&a.body), &pretty(&b.body), labels)
 }
 
-/// A unified diff of two texts, cut to the first lines.
-pub fn diff_texts(pa: &str, pb: &str) -> String {
+/// A unified diff of two texts, headed by `labels`, cut to the first lines.
+pub fn diff_texts(pa: &str, pb: &str, labels: (&str, &str)) -> String {
     let text = similar::TextDiff::from_lines(pa, pb)
         .unified_diff()
         .context_radius(2)
-        .header("reference", "candidate")
+        .header(labels.0, labels.1)
         .to_string();
     let lines: Vec<&str> = text.lines().collect();
     let mut s = lines[..lines.len().min(DIFF_LINES)].join("\n");
@@ -176,12 +188,15 @@ mod tests {
             &Request::line(7, "{\"q\":1}".into()),
             &outcomes,
             &j.findings[0],
+            ("old", "new"),
         );
         assert_eq!(s.seq, 7);
         assert_eq!(s.request, "{\"q\":1}");
         assert_eq!(s.values, ["\"0x10\"", "\"0x11\""]);
         assert!(s.diff.contains("-    \"balance\": \"0x10\""), "{}", s.diff);
         assert!(s.diff.contains("+    \"balance\": \"0x11\""), "{}", s.diff);
+        // The diff's headers are the endpoints' labels, not roles.
+        assert!(s.diff.starts_with("--- old\n+++ new"), "{}", s.diff);
         assert_eq!(cut("héllo", 2), "h... (5 more bytes)");
     }
 }

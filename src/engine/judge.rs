@@ -14,7 +14,7 @@ use crate::compare::sample::sample;
 use crate::model::Outcome;
 use crate::model::Request;
 use crate::plan::Plan;
-use crate::stats::{count_group, part, part_index, RunStats, BATCH_ERROR};
+use crate::stats::{count_group, jsonrpc_error_name, part, part_index, RunStats, BATCH_ERROR};
 
 use super::unit::FlowRun;
 
@@ -76,15 +76,6 @@ pub(crate) fn classify(
         return true;
     }
     false
-}
-
-/// How a JSON-RPC error code is named in reports.
-pub fn jsonrpc_error_name(code: i64) -> String {
-    if code == BATCH_ERROR {
-        "JSON-RPC batch with errors".to_string()
-    } else {
-        format!("JSON-RPC error {code}")
-    }
 }
 
 /// The kind of the last request that was not JSON-RPC, kept because
@@ -278,7 +269,8 @@ fn judge(
         }
         let label = &plan.endpoints[f.endpoint].label;
         count_group(&mut v.groups, &group, &f.field, &f.kind, label, 1, || {
-            vec![sample(req, outcomes, f)]
+            let reference = plan.endpoints[0].label.as_str();
+            vec![sample(req, outcomes, f, (reference, label))]
         });
     }
     for tap in &plan.taps {

@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-pub use self::judge::jsonrpc_error_name;
 pub use self::stop::Stop;
 pub use self::tap::Tap;
 use self::worker::{CoreMsg, WorkerInput, WorkerJob};
@@ -28,6 +27,7 @@ use crate::input::reader::{self, InputError, InputState};
 use crate::input::Source;
 use crate::model::Request;
 use crate::plan::Plan;
+pub use crate::stats::jsonrpc_error_name;
 use crate::stats::{InputStats, RunStats};
 
 /// Watches a run as it goes: called on the thread that called [`run`],
@@ -69,7 +69,8 @@ pub struct RunOutput {
     pub input: InputStats,
     /// Set when the input failed or `--strict` stopped the run.
     pub input_error: Option<InputError>,
-    /// From the start of sending to the end of the last core.
+    /// From the start of counting to the end of the last core, less time
+    /// paused.
     pub elapsed: Duration,
     /// True when the run was stopped by [`Stop`] (Ctrl-C) rather than
     /// ending by itself.
@@ -124,6 +125,9 @@ fn collect(
     // Per core: the next interval it has not reported, or None once done.
     let mut next: Vec<Option<u64>> = vec![Some(0); cores];
     let mut span: Option<(Instant, Instant)> = None;
+    // Time paused is in no rate and no run time (every core pauses
+    // together; the longest is kept).
+    let mut paused = Duration::ZERO;
     let mut failure = None;
     for msg in from.iter() {
         match msg {
@@ -136,6 +140,7 @@ fn collect(
                 match result {
                     Ok(r) => {
                         gather(&mut pending, r.index, r.stats);
+                        paused = paused.max(r.paused);
                         span = Some(match span {
                             None => (r.started, r.ended),
                             Some((s, e)) => (s.min(r.started), e.max(r.ended)),
@@ -168,7 +173,8 @@ fn collect(
             "a core stopped unexpectedly",
         )));
     }
-    Ok((total, span.map_or(Duration::ZERO, |(s, e)| e - s)))
+    let elapsed = span.map_or(Duration::ZERO, |(s, e)| e - s);
+    Ok((total, elapsed.saturating_sub(paused)))
 }
 
 /// Sleep until `at` (at once when it has passed), or until `stop`.

@@ -73,6 +73,8 @@ pub(crate) struct WorkerResult {
     pub index: u64,
     pub started: Instant,
     pub ended: Instant,
+    /// Time this core spent paused (not part of the run's time).
+    pub paused: Duration,
 }
 
 /// What a core sends to the collector.
@@ -130,6 +132,12 @@ struct Core {
     paused_since: Cell<Option<Instant>>,
     /// Time spent paused so far.
     paused: Cell<Duration>,
+    /// Woken when the pause flag above changes.
+    pause_changed: Notify,
+    /// Set when the feeder found no more work (the input or the count ran
+    /// out), not because the run was stopped: an endpoint idle then had
+    /// finished its work.
+    input_ended: Cell<bool>,
     /// Per flow of the mix, its steps' names as reports show them (with
     /// the flow's name in front when there are several flows).
     step_names: Vec<Vec<String>>,
@@ -143,9 +151,6 @@ struct Core {
     held_since: RefCell<Vec<Option<Instant>>>,
     held: RefCell<Vec<Duration>>,
     last_done: RefCell<Vec<Option<Instant>>>,
-    /// Requests completed per endpoint since the start (the interval
-    /// statistics are handed off at every tick).
-    completed: RefCell<Vec<u64>>,
     keep_body: bool,
 }
 
@@ -272,13 +277,14 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         stopping: Cell::new(None),
         paused_since: Cell::new(None),
         paused: Cell::new(Duration::ZERO),
+        pause_changed: Notify::new(),
+        input_ended: Cell::new(false),
         live_slots: Cell::new(endpoints * per_endpoint),
         inflight: RefCell::new(vec![0; endpoints]),
         idle: RefCell::new(vec![0; endpoints]),
         held_since: RefCell::new(vec![None; endpoints]),
         held: RefCell::new(vec![Duration::ZERO; endpoints]),
         last_done: RefCell::new(vec![None; endpoints]),
-        completed: RefCell::new(vec![0; endpoints]),
         keep_body,
         prefetch: (2 * per_endpoint).max(8),
         kinds: RefCell::new(judge::KindCache::default()),
@@ -322,12 +328,12 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let counted_from = core.counting_since.get().unwrap_or(ended);
     core.take_handshakes();
     let mut stats = core.stats.replace(core.fresh_stats());
-    let completed = core.completed.borrow();
     // Work is judged as soon as every endpoint finished it: what is left
     // was not finished everywhere.
     stats.verdicts.incomplete += core.window.borrow_mut().drain_rest();
-    // An endpoint that still had a request in flight was sending until
-    // the stop, not only until its last completion.
+    // The run ends at the stop (a Ctrl-C, the end of --stop-after's
+    // duration), or when this core's work ran out; an endpoint idle when
+    // it ran out had finished its work at its last completion.
     let stopped_at = core.stopping.get().unwrap_or(ended).min(ended);
     let inflight = core.inflight.borrow();
     let held_since = core.held_since.borrow();
@@ -339,35 +345,28 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     }
     for (e, s) in stats.endpoints.iter_mut().enumerate() {
         s.abandoned += u64::from(inflight[e]);
-        // An endpoint with a request in flight, or held back, when the run
-        // stopped could have sent until the stop; otherwise it sent until
-        // its last completion. Held-back time counts up to that end, so it
-        // is never left out twice.
-        let mut until = last_done[e];
-        if inflight[e] > 0 || held_since[e].is_some() {
-            until = until.max(Some(stopped_at));
-        }
+        let finished_early = core.input_ended.get() && inflight[e] == 0;
+        let until = match last_done[e] {
+            Some(t) if finished_early => t,
+            Some(t) => t.max(stopped_at),
+            None => stopped_at,
+        };
         let mut h = held[e];
         if let Some(since) = held_since[e] {
-            h += stopped_at.saturating_duration_since(since);
+            h += until.saturating_duration_since(since);
         }
         s.held = h;
-        let active = until
-            .map(|t| t.saturating_duration_since(counted_from))
-            .unwrap_or_default()
-            .saturating_sub(h)
+        s.active = until
+            .saturating_duration_since(counted_from)
             .saturating_sub(paused);
-        s.rate = if active.is_zero() {
-            0.0
-        } else {
-            completed[e] as f64 / active.as_secs_f64()
-        };
     }
+    drop((inflight, held_since, held, last_done));
     Ok(WorkerResult {
         stats,
         index,
         started: counted_from,
         ended,
+        paused,
     })
 }
 
@@ -556,6 +555,7 @@ async fn watch_pause(core: Rc<Core>, stop: Stop) {
             }
             _ => {}
         }
+        core.pause_changed.notify_waiters();
         if changes.changed().await.is_err() {
             return;
         }
@@ -565,16 +565,25 @@ async fn watch_pause(core: Rc<Core>, stop: Stop) {
 async fn watch_stop(core: Rc<Core>, stop: Stop) {
     match core.plan.stop_after.duration {
         // The duration counts from the end of the warm-up, when counting
-        // starts (known only once the first counted request is released).
+        // starts (known only once the first counted request is released),
+        // and time paused does not use it up.
         Some(d) => loop {
+            let pause = core.pause_changed.notified();
             let since = core.counting_since.get();
-            let at = since.unwrap_or_else(Instant::now) + d;
+            let at = since.unwrap_or_else(Instant::now) + d + core.paused.get();
+            if core.paused_since.get().is_some() {
+                tokio::select! {
+                    _ = pause => continue,
+                    _ = stop.stopped() => break,
+                }
+            }
             tokio::select! {
                 _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {
-                    if since.is_some() {
+                    if since.is_some() && core.paused_since.get().is_none() {
                         break;
                     }
                 }
+                _ = pause => {}
                 _ = stop.stopped() => break,
             }
         },
@@ -705,6 +714,7 @@ async fn feed(core: Rc<Core>, input: WorkerInput) {
             core.wake_one_each();
         }
         if core.wants_input() && !feed.refill(&core).await {
+            core.input_ended.set(core.stopping.get().is_none());
             break;
         }
     }
@@ -736,9 +746,19 @@ async fn feed_open(
     // Time spent paused moves the rest of the schedule later.
     let mut shift = Duration::ZERO;
     // A rate change (the dashboard's + and -) re-anchors the schedule: from
-    // request k0, due at t0, requests follow at the new rate.
+    // request k0, due at t0, requests follow at the new rate. At first k0
+    // is this core's first request, due at its own offset in the schedule
+    // (core c of n starts c gaps after core 0).
     let mut rate = stop.rate_changes();
-    let (mut k0, mut t0, mut scale) = (0u64, started, *rate.borrow_and_update());
+    let offset = schedule.due(0);
+    let (mut k0, mut t0, mut scale) = (0u64, started + offset, *rate.borrow_and_update());
+    // Counting starts with the schedule, the same instant on every core
+    // (not at this core's first request, which may be far off at a low
+    // rate), or after the warm-up at the first counted request's place in
+    // the schedule.
+    if core.warmup_left.get() == 0 && core.warmup_until.is_none() {
+        core.counting_since.set(Some(started));
+    }
     for k in 0u64.. {
         if rate.has_changed().unwrap_or(false) {
             let now = Instant::now();
@@ -759,6 +779,16 @@ async fn feed_open(
                 .saturating_sub(schedule.due(k0))
                 .div_f64(scale);
         if end().is_some_and(|end| due >= end + shift) {
+            // The schedule is done but the run lasts its duration: the
+            // stop watcher ends it then (a rate too low for another
+            // request before the end still runs the whole time).
+            loop {
+                let stopped = core.done.notified();
+                if core.stopping.get().is_some() {
+                    break;
+                }
+                stopped.await;
+            }
             break;
         }
         let stopped = core.done.notified();
@@ -789,6 +819,7 @@ async fn feed_open(
         }
         let warmup = core.is_warmup();
         let Some(work) = feed.next(&core, !warmup).await else {
+            core.input_ended.set(core.stopping.get().is_none());
             break;
         };
         if !room(&core, true).await {
@@ -803,7 +834,7 @@ async fn feed_open(
                 }
             }
         }
-        core.released(warmup, Some(due));
+        core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
         core.window.borrow_mut().push(work, Some(due), warmup);
         core.wake_one_each();
     }
@@ -923,7 +954,6 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
     }
     let mut stats = core.stats.borrow_mut();
     stats.endpoints[e].record(outcome);
-    core.completed.borrow_mut()[e] += 1;
     judge::classify(plan, &mut stats, e, req, outcome, step)
 }
 

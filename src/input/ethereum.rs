@@ -7,11 +7,11 @@
 //! Addresses come from a seeded pool of "popular" accounts and tokens (so
 //! requests repeat like real traffic) mixed with fresh random ones.
 //!
-//! The method mix is honoured exactly in the long run: a smooth weighted
-//! round-robin (which emits every method exactly `weight` times per cycle of
-//! `sum(weights)` picks) feeds a small seeded shuffle buffer, so the order
-//! looks random while each method's count stays within a few dozen lines of
-//! its exact share at any point of the stream.
+//! The method mix is honoured exactly: a smooth weighted round-robin
+//! (which emits every method exactly `weight` times per cycle of
+//! `sum(weights)` picks) is taken in blocks of `sum(weights)` picks (at
+//! most 1000), each shuffled with the seeded generator, so the order looks
+//! random and every method's count is exact at the end of every block.
 
 use bytes::Bytes;
 
@@ -164,19 +164,24 @@ impl EthereumConfig {
     }
 }
 
-/// Picks from the shuffle buffer; larger buffers look more random but let
-/// counts lag further behind the exact shares.
-const SHUFFLE_BUFFER: usize = 64;
+/// The most picks shuffled together: a block is the weights' sum (every
+/// method exactly its weight) up to this many.
+const MOST_PER_BLOCK: i64 = 1000;
 
-/// Exact weighted method selection: smooth weighted round-robin feeding a
-/// seeded shuffle buffer.
+/// Exact weighted method selection: blocks of smooth weighted round-robin
+/// picks, each shuffled with the seeded generator. A block is the
+/// weights' sum long, so at the end of every block each method has been
+/// picked exactly its share (weights 1 and 1 over 10 lines: 5 and 5; a
+/// buffer of 64 shuffled picks once gave 3 and 7), and within a block the
+/// order looks random.
 #[derive(Debug)]
 struct Mix {
     methods: Vec<(&'static str, Shape)>,
     weights: Vec<i64>,
     current: Vec<i64>,
     total: i64,
-    buffer: Vec<u8>,
+    /// The rest of the current block, taken from the end.
+    block: Vec<u8>,
 }
 
 impl Mix {
@@ -196,18 +201,13 @@ impl Mix {
         if methods.is_empty() {
             return Err("no Ethereum method has a positive weight".to_owned());
         }
-        let mut mix = Mix {
+        Ok(Mix {
             total: weights.iter().sum(),
             current: vec![0; weights.len()],
             methods,
             weights,
-            buffer: Vec::with_capacity(SHUFFLE_BUFFER),
-        };
-        while mix.buffer.len() < SHUFFLE_BUFFER {
-            let pick = mix.round_robin();
-            mix.buffer.push(pick);
-        }
-        Ok(mix)
+            block: Vec::new(),
+        })
     }
 
     /// The next index of the smooth weighted round-robin (nginx's scheme).
@@ -224,12 +224,18 @@ impl Mix {
         best as u8
     }
 
-    /// The next method: a random slot of the buffer, refilled from the
-    /// round-robin.
+    /// The next method: the next of the current block, a new block of
+    /// round-robin picks (shuffled) once it is used up.
     fn next(&mut self, rng: &mut fastrand::Rng) -> (&'static str, Shape) {
-        let slot = rng.usize(..self.buffer.len());
-        let pick = self.buffer[slot];
-        self.buffer[slot] = self.round_robin();
+        if self.block.is_empty() {
+            let n = self.total.min(MOST_PER_BLOCK);
+            for _ in 0..n {
+                let pick = self.round_robin();
+                self.block.push(pick);
+            }
+            rng.shuffle(&mut self.block);
+        }
+        let pick = self.block.pop().unwrap_or(0);
         self.methods[usize::from(pick)]
     }
 }
@@ -743,6 +749,48 @@ mod tests {
             );
         }
         assert!(counts.is_empty(), "unexpected methods: {counts:?}");
+    }
+
+    /// Every method has exactly its share at the end of every block of
+    /// `sum(weights)` lines: 1 and 1 over 10 lines is 5 and 5 (a shuffle
+    /// buffer of 64 once gave 3 and 7, and drifted by 12 over 2,000).
+    #[test]
+    fn weights_are_exact_at_the_end_of_every_block() {
+        for (weights, block) in [
+            (vec![("eth_call", 1), ("eth_getBalance", 1)], 2),
+            (
+                vec![("eth_call", 3), ("eth_getBalance", 2), ("eth_chainId", 1)],
+                6,
+            ),
+            (
+                DEFAULT_MIX.to_vec(),
+                DEFAULT_MIX.iter().map(|(_, w)| *w as usize).sum(),
+            ),
+        ] {
+            let config = EthereumConfig {
+                weights: weights.iter().map(|(m, w)| ((*m).to_owned(), *w)).collect(),
+                ..EthereumConfig::default()
+            };
+            let total: u32 = weights.iter().map(|(_, w)| w).sum();
+            let mut counts: HashMap<String, u64> = HashMap::new();
+            for (n, line) in lines(config, block * 20).into_iter().enumerate() {
+                *counts
+                    .entry(line["method"].as_str().unwrap().to_owned())
+                    .or_default() += 1;
+                if (n + 1) % block == 0 {
+                    let blocks = ((n + 1) / block) as u64;
+                    for (method, weight) in &weights {
+                        let want = blocks * u64::from(*weight) * block as u64 / u64::from(total);
+                        assert_eq!(
+                            counts.get(*method).copied().unwrap_or(0),
+                            want,
+                            "{method} after {} lines",
+                            n + 1
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

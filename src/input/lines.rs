@@ -93,7 +93,7 @@ impl<R: Read + Send> Source for LinesSource<R> {
             if too_long {
                 return Ok(Next::Malformed(Malformed {
                     location: location(),
-                    reason: format!("longer than --max-line ({} bytes), skipped", self.max_line),
+                    reason: format!("longer than --max-line ({} bytes)", self.max_line),
                 }));
             }
             if self.buf.last() == Some(&b'\r') {
@@ -102,7 +102,7 @@ impl<R: Read + Send> Source for LinesSource<R> {
             if self.buf.len() > self.max_line {
                 return Ok(Next::Malformed(Malformed {
                     location: location(),
-                    reason: format!("longer than --max-line ({} bytes), skipped", self.max_line),
+                    reason: format!("longer than --max-line ({} bytes)", self.max_line),
                 }));
             }
             if self.buf.iter().all(u8::is_ascii_whitespace) {
@@ -111,7 +111,7 @@ impl<R: Read + Send> Source for LinesSource<R> {
             if let Err(e) = std::str::from_utf8(&self.buf) {
                 return Ok(Next::Malformed(Malformed {
                     location: location(),
-                    reason: format!("not valid UTF-8 (at byte {}), skipped", e.valid_up_to()),
+                    reason: format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
                 }));
             }
             return Ok(Next::Request(Request::line(

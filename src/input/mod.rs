@@ -79,6 +79,7 @@ pub mod har;
 pub mod jsonl;
 pub mod lines;
 pub mod pcap;
+pub mod peek;
 pub mod reader;
 pub mod saved;
 pub mod vegeta;

@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 
 use super::quantile;
-use super::significance::{mann_whitney, ALPHA};
+use super::significance::{can_tell, fewest_to_tell, mann_whitney, ALPHA};
 use super::threshold::micros;
 use crate::results::series::EndpointPoint;
 use crate::results::SavedRun;
@@ -34,6 +34,9 @@ pub struct Column {
     mismatched: u64,
     /// Mismatches counted against this endpoint (one-run comparisons).
     own_mismatches: Option<u64>,
+    /// False for a run's reference (or its only endpoint): nothing was
+    /// compared against it, so it has no mismatch rate of its own.
+    judged: bool,
     samples: Vec<Sample>,
 }
 
@@ -47,18 +50,16 @@ pub struct Table {
 }
 
 fn column(title: String, run: &SavedRun, e: usize, one_run: bool) -> Column {
-    let full = run.series.interval * 0.5;
     Column {
         title,
         stats: run.output.stats.endpoints[e].clone(),
         compared: run.output.stats.verdicts.compared,
         mismatched: run.output.stats.verdicts.mismatched,
         own_mismatches: one_run.then_some(run.output.stats.endpoints[e].mismatched),
+        judged: e > 0,
         samples: run
             .series
-            .points
-            .iter()
-            .filter(|p| p.seconds >= full)
+            .full_points()
             .filter_map(|p| {
                 p.endpoints.get(e).map(|ep| Sample {
                     seconds: p.seconds,
@@ -186,7 +187,7 @@ const METRICS: &[Metric] = &[
     Metric {
         name: "requests/s",
         sense: Sense::Throughput,
-        total: |c| Some(c.stats.rate),
+        total: |c| Some(c.stats.rate()),
         sample: |s| Some(s.point.completed as f64 / s.seconds),
         show: |v| format!("{v:.2}"),
     },
@@ -247,6 +248,7 @@ const METRICS: &[Metric] = &[
         name: "mismatches",
         sense: Sense::Share,
         total: |c| match c.own_mismatches {
+            _ if !c.judged => None,
             Some(n) => share(n, c.compared),
             None => share(c.mismatched, c.compared),
         },
@@ -284,6 +286,9 @@ fn change(sense: Sense, base: Option<f64>, new: Option<f64>) -> String {
 }
 
 fn samples(m: &Metric, c: &Column) -> Vec<f64> {
+    if (m.total)(c).is_none() {
+        return Vec::new();
+    }
     c.samples.iter().filter_map(|s| (m.sample)(s)).collect()
 }
 
@@ -329,11 +334,18 @@ fn row(
             continue;
         }
         let delta = change(sense, base, *v);
-        let test =
-            samples.and_then(|s| Some((mann_whitney(&s[0], &s[i])?, s[0].len(), s[i].len())));
-        row.push(match test {
-            Some((p, b, c)) if p < ALPHA => format!("{delta} (p={p:.3} n={b}+{c})"),
-            Some((p, b, c)) => format!("~ (p={p:.3} n={b}+{c})"),
+        let Some(s) = samples else {
+            row.push(delta);
+            continue;
+        };
+        let (b, c) = (s[0].len(), s[i].len());
+        row.push(match mann_whitney(&s[0], &s[i]) {
+            _ if delta == "-" => delta,
+            Some(p) if p < ALPHA => format!("{delta} (p={p:.3} n={b}+{c})"),
+            // Runs too short for the test to reach ALPHA whatever the
+            // figures: say so, and what would be enough.
+            _ if !can_tell(b, c) => format!("{delta} (untested: n={b}+{c}, too few)"),
+            Some(p) => format!("~ (p={p:.3} n={b}+{c})"),
             None => delta,
         });
     }
@@ -469,7 +481,8 @@ pub fn write_text(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
         writeln!(out)?;
         writeln!(
             out,
-            "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}); n is samples per side."
+            "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}); n is samples per side; untested: too few intervals for the test to tell at all (runs of {} intervals a side or more can).",
+            fewest_to_tell()
         )?;
     }
     if let Some(note) = parts_note(tables) {
@@ -498,7 +511,8 @@ pub fn write_markdown(out: &mut dyn Write, tables: &[Table]) -> io::Result<()> {
     }
     writeln!(
         out,
-        "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA})."
+        "Changes are against the first column; ~ means not significant (Mann-Whitney U over per-interval samples, p >= {ALPHA}; untested: too few intervals for the test to tell at all, runs of {} intervals a side or more can).",
+        fewest_to_tell()
     )?;
     if let Some(note) = parts_note(tables) {
         writeln!(out)?;

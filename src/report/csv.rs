@@ -1,9 +1,12 @@
 //! The CSV report (`versus report --format csv`), for spreadsheets: one
 //! header, then a row per endpoint with the summary figures, then per
 //! endpoint a row for its flow instances, one per flow step and one per
-//! method (when some endpoint saw more than one). The `part` column says
-//! which (empty for an endpoint's row); a column a row has no figure for
-//! is left empty. RFC 4180 quoting.
+//! method (when some endpoint saw more than one), then a row per error
+//! kind of each endpoint (`error`) and per error group by method (`error
+//! by method`, named `METHOD: KIND`), their count under `errors`. The
+//! `part` column says which (empty for an endpoint's row); a column a row
+//! has no figure for is left empty (the reference's `mismatched`: it is
+//! what the others are compared with). RFC 4180 quoting.
 
 use std::io::{self, Write};
 
@@ -129,8 +132,8 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let v = &r.run.stats.verdicts;
     let eps = &r.run.stats.endpoints;
     for (e, s) in r.info.endpoints.iter().zip(eps) {
-        Row::new(&e.label, &e.url)
-            .set("rps", format!("{:.2}", s.rate))
+        let mut row = Row::new(&e.label, &e.url);
+        row.set("rps", super::rate(s.rate()))
             .set("sent", s.sent)
             .set("completed", s.completed())
             .set("responses", s.responses)
@@ -143,8 +146,34 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 s.bytes_in.checked_div(s.responses).unwrap_or(0),
             )
             .set("compared", v.compared)
-            .set("mismatched", v.mismatched)
-            .set("failed_checks", s.failed_checks)
+            .set("failed_checks", s.failed_checks);
+        // The reference is what the others are compared with: it has no
+        // mismatches of its own.
+        if !std::ptr::eq(s, &eps[0]) {
+            row.set("mismatched", s.mismatched);
+        }
+        row.write(out)?;
+    }
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        for (kind, n) in s.error_kinds() {
+            Row::new(&e.label, &e.url)
+                .set("part", "error")
+                .set("name", field(&kind))
+                .set("errors", n)
+                .write(out)?;
+        }
+    }
+    for g in v.sorted_error_groups() {
+        let url = r
+            .info
+            .endpoints
+            .iter()
+            .find(|e| e.label == g.endpoint)
+            .map_or("", |e| e.url.as_str());
+        Row::new(&g.endpoint, url)
+            .set("part", "error by method")
+            .set("name", field(&format!("{}: {}", g.method, g.field)))
+            .set("errors", g.count)
             .write(out)?;
     }
     let methods = super::shows_methods(eps);

@@ -279,7 +279,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         p,
         "<p>{} endpoints, {} long{}, started {} on <code>{}</code>.</p>",
         eps.len(),
-        escape(&super::go_duration(run.elapsed)),
+        escape(&super::duration(run.elapsed)),
         if run.interrupted { ", interrupted" } else { "" },
         escape(&r.header.start),
         escape(&r.header.host)
@@ -299,7 +299,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         p.push_str("</tr>\n");
     };
     let lat = |s: &crate::stats::EndpointStats, q: f64| super::latency(&s.latency, q);
-    row("Requests per second", &|s| format!("{:.2}", s.rate));
+    row("Requests per second", &|s| super::rate(s.rate()));
     row("Held back", &super::held);
     row("Completed", &|s| s.completed().to_string());
     row("Latency avg", &|s| {
@@ -311,12 +311,21 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     });
     row("Latency p50", &|s| lat(s, 0.5));
     row("Latency p90", &|s| lat(s, 0.9));
+    row("Latency p95", &|s| lat(s, 0.95));
     row("Latency p99", &|s| lat(s, 0.99));
     row("Latency max", &|s| lat(s, 1.0));
     row("Errors", &|s| super::percent(s.errors(), s.completed()));
     row("Bytes per response", &|s| {
         s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()
     });
+    if r.info.comparison && eps.len() > 1 {
+        let _ = write!(p, "<tr><td>Mismatched</td>");
+        for (i, s) in eps.iter().enumerate() {
+            let shown = super::mismatched(i, s, run.stats.verdicts.compared);
+            let _ = write!(p, "<td>{}</td>", escape(&shown));
+        }
+        p.push_str("</tr>\n");
+    }
     p.push_str("</table>\n");
     let v = &run.stats.verdicts;
     let _ = writeln!(
@@ -332,6 +341,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         v.incomplete
     );
 
+    errors(&mut p, r);
     flows(&mut p, r);
     parts(&mut p, r, true);
     pages(&mut p, r, &color);
@@ -414,7 +424,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 
     if let Some(series) = r.series.filter(|s| !s.points.is_empty()) {
         let t = |pt: &crate::results::series::Point| pt.index as f64 * series.interval + pt.seconds;
-        let end = series.points.last().map_or(1.0, t);
+        let end = series.full_points().last().map_or(1.0, t);
         let time = linear_axis(end, "time (s)", trim);
         let mut lines = Vec::new();
         let (mut lo, mut hi) = (f64::MAX, 1.0f64);
@@ -428,8 +438,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 ("p99", true, |e| e.p99),
             ] {
                 let pts: Vec<(f64, f64)> = series
-                    .points
-                    .iter()
+                    .full_points()
                     .filter_map(|pt| {
                         let v = get(pt.endpoints.get(i)?)? as f64;
                         lo = lo.min(v);
@@ -464,8 +473,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 color: color(i),
                 dashed: false,
                 points: series
-                    .points
-                    .iter()
+                    .full_points()
                     .filter_map(|pt| {
                         let e = pt.endpoints.get(i)?;
                         let v = e.completed as f64 / pt.seconds.max(1e-9);
@@ -492,8 +500,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 color: color(i),
                 dashed: false,
                 points: series
-                    .points
-                    .iter()
+                    .full_points()
                     .filter_map(|pt| {
                         let v = pt.endpoints.get(i)?.errors as f64;
                         top = top.max(v);
@@ -507,8 +514,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             color: "#000000",
             dashed: true,
             points: series
-                .points
-                .iter()
+                .full_points()
                 .map(|pt| {
                     top = top.max(pt.mismatched as f64);
                     (t(pt), pt.mismatched as f64)
@@ -594,6 +600,43 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     }
     p.push_str("</table>\n</body></html>\n");
     out.write_all(p.as_bytes())
+}
+
+/// Errors by kind (a row per kind, a column per endpoint) and by method
+/// (a row per method, endpoint and kind); nothing when there were none.
+fn errors(p: &mut String, r: &Report<'_>) {
+    let eps = &r.run.stats.endpoints;
+    let table = crate::stats::error_table(eps);
+    if !table.is_empty() {
+        p.push_str("<h2>Errors by kind</h2>\n<table id=\"errors\"><tr><th>kind</th>");
+        for e in &r.info.endpoints {
+            let _ = write!(p, "<th>{}</th>", escape(&e.label));
+        }
+        p.push_str("</tr>\n");
+        for (kind, counts) in &table {
+            let _ = write!(p, "<tr><td class=\"text\">{}</td>", escape(kind));
+            for n in counts {
+                let _ = write!(p, "<td>{n}</td>");
+            }
+            p.push_str("</tr>\n");
+        }
+        p.push_str("</table>\n");
+    }
+    let groups = r.run.stats.verdicts.sorted_error_groups();
+    if !groups.is_empty() {
+        p.push_str("<h2>Errors by method</h2>\n<table id=\"errors-by-method\"><tr><th>method</th><th>endpoint</th><th>kind</th><th>count</th></tr>\n");
+        for g in groups {
+            let _ = writeln!(
+                p,
+                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td></tr>",
+                escape(&g.method),
+                escape(&g.endpoint),
+                escape(&g.field),
+                g.count
+            );
+        }
+        p.push_str("</table>\n");
+    }
 }
 
 /// Flows: per endpoint the instances that ended, the successful ones and

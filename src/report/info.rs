@@ -53,6 +53,9 @@ pub struct RunInfo {
     /// What the run noted before it started (an optional endpoint the
     /// pre-flight check skipped), shown at the top of the report.
     pub notes: Vec<String>,
+    /// `--warmup` of a live run, as given (`50`, `2s`); saved runs do not
+    /// keep it.
+    pub warmup: Option<String>,
 }
 
 impl RunInfo {
@@ -76,6 +79,11 @@ impl RunInfo {
             notes: plan.notes.clone(),
             verbose: plan.verbose,
             logged: plan.mismatch_log.as_ref().map(|l| l.counts()),
+            warmup: match (plan.warmup.count, plan.warmup.duration) {
+                (Some(n), _) => Some(format!("{n} requests")),
+                (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
+                (None, None) => None,
+            },
         }
     }
 }

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
 use super::info::Report;
-use crate::model::{Failure, TlsReason};
+use crate::model::TlsReason;
 use crate::stats::EndpointStats;
 
 /// The schema name.
@@ -48,10 +48,10 @@ fn fraction(part: u64, whole: u64) -> Value {
 }
 
 fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
-    let kinds: Map<String, Value> = Failure::ALL
-        .iter()
-        .filter(|f| s.failures[f.index()] > 0)
-        .map(|f| (f.name().to_string(), json!(s.failures[f.index()])))
+    let kinds: Map<String, Value> = s
+        .error_kinds()
+        .into_iter()
+        .map(|(kind, n)| (kind, json!(n)))
         .collect();
     let tls_reasons: Map<String, Value> = TlsReason::ALL
         .iter()
@@ -79,7 +79,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "sent": s.sent,
         "completed": s.completed(),
         "responses": s.responses,
-        "rps": s.rate,
+        "rps": s.rate(),
         "latency_ms": latency(&s.latency),
         "ttfb_ms": latency(&s.ttfb),
         "errors": {
@@ -103,6 +103,8 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "held_s": s.held.as_secs_f64(),
         "abandoned": s.abandoned,
         "failed_checks": s.failed_checks,
+        "mismatched": (i > 0).then_some(s.mismatched),
+        "failed_every_request": s.failed_every_request(),
         "steps": s.steps.iter().map(part).collect::<Vec<_>>(),
         "methods": s.methods.iter().map(part).collect::<Vec<_>>(),
         "flows": (s.flows.instances > 0).then(|| json!({
@@ -197,6 +199,18 @@ pub fn value(r: &Report<'_>) -> Value {
         .into_iter()
         .map(|g| serde_json::to_value(g).unwrap_or(Value::Null))
         .collect();
+    let by_method: Vec<Value> = v
+        .sorted_error_groups()
+        .into_iter()
+        .map(|g| {
+            json!({
+                "method": g.method,
+                "endpoint": g.endpoint,
+                "kind": g.field,
+                "count": g.count,
+            })
+        })
+        .collect();
     json!({
         "schema": SCHEMA,
         "version": VERSION,
@@ -218,8 +232,10 @@ pub fn value(r: &Report<'_>) -> Value {
             "mismatched": v.mismatched,
             "mismatch_rate": fraction(v.mismatched, v.compared),
             "incomplete": v.incomplete,
+            "reference_answered": !super::reference_silent(&run.stats.endpoints),
             "groups": groups,
         },
+        "errors_by_method": by_method,
         "input": {
             "requests": run.input.requests,
             "malformed": run.input.malformed,

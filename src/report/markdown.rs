@@ -30,6 +30,43 @@ pub fn cell(s: &str) -> String {
     out
 }
 
+/// Errors by kind (a row per kind, a column per endpoint) and by method;
+/// nothing when there were none.
+fn errors(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let table = crate::stats::error_table(&r.run.stats.endpoints);
+    if !table.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "## Errors by kind")?;
+        writeln!(out)?;
+        let labels: Vec<String> = r.info.endpoints.iter().map(|e| cell(&e.label)).collect();
+        writeln!(out, "| kind | {} |", labels.join(" | "))?;
+        writeln!(out, "|---|{}", "---:|".repeat(labels.len()))?;
+        for (kind, counts) in &table {
+            let counts: Vec<String> = counts.iter().map(u64::to_string).collect();
+            row(out, &cell(kind), &counts)?;
+        }
+    }
+    let groups = r.run.stats.verdicts.sorted_error_groups();
+    if !groups.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "## Errors by method")?;
+        writeln!(out)?;
+        writeln!(out, "| method | endpoint | kind | count |")?;
+        writeln!(out, "|---|---|---|---:|")?;
+        for g in groups {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                cell(&g.method),
+                cell(&g.endpoint),
+                cell(&g.field),
+                g.count
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn row(out: &mut dyn Write, name: &str, values: &[String]) -> io::Result<()> {
     writeln!(out, "| {name} | {} |", values.join(" | "))
 }
@@ -47,7 +84,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         "Run on {} at {}, {} long{}.",
         cell(&r.header.host),
         cell(&r.header.start),
-        super::go_duration(r.run.elapsed),
+        super::duration(r.run.elapsed),
         if r.run.interrupted {
             ", interrupted"
         } else {
@@ -73,7 +110,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     row(
         out,
         "Requests per second",
-        &each(&|s| format!("{:.2}", s.rate)),
+        &each(&|s| super::rate(s.rate())),
     )?;
     row(out, "Held back", &each(&super::held))?;
     row(out, "Completed", &each(&|s| s.completed().to_string()))?;
@@ -101,6 +138,15 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         "Errors",
         &each(&|s| super::percent(s.errors(), s.completed())),
     )?;
+    if r.info.comparison && eps.len() > 1 {
+        let compared = r.run.stats.verdicts.compared;
+        let shown: Vec<String> = eps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| super::mismatched(i, s, compared))
+            .collect();
+        row(out, "Mismatched", &shown)?;
+    }
     row(
         out,
         "Status",
@@ -124,7 +170,13 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(out, "## Summary")?;
     writeln!(out)?;
     writeln!(out, "- Compared: {}", v.compared)?;
-    if r.info.comparison || eps.len() < 2 {
+    if super::reference_silent(eps) {
+        writeln!(
+            out,
+            "- Mismatched: - (the reference, {}, never answered: nothing to compare with)",
+            cell(&r.info.endpoints[0].label)
+        )?;
+    } else if r.info.comparison || eps.len() < 2 {
         writeln!(
             out,
             "- Mismatched: {} ({})",
@@ -144,6 +196,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             r.run.input.requests, r.run.input.malformed
         )?;
     }
+    errors(out, r)?;
     if eps.iter().any(|s| s.flows.instances > 0) {
         writeln!(out)?;
         writeln!(out, "## Flows")?;

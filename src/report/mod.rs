@@ -39,13 +39,72 @@ pub fn latency(h: &Histogram<u64>, q: f64) -> String {
 }
 
 /// An endpoint's held-back time as the tables show it: `-` when none,
-/// else the time and that it is left out of the rate.
+/// else the time and the time the endpoint ran.
 pub fn held(s: &crate::stats::EndpointStats) -> String {
     if s.held.is_zero() {
         "-".to_string()
     } else {
-        format!("{} (left out of the rate)", go_duration(s.held))
+        format!("{} of {}", duration(s.held), duration(s.active))
     }
+}
+
+/// An endpoint's mismatched requests as the tables show them: `-` for
+/// the reference (index 0, what the others are compared with), else the
+/// count and its share of the compared requests.
+pub fn mismatched(index: usize, s: &crate::stats::EndpointStats, compared: u64) -> String {
+    if index == 0 {
+        "-".to_string()
+    } else {
+        format!("{} ({})", s.mismatched, percent(s.mismatched, compared))
+    }
+}
+
+/// True when the reference (the first endpoint) never answered though
+/// others were compared with it: every difference is its failure, so the
+/// reports say so instead of counting mismatches.
+pub fn reference_silent(eps: &[crate::stats::EndpointStats]) -> bool {
+    eps.len() > 1 && eps[0].responses == 0 && eps[0].completed() > 0
+}
+
+/// A rate per second as every report shows it: two decimals from 0.01 up
+/// (`200.00`), three significant digits below (`0.00278`, for `--rate
+/// 10/h`), so a rate that is not zero never reads as zero.
+pub fn rate(per_second: f64) -> String {
+    if per_second == 0.0 || !per_second.is_finite() || per_second >= 0.01 {
+        format!("{per_second:.2}")
+    } else {
+        let decimals = (2.0 - per_second.log10().floor()) as usize;
+        format!("{per_second:.decimals$}")
+    }
+}
+
+/// A duration as versus's own lines show it: four significant digits in
+/// the largest unit that keeps it at 1 or more (`1.170s`, `619.1ms`,
+/// `422.4µs`, `3m 6.0s` from a minute on). The original report's lines
+/// keep Go's format ([`go_duration`]).
+pub fn duration(d: Duration) -> String {
+    let ns = d.as_nanos() as f64;
+    let (value, unit) = if ns < 1e3 {
+        return format!("{}ns", d.as_nanos());
+    } else if ns < 1e6 {
+        (ns / 1e3, "µs")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else if ns < 60e9 {
+        (ns / 1e9, "s")
+    } else {
+        let secs = d.as_secs_f64();
+        let minutes = (secs / 60.0).floor();
+        return format!("{minutes}m {:.1}s", secs - minutes * 60.0);
+    };
+    let decimals = if value >= 100.0 {
+        1
+    } else if value >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{value:.decimals$}{unit}")
 }
 
 /// The rows of a flows table for one endpoint: all its instances under
@@ -145,6 +204,16 @@ mod tests {
         assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
         assert_eq!(go_duration(Duration::from_secs(2)), "2s");
         assert_eq!(percent(1, 3), "33.33%");
+        assert_eq!(rate(200.0), "200.00");
+        assert_eq!(rate(1.5), "1.50");
+        assert_eq!(rate(0.0), "0.00");
+        assert_eq!(rate(10.0 / 3600.0), "0.00278");
+        assert_eq!(rate(0.5 / 3600.0), "0.000139");
+        assert_eq!(duration(Duration::from_nanos(1_170_497_137)), "1.170s");
+        assert_eq!(duration(Duration::from_nanos(619_059_320)), "619.1ms");
+        assert_eq!(duration(Duration::from_nanos(422_360)), "422.4µs");
+        assert_eq!(duration(Duration::from_nanos(3_006_005_882)), "3.006s");
+        assert_eq!(duration(Duration::from_secs(186)), "3m 6.0s");
         assert_eq!(percent(0, 0), "-");
         assert_eq!(escape_terminal("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\nc");
     }

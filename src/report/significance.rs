@@ -6,6 +6,24 @@
 /// reported as not significant (`~`).
 pub const ALPHA: f64 = 0.05;
 
+/// Whether samples of `n1` and `n2` can show a difference at all: the
+/// smallest two-sided p-value they can give (all of one sample below all
+/// of the other, `2 / C(n1 + n2, n1)`) is below [`ALPHA`]. With 3 a side
+/// it is 0.1, so a 2x slowdown over three intervals read `~`.
+pub fn can_tell(n1: usize, n2: usize) -> bool {
+    if n1 == 0 || n2 == 0 {
+        return false;
+    }
+    // C(n1 + n2, n1), in floating point (exact enough for this test).
+    let ways = (1..=n1).fold(1.0, |c, k| c * (n2 + k) as f64 / k as f64);
+    2.0 / ways < ALPHA
+}
+
+/// The fewest samples a side for which [`can_tell`] is true (4).
+pub fn fewest_to_tell() -> usize {
+    (1..).find(|&n| can_tell(n, n)).unwrap_or(4)
+}
+
 /// Two-sided p-value of the hypothesis that `a` and `b` come from the same
 /// distribution; `None` when either sample is empty.
 pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
@@ -114,6 +132,20 @@ fn erfc(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn three_intervals_a_side_can_never_tell_four_can() {
+        // 2 / C(6, 3) = 0.1; 2 / C(8, 4) = 0.029; 2 / C(7, 3) = 0.057.
+        assert!(!can_tell(3, 3));
+        assert!(!can_tell(3, 4));
+        assert!(can_tell(4, 4));
+        assert!(can_tell(3, 5));
+        assert!(!can_tell(0, 10));
+        assert_eq!(fewest_to_tell(), 4);
+        // The exact test agrees: all of one side below the other.
+        let p = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!((p - 0.1).abs() < 1e-9, "{p}");
+    }
 
     #[test]
     fn exact_p_values_match_tables() {

@@ -30,12 +30,6 @@ pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()
 /// # Errors
 /// Only when writing to `out` fails.
 pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
-    for note in &plan.notes {
-        writeln!(out, "Note: {}", super::escape_terminal(note))?;
-    }
-    if !plan.notes.is_empty() {
-        writeln!(out)?;
-    }
     nothing_connected(out, plan, run)?;
     writeln!(out, "Endpoints:")?;
     for (i, (spec, s)) in plan.endpoints.iter().zip(&run.stats.endpoints).enumerate() {
@@ -43,7 +37,7 @@ pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Re
         writeln!(out, "{i}. {spec}")?;
         writeln!(out)?;
         let grpc = spec.url.starts_with("grpc://") || spec.url.starts_with("grpcs://");
-        endpoint(out, plan, s, run.elapsed, grpc)?;
+        endpoint(out, plan, s, grpc)?;
     }
     super::pages::write(out, plan, run)?;
     summary(out, plan, run)
@@ -67,9 +61,37 @@ fn injected(out: &mut dyn Write, s: &crate::stats::EndpointStats) -> io::Result<
     Ok(())
 }
 
-/// One line, before everything else, when some endpoint never had a
-/// connection: its numbers are connect attempts, not a benchmark.
+/// Before everything else: a line when some endpoint never had a
+/// connection (its numbers are connect attempts, not a benchmark), and one
+/// per other endpoint that failed every request, with its main errors.
 fn nothing_connected(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+    let mut said = false;
+    for (i, (spec, s)) in plan.endpoints.iter().zip(&run.stats.endpoints).enumerate() {
+        if s.failed_every_request() && !s.never_connected() {
+            let kinds: Vec<String> = s
+                .error_kinds()
+                .into_iter()
+                .take(3)
+                .map(|(k, n)| format!("{}: {n}", escape_terminal(&k)))
+                .collect();
+            writeln!(
+                out,
+                "Every request failed at {i}. {spec}: {} of {} ({}); its figures below are errors, not a benchmark.",
+                s.errors().min(s.completed()),
+                s.completed(),
+                kinds.join(", ")
+            )?;
+            said = true;
+        }
+    }
+    if said {
+        writeln!(out)?;
+    }
+    connect_line(out, plan, run)
+}
+
+/// The line for endpoints that never had a connection.
+fn connect_line(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let never: Vec<(String, u64)> = plan
         .endpoints
         .iter()
@@ -95,13 +117,9 @@ fn nothing_connected(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io
     writeln!(out)
 }
 
-fn endpoint(
-    out: &mut dyn Write,
-    plan: &RunInfo,
-    s: &EndpointStats,
-    elapsed: std::time::Duration,
-    grpc: bool,
-) -> io::Result<()> {
+/// One endpoint's section; `grpc`: a gRPC endpoint, whose failures also
+/// name the status a gRPC client would report.
+fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) -> io::Result<()> {
     // Failed connects are attempts, not requests: left out of the rate.
     let completed = s.completed();
     let failed = s.failed_connects();
@@ -109,19 +127,19 @@ fn endpoint(
         if completed == 0 {
             0.0
         } else {
-            s.rate * n as f64 / completed as f64
+            s.rate() * n as f64 / completed as f64
         }
     };
     writeln!(
         out,
-        "   Requests:   {:.2} per second",
-        share(completed - failed)
+        "   Requests:   {} per second",
+        super::rate(share(completed - failed))
     )?;
     if failed > 0 {
         writeln!(
             out,
-            "   Connect attempts: {failed} failed ({:.2} per second, each slot backing off), left out of the rate above",
-            share(failed)
+            "   Connect attempts: {failed} failed ({} per second, each slot backing off), left out of the rate above",
+            super::rate(share(failed))
         )?;
     }
     let h = &s.latency;
@@ -148,16 +166,14 @@ fn endpoint(
     }
     writeln!(out)?;
     writeln!(out, "   Errors: {}", percent(s.errors(), completed))?;
-    for f in Failure::ALL {
-        let n = s.failures[f.index()];
-        if n > 0 && grpc {
-            // The status a gRPC client would report for it.
-            let code = crate::grpc::code_name(f.grpc_code());
-            writeln!(out, "     {} ({code}): {n}", f.name())?;
-        } else if n > 0 {
-            writeln!(out, "     {}: {n}", f.name())?;
-        }
-        if let Failure::Tls(_) = f {
+    let tls = Failure::Tls(TlsReason::ALL[0]).name();
+    for (kind, n) in s.error_kinds() {
+        let shown = match Failure::ALL.iter().find(|f| f.name() == kind) {
+            Some(f) if grpc => format!("{kind} ({})", crate::grpc::code_name(f.grpc_code())),
+            _ => kind.clone(),
+        };
+        writeln!(out, "     {}: {n}", escape_terminal(&shown))?;
+        if kind == tls {
             for r in TlsReason::ALL {
                 let n = s.tls_reasons[r.index()];
                 if n > 0 {
@@ -165,21 +181,6 @@ fn endpoint(
                 }
             }
         }
-    }
-    for (code, n) in s.status.iter().enumerate().skip(400) {
-        if *n > 0 {
-            writeln!(out, "     HTTP {code}: {n}")?;
-        }
-    }
-    for (code, n) in &s.jsonrpc_errors {
-        writeln!(
-            out,
-            "     {}: {n}",
-            crate::engine::jsonrpc_error_name(*code)
-        )?;
-    }
-    for (code, n) in &s.grpc_errors {
-        writeln!(out, "     {}: {n}", crate::grpc::error_name(*code))?;
     }
     injected(out, s)?;
     writeln!(out)?;
@@ -208,15 +209,11 @@ fn endpoint(
         )?;
     }
     if let Some(rate) = plan.rate {
-        let sent = if elapsed.is_zero() {
-            0.0
-        } else {
-            s.sent as f64 / elapsed.as_secs_f64()
-        };
         writeln!(
             out,
-            "   Rate:       {:.2} per second scheduled, {sent:.2} per second sent",
-            rate
+            "   Rate:       {} per second scheduled, {} per second sent",
+            super::rate(rate),
+            super::rate(s.sent_rate())
         )?;
         if !s.uncorrected.is_empty() {
             writeln!(
@@ -241,10 +238,11 @@ fn endpoint(
     if !s.connect.is_empty() {
         writeln!(
             out,
-            "   Connects:   {} connections, {} avg, {} max to connect (TCP and TLS); {} of them during the run",
+            "   Connects:   {} connections, {} avg, {} max to connect ({}); {} of them during the run",
             s.connect.len(),
             seconds(s.connect.mean().round() as u64),
             seconds(s.connect.max()),
+            if s.tls.is_empty() { "TCP" } else { "TCP and TLS" },
             s.reconnects
         )?;
     }
@@ -258,15 +256,10 @@ fn endpoint(
         )?;
     }
     if !s.held.is_zero() {
-        let whole = if elapsed.is_zero() {
-            0.0
-        } else {
-            completed as f64 / elapsed.as_secs_f64()
-        };
         writeln!(
             out,
-            "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: left out of its rate above; over the whole run it completed {whole:.2} per second",
-            go_duration(s.held),
+            "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: its rate above is what it completed in that time (--lead lets it run further ahead)",
+            super::held(s),
             plan.window
         )?;
     }
@@ -392,7 +385,8 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     let v = &run.stats.verdicts;
     writeln!(out)?;
-    writeln!(out, "** Summary for {} endpoints:", eps.len())?;
+    let plural = if eps.len() == 1 { "" } else { "s" };
+    writeln!(out, "** Summary for {} endpoint{plural}:", eps.len())?;
     writeln!(
         out,
         "   Completed:  {} results with {total} total requests",
@@ -411,7 +405,19 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
         go_duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
-    if plan.comparison || eps.len() < 2 {
+    if let Some(w) = &plan.warmup {
+        writeln!(
+            out,
+            "   Warm-up:    {w} sent first at every endpoint, counted nowhere (the rates and run time start after it)"
+        )?;
+    }
+    if super::reference_silent(eps) {
+        writeln!(
+            out,
+            "   Mismatched: - (the reference, 0. {}, never answered: nothing to compare with)",
+            plan.endpoints[0]
+        )?;
+    } else if plan.comparison || eps.len() < 2 {
         writeln!(out, "   Mismatched: {}", v.mismatched)?;
         groups(out, plan, v)?;
     } else {

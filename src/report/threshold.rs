@@ -324,7 +324,7 @@ pub fn check(ts: &[Threshold], info: &RunInfo, stats: &RunStats) -> Result<Vec<C
                             let v = latency.mean();
                             (v, format!("mean = {}", micros(v)))
                         }),
-                        (Metric::Rps, _) => Some((s.rate, format!("rps = {:.2}", s.rate))),
+                        (Metric::Rps, _) => Some((s.rate(), format!("rps = {:.2}", s.rate()))),
                         (Metric::Errors, Limit::Percent(_)) => {
                             let p = if completed == 0 {
                                 0.0

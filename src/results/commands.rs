@@ -33,6 +33,16 @@ pub struct Live {
     show_secrets: bool,
 }
 
+/// A report whose reader stopped reading (`versus report ... | head`) is
+/// not a failure: what was wanted was read.
+fn reader_gone(e: std::io::Error) -> std::io::Result<()> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
 /// Check that `path` can be written without changing it (a file the check
 /// creates is removed again).
 fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
@@ -98,16 +108,11 @@ impl Live {
         self.header.late_ms.map(std::time::Duration::from_millis)
     }
 
-    /// Create the output files: the `--output` file (its header written),
-    /// the `--mismatches` file, and the `--html` file (written at the end;
-    /// created now so that a path it cannot be written to fails before
-    /// the run). Called when nothing else can stop the run from starting:
-    /// a run that never starts leaves earlier files alone.
+    /// Check that every output file can be written, changing none.
     ///
     /// # Errors
     /// A message naming the flag (exit 2).
-    pub fn open(&mut self) -> Result<(), String> {
-        // Every file can be written before any is replaced.
+    pub fn check(&self) -> Result<(), String> {
         let paths = [
             ("--output", self.output.as_deref()),
             ("--mismatches", self.log.as_ref().map(|l| l.path())),
@@ -118,6 +123,20 @@ impl Live {
                 writable(flag, path)?;
             }
         }
+        Ok(())
+    }
+
+    /// Create the output files (every one [`Live::check`]ed first, so
+    /// that none is replaced unless all can be): the `--output` file (its header written),
+    /// the `--mismatches` file, and the `--html` file (written at the end;
+    /// created now so that a path it cannot be written to fails before
+    /// the run). Called when nothing else can stop the run from starting:
+    /// a run that never starts leaves earlier files alone.
+    ///
+    /// # Errors
+    /// A message naming the flag (exit 2).
+    pub fn open(&mut self) -> Result<(), String> {
+        self.check()?;
         if let Some(path) = &self.output {
             self.writer = Some(
                 RunWriter::create(path, &self.header)
@@ -199,6 +218,7 @@ impl Live {
         };
         outputs::render(out, self.format, &report)
             .and_then(|()| out.flush())
+            .or_else(reader_gone)
             .map_err(|e| format!("cannot write the report: {e}"))?;
         if let Some(path) = &self.html {
             let mut page = Vec::new();
@@ -255,7 +275,8 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         checks: &checks,
         series: Some(&run.series),
     };
-    if let Err(e) = outputs::render(out, format, &report).and_then(|()| out.flush()) {
+    let written = outputs::render(out, format, &report).and_then(|()| out.flush());
+    if let Err(e) = written.or_else(reader_gone) {
         let _ = writeln!(err, "versus: cannot write the report: {e}");
         return Exit::Failed;
     }
@@ -377,7 +398,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         }
         Ok(())
     });
-    if let Err(e) = result.and_then(|()| out.flush()) {
+    if let Err(e) = result.and_then(|()| out.flush()).or_else(reader_gone) {
         let _ = writeln!(err, "versus: cannot write the comparison: {e}");
         return Exit::Failed;
     }

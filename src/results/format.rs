@@ -123,8 +123,14 @@ pub struct EndpointRecord {
     /// Time held back a full lead window ahead, in nanoseconds.
     pub held_ns: u64,
     /// Requests per second while running (set in the last interval and the
-    /// totals; 0 elsewhere).
+    /// totals; 0 elsewhere): completed over `active_ns`, kept for readers
+    /// of older versions.
     pub rate: f64,
+    /// How long the endpoint ran (`EndpointStats::active`), in
+    /// nanoseconds; absent in files written before it was kept (the time
+    /// is then taken from `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_ns: Option<u64>,
     /// Latency histogram (µs), base64 of V2+DEFLATE.
     pub latency: String,
     /// Time-to-first-byte histogram (µs).
@@ -545,7 +551,9 @@ impl EndpointRecord {
             reconnects: s.reconnects,
             abandoned: s.abandoned,
             held_ns: u64::try_from(s.held.as_nanos()).unwrap_or(u64::MAX),
-            rate: s.rate,
+            rate: s.rate(),
+            active_ns: (!s.active.is_zero())
+                .then(|| u64::try_from(s.active.as_nanos()).unwrap_or(u64::MAX)),
             latency: encode_histogram(&s.latency),
             ttfb: encode_histogram(&s.ttfb),
             connect: encode_histogram(&s.connect),
@@ -569,6 +577,19 @@ impl EndpointRecord {
         }
     }
 
+    /// How long the endpoint ran: `active_ns`, or in older files the time
+    /// its completed requests took at its `rate`.
+    fn active(&self) -> Duration {
+        match self.active_ns {
+            Some(ns) => Duration::from_nanos(ns),
+            None if self.rate > 0.0 => {
+                let completed = self.responses + self.failures.values().sum::<u64>();
+                Duration::try_from_secs_f64(completed as f64 / self.rate).unwrap_or_default()
+            }
+            None => Duration::ZERO,
+        }
+    }
+
     /// The statistics of this record.
     ///
     /// # Errors
@@ -582,7 +603,7 @@ impl EndpointRecord {
             reconnects: self.reconnects,
             abandoned: self.abandoned,
             held: Duration::from_nanos(self.held_ns),
-            rate: self.rate,
+            active: self.active(),
             latency: decode_histogram(&self.latency)?,
             ttfb: decode_histogram(&self.ttfb)?,
             connect: decode_histogram(&self.connect)?,

@@ -17,6 +17,35 @@ pub struct Shards {
     offsets: Vec<u64>,
     /// The merged header.
     pub header: Header,
+    /// What the files differ in that merging does not need equal (their
+    /// commands).
+    warnings: Vec<String>,
+}
+
+/// A command line as shards of one run share it: without the values that
+/// differ between shards (`--shard`, `--start-at`, the output files).
+fn shared_command(command: &[String]) -> Vec<&str> {
+    const OWN: [&str; 6] = [
+        "--shard",
+        "--start-at",
+        "-o",
+        "--output",
+        "--html",
+        "--mismatches",
+    ];
+    let mut kept = Vec::new();
+    let mut skip = false;
+    for arg in command.iter().skip(1) {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if OWN.contains(&arg.as_str()) {
+            skip = true;
+        } else if !OWN.iter().any(|f| arg.starts_with(&format!("{f}="))) {
+            kept.push(arg.as_str());
+        }
+    }
+    kept
 }
 
 impl Shards {
@@ -52,6 +81,19 @@ impl Shards {
                     ),
                 });
             }
+            let urls = r.header.endpoints.iter().zip(&first.header.endpoints);
+            if let Some((a, b)) = urls.into_iter().find(|(a, b)| a.url != b.url) {
+                return Err(ReadError {
+                    path: r.path().into(),
+                    problem: format!(
+                        "it is not a shard of the run in {}: endpoint {} is {} there and {} here; only shards of one run (the same endpoints at the same time) can be merged",
+                        first.path(),
+                        a.label,
+                        b.url,
+                        a.url
+                    ),
+                });
+            }
             if r.header.interval_ms != first.header.interval_ms {
                 return Err(ReadError {
                     path: r.path().into(),
@@ -65,6 +107,18 @@ impl Shards {
             }
         }
         check_shards(&readers)?;
+        let mut warnings = Vec::new();
+        for r in &readers[1..] {
+            if shared_command(&r.header.command) != shared_command(&first.header.command) {
+                warnings.push(format!(
+                    "{} and {} were run with different commands ({:?} and {:?}): merged as shards of one run",
+                    first.path(),
+                    r.path(),
+                    shared_command(&first.header.command).join(" "),
+                    shared_command(&r.header.command).join(" ")
+                ));
+            }
+        }
         let start = readers
             .iter()
             .map(|r| r.header.start_unix_ms)
@@ -97,10 +151,10 @@ impl Shards {
                 })
                 .collect();
             header.concurrency = readers.iter().map(|r| r.header.concurrency).sum();
-            // Shards of one rate: the whole run's rate is theirs together.
-            if readers.iter().all(|r| r.header.shard.is_some()) {
-                header.rate = readers.iter().map(|r| r.header.rate).sum();
-            }
+            // Shards run side by side (checked when merged): the whole
+            // run's rate is theirs together, made with --shard or not (two
+            // runs at 100/s each once merged into 100 scheduled, 200 sent).
+            header.rate = readers.iter().map(|r| r.header.rate).sum();
             header.shard = None;
             header.late_ms = None;
             header.comparison = readers.iter().any(|r| r.header.comparison);
@@ -109,6 +163,7 @@ impl Shards {
             readers,
             offsets,
             header,
+            warnings,
         })
     }
 
@@ -139,11 +194,15 @@ impl Shards {
         }
         let start = self.header.start_unix_ms;
         let mut ends = Vec::new();
+        let mut spans = Vec::new();
         let mut all: Option<Finished> = None;
         for r in self.readers {
             let shard_start = r.header.start_unix_ms;
+            let path = r.path().to_string();
             let f = r.finish()?;
-            ends.push(Duration::from_millis(shard_start - start) + f.elapsed);
+            let from = Duration::from_millis(shard_start - start);
+            ends.push(from + f.elapsed);
+            spans.push((from, from + f.elapsed, path));
             all = Some(match all {
                 None => f,
                 Some(mut a) => {
@@ -161,10 +220,42 @@ impl Shards {
             path: "-".into(),
             problem: "no file given".into(),
         })?;
+        overlapping(&mut spans, Duration::from_millis(self.header.interval_ms))?;
         all.elapsed = ends.into_iter().max().unwrap_or_default();
         all.header = self.header;
+        all.warnings.extend(self.warnings);
         Ok(all)
     }
+}
+
+/// Shards of one run run side by side: every file's time (from its
+/// start, `from`, to its end) overlaps the files that started before it,
+/// within an interval. Runs made one after the other are refused: their
+/// rates would add as if they had run at once.
+fn overlapping(
+    spans: &mut [(Duration, Duration, String)],
+    slack: Duration,
+) -> Result<(), ReadError> {
+    spans.sort_by_key(|(from, _, _)| *from);
+    let Some((_, mut until, mut last)) = spans.first().cloned() else {
+        return Ok(());
+    };
+    for (from, to, path) in &spans[1..] {
+        if *from > until + slack {
+            return Err(ReadError {
+                path: path.clone(),
+                problem: format!(
+                    "it is not a shard of the same run as {last}: it started {} after that run ended; shards run at the same time (merging runs made one after the other would add their rates); compare them with versus compare",
+                    crate::report::duration(*from - until)
+                ),
+            });
+        }
+        if *to > until {
+            until = *to;
+            last = path.clone();
+        }
+    }
+    Ok(())
 }
 
 /// Files written with `--shard` must be shards of one split: the same N,

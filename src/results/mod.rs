@@ -65,6 +65,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         verbose: 0,
         logged: None,
         notes: f.header.notes.clone(),
+        warmup: None,
     };
     Ok(SavedRun {
         info,

@@ -261,8 +261,8 @@ impl RunReader {
                 ));
                 let mut stats = std::mem::take(&mut self.sum);
                 for s in &mut stats.endpoints {
-                    if s.rate == 0.0 && !elapsed.is_zero() {
-                        s.rate = s.completed() as f64 / elapsed.as_secs_f64();
+                    if s.active.is_zero() {
+                        s.active = elapsed;
                     }
                 }
                 let input = InputStats {
@@ -295,6 +295,12 @@ fn parse_header(first: &[u8]) -> Result<Header, String> {
             "not a saved versus run (written with --output): it starts with {:?}",
             crate::report::escape_terminal(&head)
         ));
+    }
+    if first.trim_ascii() == b"{" {
+        return Err(
+            "a JSON report (--format json), not a saved run: save a run with -o FILE to report it again"
+                .into(),
+        );
     }
     let value: serde_json::Value = serde_json::from_slice(first).map_err(|e| {
         if first.ends_with(b"\n") {

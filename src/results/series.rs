@@ -82,6 +82,15 @@ pub struct Series {
 }
 
 impl Series {
+    /// The intervals long enough to stand for a rate: all but a last one
+    /// cut to less than half an interval by the stop. Charted as a whole
+    /// interval, such a sliver made every throughput chart end in a
+    /// cliff; `compare` leaves it out of its tests for the same reason.
+    pub fn full_points(&self) -> impl Iterator<Item = &Point> {
+        let half = self.interval * 0.5;
+        self.points.iter().filter(move |p| p.seconds >= half)
+    }
+
     /// Fix the last interval's length once the run's wall time is known.
     pub fn close(&mut self, elapsed_s: f64) {
         let interval = self.interval;
@@ -117,5 +126,26 @@ impl crate::engine::Observer for SeriesObserver {
     fn interval(&mut self, index: u64, delta: &RunStats, _total: &RunStats) {
         let p = Point::of(index, self.series.interval, delta);
         self.series.points.push(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stop cuts the last interval to a sliver: it is no rate, and
+    /// the charts and `compare` leave it out.
+    #[test]
+    fn a_last_interval_cut_short_by_the_stop_is_not_a_full_point() {
+        let stats = RunStats::new(1);
+        let mut s = Series {
+            points: (0..4).map(|i| Point::of(i, 1.0, &stats)).collect(),
+            interval: 1.0,
+        };
+        s.close(3.001);
+        assert!((s.points[3].seconds - 0.001).abs() < 1e-9);
+        assert_eq!(s.full_points().count(), 3);
+        s.close(3.6);
+        assert_eq!(s.full_points().count(), 4);
     }
 }

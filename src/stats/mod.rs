@@ -96,11 +96,14 @@ pub struct EndpointStats {
     /// Time this endpoint could not send because it was a full lead window
     /// ahead of a slower endpoint.
     pub held: Duration,
-    /// Requests completed per second of the time the endpoint could send
-    /// (see `engine`: from the start of counting to its last completion,
-    /// or to the stop while a request was still in flight, less time
-    /// paused and time held back), summed over cores.
-    pub rate: f64,
+    /// How long this endpoint ran: from the start of counting to the end
+    /// of the run (the stop, or the end of the `--stop-after` duration),
+    /// or to its own last completion when its work ran out before that;
+    /// paused time left out. Held-back time is part of it: the endpoint
+    /// was running, kept back by a slower one. Cores and shards run side
+    /// by side, so merging keeps the longest. [`EndpointStats::rate`] is
+    /// the one rate every report, merge and comparison shows.
+    pub active: Duration,
     /// Answers that failed a flow step's check (their status was not an
     /// error by itself).
     pub failed_checks: u64,
@@ -377,7 +380,7 @@ impl Default for EndpointStats {
             reconnects: 0,
             abandoned: 0,
             held: Duration::ZERO,
-            rate: 0.0,
+            active: Duration::ZERO,
             failed_checks: 0,
             steps: Vec::new(),
             methods: Vec::new(),
@@ -430,6 +433,17 @@ impl EndpointStats {
         self.responses + self.failures.iter().sum::<u64>()
     }
 
+    /// Requests completed per second of the time the endpoint ran
+    /// ([`EndpointStats::active`]); 0 when it never ran.
+    pub fn rate(&self) -> f64 {
+        per_second(self.completed(), self.active)
+    }
+
+    /// Requests sent per second of the time the endpoint ran.
+    pub fn sent_rate(&self) -> f64 {
+        per_second(self.sent, self.active)
+    }
+
     /// Connect attempts that failed (counted among the failures): requests
     /// that never reached the server.
     pub fn failed_connects(&self) -> u64 {
@@ -446,6 +460,13 @@ impl EndpointStats {
         self.connect.is_empty() && self.responses == 0 && self.completed() > 0
     }
 
+    /// Whether every request the endpoint finished was an error (and it
+    /// finished some): its figures are errors, not a benchmark.
+    pub fn failed_every_request(&self) -> bool {
+        let n = self.completed();
+        n > 0 && self.errors() >= n
+    }
+
     /// Responses with status 400 or above.
     pub fn error_statuses(&self) -> u64 {
         self.status[400..].iter().sum()
@@ -460,6 +481,40 @@ impl EndpointStats {
             + self.jsonrpc_errors.values().sum::<u64>()
             + self.grpc_errors.values().sum::<u64>()
             + self.failed_checks
+    }
+
+    /// The errors by kind, as every report lists them: failures by kind,
+    /// statuses of 400 and above (`HTTP 503`), JSON-RPC error answers by
+    /// code (`JSON-RPC error -32000`), answers that failed a flow step's
+    /// check; only kinds seen, in that order. The counts add up to
+    /// [`EndpointStats::errors`]. (TLS failures by reason, a finer split
+    /// of one failure kind, are in `tls_reasons`.)
+    pub fn error_kinds(&self) -> Vec<(String, u64)> {
+        let failures = Failure::ALL
+            .iter()
+            .map(|f| (f.name().to_string(), self.failures[f.index()]));
+        let statuses = self
+            .status
+            .iter()
+            .enumerate()
+            .skip(400)
+            .map(|(code, n)| (format!("HTTP {code}"), *n));
+        let jsonrpc = self
+            .jsonrpc_errors
+            .iter()
+            .map(|(code, n)| (jsonrpc_error_name(*code), *n));
+        let grpc = self
+            .grpc_errors
+            .iter()
+            .map(|(code, n)| (crate::grpc::error_name(*code), *n));
+        let checks = std::iter::once(("failed check".to_string(), self.failed_checks));
+        failures
+            .chain(statuses)
+            .chain(jsonrpc)
+            .chain(grpc)
+            .chain(checks)
+            .filter(|(_, n)| *n > 0)
+            .collect()
     }
 
     /// Add another core's stats of the same endpoint.
@@ -495,7 +550,7 @@ impl EndpointStats {
         self.reconnects += other.reconnects;
         self.abandoned += other.abandoned;
         self.held = self.held.max(other.held);
-        self.rate += other.rate;
+        self.active = self.active.max(other.active);
         self.failed_checks += other.failed_checks;
         merge_parts(&mut self.steps, &other.steps);
         merge_parts(&mut self.methods, &other.methods);
@@ -509,6 +564,45 @@ impl EndpointStats {
         for (name, n) in &other.faults {
             *self.faults.entry(name.clone()).or_default() += n;
         }
+    }
+}
+
+/// How reports name JSON-RPC error answers with `code` (a batch holding
+/// errors counts under [`BATCH_ERROR`]).
+pub fn jsonrpc_error_name(code: i64) -> String {
+    if code == BATCH_ERROR {
+        "JSON-RPC batch with errors".to_string()
+    } else {
+        format!("JSON-RPC error {code}")
+    }
+}
+
+/// Errors by kind across endpoints, for a table: each kind seen at some
+/// endpoint (in the order [`EndpointStats::error_kinds`] gives, first
+/// endpoint first) with its count at every endpoint.
+pub fn error_table(endpoints: &[EndpointStats]) -> Vec<(String, Vec<u64>)> {
+    let mut rows: Vec<(String, Vec<u64>)> = Vec::new();
+    for (e, s) in endpoints.iter().enumerate() {
+        for (kind, n) in s.error_kinds() {
+            let i = match rows.iter().position(|(k, _)| *k == kind) {
+                Some(i) => i,
+                None => {
+                    rows.push((kind, vec![0; endpoints.len()]));
+                    rows.len() - 1
+                }
+            };
+            rows[i].1[e] = n;
+        }
+    }
+    rows
+}
+
+/// `n` per second of `time`; 0 when `time` is zero.
+pub fn per_second(n: u64, time: Duration) -> f64 {
+    if time.is_zero() {
+        0.0
+    } else {
+        n as f64 / time.as_secs_f64()
     }
 }
 

@@ -1,0 +1,258 @@
+//! One saved run, every report format: text, JSON, Markdown, CSV and HTML
+//! render the same computed figures (rates, percentiles, errors by kind,
+//! mismatches per endpoint). JSON-RPC errors once showed in the text
+//! report alone, and CSV gave the reference a mismatch count of its own.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use common::*;
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("versus-formats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Two methods, `n` requests.
+fn two_methods(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        let method = if i % 2 == 0 {
+            "eth_call"
+        } else {
+            "eth_getBalance"
+        };
+        out.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"{method}\",\"params\":[]}}\n"
+        ));
+    }
+    out.into_bytes()
+}
+
+/// A latency as the formats print it (`850µs`, `1.250ms`, `0.0012s`), in µs.
+fn micros(s: &str) -> f64 {
+    let s = s.trim();
+    let (n, scale) = if let Some(n) = s.strip_suffix("µs") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e6)
+    } else {
+        panic!("not a latency: {s:?}")
+    };
+    n.parse::<f64>().unwrap_or_else(|_| panic!("{s:?}")) * scale
+}
+
+/// Two latencies printed with different precision are the same figure.
+fn same_latency(a: f64, b: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= 1.0 + a.abs() * 0.001,
+        "{what}: {a} µs against {b} µs"
+    );
+}
+
+/// The cells of the Markdown row named `name`.
+fn md_row(md: &str, name: &str) -> Vec<String> {
+    let line = md
+        .lines()
+        .find(|l| l.starts_with(&format!("| {name} |")))
+        .unwrap_or_else(|| panic!("no row {name:?}:\n{md}"));
+    line.trim_matches('|')
+        .split('|')
+        .skip(1)
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+/// The cells of the HTML row whose first cell is `name`.
+fn html_row(html: &str, name: &str) -> Vec<String> {
+    let start = format!("<tr><td>{name}</td>");
+    let at = html
+        .find(&start)
+        .or_else(|| html.find(&format!("<tr><td class=\"text\">{name}</td>")))
+        .unwrap_or_else(|| panic!("no row {name:?}"));
+    let row = &html[at..at + html[at..].find("</tr>").unwrap()];
+    row.split("<td")
+        .skip(2)
+        .map(|c| {
+            let c = &c[c.find('>').unwrap() + 1..];
+            c.trim_end_matches("</td>").to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn every_format_renders_the_same_figures_of_one_saved_run() {
+    let reference =
+        Server::start(|s| Reply::ok(format!(r#"{{"id":{},"result":"0x1"}}"#, id_of(&s.body))));
+    let candidate = Server::start(|s| {
+        let id = id_of(&s.body);
+        if id % 10 == 0 {
+            Reply::ok(format!(
+                r#"{{"id":{id},"error":{{"code":-32000,"message":"header not found"}}}}"#
+            ))
+        } else if id % 15 == 1 {
+            Reply::ok("unavailable").status(503)
+        } else if id % 7 == 3 {
+            Reply::ok(format!(r#"{{"id":{id},"result":"0x2"}}"#))
+        } else {
+            Reply::ok(format!(r#"{{"id":{id},"result":"0x1"}}"#))
+        }
+    });
+    let saved = temp("run.jsonl");
+    let (r, c) = (
+        format!("ref={}", reference.url()),
+        format!("cand={}", candidate.url()),
+    );
+    let out = run_bin(
+        &["-q", "-c", "3", "-o", saved.to_str().unwrap(), &r, &c],
+        &two_methods(600),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let render = |format: &str| {
+        let out = run_bin(
+            &["report", "--format", format, saved.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
+    let text = render("text");
+    let md = render("markdown");
+    let csv = render("csv");
+    let html = render("html");
+
+    let eps = json["endpoints"].as_array().unwrap();
+    let csv_rows: Vec<Vec<String>> = csv
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    let col = |name: &str| csv_rows[0].iter().position(|c| c == name).unwrap();
+    let text_rates: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("   Requests:   "))
+        .collect();
+    let text_p = |p: &str| -> Vec<f64> {
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix(&format!("{p}% in ")))
+            .map(micros)
+            .collect()
+    };
+    let (text_p50, text_p99) = (text_p("50"), text_p("99"));
+    let md_rates = md_row(&md, "Requests per second");
+    let html_rates = html_row(&html, "Requests per second");
+    let md_p99 = md_row(&md, "Latency p99");
+    let html_p99 = html_row(&html, "Latency p99");
+    let md_mismatched = md_row(&md, "Mismatched");
+    let html_mismatched = html_row(&html, "Mismatched");
+    for (i, e) in eps.iter().enumerate() {
+        let label = e["label"].as_str().unwrap();
+        // Rates: one figure, one format.
+        let rate = versus::report::rate(e["rps"].as_f64().unwrap());
+        assert_eq!(text_rates[i], format!("{rate} per second"), "{label}");
+        assert_eq!(md_rates[i], rate, "{label}");
+        assert_eq!(html_rates[i], rate, "{label}");
+        let row = &csv_rows[1 + i];
+        assert_eq!(row[col("label")], label);
+        assert_eq!(row[col("rps")], rate, "{label}");
+        // Percentiles.
+        let p50 = e["latency_ms"]["p50"].as_f64().unwrap() * 1000.0;
+        let p99 = e["latency_ms"]["p99"].as_f64().unwrap() * 1000.0;
+        same_latency(text_p50[i], p50, "text p50");
+        same_latency(text_p99[i], p99, "text p99");
+        same_latency(
+            row[col("p99_ms")].parse::<f64>().unwrap() * 1000.0,
+            p99,
+            "csv p99",
+        );
+        same_latency(micros(&md_p99[i]), p99, "markdown p99");
+        same_latency(micros(&html_p99[i]), p99, "html p99");
+        // Errors by kind: the same kinds and counts everywhere.
+        let kinds: BTreeMap<String, u64> = e["errors"]["kinds"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect();
+        let total: u64 = kinds.values().sum();
+        assert_eq!(total, e["errors"]["count"].as_u64().unwrap(), "{label}");
+        let csv_kinds: BTreeMap<String, u64> = csv_rows
+            .iter()
+            .filter(|r| r[col("label")] == label && r[col("part")] == "error")
+            .map(|r| (r[col("name")].clone(), r[col("errors")].parse().unwrap()))
+            .collect();
+        assert_eq!(csv_kinds, kinds, "csv {label}");
+        for (kind, n) in &kinds {
+            assert!(
+                text.contains(&format!("     {kind}: {n}\n")),
+                "text {kind}\n{text}"
+            );
+            let shown = versus::report::markdown::cell(kind);
+            assert_eq!(md_row(&md, &shown)[i], n.to_string(), "markdown {kind}");
+            assert_eq!(html_row(&html, kind)[i], n.to_string(), "html {kind}");
+        }
+        // Mismatches per endpoint; the reference has none of its own.
+        let csv_mismatched = &row[col("mismatched")];
+        if i == 0 {
+            assert!(e["mismatched"].is_null());
+            assert_eq!(csv_mismatched, "");
+            assert_eq!(md_mismatched[i], "-");
+            assert_eq!(html_mismatched[i], "-");
+        } else {
+            let n = e["mismatched"].as_u64().unwrap();
+            assert!(n > 0);
+            assert_eq!(csv_mismatched, &n.to_string());
+            assert!(
+                md_mismatched[i].starts_with(&format!("{n} (")),
+                "{}",
+                md_mismatched[i]
+            );
+            assert!(html_mismatched[i].starts_with(&format!("{n} (")));
+        }
+    }
+    // The candidate's JSON-RPC and HTTP errors are there, by kind and by
+    // method, in every format.
+    let cand = &eps[1]["errors"]["kinds"];
+    assert_eq!(cand["JSON-RPC error -32000"].as_u64(), Some(60), "{cand}");
+    assert_eq!(cand["HTTP 503"].as_u64(), Some(40), "{cand}");
+    let by_method = json["errors_by_method"].as_array().unwrap();
+    let sum: u64 = by_method.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(sum, 100, "{by_method:?}");
+    for g in by_method {
+        let (method, kind, n) = (
+            g["method"].as_str().unwrap(),
+            g["kind"].as_str().unwrap(),
+            g["count"].as_u64().unwrap(),
+        );
+        assert!(
+            md.contains(&format!(
+                "| {} | cand | {} | {n} |",
+                versus::report::markdown::cell(method),
+                versus::report::markdown::cell(kind)
+            )),
+            "markdown by method {method} {kind}\n{md}"
+        );
+        assert!(
+            html.contains(&format!(
+                "<td class=\"text\">{method}</td><td class=\"text\">cand</td><td class=\"text\">{kind}</td><td>{n}</td>"
+            )),
+            "html by method {method} {kind}"
+        );
+        assert!(
+            csv_rows.iter().any(|r| r[col("part")] == "error by method"
+                && r[col("name")] == format!("{method}: {kind}")
+                && r[col("errors")] == n.to_string()),
+            "csv by method {method} {kind}"
+        );
+    }
+}
