@@ -37,6 +37,8 @@ fn the_readme_names_every_exit_code() {
 }
 
 mod common;
+#[path = "common/grpc_server.rs"]
+mod grpc_server;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -104,6 +106,8 @@ fn localised(
         ("--stop-after=60s", "--stop-after=1s"),
         ("--stop-after=10000", "--stop-after=300"),
         ("--stop-after 1000", "--stop-after 100"),
+        ("--stop-after 10s", "--stop-after 1s"),
+        ("--stop-after 5s", "--stop-after 1s"),
         ("${INFURA_API_KEY}", "KEY"),
     ] {
         line = line.replace(long, short);
@@ -220,6 +224,30 @@ fn every_readme_example_that_can_run_offline_runs() {
         "{head}[[scenario]]\nname = \"checkout\"\nweight = 3\n\n{steps}\n[[scenario]]\nname = \"browse\"\n\n{browse}"
     );
     std::fs::write(dir.join("suite.toml"), suite).unwrap();
+    // The gRPC examples' server (the Items service, with its REST views),
+    // for their 127.0.0.1:50051; the schema and example files they name,
+    // where they name them.
+    let grpc = grpc_server::GrpcServer::start(grpc_server::Options::default());
+    let grpc_addr = grpc.addr.to_string();
+    std::fs::create_dir_all(dir.join("tests/fixtures/grpc")).unwrap();
+    for proto in ["items.proto", "money.proto"] {
+        std::fs::copy(
+            fixtures.join("grpc").join(proto),
+            dir.join("tests/fixtures/grpc").join(proto),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(dir.join("bench")).unwrap();
+    std::fs::copy(
+        root.join("bench/toxy-payload.json"),
+        dir.join("bench/toxy-payload.json"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("examples")).unwrap();
+    let pages = std::fs::read_to_string(root.join("examples/items-pages.toml"))
+        .unwrap()
+        .replace("127.0.0.1:50051", &grpc_addr);
+    std::fs::write(dir.join("examples/items-pages.toml"), pages).unwrap();
     let sh = |line: &str| {
         Command::new("bash")
             .args(["-c", &format!("timeout 120 {line}")])
@@ -237,7 +265,14 @@ fn every_readme_example_that_can_run_offline_runs() {
             eprintln!("skipped ({why}): {example}");
             continue;
         }
-        let line = if example.contains("versus run") {
+        let line = if example.contains("127.0.0.1:50051") && !example.contains("versus run") {
+            let mut rest = || grpc.http();
+            localised(
+                &example.replace("grpc://127.0.0.1:50051", &format!("grpc://{grpc_addr}")),
+                &mut BTreeMap::new(),
+                &mut rest,
+            )
+        } else if example.contains("versus run") {
             // Scenario examples: the two shops for their two endpoints.
             let mut shop_urls = BTreeMap::new();
             let mut next = shops.iter().map(|s| s.url());

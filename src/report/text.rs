@@ -30,6 +30,12 @@ pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()
 /// # Errors
 /// Only when writing to `out` fails.
 pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+    for note in &plan.notes {
+        writeln!(out, "Note: {}", escape_terminal(note))?;
+    }
+    if !plan.notes.is_empty() {
+        writeln!(out)?;
+    }
     nothing_connected(out, plan, run)?;
     writeln!(out, "Endpoints:")?;
     for (i, (spec, s)) in plan.endpoints.iter().zip(&run.stats.endpoints).enumerate() {
