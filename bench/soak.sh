@@ -56,6 +56,21 @@ awk -v iv="$INTERVAL" '
     printf "open fds after the first minute: %d; max after it: %d (%s)\n", fbase, fmax, (fmax <= fbase * 1.1 ? "flat" : "GREW")
     printf "%d samples after the first minute\n", n
   }' "$WORK/samples" | tee -a "$REPORT"
+# The open model opens an HTTP/1.1 connection per request in flight, so a
+# latency blip shows as a burst of descriptors, closed again 5 s later: the
+# medians of the first and last five minutes after the first one tell
+# growth (a leak) from bursts (demand).
+sort -n "$WORK/samples" | awk '
+  $1 >= 60 && $1 < 360 { a[na++] = $3; r[nr++] = $2 }
+  { last[NR] = $3; lastr[NR] = $2; n = NR }
+  function median(v, k,   i, j, t) { for (i = 0; i < k; i++) for (j = i + 1; j < k; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t } return v[int(k / 2)] }
+  END {
+    if (na == 0 || n < 60) { print "too short for the medians"; exit }
+    for (i = n - 29; i <= n; i++) { b[nb++] = last[i]; br[nbr++] = lastr[i] }
+    fa = median(a, na); fb = median(b, nb); ra = median(r, nr); rb = median(br, nbr)
+    printf "open fds, median of minutes 1-6: %d; of the last 5 minutes: %d = %.3fx (flat within 10%%: %s)\n", fa, fb, fb / fa, (fb <= fa * 1.1 ? "yes" : "NO")
+    printf "RSS KB, median of minutes 1-6: %d; of the last 5 minutes: %d = %.3fx (flat within 10%%: %s)\n", ra, rb, rb / ra, (rb <= ra * 1.1 ? "yes" : "NO")
+  }' | tee -a "$REPORT"
 grep -E "Requests:|Errors:|Rate:" "$WORK/report.txt" | head -4 | sed 's/^/    /' | tee -a "$REPORT"
 if [ -n "${OUT:-}" ]; then cp "$REPORT" "$OUT"; fi
 log "report: $REPORT"

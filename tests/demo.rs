@@ -82,6 +82,36 @@ fn the_shop_demo_walks_both_shops_and_finds_the_planted_differences() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo shop:"));
 }
 
+/// `versus demo pages` pages through the in-process catalog three ways,
+/// every traversal whole and the items equal, and shows the comparison.
+#[test]
+fn the_pages_demo_compares_three_ways_through_one_catalog() {
+    let out = run_bin(&["demo", "pages", "--duration", "1s"], b"");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("** Pages of step all items:"), "{stdout}");
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{stdout}"))
+            .split_whitespace()
+            .skip(name.split_whitespace().count())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("Items"), ["2000", "2000", "2000"], "{stdout}");
+    assert_eq!(row("Pages"), ["20", "20", "20"], "{stdout}");
+    assert!(stdout.contains("Mismatched: 0"), "{stdout}");
+    assert!(stdout.contains("stream vs hateoas: latency"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo pages:"));
+}
+
 fn method_counts(lines: &str) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
     for line in lines.lines() {
