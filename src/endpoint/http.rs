@@ -669,6 +669,22 @@ struct OpenStream<'a> {
     answered: bool,
 }
 
+impl OpenStream<'_> {
+    /// Wait for stream `id`'s answer on `conn`; the stream is reset if the
+    /// wait is dropped first (a timeout).
+    async fn answer(conn: &H2Conn, id: u32) -> Result<super::Answer, H2Error> {
+        let mut open = OpenStream {
+            conn,
+            id,
+            answered: false,
+        };
+        let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await;
+        // Taken (the stream is out of the map): nothing to reset.
+        open.answered = true;
+        a
+    }
+}
+
 impl Drop for OpenStream<'_> {
     fn drop(&mut self) {
         if !self.answered {
@@ -905,15 +921,7 @@ impl Slot {
             keep_body,
             link.opts.max_body,
         )?;
-        let mut open = OpenStream {
-            conn,
-            id,
-            answered: false,
-        };
-        let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await;
-        // Taken (the stream is out of the map): nothing to reset.
-        open.answered = true;
-        Ok(a?.response(start))
+        Ok(OpenStream::answer(conn, id).await?.response(start))
     }
 
     /// One gRPC call on a stream of a shared HTTP/2 connection: the
@@ -949,15 +957,9 @@ impl Slot {
             keep_body,
             link.opts.max_body,
         )?;
-        let mut open = OpenStream {
-            conn,
-            id,
-            answered: false,
-        };
-        let a = std::future::poll_fn(|cx| conn.answer(id, cx)).await;
-        open.answered = true;
+        let a = OpenStream::answer(conn, id).await?;
         Ok(super::grpc::response(
-            a?, &method, &g.service, keep_body, start,
+            a, &method, &g.service, keep_body, start,
         )?)
     }
 

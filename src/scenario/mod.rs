@@ -800,6 +800,23 @@ fn compile(call: &CallDoc) -> Result<CallPlan, String> {
         return Err("give `body` or `json`, not both".into());
     }
     let has_body = call.body.is_some() || call.json.is_some();
+    let (body, json) = match (&call.body, &call.json) {
+        (Some(b), _) => (
+            Some(Template::parse(b, Escape::None).map_err(|e| format!("body: {e}"))?),
+            false,
+        ),
+        (None, Some(j)) => (Some(json_template(j)?), true),
+        (None, None) => (None, false),
+    };
+    let mut headers = Vec::new();
+    for (k, v) in call.headers.iter().flatten() {
+        let name = http::HeaderName::try_from(k.as_str())
+            .map_err(|_| format!("{k:?} is not a header name"))?;
+        headers.push((
+            name,
+            Template::parse(v, Escape::None).map_err(|e| format!("header {k}: {e}"))?,
+        ));
+    }
     if let Some(g) = &call.grpc {
         if crate::grpc::split_method(g).is_none() || g.contains("{{") {
             return Err(format!(
@@ -808,23 +825,6 @@ fn compile(call: &CallDoc) -> Result<CallPlan, String> {
         }
         if call.method.is_some() || call.query.is_some() {
             return Err("a gRPC call (grpc = ...) takes no method or query".into());
-        }
-        let (body, json) = match (&call.body, &call.json) {
-            (Some(b), _) => (
-                Some(Template::parse(b, Escape::None).map_err(|e| format!("body: {e}"))?),
-                false,
-            ),
-            (None, Some(j)) => (Some(json_template(j)?), true),
-            (None, None) => (None, false),
-        };
-        let mut headers = Vec::new();
-        for (k, v) in call.headers.iter().flatten() {
-            let name = http::HeaderName::try_from(k.as_str())
-                .map_err(|_| format!("{k:?} is not a header name"))?;
-            headers.push((
-                name,
-                Template::parse(v, Escape::None).map_err(|e| format!("header {k}: {e}"))?,
-            ));
         }
         let (service, method) = crate::grpc::split_method(g).unwrap_or_default();
         return Ok(CallPlan {
@@ -859,23 +859,6 @@ fn compile(call: &CallDoc) -> Result<CallPlan, String> {
             path.push(encoded(v).map_err(|e| format!("query {k}: {e}"))?);
         }
     }
-    let mut headers = Vec::new();
-    for (k, v) in call.headers.iter().flatten() {
-        let name = http::HeaderName::try_from(k.as_str())
-            .map_err(|_| format!("{k:?} is not a header name"))?;
-        headers.push((
-            name,
-            Template::parse(v, Escape::None).map_err(|e| format!("header {k}: {e}"))?,
-        ));
-    }
-    let (body, json) = match (&call.body, &call.json) {
-        (Some(b), _) => (
-            Some(Template::parse(b, Escape::None).map_err(|e| format!("body: {e}"))?),
-            false,
-        ),
-        (None, Some(j)) => (Some(json_template(j)?), true),
-        (None, None) => (None, false),
-    };
     Ok(CallPlan {
         method,
         path,
