@@ -71,7 +71,8 @@ fn merge(files: &[PathBuf], name: &str) -> versus::results::SavedRun {
 /// The simulation: 3 shards of a 360-request stream against two servers
 /// that answer after 200 ms, started together with --start-at, merged,
 /// against one run of the same stream. Counts agree exactly, percentiles
-/// within 1%, and each server saw each request once.
+/// within 5% (two runs' scheduling noise), and each server saw each
+/// request once.
 #[test]
 fn three_shards_merged_equal_one_run() {
     let reply = |s: &Seen| Reply::ok(s.body.clone()).after(Duration::from_millis(200));
@@ -138,7 +139,10 @@ fn three_shards_merged_equal_one_run() {
                 want.latency.value_at_quantile(q) as f64,
             );
             eprintln!("endpoint {e} p{}: merged {x} µs, single {y} µs", q * 100.0);
-            assert!((x - y).abs() <= y * 0.01, "endpoint {e} p{q}: {x} vs {y}");
+            // Two runs, not one: their latencies agree to the scheduling
+            // noise of the machine (a few ms on 200 ms under load), far
+            // closer than a merge that lost or doubled a shard would.
+            assert!((x - y).abs() <= y * 0.05, "endpoint {e} p{q}: {x} vs {y}");
         }
     }
 }
