@@ -633,10 +633,13 @@ fn hostile_run(name: &str) -> PathBuf {
     let file = temp(name);
     let path = file.to_str().unwrap();
     let a_url = format!("a={}", a.url());
+    // Intervals of 10 ms: the run lasts several of them however fast the
+    // machine, so every time chart has full intervals to draw (a last
+    // interval cut short by the stop is left out of them).
     save_run(
         &["-c", "2", "-o", path, &a_url, &format!("b={}", b.url())],
         &lines(300),
-        Duration::from_millis(100),
+        Duration::from_millis(10),
     );
     // Put a group with script in it into the totals line, as the
     // comparison fills them.
