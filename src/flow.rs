@@ -151,7 +151,9 @@ impl Flow {
     /// Make the last step added follow pages to the last one at every
     /// endpoint ([`crate::paginate`]): its request asks for the first
     /// page, each answer is checked, values are taken from the first, and
-    /// the items of all pages are compared across endpoints by key.
+    /// the items of all pages are compared across endpoints by key. Later
+    /// steps see, as this step's reply, the traversal's items answer
+    /// (`{"items":{KEY:item,...},"repeated":{...}}`), not its last page.
     pub fn paginate(mut self, paging: crate::paginate::Paging) -> Flow {
         if let Some(step) = self.steps.last_mut() {
             step.paging = Some(std::sync::Arc::new(paging));

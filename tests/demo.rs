@@ -39,19 +39,24 @@ fn the_demo_runs_offline_and_reports_both_endpoints() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo:"));
 }
 
+/// `versus demo WHICH` for a second, which must succeed: its stdout and
+/// stderr.
+fn demo(which: &str) -> (String, String) {
+    let out = run_bin(&["demo", which, "--duration", "1s"], b"");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    (stdout, stderr)
+}
+
 /// `versus demo shop`: the shop scenario walks both in-process shops end
 /// to end; every instance succeeds at both, and the candidate's two
 /// planted differences are found at their steps and fields.
 #[test]
 fn the_shop_demo_walks_both_shops_and_finds_the_planted_differences() {
-    let out = run_bin(&["demo", "shop", "--duration", "1s"], b"");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, stderr) = demo("shop");
     for step in [
         "root",
         "products",
@@ -79,21 +84,14 @@ fn the_shop_demo_walks_both_shops_and_finds_the_planted_differences() {
         stdout.contains("candidate  checkout  $.total changed"),
         "{stdout}"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo shop:"));
+    assert!(stderr.contains("versus demo shop:"));
 }
 
 /// `versus demo pages` pages through the in-process catalog three ways,
 /// every traversal whole and the items equal, and shows the comparison.
 #[test]
 fn the_pages_demo_compares_three_ways_through_one_catalog() {
-    let out = run_bin(&["demo", "pages", "--duration", "1s"], b"");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, stderr) = demo("pages");
     assert!(stdout.contains("** Pages of step all items:"), "{stdout}");
     let row = |name: &str| {
         stdout
@@ -109,7 +107,7 @@ fn the_pages_demo_compares_three_ways_through_one_catalog() {
     assert_eq!(row("Pages"), ["20", "20", "20"], "{stdout}");
     assert!(stdout.contains("Mismatched: 0"), "{stdout}");
     assert!(stdout.contains("stream vs hateoas: latency"), "{stdout}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo pages:"));
+    assert!(stderr.contains("versus demo pages:"));
 }
 
 fn method_counts(lines: &str) -> HashMap<String, usize> {
