@@ -9,12 +9,17 @@
 #   SOAK=5m RATE=5000 bench/soak.sh
 #
 # Environment: VERSUS (binary), SOAK (duration, humantime), RATE (per
-# second), INTERVAL (seconds between samples, 10), OUT (copy the report).
+# second), CONNS (connections: -c and --max-connections, 8; 0 for
+# versus's defaults: one warmed, more opened for bursts and closed when
+# idle), INTERVAL (seconds between samples, 10), OUT (copy the report).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SOAK="${SOAK:-30m}"
 RATE="${RATE:-2000}"
 INTERVAL="${INTERVAL:-10}"
+CONNS="${CONNS:-8}"
+CONN_ARGS=()
+[ "$CONNS" -gt 0 ] && CONN_ARGS=(-c "$CONNS" --max-connections "$CONNS")
 resolve_versus
 WORK="$BENCH_DIR/.work/soak-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$WORK"
@@ -24,14 +29,14 @@ nginx_start "$WORK/nginx"
 URL="http://127.0.0.1:$H1PORT/"
 REPORT="$WORK/report.md"
 
-log "soak: versus --rate $RATE --stop-after $SOAK against $URL, sampling every ${INTERVAL}s"
-taskset -c 1 "$VERSUS" --rate "$RATE" --stop-after "$SOAK" --threads 1 --compare none \
+log "soak: versus --rate $RATE ${CONN_ARGS[*]} --stop-after $SOAK against $URL, sampling every ${INTERVAL}s"
+taskset -c 1 "$VERSUS" --rate "$RATE" "${CONN_ARGS[@]}" --stop-after "$SOAK" --threads 1 --compare none \
   --method GET -q -o "$WORK/run.jsonl" "$URL" > "$WORK/report.txt" 2>&1 &
 PID=$!
 {
   echo "# versus soak $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo
-  echo "- versus --rate $RATE --stop-after $SOAK --threads 1 --compare none --method GET -o run.jsonl URL"
+  echo "- versus --rate $RATE ${CONN_ARGS[*]} --stop-after $SOAK --threads 1 --compare none --method GET -o run.jsonl URL"
   echo "- samples every ${INTERVAL}s of /proc/PID/status VmRSS and the entries of /proc/PID/fd"
   echo
   echo "| t s | RSS KB | open fds |"
@@ -56,9 +61,9 @@ awk -v iv="$INTERVAL" '
     printf "open fds after the first minute: %d; max after it: %d (%s)\n", fbase, fmax, (fmax <= fbase * 1.1 ? "flat" : "GREW")
     printf "%d samples after the first minute\n", n
   }' "$WORK/samples" | tee -a "$REPORT"
-# The open model opens an HTTP/1.1 connection per request in flight, so a
-# latency blip shows as a burst of descriptors, closed again 5 s later: the
-# medians of the first and last five minutes after the first one tell
+# Without a connection cap (CONNS=0) the open model opens an HTTP/1.1
+# connection per request in flight, so a latency blip shows as a burst of
+# descriptors, closed again 5 s later: the medians of the first and last five minutes after the first one tell
 # growth (a leak) from bursts (demand).
 sort -n "$WORK/samples" | awk '
   $1 >= 60 && $1 < 360 { a[na++] = $3; r[nr++] = $2 }

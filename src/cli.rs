@@ -377,6 +377,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_keepalive: bool,
 
+    /// Most HTTP/1.1 connections open to each endpoint at once (all cores
+    /// together, at least one per core); a request that finds none free
+    /// waits for one (in the open model, the wait is in its latency).
+    /// Default: no limit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+
     /// Longest input line, in bytes (K, M, G suffixes: 16M). Longer lines
     /// are skipped and reported.
     #[arg(long, default_value = "16M", value_parser = parse_size, value_name = "SIZE")]

@@ -494,6 +494,9 @@ impl Plan {
                 keepalive: !args.no_keepalive,
                 version,
                 keep_headers: compare_headers,
+                max_connections: args
+                    .max_connections
+                    .map(|n| usize::try_from(shard.share(n).max(1)).unwrap_or(usize::MAX)),
             },
             tls,
             concurrency: shard.share_of(args.concurrency).max(1),

@@ -269,7 +269,8 @@ fn connections_opened_for_a_burst_are_closed_once_idle() {
     // overlap, and the open model opens a connection for each. After them
     // every answer is immediate and one or two connections carry the load;
     // the rest sit idle and must be closed during the run, not kept to its
-    // end (which held a burst's file descriptors for hours in a soak).
+    // end (which held a burst's file descriptors for hours in a soak). The
+    // three opened before the run (-c 3) stay open.
     let count = AtomicU64::new(0);
     let server = Server::start(move |_| {
         let slow = count.fetch_add(1, Ordering::SeqCst) < 20;
@@ -289,6 +290,10 @@ fn connections_opened_for_a_burst_are_closed_once_idle() {
             "40",
             "--stop-after",
             "8s",
+            "-c",
+            "3",
+            "--threads",
+            "1",
             "--method",
             "GET",
             &server.url(),
@@ -306,12 +311,63 @@ fn connections_opened_for_a_burst_are_closed_once_idle() {
     // By the last full interval (7 s in; the burst ended at about 1 s),
     // the idle ones are closed while the run still goes.
     let before_end = observer.closed[6];
-    assert!(
-        before_end + 3 >= opened,
+    assert_eq!(
+        before_end + 3,
+        opened,
         "{before_end} of {opened} connections closed by 7 s: {:?}\n{report}",
         observer.closed
     );
     // And not before they had been idle a while: none in the first
     // seconds after the burst.
     assert_eq!(observer.closed[2], 0, "{:?}", observer.closed);
+}
+
+#[test]
+fn max_connections_bounds_the_connections_and_the_wait_is_in_the_latency() {
+    // Every answer takes 100 ms; 20 requests fall due over one second, so
+    // several overlap. Without a limit the open model opens a connection
+    // for each that overlaps; with --max-connections 1 a single connection
+    // carries them one after another, and the wait for it is part of each
+    // request's latency (counted from its due time).
+    let run = |limit: &[&str]| {
+        let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(100)));
+        let mut args = vec!["--rate", "20", "--stop-after", "1s", "--threads", "1"];
+        args.extend_from_slice(limit);
+        let url = server.url();
+        args.extend_from_slice(&["--method", "GET", &url]);
+        let (out, report) = run_lib(&args, b"");
+        let max_in_flight = server.counters.max_in_flight.load(Ordering::SeqCst);
+        (out, report, server.connections(), max_in_flight)
+    };
+    let (out, report, opened, in_flight) = run(&[]);
+    assert_eq!(out.stats.endpoints[0].responses, 20, "{report}");
+    assert!(
+        opened >= 2,
+        "without a limit: {opened} connections\n{report}"
+    );
+    assert!(
+        in_flight >= 2,
+        "without a limit: {in_flight} in flight\n{report}"
+    );
+
+    let (out, report, opened, in_flight) = run(&["--max-connections", "1"]);
+    let e = &out.stats.endpoints[0];
+    // All 20 sent; the run's end may cut off the last (counted abandoned).
+    assert_eq!(e.sent, 20, "{report}");
+    assert!(e.responses >= 19, "{report}");
+    assert_eq!(e.errors(), 0, "{report}");
+    assert_eq!(opened, 1, "{report}");
+    assert_eq!(in_flight, 1, "{report}");
+    // One at a time, 100 ms each: the last of 20 is answered about 2 s
+    // after the first was due, about 1 s after it was due itself.
+    let p99 = e.latency.value_at_quantile(0.99);
+    assert!(p99 >= 700_000, "p99 {p99} µs\n{report}");
+}
+
+#[test]
+fn max_connections_must_be_positive() {
+    let out = run_bin(&["--max-connections", "0", "http://127.0.0.1:1/"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-connections"), "{err}");
 }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -548,4 +549,30 @@ fn the_openssl_req_x509_certificate_works_with_cacert_as_with_curl() {
 
     assert_tls_failures(&pem, &server.https_url(), TlsReason::NameMismatch);
     let _ = std::fs::remove_file(pem);
+}
+
+#[test]
+fn max_connections_makes_the_slots_share_fewer_connections() {
+    // Eight requests in flight (-c 8) over at most two connections: the
+    // server never sees more than two connections or two requests at once,
+    // and every request is answered.
+    let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(2)));
+    let (out, report) = run_lib(
+        &[
+            "-c",
+            "8",
+            "--threads",
+            "2",
+            "--max-connections",
+            "2",
+            &server.url(),
+        ],
+        &lines(200),
+    );
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.responses, 200, "{report}");
+    assert_eq!(e.errors(), 0, "{report}");
+    assert_eq!(server.connections(), 2, "{report}");
+    let in_flight = server.counters.max_in_flight.load(Ordering::SeqCst);
+    assert!(in_flight <= 2, "{in_flight} in flight at once\n{report}");
 }

@@ -86,10 +86,8 @@ pub struct Link {
     /// a request and gives it back after (so in the open model the many
     /// slots share the few connections that traffic needs).
     pool: RefCell<Vec<Idle>>,
-    /// Slots waiting for an idle connection (while their own connect runs).
-    waiting: Cell<usize>,
-    /// Wakes one of them when a connection becomes idle.
-    returned: tokio::sync::Notify,
+    /// The HTTP/1.1 connections open or opening, against the limit.
+    capacity: Rc<Capacity>,
     /// Counts [`Link::trim_idle`] calls: the clock idle connections are
     /// aged by (no clock read per request).
     epoch: Cell<u32>,
@@ -173,20 +171,74 @@ impl Link {
 /// An idle HTTP/1.1 connection and, for a new one, its connect time not
 /// yet reported (the first request on it reports it).
 struct Idle {
-    conn: H1Conn,
+    conn: Held,
     connect: Option<Duration>,
     /// The [`Link::epoch`] it became idle in.
     since: u32,
 }
 
+/// A link's HTTP/1.1 connections, open or opening, against
+/// `--max-connections`; and the slots waiting for one.
+struct Capacity {
+    open: Cell<usize>,
+    max: usize,
+    /// Opened before the run (warmed): kept open however idle.
+    kept: Cell<usize>,
+    /// Slots waiting for an idle connection (while their own connect runs)
+    /// or for room to open one.
+    waiting: Cell<usize>,
+    /// Wakes one of them when a connection is given back or closed.
+    returned: tokio::sync::Notify,
+}
+
+impl Capacity {
+    fn wake(&self) {
+        if self.waiting.get() > 0 {
+            self.returned.notify_one();
+        }
+    }
+}
+
+/// A connection's place under the limit, from its connect on; freed (and
+/// a waiting slot woken) when the connection or its failed connect is
+/// dropped.
+struct Ticket(Rc<Capacity>);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.open.set(self.0.open.get() - 1);
+        self.0.wake();
+    }
+}
+
+/// An HTTP/1.1 connection with its place under the limit.
+struct Held {
+    conn: H1Conn,
+    _ticket: Ticket,
+}
+
+impl Deref for Held {
+    type Target = H1Conn;
+
+    fn deref(&self) -> &H1Conn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    fn deref_mut(&mut self) -> &mut H1Conn {
+        &mut self.conn
+    }
+}
+
 /// Counts a slot among those waiting for an idle connection while it
 /// waits (also when its request is dropped by a timeout).
-struct Waiting<'a>(&'a Link);
+struct Waiting<'a>(&'a Capacity);
 
 impl<'a> Waiting<'a> {
-    fn new(link: &'a Link) -> Waiting<'a> {
-        link.waiting.set(link.waiting.get() + 1);
-        Waiting(link)
+    fn new(capacity: &'a Capacity) -> Waiting<'a> {
+        capacity.waiting.set(capacity.waiting.get() + 1);
+        Waiting(capacity)
     }
 }
 
@@ -344,32 +396,55 @@ impl Prepared {
 impl Link {
     /// A link on the current core.
     pub fn new(prepared: Prepared) -> Link {
+        let max = prepared.opts.max_connections.unwrap_or(usize::MAX);
         Link {
             prepared,
             h2: RefCell::new(H2State::default()),
             h2_opened: tokio::sync::Notify::new(),
             h2_warmed: Cell::new(0),
             pool: RefCell::new(Vec::new()),
-            waiting: Cell::new(0),
-            returned: tokio::sync::Notify::new(),
+            capacity: Rc::new(Capacity {
+                open: Cell::new(0),
+                max,
+                kept: Cell::new(0),
+                waiting: Cell::new(0),
+                returned: tokio::sync::Notify::new(),
+            }),
             epoch: Cell::new(0),
         }
     }
 
-    /// Close the idle HTTP/1.1 connections unused for [`IDLE_LIMIT`],
-    /// given that this is called once every `every` of the run (not while
-    /// it is paused, when every connection is idle and will be needed
-    /// again).
+    /// A place for one more HTTP/1.1 connection, if under the limit.
+    fn reserve(&self) -> Option<Ticket> {
+        let c = &self.capacity;
+        (c.open.get() < c.max).then(|| self.ticket())
+    }
+
+    /// A place for one more HTTP/1.1 connection, over the limit if need be
+    /// (a connection that negotiated HTTP/1.1 where HTTP/2 was expected).
+    fn ticket(&self) -> Ticket {
+        let c = &self.capacity;
+        c.open.set(c.open.get() + 1);
+        Ticket(c.clone())
+    }
+
+    /// Close the idle HTTP/1.1 connections unused for [`IDLE_LIMIT`] (but
+    /// keep as many open as were opened before the run), given that this is
+    /// called once every `every` of the run (not while it is paused, when
+    /// every connection is idle and will be needed again).
     pub fn trim_idle(&self, every: Duration) {
         let epoch = self.epoch.get().wrapping_add(1);
         self.epoch.set(epoch);
         let limit = IDLE_LIMIT.as_nanos().div_ceil(every.as_nanos().max(1));
         let limit = u32::try_from(limit).unwrap_or(u32::MAX).max(2);
         // The pool is a stack: the least recently used are at the bottom.
+        let c = &self.capacity;
+        let spare = c.open.get().saturating_sub(c.kept.get());
         let mut pool = self.pool.borrow_mut();
         let stale = pool
             .iter()
             .take_while(|i| epoch.wrapping_sub(i.since) >= limit)
+            .take(spare)
             .count();
         pool.drain(..stale);
     }
@@ -385,11 +460,17 @@ impl Link {
     }
 
     /// Keep a new connection: an HTTP/1.1 one idle in the pool (with the
-    /// connect time `took` to report, if any), an HTTP/2 one as the core's
-    /// shared connection.
-    fn adopt(&self, connected: Connected, took: Option<Duration>) {
+    /// connect time `took` to report, if any) in the place `ticket` keeps
+    /// for it, an HTTP/2 one as the core's shared connection.
+    fn adopt(&self, connected: Connected, took: Option<Duration>, ticket: Ticket) {
         match connected {
-            Connected::H1(conn) => self.give_back(conn, took),
+            Connected::H1(conn) => self.give_back(
+                Held {
+                    conn,
+                    _ticket: ticket,
+                },
+                took,
+            ),
             // A server that allows no stream at all: nothing to keep.
             Connected::H2(c) if c.max_streams() == 0 => {
                 self.h2.borrow_mut().negotiated = true;
@@ -408,22 +489,22 @@ impl Link {
 
     /// Put an HTTP/1.1 connection in the idle pool, waking a slot that waits
     /// for one.
-    fn give_back(&self, conn: H1Conn, connect: Option<Duration>) {
+    fn give_back(&self, conn: Held, connect: Option<Duration>) {
         self.pool.borrow_mut().push(Idle {
             conn,
             connect,
             since: self.epoch.get(),
         });
-        if self.waiting.get() > 0 {
-            self.returned.notify_one();
-        }
+        self.capacity.wake();
     }
 
-    /// Open a connection in a task of its own; it goes to the pool (or
-    /// becomes the shared HTTP/2 one) when ready, whoever takes it.
+    /// Open a connection, in the place `ticket` keeps for it, in a task of
+    /// its own; it goes to the pool (or becomes the shared HTTP/2 one) when
+    /// ready, whoever takes it.
     fn dial(
         self: &Rc<Link>,
         delay: Option<Duration>,
+        ticket: Ticket,
     ) -> tokio::task::JoinHandle<Result<(), Failure>> {
         let link = self.clone();
         tokio::task::spawn_local(async move {
@@ -432,7 +513,7 @@ impl Link {
             let connected = tokio::time::timeout(link.opts.timeout, link.dialer.connect())
                 .await
                 .map_err(|_| Failure::Timeout)??;
-            link.adopt(connected, Some(t0.elapsed()));
+            link.adopt(connected, Some(t0.elapsed()), ticket);
             Ok(())
         })
     }
@@ -648,7 +729,7 @@ fn join_target(base: &str, target: &str) -> String {
 pub struct Slot {
     link: Rc<Link>,
     /// The connection of the request in flight (back in the pool after).
-    h1: Option<H1Conn>,
+    h1: Option<Held>,
     /// Whether the last answer left the connection usable (no
     /// `Connection: close`, not close-delimited).
     reuse: bool,
@@ -694,7 +775,7 @@ impl Drop for OpenStream<'_> {
 }
 
 enum Sender {
-    H1(H1Conn),
+    H1(Held),
     H2(H2Stream),
 }
 
@@ -756,13 +837,22 @@ impl Slot {
             link.h2.borrow_mut().connecting = true;
             _connecting = Connecting(link);
         }
+        // At the limit of HTTP/1.1 connections: this slot will share
+        // those open.
+        let Some(ticket) = link.reserve() else {
+            return Ok(None);
+        };
         let t0 = Instant::now();
         let connect = Box::pin(link.dialer.connect());
         let connected = tokio::time::timeout(link.opts.timeout, connect)
             .await
             .unwrap_or(Err(Failure::Timeout));
         self.backoff.record(&connected);
-        link.adopt(connected?, None);
+        let connected = connected?;
+        if matches!(connected, Connected::H1(_)) {
+            link.capacity.kept.set(link.capacity.kept.get() + 1);
+        }
+        link.adopt(connected, None, ticket);
         if !counted && link.h2.borrow().negotiated {
             // The first connection negotiated HTTP/2: its stream.
             link.h2_warmed.set(link.h2_warmed.get() + 1);
@@ -881,7 +971,7 @@ impl Slot {
     /// One request on an HTTP/1.1 connection.
     async fn exchange_h1(
         &mut self,
-        mut c: H1Conn,
+        mut c: Held,
         req: &Request,
         keep_body: bool,
         start: Instant,
@@ -1016,28 +1106,39 @@ impl Slot {
                     return Ok((Sender::H1(idle.conn), idle.connect, false));
                 }
             }
-            // None idle: open one, but take whichever connection is ready
-            // first, this one or one another slot gives back. A burst of
-            // requests then neither waits for a connect each nor opens a
-            // connection each (which, against a busy server, slows every
-            // connect and opens still more).
+            // None idle: open one (if under the limit), but take whichever
+            // connection is ready first, this one or one another slot gives
+            // back. A burst of requests then neither waits for a connect
+            // each nor opens a connection each (which, against a busy
+            // server, slows every connect and opens still more).
             let mut dial = None;
             loop {
-                let handle = dial.get_or_insert_with(|| link.dial(delay));
-                let returned = link.returned.notified();
-                let waiting = Waiting::new(&link);
-                tokio::select! {
-                    r = handle => {
-                        dial = None;
-                        match r {
-                            Ok(Ok(())) => {}
-                            Ok(Err(f)) => return Err(f),
-                            Err(_) => return Err(Failure::Io),
-                        }
-                    }
-                    () = returned => {}
+                if dial.is_none() {
+                    dial = link.reserve().map(|ticket| link.dial(delay, ticket));
                 }
+                let returned = link.capacity.returned.notified();
+                let waiting = Waiting::new(&link.capacity);
+                let dialed = async {
+                    match dial.as_mut() {
+                        Some(handle) => Some(handle.await),
+                        // At the limit: wait for a connection given back or
+                        // closed.
+                        None => std::future::pending().await,
+                    }
+                };
+                let dialed = tokio::select! {
+                    r = dialed => r,
+                    () = returned => None,
+                };
                 drop(waiting);
+                if let Some(r) = dialed {
+                    dial = None;
+                    match r {
+                        Ok(Ok(())) => {}
+                        Ok(Err(f)) => return Err(f),
+                        Err(_) => return Err(Failure::Io),
+                    }
+                }
                 if link.h2.borrow().negotiated {
                     // The connect negotiated HTTP/2 (ALPN): share it.
                     return match link.claim_h2() {
@@ -1057,9 +1158,16 @@ impl Slot {
         let connected = Box::pin(link.dialer.connect()).await?;
         let took = Some(t0.elapsed());
         match connected {
-            Connected::H1(s) => Ok((Sender::H1(s), took, true)),
+            Connected::H1(conn) => {
+                let held = Held {
+                    conn,
+                    _ticket: link.ticket(),
+                };
+                Ok((Sender::H1(held), took, true))
+            }
             Connected::H2(c) => {
-                link.adopt(Connected::H2(c), None);
+                let ticket = link.ticket();
+                link.adopt(Connected::H2(c), None, ticket);
                 match link.claim_h2() {
                     Some(stream) => Ok((Sender::H2(stream), took, true)),
                     None => Err(Failure::Reset),

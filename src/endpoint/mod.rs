@@ -241,6 +241,10 @@ pub struct TransportOptions {
     pub version: HttpVersion,
     /// Response headers to keep for comparison.
     pub keep_headers: Vec<::http::HeaderName>,
+    /// Most HTTP/1.1 connections open (or opening) at once on one core's
+    /// link (`--max-connections`, shared out among the cores); a request
+    /// finding none free waits for one. `None`: no limit.
+    pub max_connections: Option<usize>,
 }
 
 #[cfg(test)]

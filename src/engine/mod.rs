@@ -328,19 +328,16 @@ pub fn run_resolved(
     let barrier = Arc::new(Barrier::new(cores + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
     for (c, input) in inputs.into_iter().enumerate() {
+        let share = |n: usize| core(c).share_of(n);
+        let mut transport = plan.transport.clone();
+        transport.max_connections = transport.max_connections.map(|n| share(n).max(1));
         let mut links = Vec::with_capacity(plan.endpoints.len());
         for (spec, a) in plan.endpoints.iter().zip(&addrs) {
             links.push(
-                Prepared::new(
-                    spec.clone(),
-                    a.clone(),
-                    plan.tls.clone(),
-                    plan.transport.clone(),
-                )
-                .map_err(RunError::Endpoint)?,
+                Prepared::new(spec.clone(), a.clone(), plan.tls.clone(), transport.clone())
+                    .map_err(RunError::Endpoint)?,
             );
         }
-        let share = |n: usize| core(c).share_of(n);
         let slots = share(in_flight).max(1);
         let warm = share(plan.concurrency).clamp(1, slots);
         let done = ticks.clone();

@@ -131,6 +131,7 @@ fn follow_head(
         keepalive: true,
         version: HttpVersion::Http1,
         keep_headers: Vec::new(),
+        max_connections: None,
     };
     let tls = match spec.scheme {
         endpoint::Scheme::Https => Some(endpoint::tls_config(
