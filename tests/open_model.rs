@@ -289,7 +289,7 @@ fn connections_opened_for_a_burst_are_closed_once_idle() {
             "--rate",
             "40",
             "--stop-after",
-            "8s",
+            "10s",
             "-c",
             "3",
             "--threads",
@@ -302,19 +302,21 @@ fn connections_opened_for_a_burst_are_closed_once_idle() {
         &mut observer,
     );
     let e = &out.stats.endpoints[0];
-    assert_eq!(e.responses, 320, "{report}");
+    assert_eq!(e.responses, 400, "{report}");
     let opened = server.connections();
     assert!(
         opened >= 10,
         "the burst opened {opened} connections\n{report}"
     );
-    // By the last full interval (7 s in; the burst ended at about 1 s),
-    // the idle ones are closed while the run still goes.
-    let before_end = observer.closed[6];
-    assert_eq!(
-        before_end + 3,
-        opened,
-        "{before_end} of {opened} connections closed by 7 s: {:?}\n{report}",
+    // By the last full interval (9 s in; the burst ended at about 1 s),
+    // the idle ones are closed while the run still goes, but not the three
+    // opened before the run. (A latency blip under load may have opened
+    // one or two more in the last seconds.)
+    let before_end = observer.closed[8];
+    let open = opened - before_end;
+    assert!(
+        (3..=5).contains(&open),
+        "{before_end} of {opened} connections closed by 9 s: {:?}\n{report}",
         observer.closed
     );
     // And not before they had been idle a while: none in the first
