@@ -177,6 +177,77 @@ fn a_live_capture_pipe_is_replayed_while_it_is_written() {
     check_capture_requests(&seen);
 }
 
+/// A HAR file or a capture piped in without `--input` is read in its
+/// format, found from the first read, and said so once (it was sent line
+/// by line as POST bodies, without a word).
+#[test]
+fn a_har_or_a_capture_piped_without_input_is_read_in_its_format_and_said_so() {
+    for (file, requests, said) in [
+        ("chromium.har", 3, "stdin is a HAR file: reading it as --input har"),
+        (
+            "curl-loopback.pcap",
+            5,
+            "stdin is a packet capture: reading it as --input pcap",
+        ),
+    ] {
+        let (server, _) = recorder();
+        let data = std::fs::read(format!("{FIXTURES}/{file}")).unwrap();
+        let out = run_bin(&[&server.url()], &data);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{file}: {stderr}");
+        assert_eq!(server.requests(), requests, "{file}: {stderr}");
+        assert_eq!(stderr.matches(said).count(), 1, "{file}: {stderr}");
+    }
+    // Lines are still lines, with nothing said.
+    let (server, seen) = recorder();
+    let out = run_bin(&[&server.url()], b"{\"id\":1,\"log\":2}\n{\"a\":1}\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.requests(), 2);
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s.body[..] == b"{\"id\":1,\"log\":2}"[..]));
+}
+
+/// `tail -f log | versus URL`: finding stdin's format must not wait for
+/// more than its first read, so the first line is sent while the pipe
+/// stays open and silent.
+#[test]
+fn a_live_pipe_without_input_sends_its_first_line_before_any_more_arrives() {
+    let (server, seen) = recorder();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
+        .arg(server.url())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"first\":1}\n").unwrap();
+    stdin.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.requests() < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the first line was not sent while the pipe stayed open"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stdin.write_all(b"{\"second\":2}\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bodies: Vec<_> = seen.lock().unwrap().iter().map(|s| s.body.clone()).collect();
+    assert_eq!(bodies, [&b"{\"first\":1}"[..], b"{\"second\":2}"]);
+}
+
 #[test]
 fn jsonl_curl_and_vegeta_files() {
     let dir = std::env::temp_dir().join(format!("versus-replay-{}", std::process::id()));
