@@ -183,7 +183,11 @@ fn a_live_capture_pipe_is_replayed_while_it_is_written() {
 #[test]
 fn a_har_or_a_capture_piped_without_input_is_read_in_its_format_and_said_so() {
     for (file, requests, said) in [
-        ("chromium.har", 3, "stdin is a HAR file: reading it as --input har"),
+        (
+            "chromium.har",
+            3,
+            "stdin is a HAR file: reading it as --input har",
+        ),
         (
             "curl-loopback.pcap",
             5,
@@ -203,7 +207,11 @@ fn a_har_or_a_capture_piped_without_input_is_read_in_its_format_and_said_so() {
     let out = run_bin(&[&server.url()], b"{\"id\":1,\"log\":2}\n{\"a\":1}\n");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(server.requests(), 2);
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(seen
         .lock()
         .unwrap()
@@ -244,7 +252,12 @@ fn a_live_pipe_without_input_sends_its_first_line_before_any_more_arrives() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let bodies: Vec<_> = seen.lock().unwrap().iter().map(|s| s.body.clone()).collect();
+    let bodies: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.body.clone())
+        .collect();
     assert_eq!(bodies, [&b"{\"first\":1}"[..], b"{\"second\":2}"]);
 }
 

@@ -79,7 +79,6 @@ pub mod har;
 pub mod jsonl;
 pub mod lines;
 pub mod pcap;
-pub mod peek;
 pub mod reader;
 pub mod saved;
 pub mod vegeta;
@@ -139,7 +138,11 @@ pub fn open(
         _ => Box::new(std::io::stdin()),
     };
     Ok(match format {
-        Some(format) => source(format, BufReader::with_capacity(1 << 16, reader), max_record),
+        Some(format) => source(
+            format,
+            BufReader::with_capacity(1 << 16, reader),
+            max_record,
+        ),
         None => Box::new(Detected::new(reader, max_record)),
     })
 }
@@ -207,10 +210,7 @@ impl Detected {
 
 /// The source for `reader`, its format found by one read of it: a HAR
 /// file or a capture in theirs (said on stderr), else lines.
-fn first_read(
-    reader: Box<dyn Read + Send>,
-    max_record: usize,
-) -> std::io::Result<Box<dyn Source>> {
+fn first_read(reader: Box<dyn Read + Send>, max_record: usize) -> std::io::Result<Box<dyn Source>> {
     let mut reader = BufReader::with_capacity(1 << 16, reader);
     let head = loop {
         match reader.fill_buf() {
