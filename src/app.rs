@@ -114,7 +114,7 @@ fn try_run(
         let _ = writeln!(
             err,
             "versus: warning: --start-at passed {} ago: starting at once, late (late_ms in the saved run's header)",
-            humantime::format_duration(late)
+            report::duration(late)
         );
     }
     // Everything that can keep the run from starting comes before the

@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use super::info::Report;
-use super::threshold::micros;
+use super::micros;
 
 /// Make text safe in a Markdown table cell.
 pub fn cell(s: &str) -> String {

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::{escape_terminal, go_duration, percent, seconds};
+use super::{duration, escape_terminal, percent, seconds};
 use crate::engine::RunOutput;
 use crate::model::{Failure, TlsReason};
 use crate::plan::Plan;
@@ -401,14 +401,12 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     let avg = if all.is_empty() {
         "-".to_string()
     } else {
-        go_duration(std::time::Duration::from_nanos(
-            (all.mean() * 1000.0).round() as u64,
-        ))
+        seconds(all.mean().round() as u64)
     };
     writeln!(
         out,
         "   Timing:     {avg} request avg, {} total run time",
-        go_duration(run.elapsed)
+        duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
     if let Some(w) = &plan.warmup {
