@@ -190,11 +190,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         writeln!(out, "- Incomplete: {}", v.incomplete)?;
     }
     if r.run.input.malformed > 0 {
-        writeln!(
-            out,
-            "- Input: {} requests read, {} malformed records skipped",
-            r.run.input.requests, r.run.input.malformed
-        )?;
+        writeln!(out, "- Input: {}", super::input_counts(r.run))?;
     }
     errors(out, r)?;
     if eps.iter().any(|s| s.flows.instances > 0) {

@@ -66,6 +66,25 @@ pub fn reference_silent(eps: &[crate::stats::EndpointStats]) -> bool {
     eps.len() > 1 && eps[0].responses == 0 && eps[0].completed() > 0
 }
 
+/// What the input held beyond its requests, as the text and Markdown
+/// reports say it: `N requests read, M malformed records skipped`, or,
+/// when `--strict` stopped the input at one, that it did (it was not
+/// skipped).
+pub fn input_counts(run: &crate::engine::RunOutput) -> String {
+    let input = &run.input;
+    if run.input_error.as_ref().is_some_and(|e| e.is_strict()) {
+        format!(
+            "{} requests read, then a malformed record stopped the input (--strict)",
+            input.requests
+        )
+    } else {
+        format!(
+            "{} requests read, {} malformed records skipped",
+            input.requests, input.malformed
+        )
+    }
+}
+
 /// A rate per second as every report shows it: two decimals from 0.01 up
 /// (`200.00`), three significant digits below (`0.00278`, for `--rate
 /// 10/h`), so a rate that is not zero never reads as zero.

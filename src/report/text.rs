@@ -244,8 +244,9 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
     if !s.connect.is_empty() {
         writeln!(
             out,
-            "   Connects:   {} connections, {} avg, {} max to connect ({}); {} of them during the run",
+            "   Connects:   {} connection{}, {} avg, {} max to connect ({}); {} of them during the run",
             s.connect.len(),
+            if s.connect.len() == 1 { "" } else { "s" },
             seconds(s.connect.mean().round() as u64),
             seconds(s.connect.max()),
             if s.tls.is_empty() { "TCP" } else { "TCP and TLS" },
@@ -255,8 +256,9 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
     if !s.tls.is_empty() {
         writeln!(
             out,
-            "   TLS:        {} handshakes, {} avg, {} max (part of the connect time)",
+            "   TLS:        {} handshake{}, {} avg, {} max (part of the connect time)",
             s.tls.len(),
+            if s.tls.len() == 1 { "" } else { "s" },
             seconds(s.tls.mean().round() as u64),
             seconds(s.tls.max())
         )?;
@@ -458,11 +460,7 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     let input = &run.input;
     if input.malformed > 0 {
-        writeln!(
-            out,
-            "   Input:      {} requests read, {} malformed records skipped",
-            input.requests, input.malformed
-        )?;
+        writeln!(out, "   Input:      {}", super::input_counts(run))?;
         for m in &input.samples {
             writeln!(
                 out,
