@@ -153,6 +153,8 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
     let html_rates = html_row(&html, "Requests per second");
     let md_p99 = md_row(&md, "Latency p99");
     let html_p99 = html_row(&html, "Latency p99");
+    // The HTML summary once had p90 but not p95.
+    let (md_p95, html_p95) = (md_row(&md, "Latency p95"), html_row(&html, "Latency p95"));
     let md_mismatched = md_row(&md, "Mismatched");
     let html_mismatched = html_row(&html, "Mismatched");
     for (i, e) in eps.iter().enumerate() {
@@ -177,6 +179,9 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
         );
         same_latency(micros(&md_p99[i]), p99, "markdown p99");
         same_latency(micros(&html_p99[i]), p99, "html p99");
+        let p95 = e["latency_ms"]["p95"].as_f64().unwrap() * 1000.0;
+        same_latency(micros(&md_p95[i]), p95, "markdown p95");
+        same_latency(micros(&html_p95[i]), p95, "html p95");
         // Errors by kind: the same kinds and counts everywhere.
         let kinds: BTreeMap<String, u64> = e["errors"]["kinds"]
             .as_object()
