@@ -114,10 +114,6 @@ impl Source for Creating {
     fn summary(&self) -> Option<String> {
         self.source.summary()
     }
-
-    fn location(&self) -> Option<String> {
-        self.source.location()
-    }
 }
 
 /// A report whose reader stopped reading (`versus report ... | head`) is
