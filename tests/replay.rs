@@ -220,7 +220,10 @@ fn a_har_or_a_capture_piped_without_input_is_read_in_its_format_and_said_so() {
     }
     // Lines are still lines, with nothing said.
     let (server, seen) = recorder();
-    let out = run_bin(&[&server.url()], b"{\"id\":1,\"log\":2}\n{\"a\":1}\n");
+    let out = run_bin(
+        &[&server.url()],
+        b"{\"log\":\"started\"}\n{\"id\":1,\"log\":2}\n",
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(server.requests(), 2);
     assert!(
@@ -232,7 +235,7 @@ fn a_har_or_a_capture_piped_without_input_is_read_in_its_format_and_said_so() {
         .lock()
         .unwrap()
         .iter()
-        .any(|s| s.body[..] == b"{\"id\":1,\"log\":2}"[..]));
+        .any(|s| s.body[..] == b"{\"log\":\"started\"}"[..]));
 }
 
 /// `tail -f log | versus URL`: finding stdin's format must not wait for
