@@ -813,7 +813,8 @@ fn assert_left_alone(paths: &[PathBuf], stderr: &str) {
 }
 
 /// An input that turns out to hold no request, from a real pipe (empty,
-/// or blank lines) or an empty `--input-file`, leaves an earlier run's
+/// blank lines, or `--strict` stopping at its first record) or an empty
+/// `--input-file`, leaves an earlier run's
 /// files as they were (a pipe's were once replaced before it was read:
 /// the HTML page and mismatch log emptied, the saved run a stub that
 /// `report` called killed).
@@ -827,10 +828,11 @@ fn an_empty_pipe_or_input_file_leaves_earlier_files_alone() {
     let url = server.url();
     let files = ["-o", output, "--mismatches", mismatches, "--html", html];
     let from_file = ["--input-file", empty.to_str().unwrap()];
-    for (input, stdin) in [
-        (&[][..], &b""[..]),
-        (&[][..], b"\n\n"),
-        (&from_file[..], b""),
+    for (input, stdin, why) in [
+        (&[][..], &b""[..], "no requests"),
+        (&[][..], b"\n\n", "no requests"),
+        (&from_file[..], b"", "no requests"),
+        (&["--strict"][..], b"\xff\n{}\n", "(--strict)"),
     ] {
         let mut args = files.to_vec();
         args.extend_from_slice(input);
@@ -838,7 +840,7 @@ fn an_empty_pipe_or_input_file_leaves_earlier_files_alone() {
         let out = run_bin(&args, stdin);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{input:?} {stdin:?}: {stderr}");
-        assert!(stderr.contains("no requests"), "{stderr}");
+        assert!(stderr.contains(why), "{stderr}");
         assert_left_alone(&paths, &stderr);
     }
     assert_eq!(server.requests(), 0);

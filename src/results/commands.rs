@@ -87,6 +87,11 @@ impl Files {
         *created = true;
         Ok(())
     }
+
+    /// Whether [`Files::create`] has created the files.
+    fn created(&self) -> bool {
+        self.created.lock().is_ok_and(|c| *c)
+    }
 }
 
 /// A stream that creates the output files as it hands on its first
@@ -265,8 +270,13 @@ impl Live {
     /// # Errors
     /// When the report or a file cannot be written.
     pub fn finish(mut self, out: &mut dyn Write, run: &RunOutput) -> Result<Exit, String> {
-        // A run interrupted before its first request is reported too.
-        self.files.create()?;
+        // A run interrupted before its first request is reported, in its
+        // files too; one whose input failed before it (`--strict` at the
+        // first record) leaves earlier files alone, as an input without a
+        // request does.
+        if run.interrupted {
+            self.files.create()?;
+        }
         // What --mismatches wrote is known only now.
         if let Some(log) = &self.files.log {
             self.info.logged = Some(log.counts());
@@ -292,7 +302,7 @@ impl Live {
             .and_then(|()| out.flush())
             .or_else(reader_gone)
             .map_err(|e| format!("cannot write the report: {e}"))?;
-        if let Some(path) = &self.html {
+        if let Some(path) = self.html.as_ref().filter(|_| self.files.created()) {
             let mut page = Vec::new();
             crate::report::html::write(&mut page, &report)
                 .and_then(|()| std::fs::write(path, page))
