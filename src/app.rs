@@ -56,16 +56,6 @@ pub fn stdin_is_idle() -> bool {
     is_null || stdin.is_file() && stdin.len() == 0
 }
 
-/// Whether the run's input is a regular file: `--input-file FILE`, or
-/// stdin redirected from one.
-fn regular_file(input_file: Option<&std::path::Path>) -> bool {
-    let path = match input_file {
-        Some(p) if p != std::path::Path::new("-") => p,
-        _ => std::path::Path::new("/proc/self/fd/0"),
-    };
-    std::fs::metadata(path).is_ok_and(|m| m.is_file())
-}
-
 /// Why a run ended early: the exit and the message for stderr.
 struct Early(Exit, String);
 
@@ -124,16 +114,14 @@ fn try_run(
         let _ = writeln!(
             err,
             "versus: warning: --start-at passed {} ago: starting at once, late (late_ms in the saved run's header)",
-            humantime::format_duration(late)
+            report::duration(late)
         );
     }
     // Everything that can keep the run from starting comes before the
-    // output files are created: a typo must not cost an earlier run's file.
-    // Only an input that cannot keep the run waiting is read ahead: a
-    // file, or a stream handed in. A pipe may give its first request much
-    // later (`tail -f`), and the run (its connections, Ctrl-C's report)
-    // must not wait for it.
-    let finite = env.stream.is_some() || regular_file(args.input_file.as_deref());
+    // output files are created: a typo must not cost an earlier run's
+    // file. A stream's files are created at its first request: one without
+    // any (an empty file or pipe) leaves them alone, and a pipe that gives
+    // its first request much later (`tail -f`) is not waited for.
     let input = match env.suite {
         Some(suite) => Input::Mix(Arc::new(suite.mix().map_err(|e| usage(e.to_string()))?)),
         None => plan
@@ -141,27 +129,15 @@ fn try_run(
             .map_err(|e| failed(format!("cannot read the input: {e}")))?,
     };
     let flows = matches!(input, Input::Mix(_));
-    // A stream is read up to its first request first: one without any
-    // must not cost an earlier run's files (the run then says why).
-    let (input, may_hold) = match input {
-        Input::Stream(source) if finite => {
-            let (peeked, may_hold) = crate::input::peek::Peeked::new(source);
-            (Input::Stream(Box::new(peeked)), may_hold)
-        }
-        other => (other, true),
-    };
     let resolved = engine::resolve(&plan).map_err(|e| failed(e.to_string()))?;
     let mut view = live::Session::start(mode, &plan, stop).map_err(|e| failed(e.to_string()))?;
-    let opened = if may_hold {
-        outputs.open()
-    } else {
-        outputs.check()
+    let input = match outputs.check().and_then(|()| outputs.attach(input)) {
+        Ok(input) => input,
+        Err(e) => {
+            view.finish();
+            return Err(usage(e));
+        }
     };
-    if let Err(e) = opened {
-        view.finish();
-        return Err(usage(e));
-    }
-    let input = outputs.record(input);
     let ran = outputs.observe(&mut view, |o| {
         engine::run_resolved(&plan, resolved, input, stop, o)
     });

@@ -112,7 +112,7 @@ fn watch_signals(stop: &Stop, drain: Duration) -> std::io::Result<()> {
                 }
                 versus::live::announce(&format!(
                     "versus: stopping; waiting up to {} for requests in flight (Ctrl-C again to quit at once)",
-                    report::go_duration(drain)
+                    report::duration(drain)
                 ));
                 stop.stop();
                 tokio::select! {

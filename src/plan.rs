@@ -203,8 +203,10 @@ pub struct Plan {
     /// What the run notes before it starts, for the report (an optional
     /// endpoint the pre-flight check skipped).
     pub notes: Vec<String>,
-    /// Format of the request stream.
-    pub input_format: Format,
+    /// Format of the request stream; `None` for stdin without `--input`:
+    /// lines, unless its first read shows a HAR file or a capture
+    /// ([`crate::input::open`]).
+    pub input_format: Option<Format>,
     /// File of the request stream; `None` is stdin.
     pub input_file: Option<PathBuf>,
     /// This run's share of a sharded run ([`Shard::WHOLE`] unsharded):
@@ -328,12 +330,15 @@ impl Plan {
 
         let input_file = args.input_file.clone().filter(|p| p.as_os_str() != "-");
         let input_format = match (&args.input_format, &input_file) {
-            (Some(f), _) => f
-                .parse::<Format>()
-                .map_err(|e| usage(format!("--input: {e}")))?,
-            (None, Some(path)) => crate::input::detect_file(path)
-                .map_err(|e| usage(format!("--input-file {}: {e}", path.display())))?,
-            (None, None) => Format::Lines,
+            (Some(f), _) => Some(
+                f.parse::<Format>()
+                    .map_err(|e| usage(format!("--input: {e}")))?,
+            ),
+            (None, Some(path)) => Some(
+                crate::input::detect_file(path)
+                    .map_err(|e| usage(format!("--input-file {}: {e}", path.display())))?,
+            ),
+            (None, None) => None,
         };
         if let Some(path) = &input_file {
             std::fs::metadata(path)

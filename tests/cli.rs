@@ -57,9 +57,18 @@ fn strict_mode_stops_at_the_first_malformed_line() {
         text(&out.stderr)
     );
     // A long line under --strict stopped the run: it is not called
-    // skipped.
+    // skipped, on stderr or in the report (which once said `1 malformed
+    // records skipped`), nor when the saved run is reported again.
+    let saved = std::env::temp_dir().join(format!("versus-strict-{}.jsonl", std::process::id()));
     let out = run_bin(
-        &["--strict", "--max-line", "10", &server.url()],
+        &[
+            "--strict",
+            "--max-line",
+            "10",
+            "-o",
+            saved.to_str().unwrap(),
+            &server.url(),
+        ],
         b"ok\nthis line is far too long\nnever\n",
     );
     assert_eq!(out.status.code(), Some(1));
@@ -69,6 +78,19 @@ fn strict_mode_stops_at_the_first_malformed_line() {
         "{err}"
     );
     assert!(!err.contains("skipped"), "{err}");
+    let again = run_bin(
+        &["report", "--format", "markdown", saved.to_str().unwrap()],
+        b"",
+    );
+    for report in [text(&out.stdout), text(&again.stdout)] {
+        assert!(
+            report
+                .contains("1 requests read, then a malformed record stopped the input (--strict)"),
+            "{report}"
+        );
+        assert!(!report.contains("skipped"), "{report}");
+    }
+    let _ = std::fs::remove_file(saved);
 }
 
 #[test]

@@ -125,10 +125,12 @@ fn save_flow_run(shops: &(Server, Server), file: &Path) -> RunOutput {
     let plan = Arc::new(Plan::from_args(&cli.run, false).expect("plan"));
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
     let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
-    live.open().expect("output files");
+    let input = live
+        .attach(Input::Flow(Arc::new(cart_flow())))
+        .expect("output files");
     let out = live
         .observe(&mut engine::Quiet, |o| {
-            engine::run(&plan, Input::Flow(Arc::new(cart_flow())), &Stop::new(), o)
+            engine::run(&plan, input, &Stop::new(), o)
         })
         .expect("run");
     live.finish(&mut Vec::new(), &out).expect("finish");

@@ -153,6 +153,8 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
     let html_rates = html_row(&html, "Requests per second");
     let md_p99 = md_row(&md, "Latency p99");
     let html_p99 = html_row(&html, "Latency p99");
+    // The HTML summary once had p90 but not p95.
+    let (md_p95, html_p95) = (md_row(&md, "Latency p95"), html_row(&html, "Latency p95"));
     let md_mismatched = md_row(&md, "Mismatched");
     let html_mismatched = html_row(&html, "Mismatched");
     for (i, e) in eps.iter().enumerate() {
@@ -177,6 +179,9 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
         );
         same_latency(micros(&md_p99[i]), p99, "markdown p99");
         same_latency(micros(&html_p99[i]), p99, "html p99");
+        let p95 = e["latency_ms"]["p95"].as_f64().unwrap() * 1000.0;
+        same_latency(micros(&md_p95[i]), p95, "markdown p95");
+        same_latency(micros(&html_p95[i]), p95, "html p95");
         // Errors by kind: the same kinds and counts everywhere.
         let kinds: BTreeMap<String, u64> = e["errors"]["kinds"]
             .as_object()
@@ -255,4 +260,94 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
             "csv by method {method} {kind}"
         );
     }
+}
+
+/// The durations in `text`: a number directly followed by `ns`, `µs`, `ms`
+/// or `s` and no further letter.
+fn durations(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts = chars[i].is_ascii_digit()
+            && (i == 0 || !(chars[i - 1].is_alphanumeric() || "._#-".contains(chars[i - 1])));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+            i += 1;
+        }
+        let rest: String = chars[i..].iter().take(3).collect();
+        if let Some(unit) = ["ns", "µs", "ms", "s"]
+            .iter()
+            .find(|u| rest.starts_with(*u))
+        {
+            let end = i + unit.chars().count();
+            if chars.get(end).is_none_or(|c| !c.is_alphanumeric()) {
+                found.push(chars[start..end].iter().collect());
+            }
+        }
+    }
+    found
+}
+
+/// Every duration a person reads (the text report and its summary,
+/// Markdown, HTML, compare, the dashboard's messages) shows at most four
+/// significant digits: `Held back: 1.170497137s` once stood beside
+/// `619.05932ms`, headers said `3.006005882s long`, the summary's
+/// `422.36µs` stood under `0.000418s` per endpoint.
+#[test]
+fn every_duration_a_person_reads_has_at_most_four_significant_digits() {
+    let fast =
+        Server::start(|s| Reply::ok(format!(r#"{{"id":{},"result":"0x1"}}"#, id_of(&s.body))));
+    let slow = Server::start(|s| {
+        Reply::ok(format!(r#"{{"id":{},"result":"0x1"}}"#, id_of(&s.body)))
+            .after(std::time::Duration::from_millis(3))
+    });
+    let (saved, html) = (temp("digits.jsonl"), temp("digits.html"));
+    let (f, s) = (
+        format!("fast={}", fast.url()),
+        format!("slow={}", slow.url()),
+    );
+    let args = [
+        "-q",
+        "-c",
+        "2",
+        "-o",
+        saved.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+        &f,
+        &s,
+    ];
+    let run = run_bin(&args, &two_methods(200));
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let file = saved.to_str().unwrap();
+    let mut shown = vec![("text", String::from_utf8(run.stdout).unwrap())];
+    for (name, args) in [
+        ("markdown", vec!["report", "--format", "markdown", file]),
+        ("compare", vec!["compare", file, file]),
+    ] {
+        let out = run_bin(&args, b"");
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        shown.push((name, String::from_utf8(out.stdout).unwrap()));
+    }
+    shown.push(("html", std::fs::read_to_string(&html).unwrap()));
+    for (name, text) in &shown {
+        let found = durations(text);
+        assert!(found.len() > 5, "{name}: {found:?}");
+        for d in found {
+            let digits: String = d.chars().filter(char::is_ascii_digit).collect();
+            let significant = digits.trim_start_matches('0').len();
+            assert!(significant <= 4, "{name}: {d}\n{text}");
+        }
+    }
+    assert!(shown[0].1.contains(" total run time"), "{}", shown[0].1);
 }

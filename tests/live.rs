@@ -94,11 +94,17 @@ impl Tmux {
     /// Run `command` in a new 120×40 session; the shell then prints
     /// `EXIT=<code>` and waits, so the screen can be read afterwards.
     fn start(name: &str, command: &str) -> Tmux {
+        Tmux::start_sized(name, command, "120x40")
+    }
+
+    /// [`Tmux::start`] on a screen of `size` (`80x24`).
+    fn start_sized(name: &str, command: &str, size: &str) -> Tmux {
         let t = Tmux {
             socket: format!("versus-test-{}-{name}", std::process::id()),
         };
         let script = format!("{command}; echo EXIT=$?; sleep 60");
-        t.run(&["new-session", "-d", "-x", "120", "-y", "40", &script]);
+        let (x, y) = size.split_once('x').expect("WIDTHxHEIGHT");
+        t.run(&["new-session", "-d", "-x", x, "-y", y, &script]);
         t
     }
 
@@ -202,6 +208,34 @@ fn the_dashboard_shows_moving_counts_q_ends_the_run_and_the_report_follows() {
     assert!(completed as u64 >= before, "{after}");
 }
 
+/// On an 80×24 terminal every endpoint's row starts with its name and the
+/// headers are whole (the names once got no room, `mismatch` read
+/// `ismatch`).
+#[test]
+#[ignore = "needs tmux (installed by .ci/run)"]
+fn at_80_columns_the_dashboard_names_every_endpoint() {
+    let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(10)));
+    let command = format!(
+        "'{BIN}' -i --method GET --stop-after=10m -c 2 reference-node={url} candidate-node={url}",
+        url = server.url()
+    );
+    let tmux = Tmux::start_sized("narrow", &command, "80x24");
+    let screen = tmux.wait_for("both names and a count", |s| {
+        done_of(s, "reference-node").is_some_and(|n| n > 0)
+            && done_of(s, "candidate-node").is_some()
+    });
+    let header = screen
+        .lines()
+        .find(|l| l.contains(" done "))
+        .unwrap_or_else(|| panic!("no header:\n{screen}"));
+    assert!(
+        header.contains("│ endpoint ") && header.contains(" errors mismatch │"),
+        "{screen}"
+    );
+    tmux.keys("q");
+    tmux.wait_for("the report and the exit code", |s| s.contains("EXIT=0"));
+}
+
 #[test]
 #[ignore = "needs tmux (installed by .ci/run)"]
 fn plus_in_the_dashboard_raises_the_rate_of_an_open_model_run() {
@@ -249,7 +283,7 @@ fn ctrl_c_in_the_dashboard_stops_and_a_second_exits_130_on_a_restored_terminal()
     tmux.wait_for("a count", |s| done_of(s, "fast").is_some_and(|n| n > 0));
     tmux.keys("C-c");
     tmux.wait_for("the stopping notice", |s| {
-        s.contains("STOPPING: waiting up to 60s for requests in flight")
+        s.contains("STOPPING: waiting up to 1m for requests in flight")
     });
     tmux.keys("C-c");
     let after = tmux.wait_for("exit code 130", |s| s.contains("EXIT=130"));

@@ -139,32 +139,35 @@ fn a_tcpdump_capture_of_curl_is_replayed_exactly() {
     );
 }
 
-#[test]
-fn a_live_capture_pipe_is_replayed_while_it_is_written() {
-    let (server, seen) = recorder();
-    let capture = std::fs::read(format!("{FIXTURES}/curl-loopback.pcap")).unwrap();
+/// Run versus with `args` and a pipe on stdin: write `first`, wait (20 s
+/// at most) until `server` has seen `seen` requests while the pipe is
+/// still open, then write `rest` and close it. Returns how versus ended.
+fn live_pipe(
+    args: &[&str],
+    server: &Server,
+    (first, seen): (&[u8], u64),
+    rest: &[u8],
+) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
-        .args(["--input", "pcap", &server.url()])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    // Write the capture up to the end of its second connection, then wait
-    // until the requests in it have been replayed while the pipe is open.
-    let half = capture.len() * 2 / 3;
-    stdin.write_all(&capture[..half]).unwrap();
+    stdin.write_all(first).unwrap();
     stdin.flush().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while server.requests() < 2 {
+    while server.requests() < seen {
         assert!(
             Instant::now() < deadline,
-            "nothing replayed from the open pipe"
+            "{} of {seen} requests sent while the pipe stayed open",
+            server.requests()
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    stdin.write_all(&capture[half..]).unwrap();
+    stdin.write_all(rest).unwrap();
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert_eq!(
@@ -173,8 +176,87 @@ fn a_live_capture_pipe_is_replayed_while_it_is_written() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+#[test]
+fn a_live_capture_pipe_is_replayed_while_it_is_written() {
+    let (server, seen) = recorder();
+    let capture = std::fs::read(format!("{FIXTURES}/curl-loopback.pcap")).unwrap();
+    // Write the capture up to the end of its second connection, then wait
+    // until the requests in it have been replayed while the pipe is open.
+    let half = capture.len() * 2 / 3;
+    live_pipe(
+        &["--input", "pcap", &server.url()],
+        &server,
+        (&capture[..half], 2),
+        &capture[half..],
+    );
     assert_eq!(server.requests(), 5);
     check_capture_requests(&seen);
+}
+
+#[test]
+fn a_har_or_a_capture_piped_without_input_is_read_in_its_format_and_said_so() {
+    for (file, requests, said) in [
+        (
+            "chromium.har",
+            3,
+            "stdin is a HAR file: reading it as --input har",
+        ),
+        (
+            "curl-loopback.pcap",
+            5,
+            "stdin is a packet capture: reading it as --input pcap",
+        ),
+    ] {
+        let (server, _) = recorder();
+        let data = std::fs::read(format!("{FIXTURES}/{file}")).unwrap();
+        let out = run_bin(&[&server.url()], &data);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{file}: {stderr}");
+        assert_eq!(server.requests(), requests, "{file}: {stderr}");
+        assert_eq!(stderr.matches(said).count(), 1, "{file}: {stderr}");
+    }
+    // Lines are still lines, with nothing said.
+    let (server, seen) = recorder();
+    let out = run_bin(
+        &[&server.url()],
+        b"{\"log\":\"started\"}\n{\"id\":1,\"log\":2}\n",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.requests(), 2);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s.body[..] == b"{\"log\":\"started\"}"[..]));
+}
+
+/// `tail -f log | versus URL`: finding stdin's format must not wait for
+/// more than its first read, so the first line is sent while the pipe
+/// stays open and silent.
+#[test]
+fn a_live_pipe_without_input_sends_its_first_line_before_any_more_arrives() {
+    let (server, seen) = recorder();
+    live_pipe(
+        &[&server.url()],
+        &server,
+        (b"{\"first\":1}\n", 1),
+        b"{\"second\":2}\n",
+    );
+    let bodies: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.body.clone())
+        .collect();
+    assert_eq!(bodies, [&b"{\"first\":1}"[..], b"{\"second\":2}"]);
 }
 
 #[test]

@@ -33,10 +33,10 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
     let plan = Arc::new(plan);
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
     let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
-    live.open().expect("output files");
     let lines =
         versus::input::lines::LinesSource::new(std::io::Cursor::new(input.to_vec()), 1 << 20);
     let input = plan.input(Some(Box::new(lines))).expect("input");
+    let input = live.attach(input).expect("output files");
     let out = live
         .observe(&mut engine::Quiet, |o| {
             engine::run(&plan, input, &Stop::new(), o)
@@ -484,11 +484,14 @@ fn bad_files_are_refused_naming_the_file_and_the_problem() {
         ),
         (
             "corrupt.jsonl",
-            content.replacen(
-                "{\"type\":\"interval\"",
-                "{\"type\":\"interval\" garbage",
-                1,
-            ),
+            content
+                .lines()
+                .enumerate()
+                .map(|(i, l)| match i {
+                    1 => format!("{l} garbage\n"),
+                    _ => format!("{l}\n"),
+                })
+                .collect(),
             "line 2: not valid JSON",
         ),
         (
@@ -756,27 +759,11 @@ fn the_html_report_loads_in_headless_chromium_without_errors_and_draws_charts() 
 /// does start replaces them.
 #[test]
 fn a_run_that_cannot_start_leaves_earlier_files_alone() {
-    let dir = std::env::temp_dir().join(format!("versus-keep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (output, mismatches, html) = (
-        dir.join("run.vrs"),
-        dir.join("mismatches.jsonl"),
-        dir.join("run.html"),
-    );
-    let paths = [&output, &mismatches, &html];
-    for p in paths {
-        std::fs::write(p, "an earlier run\n").unwrap();
-    }
+    let (dir, paths) = earlier_run_files("keep");
+    let [output, mismatches, html] = paths.each_ref().map(|p| p.to_str().unwrap());
     let server = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
     let url = server.url();
-    let files = [
-        "-o",
-        output.to_str().unwrap(),
-        "--mismatches",
-        mismatches.to_str().unwrap(),
-        "--html",
-        html.to_str().unwrap(),
-    ];
+    let files = ["-o", output, "--mismatches", mismatches, "--html", html];
     let missing = dir.join("no-such-input.jsonl");
     let mut no_input = files.to_vec();
     no_input.extend(["--input-file", missing.to_str().unwrap(), &url]);
@@ -790,23 +777,73 @@ fn a_run_that_cannot_start_leaves_earlier_files_alone() {
     for (args, code) in [(no_input, 2), (no_host, 1), (no_html, 2)] {
         let out = versus(&args);
         assert_eq!(out.status.code(), Some(code), "{}", text(&out.stderr));
-        for p in paths {
-            assert_eq!(
-                std::fs::read_to_string(p).unwrap(),
-                "an earlier run\n",
-                "{}: {}",
-                p.display(),
-                text(&out.stderr)
-            );
-        }
+        assert_left_alone(&paths, &text(&out.stderr));
     }
     let mut ok = files.to_vec();
     ok.push(&url);
     let out = run_bin(&ok, &lines(3));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    for p in paths {
+    for p in &paths {
         assert_ne!(std::fs::read_to_string(p).unwrap(), "an earlier run\n");
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A directory of its own for test `name`, with the `-o`, `--mismatches`
+/// and `--html` files of an earlier run in it.
+fn earlier_run_files(name: &str) -> (PathBuf, [PathBuf; 3]) {
+    let dir = std::env::temp_dir().join(format!("versus-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths = ["run.vrs", "mismatches.jsonl", "run.html"].map(|f| dir.join(f));
+    for p in &paths {
+        std::fs::write(p, "an earlier run\n").unwrap();
+    }
+    (dir, paths)
+}
+
+fn assert_left_alone(paths: &[PathBuf], stderr: &str) {
+    for p in paths {
+        assert_eq!(
+            std::fs::read_to_string(p).unwrap(),
+            "an earlier run\n",
+            "{}: {stderr}",
+            p.display(),
+        );
+    }
+}
+
+/// An input that turns out to hold no request, from a real pipe (empty,
+/// blank lines, or `--strict` stopping at its first record) or an empty
+/// `--input-file`, leaves an earlier run's
+/// files as they were (a pipe's were once replaced before it was read:
+/// the HTML page and mismatch log emptied, the saved run a stub that
+/// `report` called killed).
+#[test]
+fn an_empty_pipe_or_input_file_leaves_earlier_files_alone() {
+    let (dir, paths) = earlier_run_files("empty");
+    let [output, mismatches, html] = paths.each_ref().map(|p| p.to_str().unwrap());
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    let server = Server::start(|r: &Seen| Reply::ok(r.body.clone()));
+    let url = server.url();
+    let files = ["-o", output, "--mismatches", mismatches, "--html", html];
+    let from_file = ["--input-file", empty.to_str().unwrap()];
+    for (input, stdin, why) in [
+        (&[][..], &b""[..], "no requests"),
+        (&[][..], b"\n\n", "no requests"),
+        (&from_file[..], b"", "no requests"),
+        (&["--strict"][..], b"\xff\n{}\n", "(--strict)"),
+    ] {
+        let mut args = files.to_vec();
+        args.extend_from_slice(input);
+        args.push(&url);
+        let out = run_bin(&args, stdin);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{input:?} {stdin:?}: {stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+        assert_left_alone(&paths, &stderr);
+    }
+    assert_eq!(server.requests(), 0);
     let _ = std::fs::remove_dir_all(dir);
 }
 

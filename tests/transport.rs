@@ -43,11 +43,28 @@ fn tls_is_verified_by_default() {
     assert_eq!(out.stats.endpoints[0].responses, 3, "{report}");
     // One connection, one handshake, timed apart from the TCP connect.
     assert_eq!(out.stats.endpoints[0].tls.len(), 1, "{report}");
-    assert!(report.contains("   TLS:        1 handshakes, "), "{report}");
+    assert!(report.contains("   TLS:        1 handshake, "), "{report}");
+    assert!(
+        report.contains("   Connects:   1 connection, ") && report.contains(" (TCP and TLS); "),
+        "{report}"
+    );
 
     let (out, _) = run_lib(&["--insecure", &url], &lines(3));
     assert_eq!(out.stats.endpoints[0].responses, 3);
     let _ = std::fs::remove_file(pem);
+}
+
+/// Plain HTTP's connects are TCP alone (the line once said "TCP and TLS"
+/// on http://), and one of them is one connection, not "1 connections".
+#[test]
+fn plain_http_connects_are_named_tcp_and_counted_in_the_singular() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let (_, report) = run_lib(&["-c", "1", &server.url()], &lines(3));
+    assert!(
+        report.contains("   Connects:   1 connection, ") && report.contains(" (TCP); "),
+        "{report}"
+    );
+    assert!(!report.contains("TLS"), "{report}");
 }
 
 #[test]

@@ -79,7 +79,7 @@ impl FromStr for Format {
 /// is fine). `None` means plain lines.
 ///
 /// By content: pcap and pcapng magic numbers; a JSON object whose first
-/// key is `log` (HAR); a first line starting `curl `; a `METHOD http://...`
+/// key is `log`, holding an object (HAR); a first line starting `curl `; a `METHOD http://...`
 /// line (vegeta); a JSON object with a `url` or `path` key (jsonl, or
 /// vegeta's JSON format when it has a `header` key). Blank lines and `#`
 /// comment lines before the first record are skipped. JSON objects without
@@ -134,9 +134,10 @@ fn detect_content(head: &[u8]) -> Option<Format> {
     if first.starts_with(b"{") {
         // The object may span lines (HAR) or be cut off: read its keys up
         // to wherever it ends.
-        let keys = top_level_keys(rest.trim_ascii_start());
+        let object = rest.trim_ascii_start();
+        let keys = top_level_keys(object);
         let has = |k: &str| keys.iter().any(|key| key == k);
-        return if keys.first().is_some_and(|k| k == "log") {
+        return if keys.first().is_some_and(|k| k == "log") && log_is_an_object(object) {
             Some(Format::Har)
         } else if has("header") && has("url") {
             Some(Format::Vegeta)
@@ -160,6 +161,16 @@ fn detect_content(head: &[u8]) -> Option<Format> {
         return Some(Format::Vegeta);
     }
     None
+}
+
+/// Whether the first key's value in `object` (whose first key is `log`)
+/// is itself an object, as HAR's is: a JSON line like `{"log":"x"}` is a
+/// request body, not a HAR file.
+fn log_is_an_object(object: &[u8]) -> bool {
+    object
+        .iter()
+        .position(|&b| b == b':')
+        .is_some_and(|colon| object[colon + 1..].trim_ascii_start().starts_with(b"{"))
 }
 
 /// The keys of the JSON object `text` starts with, as far as they can be
@@ -271,8 +282,11 @@ mod tests {
             content(include_bytes!("../../tests/fixtures/chromium.har")),
             Some(Format::Har)
         );
-        // `log` that is not the first key is not HAR.
+        // `log` that is not the first key is not HAR, nor is a `log` that
+        // is not an object (a JSON line sent as a body).
         assert_eq!(content(br#"{"path":"/","log":1}"#), Some(Format::Jsonl));
+        assert_eq!(content(br#"{"log":"started"}"#), None);
+        assert_eq!(content(b"{ \"log\" :\n {\"version\""), Some(Format::Har));
     }
 
     #[test]

@@ -79,7 +79,6 @@ pub mod har;
 pub mod jsonl;
 pub mod lines;
 pub mod pcap;
-pub mod peek;
 pub mod reader;
 pub mod saved;
 pub mod vegeta;
@@ -123,13 +122,14 @@ pub(crate) fn whole_lines(ahead: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-/// Open a request source: `path` (`-` or `None` is stdin) in `format`.
+/// Open a request source: `path` (`-` or `None` is stdin) in `format`;
+/// `None` finds the format from the stream's first read ([`Detected`]).
 /// `max_record` bounds a line or record of the line-based formats.
 ///
 /// # Errors
 /// When the file cannot be opened.
 pub fn open(
-    format: Format,
+    format: Option<Format>,
     path: Option<&Path>,
     max_record: usize,
 ) -> std::io::Result<Box<dyn Source>> {
@@ -137,8 +137,25 @@ pub fn open(
         Some(p) if p != Path::new("-") => Box::new(std::fs::File::open(p)?),
         _ => Box::new(std::io::stdin()),
     };
-    let buffered = |r| -> Box<dyn ReadAhead> { Box::new(BufReader::with_capacity(1 << 16, r)) };
     Ok(match format {
+        Some(format) => source(
+            format,
+            BufReader::with_capacity(1 << 16, reader),
+            max_record,
+        ),
+        None => Box::new(Detected::new(reader, max_record)),
+    })
+}
+
+/// A source of `format` reading `reader` (which may hold bytes read
+/// ahead already).
+fn source(
+    format: Format,
+    reader: BufReader<Box<dyn Read + Send>>,
+    max_record: usize,
+) -> Box<dyn Source> {
+    let buffered = |r| -> Box<dyn ReadAhead> { Box::new(r) };
+    match format {
         // Lines keep their own buffer (to know whether the next line waits).
         Format::Lines => Box::new(lines::LinesSource::new(reader, max_record)),
         Format::Jsonl => Box::new(jsonl::JsonlSource::new(buffered(reader), max_record)),
@@ -147,7 +164,96 @@ pub fn open(
         Format::Vegeta => Box::new(vegeta::VegetaSource::new(buffered(reader), max_record)),
         Format::Pcap => Box::new(pcap::PcapSource::new(Box::new(buffered(reader)))),
         Format::Run => Box::new(saved::SavedRun::new(buffered(reader))),
-    })
+    }
+}
+
+/// A stream read without `--input` (stdin): plain lines, unless its first
+/// read shows a HAR file or a packet capture, which sent line by line
+/// would be nonsense; then that format, said once on stderr. The format
+/// is found at the first [`Source::next`], on the input thread, from what
+/// one read returned: a live pipe (`tail -f`) is never waited on for more.
+struct Detected {
+    state: DetectState,
+    max_record: usize,
+}
+
+enum DetectState {
+    Unread(Box<dyn Read + Send>),
+    Reading(Box<dyn Source>),
+    /// Only while the first read is under way.
+    Taken,
+}
+
+impl Detected {
+    /// Detect the format of `reader` at its first record.
+    fn new(reader: Box<dyn Read + Send>, max_record: usize) -> Detected {
+        Detected {
+            state: DetectState::Unread(reader),
+            max_record,
+        }
+    }
+
+    /// The source, its format found by one read.
+    fn detect(&mut self) -> std::io::Result<&mut Box<dyn Source>> {
+        self.state = match std::mem::replace(&mut self.state, DetectState::Taken) {
+            DetectState::Unread(reader) => {
+                DetectState::Reading(first_read(reader, self.max_record)?)
+            }
+            other => other,
+        };
+        match &mut self.state {
+            DetectState::Reading(s) => Ok(s),
+            _ => Err(std::io::Error::other("the input's first read failed")),
+        }
+    }
+}
+
+/// The source for `reader`, its format found by one read of it: a HAR
+/// file or a capture in theirs (said on stderr), else lines.
+fn first_read(reader: Box<dyn Read + Send>, max_record: usize) -> std::io::Result<Box<dyn Source>> {
+    let mut reader = BufReader::with_capacity(1 << 16, reader);
+    let head = loop {
+        match reader.fill_buf() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => break other?,
+        }
+    };
+    let (format, what) = match detect::detect(head, None) {
+        Some(Format::Har) => (Format::Har, "a HAR file"),
+        Some(Format::Pcap) => (Format::Pcap, "a packet capture"),
+        _ => return Ok(source(Format::Lines, reader, max_record)),
+    };
+    eprintln!(
+        "versus: stdin is {what}: reading it as --input {format} (--input lines sends it line by line)"
+    );
+    Ok(source(format, reader, max_record))
+}
+
+impl Source for Detected {
+    fn next(&mut self) -> std::io::Result<Next> {
+        self.detect()?.next()
+    }
+
+    fn buffered(&self) -> bool {
+        match &self.state {
+            DetectState::Reading(s) => s.buffered(),
+            _ => false,
+        }
+    }
+
+    fn summary(&self) -> Option<String> {
+        match &self.state {
+            DetectState::Reading(s) => s.summary(),
+            _ => None,
+        }
+    }
+
+    fn location(&self) -> Option<String> {
+        match &self.state {
+            DetectState::Reading(s) => s.location(),
+            _ => None,
+        }
+    }
 }
 
 /// The format of a file: from its name or its first bytes; plain lines

@@ -29,6 +29,18 @@ pub enum InputError {
     Saved(String),
 }
 
+impl InputError {
+    /// Whether `--strict` stopped the input at a malformed record (then
+    /// that record was not skipped).
+    pub fn is_strict(&self) -> bool {
+        match self {
+            InputError::Strict(_) => true,
+            InputError::Io(_) => false,
+            InputError::Saved(s) => s.ends_with("(--strict)"),
+        }
+    }
+}
+
 /// What the input thread shares with the rest of the run.
 #[derive(Debug, Default)]
 pub struct InputState {

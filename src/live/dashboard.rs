@@ -288,8 +288,8 @@ pub fn render(f: &mut Frame, s: &Snapshot, ui: &UiState) {
             Style::new()
         }
     };
-    f.render_widget(title_line(s, ui, &paint), title);
-    f.render_widget(endpoint_table(s, &paint), table);
+    f.render_widget(title_line(s, ui, &paint, title.width), title);
+    f.render_widget(endpoint_table(s, &paint, table.width), table);
     if flows > 0 {
         f.render_widget(flows_table(s, &paint), flow_area);
     }
@@ -299,92 +299,163 @@ pub fn render(f: &mut Frame, s: &Snapshot, ui: &UiState) {
     } else {
         render_groups(f, bottom, s);
     }
-    let mut keys = vec![("q", "quit and report"), ("p", "pause/resume")];
-    if ui.rate.is_some() {
-        keys.push(("+/-", "rate"));
-    }
-    keys.push((
-        "s",
-        if ui.show_sample {
-            "mismatch groups"
-        } else {
-            "latest mismatch"
-        },
-    ));
-    keys.push(("Ctrl-C twice", "exit now"));
-    let mut spans = Vec::new();
-    for (k, what) in keys {
-        spans.push(Span::styled(format!(" {k} "), Style::new().reversed()));
-        spans.push(Span::raw(format!(" {what}  ")));
-    }
-    f.render_widget(Line::from(spans), help);
+    f.render_widget(key_line(ui, help.width), help);
 }
 
-fn title_line(s: &Snapshot, ui: &UiState, paint: &dyn Fn(Color) -> Style) -> Line<'static> {
-    let mut spans = vec![
-        Span::styled(" versus ", Style::new().bold().reversed()),
-        Span::raw(format!(" {} ", super::clock(s.elapsed))),
-    ];
-    if ui.stopping {
-        spans.push(Span::styled(
-            format!(
-                " STOPPING: waiting up to {} for requests in flight ",
-                crate::report::go_duration(ui.drain)
-            ),
-            paint(Color::Yellow).bold(),
+/// The keys and what they do, in short words when the long ones do not
+/// fit in `width` (80 columns with the rate keys).
+fn key_line(ui: &UiState, width: u16) -> Line<'static> {
+    let line = |long: bool| {
+        let pick = |l: &'static str, s: &'static str| if long { l } else { s };
+        let mut keys = vec![
+            ("q", pick("quit and report", "quit")),
+            ("p", pick("pause/resume", "pause")),
+        ];
+        if ui.rate.is_some() {
+            keys.push(("+/-", "rate"));
+        }
+        keys.push((
+            "s",
+            match (ui.show_sample, long) {
+                (true, true) => "mismatch groups",
+                (true, false) => "groups",
+                (false, true) => "latest mismatch",
+                (false, false) => "sample",
+            },
         ));
-    } else if ui.paused {
-        spans.push(Span::styled(
-            " PAUSED ",
-            paint(Color::Yellow).bold().reversed(),
-        ));
+        keys.push(("Ctrl-C twice", "exit now"));
+        let mut spans = Vec::new();
+        for (k, what) in keys {
+            spans.push(Span::styled(format!(" {k} "), Style::new().reversed()));
+            spans.push(Span::raw(format!(" {what}  ")));
+        }
+        Line::from(spans)
+    };
+    let long = line(true);
+    // The last two spaces are padding.
+    if long.width() <= usize::from(width) + 2 {
+        long
     } else {
-        spans.push(Span::styled(" running ", paint(Color::Green)));
+        line(false)
     }
-    if let Some(rate) = ui.rate {
-        let changed = if (ui.rate_scale - 1.0).abs() > 1e-9 {
-            format!(" (x{:.2})", ui.rate_scale)
+}
+
+/// The title: the clock, the state, the target rate, the mismatches and
+/// the time left, in short words when the long ones do not fit in
+/// `width` (80 columns with a target rate).
+fn title_line(
+    s: &Snapshot,
+    ui: &UiState,
+    paint: &dyn Fn(Color) -> Style,
+    width: u16,
+) -> Line<'static> {
+    let line = |long: bool| {
+        let mut spans = vec![
+            Span::styled(" versus ", Style::new().bold().reversed()),
+            Span::raw(format!(" {} ", super::clock(s.elapsed))),
+        ];
+        if ui.stopping {
+            spans.push(Span::styled(
+                format!(
+                    " STOPPING: waiting up to {} for requests in flight ",
+                    crate::report::duration(ui.drain)
+                ),
+                paint(Color::Yellow).bold(),
+            ));
+        } else if ui.paused {
+            spans.push(Span::styled(
+                " PAUSED ",
+                paint(Color::Yellow).bold().reversed(),
+            ));
         } else {
-            String::new()
-        };
-        spans.push(Span::raw(format!(
-            " │ target {}/s per endpoint{changed}",
-            super::rate(rate * ui.rate_scale)
-        )));
+            spans.push(Span::styled(" running ", paint(Color::Green)));
+        }
+        if let Some(rate) = ui.rate {
+            let changed = if (ui.rate_scale - 1.0).abs() > 1e-9 {
+                format!(" (x{:.2})", ui.rate_scale)
+            } else {
+                String::new()
+            };
+            let rate = super::rate(rate * ui.rate_scale);
+            spans.push(Span::raw(if long {
+                format!(" │ target {rate}/s per endpoint{changed}")
+            } else {
+                format!(" │ {rate}/s{changed}")
+            }));
+        }
+        if s.endpoints.len() > 1 {
+            let (compared, mismatched) = (super::count(s.compared), super::count(s.mismatched));
+            spans.push(Span::raw(if long {
+                format!(
+                    " │ compared {compared}, mismatched {mismatched} ({})",
+                    crate::report::percent(s.mismatched, s.compared)
+                )
+            } else {
+                format!(" │ mismatched {mismatched} of {compared}")
+            }));
+        }
+        if let Some(left) = s.left.filter(|_| !ui.stopping) {
+            spans.push(Span::raw(format!(" │ {} left", super::clock(left))));
+        }
+        Line::from(spans)
+    };
+    let long = line(true);
+    if long.width() <= usize::from(width) {
+        long
+    } else {
+        line(false)
     }
-    if s.endpoints.len() > 1 {
-        spans.push(Span::raw(format!(
-            " │ compared {}, mismatched {} ({})",
-            super::count(s.compared),
-            super::count(s.mismatched),
-            crate::report::percent(s.mismatched, s.compared)
-        )));
-    }
-    if let Some(left) = s.left.filter(|_| !ui.stopping) {
-        spans.push(Span::raw(format!(" │ {} left", super::clock(left))));
-    }
-    Line::from(spans)
 }
 
 fn right(s: String) -> Cell<'static> {
     Cell::from(Line::from(s).right_aligned())
 }
 
-fn endpoint_table(s: &Snapshot, paint: &dyn Fn(Color) -> Style) -> Table<'static> {
-    let header = Row::new(
-        [
-            "endpoint", "done", "now/s", "avg/s", "p50", "p95", "p99", "max", "errors", "mismatch",
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if i == 0 {
-                Cell::from(h)
-            } else {
-                right(h.to_string())
-            }
-        }),
-    )
+/// The endpoint table's columns after the name: header, width, and when
+/// a narrow screen leaves it out (1 first, then 2, ...; 0 never).
+const COLUMNS: [(&str, u16, u8); 9] = [
+    ("done", 10, 0),
+    ("now/s", 7, 0),
+    ("avg/s", 7, 2),
+    ("p50", 7, 3),
+    ("p95", 7, 1),
+    ("p99", 7, 0),
+    ("max", 7, 4),
+    ("errors", 7, 0),
+    ("mismatch", 8, 0),
+];
+
+/// Which of [`COLUMNS`] fit in `width` beside names `name` characters
+/// wide: the optional ones are left out in their order until they do (at
+/// 80 columns avg/s and p95), so that rows can always be told apart.
+fn shown_columns(width: u16, name: u16) -> Vec<usize> {
+    let mut shown: Vec<usize> = (0..COLUMNS.len()).collect();
+    let need = |shown: &[usize]| name + shown.iter().map(|&c| COLUMNS[c].1 + 1).sum::<u16>();
+    for leave_out in 1..=4 {
+        if need(&shown) <= width {
+            break;
+        }
+        shown.retain(|&c| COLUMNS[c].2 != leave_out);
+    }
+    shown
+}
+
+fn endpoint_table(s: &Snapshot, paint: &dyn Fn(Color) -> Style, width: u16) -> Table<'static> {
+    // Inside the borders and padding; names up to 16 characters get room.
+    let longest = s.endpoints.iter().map(|e| e.label.chars().count()).max();
+    let name = u16::try_from(longest.unwrap_or(0).clamp(8, 16)).unwrap_or(16);
+    let shown = shown_columns(width.saturating_sub(4), name);
+    let pick = |cells: Vec<Cell<'static>>| {
+        cells
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| shown.contains(i))
+            .map(|(_, c)| c)
+            .collect::<Vec<_>>()
+    };
+    let header = Row::new(std::iter::once(Cell::from("endpoint")).chain(pick(
+        COLUMNS.iter().map(|c| right(c.0.to_string())).collect(),
+    )))
     .style(Style::new().bold());
     let rows = s.endpoints.iter().enumerate().map(|(i, e)| {
         let errors = right(super::count(e.errors)).style(if e.errors > 0 {
@@ -401,8 +472,7 @@ fn endpoint_table(s: &Snapshot, paint: &dyn Fn(Color) -> Style) -> Table<'static
                 Style::new()
             })
         };
-        Row::new(vec![
-            Cell::from(escape_terminal(&e.label)),
+        let cells = vec![
             right(super::count(e.done)),
             right(super::rate(e.now_rps)),
             right(super::rate(e.avg_rps)),
@@ -412,25 +482,12 @@ fn endpoint_table(s: &Snapshot, paint: &dyn Fn(Color) -> Style) -> Table<'static
             right(super::micros(e.max)),
             errors,
             diffs,
-        ])
+        ];
+        Row::new(std::iter::once(Cell::from(escape_terminal(&e.label))).chain(pick(cells)))
     });
-    Table::new(
-        rows,
-        [
-            Constraint::Fill(1),
-            Constraint::Length(11),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(7),
-            Constraint::Length(8),
-        ],
-    )
-    .header(header)
-    .block(
+    let widths = std::iter::once(Constraint::Fill(1))
+        .chain(shown.iter().map(|&c| Constraint::Length(COLUMNS[c].1)));
+    Table::new(rows, widths).header(header).block(
         Block::bordered()
             .title(" endpoints ")
             .padding(Padding::horizontal(1)),
@@ -870,6 +927,56 @@ mod tests {
             wide.contains("│ target 625/s per endpoint (x1.25)"),
             "{wide}"
         );
+    }
+
+    /// At 80 columns the endpoint names and every header shown are whole
+    /// (the names once got no room at all and `mismatch` read `ismatch`);
+    /// columns are left out instead, and a wide screen shows them all.
+    #[test]
+    fn at_80_columns_endpoint_names_and_headers_are_whole() {
+        let mut s = snapshot();
+        s.endpoints[0].label = "reference-node-1".into();
+        s.endpoints[1].label = "candidate-node-2".into();
+        let ui = UiState {
+            rate: Some(500.0),
+            rate_scale: 1.25,
+            ..UiState::default()
+        };
+        let narrow = draw(&s, &ui, 80, 24);
+        let row = |screen: &str, start: &str| -> Vec<String> {
+            let line = screen
+                .lines()
+                .find(|l| l.starts_with(&format!("│ {start}")))
+                .unwrap_or_else(|| panic!("no {start:?} row:\n{screen}"));
+            line.trim_matches(|c| c == '│' || c == ' ')
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        };
+        let headers = row(&narrow, "endpoint");
+        assert_eq!(
+            headers,
+            ["endpoint", "done", "now/s", "p50", "p99", "max", "errors", "mismatch"],
+            "{narrow}"
+        );
+        assert!(
+            narrow.contains("mismatched 30 of 12,000 │ 48.0s left"),
+            "{narrow}"
+        );
+        assert_eq!(row(&narrow, "reference-node-1")[0], "reference-node-1");
+        let candidate = row(&narrow, "candidate-node-2");
+        assert_eq!(candidate.len(), headers.len(), "{narrow}");
+        assert!(narrow.contains(" exit now"), "{narrow}");
+        let wide = draw(&s, &ui, 120, 24);
+        assert_eq!(
+            row(&wide, "endpoint"),
+            [
+                "endpoint", "done", "now/s", "avg/s", "p50", "p95", "p99", "max", "errors",
+                "mismatch"
+            ],
+            "{wide}"
+        );
+        assert!(wide.contains(" quit and report "), "{wide}");
     }
 
     #[test]

@@ -160,18 +160,13 @@ pub fn rate(r: f64) -> String {
     }
 }
 
-/// A latency in µs for a narrow column: `-`, `850µs`, `12.3ms`, `1.25s`.
+/// A latency in µs as the reports show it (at most 7 characters: `850µs`,
+/// `12.35ms`, `1.25s`); `-` before any answer.
 pub fn micros(us: u64) -> String {
     if us == 0 {
         "-".into()
-    } else if us < 1_000 {
-        format!("{us}µs")
-    } else if us < 10_000 {
-        format!("{:.2}ms", us as f64 / 1e3)
-    } else if us < 1_000_000 {
-        format!("{:.1}ms", us as f64 / 1e3)
     } else {
-        format!("{:.2}s", us as f64 / 1e6)
+        crate::report::micros(us as f64)
     }
 }
 
@@ -203,8 +198,8 @@ mod tests {
         assert_eq!(rate(1_200_000.0), "1.20M");
         assert_eq!(micros(0), "-");
         assert_eq!(micros(850), "850µs");
-        assert_eq!(micros(1234), "1.23ms");
-        assert_eq!(micros(12_345), "12.3ms");
+        assert_eq!(micros(1234), "1.234ms");
+        assert_eq!(micros(12_345), "12.35ms");
         assert_eq!(micros(1_250_000), "1.25s");
         assert_eq!(clock(Duration::from_millis(7_500)), "7.5s");
         assert_eq!(clock(Duration::from_secs(65)), "1m05s");

@@ -8,9 +8,9 @@
 
 use std::io::{self, Write};
 
+use super::micros;
 use super::quantile;
 use super::significance::{can_tell, fewest_to_tell, mann_whitney, ALPHA};
-use super::threshold::micros;
 use crate::results::series::EndpointPoint;
 use crate::results::SavedRun;
 use crate::stats::{EndpointStats, PartStats};

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::info::Report;
-use super::threshold::micros;
+use super::micros;
 
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",

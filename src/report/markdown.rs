@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use super::info::Report;
-use super::threshold::micros;
+use super::micros;
 
 /// Make text safe in a Markdown table cell.
 pub fn cell(s: &str) -> String {
@@ -190,11 +190,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         writeln!(out, "- Incomplete: {}", v.incomplete)?;
     }
     if r.run.input.malformed > 0 {
-        writeln!(
-            out,
-            "- Input: {} requests read, {} malformed records skipped",
-            r.run.input.requests, r.run.input.malformed
-        )?;
+        writeln!(out, "- Input: {}", super::input_counts(r.run))?;
     }
     errors(out, r)?;
     if eps.iter().any(|s| s.flows.instances > 0) {

@@ -35,7 +35,7 @@ pub fn quantile(h: &Histogram<u64>, q: f64) -> Option<f64> {
 
 /// [`quantile`] as a latency (`850µs`, `1.250ms`), or `-` when empty.
 pub fn latency(h: &Histogram<u64>, q: f64) -> String {
-    quantile(h, q).map_or_else(|| "-".to_string(), threshold::micros)
+    quantile(h, q).map_or_else(|| "-".to_string(), micros)
 }
 
 /// An endpoint's held-back time as the tables show it: `-` when none,
@@ -66,6 +66,25 @@ pub fn reference_silent(eps: &[crate::stats::EndpointStats]) -> bool {
     eps.len() > 1 && eps[0].responses == 0 && eps[0].completed() > 0
 }
 
+/// What the input held beyond its requests, as the text and Markdown
+/// reports say it: `N requests read, M malformed records skipped`, or,
+/// when `--strict` stopped the input at one, that it did (it was not
+/// skipped).
+pub fn input_counts(run: &crate::engine::RunOutput) -> String {
+    let input = &run.input;
+    if run.input_error.as_ref().is_some_and(|e| e.is_strict()) {
+        format!(
+            "{} requests read, then a malformed record stopped the input (--strict)",
+            input.requests
+        )
+    } else {
+        format!(
+            "{} requests read, {} malformed records skipped",
+            input.requests, input.malformed
+        )
+    }
+}
+
 /// A rate per second as every report shows it: two decimals from 0.01 up
 /// (`200.00`), three significant digits below (`0.00278`, for `--rate
 /// 10/h`), so a rate that is not zero never reads as zero.
@@ -78,10 +97,12 @@ pub fn rate(per_second: f64) -> String {
     }
 }
 
-/// A duration as versus's own lines show it: four significant digits in
-/// the largest unit that keeps it at 1 or more (`1.170s`, `619.1ms`,
-/// `422.4µs`, `3m 6.0s` from a minute on). The original report's lines
-/// keep Go's format ([`go_duration`]).
+/// A duration as every human-readable line shows it (reports, messages,
+/// the live view): four significant digits in the largest unit that keeps
+/// it at 1 or more, trailing zeros dropped as Go drops them (`1.17s`,
+/// `619.1ms`, `42.36µs`, `81µs`, `1s`), `3m 6.5s` or `1m` from a minute on. The text report's per-endpoint lines keep the
+/// original layout's seconds ([`seconds`]); vegeta's layout and the `-vv`
+/// timing lines keep Go's exact format ([`go_duration`]).
 pub fn duration(d: Duration) -> String {
     let ns = d.as_nanos() as f64;
     let (value, unit) = if ns < 1e3 {
@@ -93,9 +114,13 @@ pub fn duration(d: Duration) -> String {
     } else if ns < 60e9 {
         (ns / 1e9, "s")
     } else {
-        let secs = d.as_secs_f64();
-        let minutes = (secs / 60.0).floor();
-        return format!("{minutes}m {:.1}s", secs - minutes * 60.0);
+        let tenths = (d.as_millis() + 50) / 100;
+        let (minutes, rest) = (tenths / 600, tenths % 600);
+        return match (rest / 10, rest % 10) {
+            (0, 0) => format!("{minutes}m"),
+            (s, 0) => format!("{minutes}m {s}s"),
+            (s, t) => format!("{minutes}m {s}.{t}s"),
+        };
     };
     let decimals = if value >= 100.0 {
         1
@@ -104,7 +129,8 @@ pub fn duration(d: Duration) -> String {
     } else {
         3
     };
-    format!("{value:.decimals$}{unit}")
+    let text = format!("{value:.decimals$}");
+    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// The rows of a flows table for one endpoint: all its instances under
@@ -128,6 +154,12 @@ pub fn shows_methods<'a>(
     endpoints: impl IntoIterator<Item = &'a crate::stats::EndpointStats>,
 ) -> bool {
     endpoints.into_iter().any(|s| s.methods.len() > 1)
+}
+
+/// A latency in microseconds (a histogram's unit) as [`duration`] shows
+/// it.
+pub fn micros(us: f64) -> String {
+    duration(Duration::from_nanos((us.max(0.0) * 1e3).round() as u64))
 }
 
 /// Seconds with the original's four decimals, or six below 10 ms so that
@@ -209,11 +241,20 @@ mod tests {
         assert_eq!(rate(0.0), "0.00");
         assert_eq!(rate(10.0 / 3600.0), "0.00278");
         assert_eq!(rate(0.5 / 3600.0), "0.000139");
-        assert_eq!(duration(Duration::from_nanos(1_170_497_137)), "1.170s");
+        assert_eq!(duration(Duration::from_nanos(1_170_497_137)), "1.17s");
+        assert_eq!(duration(Duration::from_secs(1)), "1s");
         assert_eq!(duration(Duration::from_nanos(619_059_320)), "619.1ms");
         assert_eq!(duration(Duration::from_nanos(422_360)), "422.4µs");
+        assert_eq!(micros(81.0), "81µs");
+        assert_eq!(duration(Duration::from_nanos(42_360)), "42.36µs");
+        assert_eq!(micros(471.0), "471µs");
+        assert_eq!(micros(101_442.0), "101.4ms");
+        assert_eq!(micros(1_926.0), "1.926ms");
         assert_eq!(duration(Duration::from_nanos(3_006_005_882)), "3.006s");
-        assert_eq!(duration(Duration::from_secs(186)), "3m 6.0s");
+        assert_eq!(duration(Duration::from_secs(186)), "3m 6s");
+        assert_eq!(duration(Duration::from_millis(186_500)), "3m 6.5s");
+        assert_eq!(duration(Duration::from_secs(60)), "1m");
+        assert_eq!(duration(Duration::from_millis(119_970)), "2m");
         assert_eq!(percent(0, 0), "-");
         assert_eq!(escape_terminal("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\nc");
     }

@@ -12,8 +12,8 @@ use std::io::{self, Write};
 use hdrhistogram::Histogram;
 
 use super::info::RunInfo;
+use super::micros;
 use super::significance::{mann_whitney, ALPHA};
-use super::threshold::micros;
 use crate::engine::RunOutput;
 use crate::stats::{PartStats, TraversalStats};
 

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::{escape_terminal, go_duration, percent, seconds};
+use super::{duration, escape_terminal, percent, seconds};
 use crate::engine::RunOutput;
 use crate::model::{Failure, TlsReason};
 use crate::plan::Plan;
@@ -244,8 +244,9 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
     if !s.connect.is_empty() {
         writeln!(
             out,
-            "   Connects:   {} connections, {} avg, {} max to connect ({}); {} of them during the run",
+            "   Connects:   {} connection{}, {} avg, {} max to connect ({}); {} of them during the run",
             s.connect.len(),
+            if s.connect.len() == 1 { "" } else { "s" },
             seconds(s.connect.mean().round() as u64),
             seconds(s.connect.max()),
             if s.tls.is_empty() { "TCP" } else { "TCP and TLS" },
@@ -255,8 +256,9 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
     if !s.tls.is_empty() {
         writeln!(
             out,
-            "   TLS:        {} handshakes, {} avg, {} max (part of the connect time)",
+            "   TLS:        {} handshake{}, {} avg, {} max (part of the connect time)",
             s.tls.len(),
+            if s.tls.len() == 1 { "" } else { "s" },
             seconds(s.tls.mean().round() as u64),
             seconds(s.tls.max())
         )?;
@@ -401,14 +403,12 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     let avg = if all.is_empty() {
         "-".to_string()
     } else {
-        go_duration(std::time::Duration::from_nanos(
-            (all.mean() * 1000.0).round() as u64,
-        ))
+        seconds(all.mean().round() as u64)
     };
     writeln!(
         out,
         "   Timing:     {avg} request avg, {} total run time",
-        go_duration(run.elapsed)
+        duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
     if let Some(w) = &plan.warmup {
@@ -460,11 +460,7 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     let input = &run.input;
     if input.malformed > 0 {
-        writeln!(
-            out,
-            "   Input:      {} requests read, {} malformed records skipped",
-            input.requests, input.malformed
-        )?;
+        writeln!(out, "   Input:      {}", super::input_counts(run))?;
         for m in &input.samples {
             writeln!(
                 out,

@@ -15,6 +15,7 @@
 use std::io::{self, Write};
 
 use super::info::RunInfo;
+use super::micros;
 use crate::exit::Exit;
 use crate::stats::RunStats;
 
@@ -371,17 +372,6 @@ fn metric_name(m: Metric) -> &'static str {
         Metric::Rps => "rps",
         Metric::Errors => "errors",
         Metric::Mismatches => "mismatches",
-    }
-}
-
-/// A latency in µs, short: `850µs`, `12.3ms`, `1.25s`.
-pub fn micros(us: f64) -> String {
-    if us < 1000.0 {
-        format!("{us:.0}µs")
-    } else if us < 1e6 {
-        format!("{:.3}ms", us / 1e3)
-    } else {
-        format!("{:.3}s", us / 1e6)
     }
 }
 

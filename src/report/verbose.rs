@@ -71,7 +71,7 @@ pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Opt
                     out,
                     "  {i}. {}: {f} after {}",
                     spec.label,
-                    go_duration(o.latency)
+                    super::duration(o.latency)
                 );
             }
         }

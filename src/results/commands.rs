@@ -5,13 +5,15 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use super::format::Header;
 use super::series::SeriesObserver;
-use super::writer::{self, Recorder, Recording, RunWriter, Tee};
+use super::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
 use crate::cli::{CompareArgs, MergeArgs, ReportArgs, RunArgs};
 use crate::engine::{Input, Observer, RunOutput};
 use crate::exit::Exit;
+use crate::input::{Next, Source};
 use crate::plan::Plan;
 use crate::report::info::{Report, RunInfo};
 use crate::report::outputs::{self, Format};
@@ -24,13 +26,99 @@ pub struct Live {
     format: Format,
     thresholds: Vec<Threshold>,
     html: Option<PathBuf>,
-    output: Option<PathBuf>,
-    /// The `--output` file, once [`Live::open`] has created it.
+    /// The `--output` file's writer (its file created by `files`).
     writer: Option<RunWriter>,
     series: Option<SeriesObserver>,
-    log: Option<std::sync::Arc<crate::report::mismatch_log::MismatchLog>>,
+    /// Creates the output files, once.
+    files: Arc<Files>,
     /// Record requests unmasked (`--show-secrets`).
     show_secrets: bool,
+}
+
+/// A live run's output files, created together and once: before the run,
+/// or at a stream's first request (an input that turns out to hold none
+/// leaves an earlier run's files alone), or at the end of a run
+/// interrupted before it.
+struct Files {
+    output: Option<RunFile>,
+    log: Option<Arc<crate::report::mismatch_log::MismatchLog>>,
+    html: Option<PathBuf>,
+    created: Mutex<bool>,
+}
+
+impl Files {
+    /// Check that every file can be written, changing none.
+    fn check(&self) -> Result<(), String> {
+        let paths = [
+            ("--output", self.output.as_ref().map(RunFile::path)),
+            ("--mismatches", self.log.as_ref().map(|l| l.path())),
+            ("--html", self.html.as_deref()),
+        ];
+        for (flag, path) in paths {
+            if let Some(path) = path {
+                writable(flag, path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Create the files (replacing earlier ones) unless done already: the
+    /// `--output` file with the lines kept for it, the `--mismatches`
+    /// file, and the `--html` file (written at the end; created now so
+    /// that it is replaced with the others or not at all).
+    fn create(&self) -> Result<(), String> {
+        let mut created = self
+            .created
+            .lock()
+            .map_err(|_| "output files: lock poisoned".to_string())?;
+        if *created {
+            return Ok(());
+        }
+        if let Some(file) = &self.output {
+            file.create()
+                .map_err(|e| format!("--output {}: {e}", file.path().display()))?;
+        }
+        if let Some(log) = &self.log {
+            log.open()?;
+        }
+        if let Some(path) = &self.html {
+            std::fs::File::create(path).map_err(|e| format!("--html {}: {e}", path.display()))?;
+        }
+        *created = true;
+        Ok(())
+    }
+
+    /// Whether [`Files::create`] has created the files.
+    fn created(&self) -> bool {
+        self.created.lock().is_ok_and(|c| *c)
+    }
+}
+
+/// A stream that creates the output files as it hands on its first
+/// request.
+struct Creating {
+    source: Box<dyn Source>,
+    files: Arc<Files>,
+    created: bool,
+}
+
+impl Source for Creating {
+    fn next(&mut self) -> std::io::Result<Next> {
+        let next = self.source.next()?;
+        if !self.created && matches!(next, Next::Request(_)) {
+            self.files.create().map_err(std::io::Error::other)?;
+            self.created = true;
+        }
+        Ok(next)
+    }
+
+    fn buffered(&self) -> bool {
+        self.source.buffered()
+    }
+
+    fn summary(&self) -> Option<String> {
+        self.source.summary()
+    }
 }
 
 /// A report whose reader stopped reading (`versus report ... | head`) is
@@ -86,19 +174,27 @@ impl Live {
         let mut header =
             writer::header(&info, command, interval_ms, plan.concurrency, plan.start_at);
         header.shard = (plan.shard != crate::plan::Shard::WHOLE).then_some(plan.shard);
+        let writer = args
+            .output
+            .as_ref()
+            .map(|path| RunWriter::pending(path, &header));
         Ok(Live {
             series: args
                 .html
                 .as_ref()
                 .map(|_| SeriesObserver::new(plan.interval.as_secs_f64())),
+            files: Arc::new(Files {
+                output: writer.as_ref().map(RunWriter::file),
+                log: plan.mismatch_log.clone(),
+                html: args.html.clone(),
+                created: Mutex::new(false),
+            }),
+            writer,
             info,
             header,
             format,
             thresholds,
             html: args.html.clone(),
-            output: args.output.clone(),
-            writer: None,
-            log: plan.mismatch_log.clone(),
             show_secrets: plan.show_secrets,
         })
     }
@@ -113,60 +209,39 @@ impl Live {
     /// # Errors
     /// A message naming the flag (exit 2).
     pub fn check(&self) -> Result<(), String> {
-        let paths = [
-            ("--output", self.output.as_deref()),
-            ("--mismatches", self.log.as_ref().map(|l| l.path())),
-            ("--html", self.html.as_deref()),
-        ];
-        for (flag, path) in paths {
-            if let Some(path) = path {
-                writable(flag, path)?;
-            }
-        }
-        Ok(())
+        self.files.check()
     }
 
-    /// Create the output files (every one [`Live::check`]ed first, so
-    /// that none is replaced unless all can be): the `--output` file (its header written),
-    /// the `--mismatches` file, and the `--html` file (written at the end;
-    /// created now so that a path it cannot be written to fails before
-    /// the run). Called when nothing else can stop the run from starting:
-    /// a run that never starts leaves earlier files alone.
+    /// The run's input, its requests recorded into the `--output` file so
+    /// that the saved run can be replayed, and the output files created
+    /// (every one [`Live::check`]ed first): a stream's at its first
+    /// request, so that an input without one leaves an earlier run's
+    /// files alone; any other input's now. A flow's requests are built at
+    /// each endpoint: nothing to replay.
     ///
     /// # Errors
     /// A message naming the flag (exit 2).
-    pub fn open(&mut self) -> Result<(), String> {
-        self.check()?;
-        if let Some(path) = &self.output {
-            self.writer = Some(
-                RunWriter::create(path, &self.header)
-                    .map_err(|e| format!("--output {}: {e}", path.display()))?,
-            );
-        }
-        if let Some(log) = &self.log {
-            log.open()?;
-        }
-        if let Some(path) = &self.html {
-            std::fs::File::create(path).map_err(|e| format!("--html {}: {e}", path.display()))?;
-        }
-        Ok(())
-    }
-
-    /// The run's input, its requests recorded into the `--output` file
-    /// (once [`Live::open`] created it) so that the saved run can be
-    /// replayed. A flow's requests are built at each endpoint: nothing to
-    /// replay.
-    pub fn record(&self, input: Input) -> Input {
-        let Some(mut recorder) = self.writer.as_ref().map(|w| w.recorder(self.show_secrets)) else {
-            return input;
-        };
+    pub fn attach(&self, input: Input) -> Result<Input, String> {
+        let mut recorder = self.writer.as_ref().map(|w| w.recorder(self.show_secrets));
         match input {
-            Input::Stream(source) => Input::Stream(Box::new(Recording::new(source, recorder))),
-            Input::Repeat(r) => {
-                recorder.record(&r, true);
-                Input::Repeat(r)
+            Input::Stream(source) => {
+                let source = match recorder {
+                    Some(r) => Box::new(Recording::new(source, r)),
+                    None => source,
+                };
+                Ok(Input::Stream(Box::new(Creating {
+                    source,
+                    files: self.files.clone(),
+                    created: false,
+                })))
             }
-            flows @ (Input::Flow(_) | Input::Mix(_)) => flows,
+            other => {
+                self.files.create()?;
+                if let (Input::Repeat(r), Some(recorder)) = (&other, recorder.as_mut()) {
+                    recorder.record(r, true);
+                }
+                Ok(other)
+            }
         }
     }
 
@@ -195,8 +270,15 @@ impl Live {
     /// # Errors
     /// When the report or a file cannot be written.
     pub fn finish(mut self, out: &mut dyn Write, run: &RunOutput) -> Result<Exit, String> {
+        // A run interrupted before its first request is reported, in its
+        // files too; one whose input failed before it (`--strict` at the
+        // first record) leaves earlier files alone, as an input without a
+        // request does.
+        if run.interrupted {
+            self.files.create()?;
+        }
         // What --mismatches wrote is known only now.
-        if let Some(log) = &self.log {
+        if let Some(log) = &self.files.log {
             self.info.logged = Some(log.counts());
         }
         if let Some(w) = self.writer.as_mut() {
@@ -220,7 +302,7 @@ impl Live {
             .and_then(|()| out.flush())
             .or_else(reader_gone)
             .map_err(|e| format!("cannot write the report: {e}"))?;
-        if let Some(path) = &self.html {
+        if let Some(path) = self.html.as_ref().filter(|_| self.files.created()) {
             let mut page = Vec::new();
             crate::report::html::write(&mut page, &report)
                 .and_then(|()| std::fs::write(path, page))

@@ -257,7 +257,7 @@ impl RunReader {
                     "{}: no totals line: the run did not finish (killed?); reporting its {} complete intervals ({})",
                     self.path,
                     self.intervals,
-                    crate::report::go_duration(elapsed)
+                    crate::report::duration(elapsed)
                 ));
                 let mut stats = std::mem::take(&mut self.sum);
                 for s in &mut stats.endpoints {

@@ -1,7 +1,9 @@
-//! Writing a saved run as it goes: the header when the file is created,
-//! one line per interval as the engine reports it, the totals at the end.
-//! Each line is written whole and flushed, so a killed run leaves every
-//! complete line readable; nothing is kept between intervals.
+//! Writing a saved run as it goes: the header, one line per interval as
+//! the engine reports it, the totals at the end. Each line is written
+//! whole and flushed, so a killed run leaves every complete line readable;
+//! nothing is kept between intervals, except before the file is created
+//! (a live run creates it at its first request): until then the lines wait
+//! in memory.
 
 use std::fs::File;
 use std::sync::{Arc, Mutex};
@@ -73,28 +75,102 @@ pub fn header(
 /// A saved-run file being written.
 pub struct RunWriter {
     path: PathBuf,
-    /// Shared with the input thread's [`RequestRecorder`]; each line is
-    /// written whole under the lock.
-    out: Arc<Mutex<BufWriter<File>>>,
+    /// Shared with the input thread's [`RequestRecorder`] and with
+    /// [`RunFile`]; each line is written whole under the lock.
+    out: Arc<Mutex<Sink>>,
     /// The first write error; later writes are skipped.
     error: Option<io::Error>,
 }
 
+/// Where a saved run's lines go: memory until the file is created (a live
+/// run creates it at its first request), then the file.
+enum Sink {
+    Waiting(Vec<u8>),
+    File(BufWriter<File>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Waiting(kept) => {
+                kept.extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            Sink::File(f) => f.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Waiting(_) => Ok(()),
+            Sink::File(f) => f.flush(),
+        }
+    }
+}
+
+/// Creates a [`RunWriter`]'s file, once, with the lines written so far.
+#[derive(Clone)]
+pub struct RunFile {
+    path: PathBuf,
+    out: Arc<Mutex<Sink>>,
+}
+
+impl RunFile {
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Create (or truncate) the file and write what was kept for it; once
+    /// created, nothing more.
+    ///
+    /// # Errors
+    /// When the file cannot be created or written.
+    pub fn create(&self) -> io::Result<()> {
+        let mut out = self
+            .out
+            .lock()
+            .map_err(|_| io::Error::other("writer lock poisoned"))?;
+        if let Sink::Waiting(kept) = &*out {
+            let mut file = BufWriter::with_capacity(1 << 16, File::create(&self.path)?);
+            file.write_all(kept)?;
+            file.flush()?;
+            *out = Sink::File(file);
+        }
+        Ok(())
+    }
+}
+
 impl RunWriter {
+    /// A writer for `path`, its header written, that touches no file
+    /// until [`RunFile::create`] (see [`RunWriter::file`]).
+    pub fn pending(path: &Path, header: &Header) -> RunWriter {
+        let mut w = RunWriter {
+            path: path.to_path_buf(),
+            out: Arc::new(Mutex::new(Sink::Waiting(Vec::new()))),
+            error: None,
+        };
+        w.line(header);
+        w
+    }
+
     /// Create (or truncate) `path` and write the header.
     ///
     /// # Errors
     /// When the file cannot be created or written.
     pub fn create(path: &Path, header: &Header) -> io::Result<RunWriter> {
-        let file = File::create(path)?;
-        let mut w = RunWriter {
-            path: path.to_path_buf(),
-            out: Arc::new(Mutex::new(BufWriter::with_capacity(1 << 16, file))),
-            error: None,
-        };
-        w.line(header);
+        let mut w = RunWriter::pending(path, header);
+        w.file().create()?;
         w.check()?;
         Ok(w)
+    }
+
+    /// The handle that creates the file.
+    pub fn file(&self) -> RunFile {
+        RunFile {
+            path: self.path.clone(),
+            out: self.out.clone(),
+        }
     }
 
     /// The file's path.
@@ -245,7 +321,7 @@ pub fn mask_command(args: &[String]) -> Vec<String> {
 /// that `--input-file RUN` replays exactly what was read. Lines are
 /// buffered and reach the disk with the next interval line.
 pub struct RequestRecorder {
-    out: Arc<Mutex<BufWriter<File>>>,
+    out: Arc<Mutex<Sink>>,
     seq: u64,
     show_secrets: bool,
 }
