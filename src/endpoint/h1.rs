@@ -2,10 +2,11 @@
 //! stream (TCP, or TLS when ALPN chose `http/1.1`), owned by the slot that
 //! uses it (no spawned task, no channel). The request head is serialized by
 //! the caller into the connection's reused write buffer; the response is
-//! read into a reused buffer and its head parsed with `httparse` into a
-//! stack array. Only the headers asked for are allocated; the body is
-//! counted and discarded, or kept (without a copy when it arrived whole
-//! with a `Content-Length`).
+//! read into a reused buffer and its head parsed: the common form (see
+//! [`common_head`]) by a short scan of its own, anything else with
+//! `httparse` into a stack array. Only the headers asked for are
+//! allocated; the body is counted and discarded, or kept (without a copy
+//! when it arrived whole with a `Content-Length`).
 
 use std::future::{poll_fn, Future};
 use std::io;
@@ -144,6 +145,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         } else {
             framing
         };
+        // The whole answer is in hand already: it ends when its head came.
+        let done_at = match framing {
+            Framing::Empty => Some(head_at),
+            Framing::Length(n) if n <= self.rbuf.len() as u64 => Some(head_at),
+            _ => None,
+        };
         let (body, body_len) = match framing {
             Framing::Empty => (Bytes::new(), 0),
             Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
@@ -162,6 +169,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             body,
             body_len,
             keep_alive,
+            done_at,
         })
     }
 
@@ -172,6 +180,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         &mut self,
         keep: &[HeaderName],
     ) -> Result<Option<(u16, Framing, bool, Vec<(HeaderName, HeaderValue)>)>, Failure> {
+        if keep.is_empty() {
+            // The common form, without httparse; anything else (or a head
+            // not complete yet) goes to httparse below.
+            if let Some((n, status, http11, facts)) = common_head(&self.rbuf)? {
+                self.rbuf.advance(n);
+                let (framing, keep_alive) = facts.framing(http11);
+                return Ok(Some((status, framing, keep_alive, Vec::new())));
+            }
+        }
         // Uninitialized: the parser writes only the headers it finds.
         let mut slots =
             [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
@@ -186,32 +203,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         // httparse takes any three digits; below 100 is no HTTP status.
         let status = resp.code.filter(|&c| c >= 100).ok_or(Failure::Protocol)?;
         let http11 = resp.version == Some(1);
-        let mut length: Option<u64> = None;
-        let mut chunked = false;
-        let mut close = false;
-        let mut keep_alive_token = false;
+        let mut facts = Facts::default();
         for h in resp.headers.iter() {
-            let name = h.name.as_bytes();
-            if name.eq_ignore_ascii_case(b"content-length") {
-                let v = parse_decimal(h.value).ok_or(Failure::Protocol)?;
-                if length.is_some_and(|l| l != v) {
-                    return Err(Failure::Protocol);
-                }
-                length = Some(v);
-            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-                // Chunked when it is the last coding.
-                chunked = h
-                    .value
-                    .rsplit(|&b| b == b',')
-                    .next()
-                    .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-            } else if name.eq_ignore_ascii_case(b"connection") {
-                for token in h.value.split(|&b| b == b',') {
-                    let token = token.trim_ascii();
-                    close |= token.eq_ignore_ascii_case(b"close");
-                    keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
-                }
-            }
+            facts.see(h.name.as_bytes(), h.value)?;
         }
         let mut headers = Vec::new();
         for name in keep {
@@ -222,14 +216,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 }
             }
         }
-        let keep_alive = !close && (http11 || keep_alive_token);
-        let framing = if chunked {
-            Framing::Chunked
-        } else if let Some(l) = length {
-            Framing::Length(l)
-        } else {
-            Framing::Close
-        };
+        let (framing, keep_alive) = facts.framing(http11);
         self.rbuf.advance(n);
         Ok(Some((status, framing, keep_alive, headers)))
     }
@@ -406,6 +393,173 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
         }
         Ok((kept.map_or_else(Bytes::new, BytesMut::freeze), len))
+    }
+}
+
+/// What a response head's headers say about its body and connection.
+#[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct Facts {
+    length: Option<u64>,
+    chunked: bool,
+    close: bool,
+    keep_alive_token: bool,
+}
+
+impl Facts {
+    /// Take in one header: a malformed or conflicting `Content-Length` is
+    /// a protocol failure.
+    fn see(&mut self, name: &[u8], value: &[u8]) -> Result<(), Failure> {
+        // The length first: most names are told apart without comparing.
+        match name.len() {
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                let v = parse_decimal(value).ok_or(Failure::Protocol)?;
+                if self.length.is_some_and(|l| l != v) {
+                    return Err(Failure::Protocol);
+                }
+                self.length = Some(v);
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                // Chunked when it is the last coding.
+                self.chunked = value
+                    .rsplit(|&b| b == b',')
+                    .next()
+                    .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for token in value.split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    self.close |= token.eq_ignore_ascii_case(b"close");
+                    self.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The body's framing, and whether the connection stays open.
+    fn framing(&self, http11: bool) -> (Framing, bool) {
+        let keep_alive = !self.close && (http11 || self.keep_alive_token);
+        let framing = if self.chunked {
+            Framing::Chunked
+        } else if let Some(l) = self.length {
+            Framing::Length(l)
+        } else {
+            Framing::Close
+        };
+        (framing, keep_alive)
+    }
+}
+
+/// Bytes of a header name (RFC 9110 `token`).
+const TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        c += 1;
+    }
+    t
+};
+
+/// A byte of a reason phrase or header value in the common form: visible
+/// ASCII, space or tab (httparse also takes obs-text, `0x80..`, which goes
+/// to it).
+fn plain(b: u8) -> bool {
+    (0x20..0x7f).contains(&b) || b == b'\t'
+}
+
+/// The response head at the start of `buf` in its common form, parsed
+/// without httparse: `HTTP/1.0` or `HTTP/1.1`, a three-digit status of 100
+/// or more, a reason of [`plain`] bytes, then at most [`MAX_HEADERS`]
+/// `token: value` lines of [`plain`] bytes, every line ending in CRLF.
+/// Returns the head's length, the status, whether it is HTTP/1.1 and the
+/// headers' [`Facts`]; `None` when the head is in any other form or not
+/// complete yet, for httparse to decide. It accepts only heads httparse
+/// accepts, and reads them alike.
+fn common_head(buf: &[u8]) -> Result<Option<(usize, u16, bool, Facts)>, Failure> {
+    let Some(line) = buf.get(..13) else {
+        return Ok(None);
+    };
+    let http11 = match &line[..9] {
+        b"HTTP/1.1 " => true,
+        b"HTTP/1.0 " => false,
+        _ => return Ok(None),
+    };
+    let digits = &line[9..12];
+    if !digits.iter().all(u8::is_ascii_digit) || line[12] != b' ' {
+        return Ok(None);
+    }
+    let status = digits
+        .iter()
+        .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+    if status < 100 {
+        return Ok(None);
+    }
+    let mut at = 13;
+    // The reason phrase.
+    while let Some(&b) = buf.get(at) {
+        if !plain(b) {
+            break;
+        }
+        at += 1;
+    }
+    if buf.get(at..at + 2) != Some(b"\r\n") {
+        return Ok(None);
+    }
+    at += 2;
+    let mut facts = Facts::default();
+    let mut headers = 0;
+    loop {
+        if buf.get(at..at + 2) == Some(b"\r\n") {
+            return Ok(Some((at + 2, status, http11, facts)));
+        }
+        headers += 1;
+        if headers > MAX_HEADERS {
+            return Ok(None);
+        }
+        let name_at = at;
+        while buf.get(at).is_some_and(|&b| TOKEN[usize::from(b)]) {
+            at += 1;
+        }
+        if at == name_at || buf.get(at) != Some(&b':') {
+            return Ok(None);
+        }
+        let name = &buf[name_at..at];
+        at += 1;
+        while matches!(buf.get(at), Some(b' ' | b'\t')) {
+            at += 1;
+        }
+        let value_at = at;
+        while buf.get(at).is_some_and(|&b| plain(b)) {
+            at += 1;
+        }
+        // Only a whole line counts (a value cut by the buffer's end is
+        // not yet the value).
+        if buf.get(at..at + 2) != Some(b"\r\n") {
+            return Ok(None);
+        }
+        facts.see(name, buf[value_at..at].trim_ascii_end())?;
+        at += 2;
     }
 }
 
@@ -682,6 +836,71 @@ mod tests {
         assert_eq!((b.status, b.body_len), (204, 0));
         let z = get(&mut c, false, 100).await.unwrap();
         assert_eq!((z.status, &z.body[..]), (200, &b"z"[..]));
+    }
+
+    /// The head as httparse reads it: length, status, HTTP/1.1, facts.
+    fn slow_head(buf: &[u8]) -> Result<Option<(usize, u16, bool, Facts)>, Failure> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(_) => return Err(Failure::Protocol),
+        };
+        let status = resp.code.filter(|&c| c >= 100).ok_or(Failure::Protocol)?;
+        let mut facts = Facts::default();
+        for h in resp.headers.iter() {
+            facts.see(h.name.as_bytes(), h.value)?;
+        }
+        Ok(Some((n, status, resp.version == Some(1), facts)))
+    }
+
+    /// The common-form parser reads every head, cut anywhere, as httparse
+    /// does, or leaves it to httparse; it never takes a head httparse
+    /// refuses.
+    #[test]
+    fn the_common_head_is_read_as_httparse_reads_it() {
+        let heads: [&[u8]; 14] = [
+            b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Tue, 24 Nov 2026 04:00:00 GMT\r\nContent-Type: application/json\r\nContent-Length: 39\r\nConnection: keep-alive\r\n\r\n{}",
+            b"HTTP/1.0 204 No Content\r\nconnection: Keep-Alive\r\n\r\n",
+            b"HTTP/1.1 301 \r\nLocation: /x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            b"HTTP/1.1 500 Oops\r\nConnection: close\r\nX-Empty:\r\nX-Pad:  \t v \t\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+            b"HTTP/1.1 099 Low\r\n\r\n",
+            b"HTTP/1.1 200\r\nA: b\r\n\r\n",
+            b"HTTP/1.1 200 OK\nA: b\n\n",
+            b"HTTP/1.1 200 OK\r\nBad Name: b\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nA : b\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nA: \x01\r\n\r\n",
+            b"HTTP/1.1 200 \xc3\xa9\r\nA: caf\xc3\xa9\r\n\r\n",
+            b"HTTP/2.0 200 OK\r\n\r\n",
+        ];
+        let mut fast_read = 0;
+        for head in heads {
+            for cut in 0..=head.len() {
+                let part = &head[..cut];
+                match common_head(part) {
+                    Ok(Some(fast)) => {
+                        fast_read += 1;
+                        assert_eq!(Ok(Some(fast)), slow_head(part), "{part:?}");
+                    }
+                    // Only a complete line fails, as the whole head does.
+                    Err(f) => assert_eq!(Err(f), slow_head(head), "{part:?}"),
+                    Ok(None) => {}
+                }
+            }
+        }
+        // The first head three times (whole, then with one and two bytes
+        // of its body), the next three once each.
+        assert_eq!(fast_read, 4 + 2);
+        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for _ in 0..=MAX_HEADERS {
+            many.extend_from_slice(b"A: b\r\n");
+        }
+        many.extend_from_slice(b"\r\n");
+        assert_eq!(common_head(&many), Ok(None));
+        assert_eq!(slow_head(&many), Err(Failure::Protocol));
     }
 
     #[test]

@@ -659,6 +659,9 @@ pub struct Slot {
     ws: WsSlot,
     /// gRPC: the last request's message, encoded.
     encoded: Encoded,
+    /// When the last HTTP/1.1 answer was wholly read, if that was when its
+    /// head was (see `Answer::done_at`).
+    answered: Option<Instant>,
 }
 
 /// A stream whose answer is awaited: reset if the wait is dropped (a
@@ -709,6 +712,7 @@ impl Slot {
             backoff: Backoff::default(),
             ws: WsSlot::default(),
             encoded: Encoded::default(),
+            answered: None,
         }
     }
 
@@ -794,6 +798,11 @@ impl Slot {
             deadline.run(start, timeout, exchange).await
         };
         let result = result.unwrap_or(Err(Failure::Timeout));
+        // Read when the answer was, or now.
+        let end = match (&result, self.answered.take()) {
+            (Ok(_), Some(at)) => at,
+            _ => Instant::now(),
+        };
         self.deadline = deadline;
         match self.h1.take() {
             // An HTTP/1.1 connection is unusable after a failed exchange
@@ -807,7 +816,7 @@ impl Slot {
             }
             _ => {}
         }
-        Outcome::timed(result, start, clock, connect, bytes_out, due)
+        Outcome::timed(result, start, clock, end, connect, bytes_out, due)
     }
 
     async fn exchange(
@@ -904,6 +913,7 @@ impl Slot {
         self.h1 = Some(c);
         let a = r?;
         self.reuse = a.keep_alive;
+        self.answered = a.done_at;
         Ok(a.response(start))
     }
 

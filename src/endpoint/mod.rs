@@ -132,25 +132,35 @@ impl Deadline {
 impl Outcome {
     /// The outcome of an exchange that began at `start`, whose clock began
     /// at `clock` (later than `start` when a reconnect is not counted in the
-    /// latency) and that ends now. `due` is the open model's scheduled
-    /// time: latency and time to first byte then count from it.
+    /// latency) and that ended at `end` (when its answer was read). `due`
+    /// is the open model's scheduled time: latency and time to first byte
+    /// then count from it.
     pub(crate) fn timed(
         result: Result<Response, Failure>,
         start: Instant,
         clock: Instant,
+        end: Instant,
         connect: Option<Duration>,
         bytes_out: u64,
         due: Option<Instant>,
     ) -> Outcome {
-        let end = Instant::now();
         let origin = due.map_or(clock, |d| d.min(clock));
+        let uncorrected = end.saturating_duration_since(clock);
+        // Closed model (or on time): both count from the clock.
+        let from_clock = origin == clock;
         Outcome {
             result: result.map(|mut r| {
-                r.ttfb = (clock + r.ttfb).saturating_duration_since(origin);
+                if !from_clock {
+                    r.ttfb = (clock + r.ttfb).saturating_duration_since(origin);
+                }
                 r
             }),
-            latency: end - origin,
-            uncorrected: end - clock,
+            latency: if from_clock {
+                uncorrected
+            } else {
+                end.saturating_duration_since(origin)
+            },
+            uncorrected,
             lag: due.map(|d| start.saturating_duration_since(d)),
             connect,
             bytes_out,
@@ -211,6 +221,10 @@ pub(crate) struct Answer {
     pub grpc: Option<crate::model::GrpcStatus>,
     /// When the first DATA arrived (gRPC streams: the first message).
     pub first_data: Option<Instant>,
+    /// When the whole answer was read, if its body was already in hand
+    /// when the head was (then `head_at`): the exchange's end, without
+    /// another read of the clock.
+    pub done_at: Option<Instant>,
 }
 
 impl Answer {
@@ -261,10 +275,19 @@ mod tests {
             ttfb: Duration::from_millis(10),
             grpc: None,
         };
-        let o = Outcome::timed(Ok(response()), start, clock, None, 0, None);
+        let end = clock + Duration::from_millis(20);
+        let o = Outcome::timed(Ok(response()), start, clock, end, None, 0, None);
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));
+        assert_eq!(
+            (o.latency, o.uncorrected),
+            (Duration::from_millis(20), Duration::from_millis(20))
+        );
         // In the open model it counts from the due time, like the latency.
-        let o = Outcome::timed(Ok(response()), start, clock, None, 0, Some(start));
+        let o = Outcome::timed(Ok(response()), start, clock, end, None, 0, Some(start));
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(60));
+        assert_eq!(
+            (o.latency, o.uncorrected),
+            (Duration::from_millis(70), Duration::from_millis(20))
+        );
     }
 }
