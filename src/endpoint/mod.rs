@@ -81,10 +81,11 @@ impl Protocol {
     }
 }
 
-/// A slot's `--timeout` timer, kept from request to request: moving a
-/// registered timer's deadline later is an atomic store, where a
+/// A slot's `--timeout` timer, kept from request to request: a
 /// `tokio::time::timeout` per request inserts into and removes from the
-/// timer wheel under its lock (about 700 instructions a request).
+/// timer wheel under its lock (about 700 instructions a request), and even
+/// moving a registered timer later costs about 100; so the timer is moved
+/// only when it fires before the request's own deadline.
 #[derive(Default)]
 pub(crate) struct Deadline(Option<std::pin::Pin<Box<tokio::time::Sleep>>>);
 
@@ -103,6 +104,10 @@ impl Deadline {
             .checked_add(timeout)
             .unwrap_or(at + Duration::from_secs(30 * 365 * 86_400));
         let timer = match &mut self.0 {
+            // Deadlines only move later: a timer set no later than `at`
+            // (for an earlier request) stays, and is moved to `at` only if
+            // it fires first (see `passed`), not once per request.
+            Some(t) if t.deadline() <= at => t,
             Some(t) => {
                 t.as_mut().reset(at);
                 t
@@ -117,16 +122,37 @@ impl Deadline {
             // from the third poll on (a plain exchange takes two), the
             // timer goes first.
             polls += 1;
-            if polls > 2 && std::future::Future::poll(timer.as_mut(), cx).is_ready() {
+            if polls > 2 && passed(timer, at, cx) {
                 return std::task::Poll::Ready(None);
             }
             if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
                 return std::task::Poll::Ready(Some(r));
             }
-            std::future::Future::poll(timer.as_mut(), cx).map(|()| None)
+            if passed(timer, at, cx) {
+                std::task::Poll::Ready(None)
+            } else {
+                std::task::Poll::Pending
+            }
         })
         .await
     }
+}
+
+/// Whether the deadline `at` has passed. A timer that fired at an earlier
+/// deadline is set to `at` and polled again (so it wakes the task then).
+fn passed(
+    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
+    at: tokio::time::Instant,
+    cx: &mut std::task::Context<'_>,
+) -> bool {
+    if std::future::Future::poll(timer.as_mut(), cx).is_pending() {
+        return false;
+    }
+    if timer.deadline() >= at {
+        return true;
+    }
+    timer.as_mut().reset(at);
+    std::future::Future::poll(timer.as_mut(), cx).is_ready()
 }
 
 impl Outcome {
@@ -260,6 +286,33 @@ pub struct TransportOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The timer kept from an earlier request (set for its earlier
+    /// deadline) neither cuts a later request short nor lets it run
+    /// forever: it ends at the later request's own deadline, not before.
+    #[tokio::test]
+    async fn a_timer_kept_from_an_earlier_request_ends_a_later_one_at_its_own_deadline() {
+        let mut d = Deadline::default();
+        let timeout = Duration::from_millis(100);
+        let first = std::pin::pin!(async { 1 });
+        assert_eq!(d.run(Instant::now(), timeout, first).await, Some(1));
+        // The next request starts later: the kept timer would fire 50 ms
+        // before its deadline.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let start = Instant::now();
+        let second = std::pin::pin!(std::future::pending::<()>());
+        assert_eq!(d.run(start, timeout, second).await, None);
+        assert!(start.elapsed() >= timeout, "ended before its deadline");
+        // A deadline earlier than the timer's moves the timer back (else
+        // this would wait an hour).
+        let long = std::pin::pin!(async {});
+        assert_eq!(
+            d.run(Instant::now(), Duration::from_secs(3600), long).await,
+            Some(())
+        );
+        let third = std::pin::pin!(std::future::pending::<()>());
+        assert_eq!(d.run(Instant::now(), Duration::ZERO, third).await, None);
+    }
 
     /// After a reconnect kept out of the latency, the time to first byte
     /// counts from the same restarted clock, not from before the connect.
