@@ -412,21 +412,27 @@ impl Facts {
     fn see(&mut self, name: &[u8], value: &[u8]) -> Result<(), Failure> {
         // The length first: most names are told apart without comparing.
         match name.len() {
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
+            14 if name == b"Content-Length" || name.eq_ignore_ascii_case(b"content-length") => {
                 let v = parse_decimal(value).ok_or(Failure::Protocol)?;
                 if self.length.is_some_and(|l| l != v) {
                     return Err(Failure::Protocol);
                 }
                 self.length = Some(v);
             }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+            17 if name == b"Transfer-Encoding"
+                || name.eq_ignore_ascii_case(b"transfer-encoding") =>
+            {
                 // Chunked when it is the last coding.
                 self.chunked = value
                     .rsplit(|&b| b == b',')
                     .next()
                     .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
             }
-            10 if name.eq_ignore_ascii_case(b"connection") => {
+            10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => {
+                if value == b"keep-alive" {
+                    self.keep_alive_token = true;
+                    return Ok(());
+                }
                 for token in value.split(|&b| b == b',') {
                     let token = token.trim_ascii();
                     self.close |= token.eq_ignore_ascii_case(b"close");
@@ -481,32 +487,46 @@ const TOKEN: [bool; 256] = {
     t
 };
 
-/// A byte of a reason phrase or header value in the common form: visible
-/// ASCII, space or tab (httparse also takes obs-text, `0x80..`, which goes
-/// to it).
+/// A byte of a response head in the common form: visible ASCII, space,
+/// tab, or the CR and LF that end its lines (httparse also takes obs-text,
+/// `0x80..`, which goes to it).
 fn plain(b: u8) -> bool {
-    (0x20..0x7f).contains(&b) || b == b'\t'
+    (0x20..0x7f).contains(&b) || matches!(b, b'\t' | b'\r' | b'\n')
 }
 
 /// The response head at the start of `buf` in its common form, parsed
 /// without httparse: `HTTP/1.0` or `HTTP/1.1`, a three-digit status of 100
-/// or more, a reason of [`plain`] bytes, then at most [`MAX_HEADERS`]
-/// `token: value` lines of [`plain`] bytes, every line ending in CRLF.
-/// Returns the head's length, the status, whether it is HTTP/1.1 and the
-/// headers' [`Facts`]; `None` when the head is in any other form or not
-/// complete yet, for httparse to decide. It accepts only heads httparse
-/// accepts, and reads them alike.
+/// or more, then at most [`MAX_HEADERS`] `token: value` lines, every byte
+/// [`plain`] and every line ending in CRLF (no bare CR or LF). Returns the
+/// head's length, the status, whether it is HTTP/1.1 and the headers'
+/// [`Facts`]; `None` when the head is in any other form or not complete
+/// yet, for httparse to decide. It accepts only heads httparse accepts,
+/// and reads them alike.
 fn common_head(buf: &[u8]) -> Result<Option<(usize, u16, bool, Facts)>, Failure> {
-    let Some(line) = buf.get(..13) else {
+    let Some(end) = memchr::memmem::find(buf, b"\r\n\r\n") else {
         return Ok(None);
     };
-    let http11 = match &line[..9] {
+    // Up to the CRLF of the last line.
+    let head = &buf[..end + 2];
+    // One pass over every byte (no early exit, so it runs wide): plain
+    // bytes, and as many CRs as LFs (each LF's CR is checked below).
+    let (bad, cr, lf) = head.iter().fold((0u32, 0u32, 0u32), |(bad, cr, lf), &b| {
+        (
+            bad + u32::from(!plain(b)),
+            cr + u32::from(b == b'\r'),
+            lf + u32::from(b == b'\n'),
+        )
+    });
+    if bad != 0 || cr != lf || head.len() < 14 {
+        return Ok(None);
+    }
+    let http11 = match &head[..9] {
         b"HTTP/1.1 " => true,
         b"HTTP/1.0 " => false,
         _ => return Ok(None),
     };
-    let digits = &line[9..12];
-    if !digits.iter().all(u8::is_ascii_digit) || line[12] != b' ' {
+    let digits = &head[9..12];
+    if !digits.iter().all(u8::is_ascii_digit) || head[12] != b' ' {
         return Ok(None);
     }
     let status = digits
@@ -515,52 +535,36 @@ fn common_head(buf: &[u8]) -> Result<Option<(usize, u16, bool, Facts)>, Failure>
     if status < 100 {
         return Ok(None);
     }
-    let mut at = 13;
-    // The reason phrase.
-    while let Some(&b) = buf.get(at) {
-        if !plain(b) {
-            break;
-        }
-        at += 1;
-    }
-    if buf.get(at..at + 2) != Some(b"\r\n") {
-        return Ok(None);
-    }
-    at += 2;
     let mut facts = Facts::default();
+    let mut lines = head.split(|&b| b == b'\n');
+    // The status line (its reason: any plain bytes), then the headers;
+    // the split leaves an empty piece after the last LF.
     let mut headers = 0;
-    loop {
-        if buf.get(at..at + 2) == Some(b"\r\n") {
-            return Ok(Some((at + 2, status, http11, facts)));
+    let mut first = true;
+    for line in lines.by_ref() {
+        let Some((&b'\r', line)) = line.split_last() else {
+            return if line.is_empty() && !first {
+                Ok(Some((end + 4, status, http11, facts)))
+            } else {
+                Ok(None)
+            };
+        };
+        if std::mem::take(&mut first) {
+            continue;
         }
         headers += 1;
-        if headers > MAX_HEADERS {
+        let Some(colon) = memchr::memchr(b':', line) else {
+            return Ok(None);
+        };
+        let name = &line[..colon];
+        if headers > MAX_HEADERS || name.is_empty() || !name.iter().all(|&b| TOKEN[usize::from(b)])
+        {
             return Ok(None);
         }
-        let name_at = at;
-        while buf.get(at).is_some_and(|&b| TOKEN[usize::from(b)]) {
-            at += 1;
-        }
-        if at == name_at || buf.get(at) != Some(&b':') {
-            return Ok(None);
-        }
-        let name = &buf[name_at..at];
-        at += 1;
-        while matches!(buf.get(at), Some(b' ' | b'\t')) {
-            at += 1;
-        }
-        let value_at = at;
-        while buf.get(at).is_some_and(|&b| plain(b)) {
-            at += 1;
-        }
-        // Only a whole line counts (a value cut by the buffer's end is
-        // not yet the value).
-        if buf.get(at..at + 2) != Some(b"\r\n") {
-            return Ok(None);
-        }
-        facts.see(name, buf[value_at..at].trim_ascii_end())?;
-        at += 2;
+        let value = line[colon + 1..].trim_ascii();
+        facts.see(name, value)?;
     }
+    Ok(None)
 }
 
 fn parse_decimal(v: &[u8]) -> Option<u64> {
