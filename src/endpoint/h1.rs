@@ -2,11 +2,10 @@
 //! stream (TCP, or TLS when ALPN chose `http/1.1`), owned by the slot that
 //! uses it (no spawned task, no channel). The request head is serialized by
 //! the caller into the connection's reused write buffer; the response is
-//! read into a reused buffer and its head parsed: the common form (see
-//! [`common_head`]) by a short scan of its own, anything else with
-//! `httparse` into a stack array. Only the headers asked for are
-//! allocated; the body is counted and discarded, or kept (without a copy
-//! when it arrived whole with a `Content-Length`).
+//! read into a reused buffer and its head parsed with `httparse` into a
+//! stack array. Only the headers asked for are allocated; the body is
+//! counted and discarded, or kept (without a copy when it arrived whole
+//! with a `Content-Length`).
 
 use std::future::{poll_fn, Future};
 use std::io;
@@ -180,15 +179,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         &mut self,
         keep: &[HeaderName],
     ) -> Result<Option<(u16, Framing, bool, Vec<(HeaderName, HeaderValue)>)>, Failure> {
-        if keep.is_empty() {
-            // The common form, without httparse; anything else (or a head
-            // not complete yet) goes to httparse below.
-            if let Some((n, status, http11, facts)) = common_head(&self.rbuf)? {
-                self.rbuf.advance(n);
-                let (framing, keep_alive) = facts.framing(http11);
-                return Ok(Some((status, framing, keep_alive, Vec::new())));
-            }
-        }
         // Uninitialized: the parser writes only the headers it finds.
         let mut slots =
             [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
@@ -398,7 +388,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
 /// What a response head's headers say about its body and connection.
 #[derive(Default)]
-#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Facts {
     length: Option<u64>,
     chunked: bool,
@@ -456,115 +445,6 @@ impl Facts {
         };
         (framing, keep_alive)
     }
-}
-
-/// Bytes of a header name (RFC 9110 `token`).
-const TOKEN: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0;
-    while c < 256 {
-        let b = c as u8;
-        t[c] = b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
-        c += 1;
-    }
-    t
-};
-
-/// A byte of a response head in the common form: visible ASCII, space,
-/// tab, or the CR and LF that end its lines (httparse also takes obs-text,
-/// `0x80..`, which goes to it).
-fn plain(b: u8) -> bool {
-    (0x20..0x7f).contains(&b) || matches!(b, b'\t' | b'\r' | b'\n')
-}
-
-/// The response head at the start of `buf` in its common form, parsed
-/// without httparse: `HTTP/1.0` or `HTTP/1.1`, a three-digit status of 100
-/// or more, then at most [`MAX_HEADERS`] `token: value` lines, every byte
-/// [`plain`] and every line ending in CRLF (no bare CR or LF). Returns the
-/// head's length, the status, whether it is HTTP/1.1 and the headers'
-/// [`Facts`]; `None` when the head is in any other form or not complete
-/// yet, for httparse to decide. It accepts only heads httparse accepts,
-/// and reads them alike.
-fn common_head(buf: &[u8]) -> Result<Option<(usize, u16, bool, Facts)>, Failure> {
-    let Some(end) = memchr::memmem::find(buf, b"\r\n\r\n") else {
-        return Ok(None);
-    };
-    // Up to the CRLF of the last line.
-    let head = &buf[..end + 2];
-    // One pass over every byte (no early exit, so it runs wide): plain
-    // bytes, and as many CRs as LFs (each LF's CR is checked below).
-    let (bad, cr, lf) = head.iter().fold((0u32, 0u32, 0u32), |(bad, cr, lf), &b| {
-        (
-            bad + u32::from(!plain(b)),
-            cr + u32::from(b == b'\r'),
-            lf + u32::from(b == b'\n'),
-        )
-    });
-    if bad != 0 || cr != lf || head.len() < 14 {
-        return Ok(None);
-    }
-    let http11 = match &head[..9] {
-        b"HTTP/1.1 " => true,
-        b"HTTP/1.0 " => false,
-        _ => return Ok(None),
-    };
-    let digits = &head[9..12];
-    if !digits.iter().all(u8::is_ascii_digit) || head[12] != b' ' {
-        return Ok(None);
-    }
-    let status = digits
-        .iter()
-        .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
-    if status < 100 {
-        return Ok(None);
-    }
-    let mut facts = Facts::default();
-    let mut lines = head.split(|&b| b == b'\n');
-    // The status line (its reason: any plain bytes), then the headers;
-    // the split leaves an empty piece after the last LF.
-    let mut headers = 0;
-    let mut first = true;
-    for line in lines.by_ref() {
-        let Some((&b'\r', line)) = line.split_last() else {
-            return if line.is_empty() && !first {
-                Ok(Some((end + 4, status, http11, facts)))
-            } else {
-                Ok(None)
-            };
-        };
-        if std::mem::take(&mut first) {
-            continue;
-        }
-        headers += 1;
-        let Some(colon) = memchr::memchr(b':', line) else {
-            return Ok(None);
-        };
-        let name = &line[..colon];
-        if headers > MAX_HEADERS || name.is_empty() || !name.iter().all(|&b| TOKEN[usize::from(b)])
-        {
-            return Ok(None);
-        }
-        let value = line[colon + 1..].trim_ascii();
-        facts.see(name, value)?;
-    }
-    Ok(None)
 }
 
 fn parse_decimal(v: &[u8]) -> Option<u64> {
@@ -840,71 +720,6 @@ mod tests {
         assert_eq!((b.status, b.body_len), (204, 0));
         let z = get(&mut c, false, 100).await.unwrap();
         assert_eq!((z.status, &z.body[..]), (200, &b"z"[..]));
-    }
-
-    /// The head as httparse reads it: length, status, HTTP/1.1, facts.
-    fn slow_head(buf: &[u8]) -> Result<Option<(usize, u16, bool, Facts)>, Failure> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(_) => return Err(Failure::Protocol),
-        };
-        let status = resp.code.filter(|&c| c >= 100).ok_or(Failure::Protocol)?;
-        let mut facts = Facts::default();
-        for h in resp.headers.iter() {
-            facts.see(h.name.as_bytes(), h.value)?;
-        }
-        Ok(Some((n, status, resp.version == Some(1), facts)))
-    }
-
-    /// The common-form parser reads every head, cut anywhere, as httparse
-    /// does, or leaves it to httparse; it never takes a head httparse
-    /// refuses.
-    #[test]
-    fn the_common_head_is_read_as_httparse_reads_it() {
-        let heads: [&[u8]; 14] = [
-            b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Tue, 24 Nov 2026 04:00:00 GMT\r\nContent-Type: application/json\r\nContent-Length: 39\r\nConnection: keep-alive\r\n\r\n{}",
-            b"HTTP/1.0 204 No Content\r\nconnection: Keep-Alive\r\n\r\n",
-            b"HTTP/1.1 301 \r\nLocation: /x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-            b"HTTP/1.1 500 Oops\r\nConnection: close\r\nX-Empty:\r\nX-Pad:  \t v \t\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
-            b"HTTP/1.1 099 Low\r\n\r\n",
-            b"HTTP/1.1 200\r\nA: b\r\n\r\n",
-            b"HTTP/1.1 200 OK\nA: b\n\n",
-            b"HTTP/1.1 200 OK\r\nBad Name: b\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nA : b\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nA: \x01\r\n\r\n",
-            b"HTTP/1.1 200 \xc3\xa9\r\nA: caf\xc3\xa9\r\n\r\n",
-            b"HTTP/2.0 200 OK\r\n\r\n",
-        ];
-        let mut fast_read = 0;
-        for head in heads {
-            for cut in 0..=head.len() {
-                let part = &head[..cut];
-                match common_head(part) {
-                    Ok(Some(fast)) => {
-                        fast_read += 1;
-                        assert_eq!(Ok(Some(fast)), slow_head(part), "{part:?}");
-                    }
-                    // Only a complete line fails, as the whole head does.
-                    Err(f) => assert_eq!(Err(f), slow_head(head), "{part:?}"),
-                    Ok(None) => {}
-                }
-            }
-        }
-        // The first head three times (whole, then with one and two bytes
-        // of its body), the next three once each.
-        assert_eq!(fast_read, 4 + 2);
-        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
-        for _ in 0..=MAX_HEADERS {
-            many.extend_from_slice(b"A: b\r\n");
-        }
-        many.extend_from_slice(b"\r\n");
-        assert_eq!(common_head(&many), Ok(None));
-        assert_eq!(slow_head(&many), Err(Failure::Protocol));
     }
 
     #[test]
