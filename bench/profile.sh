@@ -3,14 +3,18 @@
 # AND kernel time with `perf record -e cpu-clock` (a software clock, so it
 # works in VMs without hardware counters), pinned like run.sh.
 #
-#   bench/profile.sh [SECONDS]     # VERSUS=path; TOP=15
+#   bench/profile.sh [SECONDS [TOOL]]     # VERSUS=path; TOP=15
 #
+# TOOL: versus (the default), wrk, floor-epoll or floor-uring-dm (the floor
+# clients of bench/floor, built by setup.sh), to profile the others the same
+# way.
 # Prints the split by binary/kernel (dso) and the top symbols by self time.
 # With hardware counters (perf stat -e instructions works) it also prints
 # instructions per request; otherwise use bench/callgrind.sh for that.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SECS="${1:-10}"
+TOOL="${2:-versus}"
 TOP="${TOP:-15}"
 command -v perf >/dev/null || die "perf missing (apt-get install linux-perf)"
 resolve_versus
@@ -20,22 +24,35 @@ trap nginx_stop EXIT
 trap 'exit 130' INT TERM
 nginx_start "$WORK/nginx"
 URL="http://127.0.0.1:$H1PORT/"
-CMD=("$VERSUS" --method GET -c 50 --stop-after="${SECS}s" --threads 1 --compare none "$URL")
+case "$TOOL" in
+  versus) CMD=("$VERSUS" --method GET -c 50 --stop-after="${SECS}s" --threads 1 --compare none "$URL") ;;
+  wrk) CMD=(wrk -t1 -c50 -d"${SECS}s" "$URL") ;;
+  floor-epoll) CMD=(floor-epoll 50 "$SECS" 127.0.0.1 "$H1PORT") ;;
+  floor-uring-dm) CMD=(floor-uring 50 "$SECS" 127.0.0.1 "$H1PORT" dm) ;;
+  *) die "unknown tool '$TOOL' (versus wrk floor-epoll floor-uring-dm)" ;;
+esac
+command -v "${CMD[0]}" >/dev/null || die "${CMD[0]} missing (bench/setup.sh)"
+# Completed requests as the tool reports them.
+completed() {
+  awk '/Completed:/ { print $5 } /requests in/ { print $1 }
+       / responses, / { for (i = 1; i < NF; i++) if ($(i+1) == "responses,") print $i }' "$1" | head -1
+}
 
 log "perf record: ${CMD[*]}"
-perf record -q -e cpu-clock -F 4999 -o "$WORK/perf.data" -- taskset -c 1 "${CMD[@]}" > "$WORK/versus.out" 2> "$WORK/perf.err" \
+perf record -q -e cpu-clock -F 4999 -o "$WORK/perf.data" -- taskset -c 1 "${CMD[@]}" > "$WORK/tool.out" 2> "$WORK/perf.err" \
   || { cat "$WORK/perf.err" >&2; die "perf record failed"; }
-reqs="$(awk '/Completed:/ { print $5 }' "$WORK/versus.out")"
+reqs="$(completed "$WORK/tool.out")"
 samples="$(perf report -i "$WORK/perf.data" --stdio --sort dso 2>/dev/null | awk '/^# Samples:/ { print $3 }')"
 
-echo "# perf profile: versus single-request mode"
+echo "# perf profile: $TOOL, single-request mode"
 echo
 echo "command: perf record -e cpu-clock -F 4999 -- taskset -c 1 $(echo "${CMD[*]}" | sed "s|$VERSUS|versus|")"
 echo "requests completed: $reqs; samples: $samples (one per 200 µs of CPU)"
 echo
-echo "By binary (kernel = [kernel.kallsyms]; self time):"
+echo "By binary (kernel = [kernel.kallsyms]; self time; µs per request = samples / 4999 Hz / requests):"
 echo '```'
-perf report -i "$WORK/perf.data" --stdio --no-children --sort dso --percent-limit 0.5 2>/dev/null | grep -vE '^#|^$' | head -10
+perf report -i "$WORK/perf.data" --stdio --no-children --sort dso -F overhead,sample,dso --percent-limit 0.5 2>/dev/null | grep -vE '^#|^$' \
+  | awk -v n="$reqs" '{ printf "%s %8.3f µs/req  %s\n", $1, (n > 0 ? $2 * 1e6 / 4999 / n : 0), $3 }' | head -10
 echo '```'
 echo
 echo "Top $TOP symbols by self time ([k] kernel, [.] user space):"
@@ -43,15 +60,15 @@ echo '```'
 perf report -i "$WORK/perf.data" --stdio --no-children --sort dso,sym 2>/dev/null | grep -vE '^#|^$' | head -"$TOP" | cut -c1-160
 echo '```'
 echo
-echo "Top $TOP user-space symbols only (versus + libc):"
+echo "Top $TOP user-space symbols only ($TOOL + libc):"
 echo '```'
 perf report -i "$WORK/perf.data" --stdio --no-children --sort dso,sym 2>/dev/null | grep -vE '^#|^$' | grep -F '[.]' | head -"$TOP" | cut -c1-160
 echo '```'
 perf_out="$(perf stat -e instructions true 2>&1 || true)"
 if [[ "$perf_out" != *"not supported"* ]]; then
   log "perf stat: instructions"
-  perf stat -x, -e instructions:u,instructions:k -o "$WORK/stat.csv" -- taskset -c 1 "${CMD[@]}" > "$WORK/versus-stat.out" 2>/dev/null || true
-  r2="$(awk '/Completed:/ { print $5 }' "$WORK/versus-stat.out")"
+  perf stat -x, -e instructions:u,instructions:k -o "$WORK/stat.csv" -- taskset -c 1 "${CMD[@]}" > "$WORK/tool-stat.out" 2>/dev/null || true
+  r2="$(completed "$WORK/tool-stat.out")"
   echo
   awk -F, -v n="$r2" '$3 ~ /instructions/ { printf "%s per request: %.0f\n", $3, $1 / n }' "$WORK/stat.csv"
 fi

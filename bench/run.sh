@@ -4,6 +4,8 @@
 # on a gRPC server (examples/grpc_server.rs, the Items service of the tests).
 #
 #   bench/run.sh [single stream2 h2 flow2 scenario sleep100 memory grpc]   (default: all)
+#   bench/run.sh quick   the regression guard: versus, wrk and the floor clients,
+#                        a few seconds each, interleaved, best and median
 #
 # nginx gets one worker on core 0; every client runs under `taskset -c 1`
 # (versus also with --threads 1), under /usr/bin/time for CPU and peak RSS.
@@ -17,6 +19,8 @@
 #   H2_CONNS=1 H2_STREAMS=50            h2load -c/-m (versus --http2 -c = product)
 #   GRPC_MEM_SMALL=100000 GRPC_MEM_BIG=1000000   unary call counts of grpc's memory runs
 #   OUT=file           also write the markdown report here
+#   QUICK_SECS=3 QUICK_REPEAT=5          quick: seconds per run, rounds
+#   VERSUS_BASE=path   quick: a second versus binary (e.g. before a change) in the same rounds
 # Raw tool outputs go to bench/.work/run-<time>/.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -35,7 +39,7 @@ SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 scenario sleep100 memory grpc)
 NEED_NGINX=0
 for s in "${SCENARIOS[@]}"; do
-  case "$s" in single|stream2|h2|flow2|scenario|sleep100|memory) NEED_NGINX=1 ;; grpc) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 scenario sleep100 memory grpc)";; esac
+  case "$s" in single|stream2|h2|flow2|scenario|sleep100|memory|quick) NEED_NGINX=1 ;; grpc) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 scenario sleep100 memory grpc quick)";; esac
 done
 GRPC_MEM_SMALL="${GRPC_MEM_SMALL:-100000}"
 GRPC_MEM_BIG="${GRPC_MEM_BIG:-1000000}"
@@ -44,6 +48,7 @@ GRPC_MEM_BIG="${GRPC_MEM_BIG:-1000000}"
 command -v taskset >/dev/null || die "taskset missing (util-linux)"
 [ "$(nproc)" -ge 2 ] || die "needs at least 2 cores (nginx on core 0, clients on core 1)"
 resolve_versus
+if [ -n "${VERSUS_BASE:-}" ]; then [ -x "$VERSUS_BASE" ] || die "VERSUS_BASE=$VERSUS_BASE is not an executable"; fi
 
 WORK="$BENCH_DIR/.work/run-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$WORK"
@@ -103,7 +108,7 @@ parse_wrk() {
     $1 == "99%" { p99 = to_ms($2) }
     /Non-2xx or 3xx responses:/ { bad += $NF }
     /Socket errors:/ { gsub(/,/, ""); err += $4 + $6 + $8 + $10 }
-    END { printf "%d %s %s %s %d\n", req - bad, rps, mean, p99, bad + err }' "$1"
+    END { printf "%d %s %s %s %d\n", req - bad, rps, mean, (p99 == "" ? "-" : p99), bad + err }' "$1"
 }
 parse_oha() {
   awk "$AWK_UNITS"'
@@ -173,6 +178,17 @@ parse_versus() {
     END { printf "%d %.2f %s %s %d\n", total, (run > 0 ? total / run : 0), mean, p99, errs }' "$1"
 }
 
+# The floor clients (bench/floor/*.c, built by setup.sh): one line
+# "NAME: N responses, E errors, B bytes/response, T s, R req/s"; no line
+# (killed by its drain limit) is one error.
+parse_floor() {
+  awk '{ for (i = 1; i < NF; i++) {
+           if ($(i+1) == "responses,") { ok = $i; seen = 1 }
+           if ($(i+1) == "errors,") err = $i
+           if ($(i+1) == "req/s") rps = $i } }
+    END { if (!seen) print "0 0 - - 1"; else printf "%d %s - - %d\n", ok, rps, err }' "$1"
+}
+
 # --- measured runs ------------------------------------------------------------
 # measure TAG PARSER SENT_FACTOR -- CMD...   (stdin: STDIN_FILE if set)
 # Queues a run; run_queued makes the rows
@@ -225,6 +241,7 @@ run_queued() {
       eval "set -- ${QUEUE_CMDS[$j]}"
       row="$(STDIN_FILE="${QUEUE_STDIN[$j]}" run_once "${QUEUE_TAGS[$j]}" "${QUEUE_PARSERS[$j]}" "${QUEUE_FACTORS[$j]}" "$i" "$@")"
       cpu="$(echo "$row" | awk '{ n = $2 * $12; print (n > 0 ? ($7 + $8) / n : 1e99) }')"
+      echo "${QUEUE_TAGS[$j]} $cpu" >> "$WORK/$SCEN.all"   # every run's CPU s/request
       if [ -z "${bestcpu[$j]:-}" ] || awk -v a="$cpu" -v b="${bestcpu[$j]}" 'BEGIN { exit !(a < b) }'; then
         best[$j]="$row"; bestcpu[$j]="$cpu"
       fi
@@ -280,20 +297,26 @@ table() {
     { tag[NR] = $1; ok[NR] = $2; rps[NR] = $3; mean[NR] = $4; p99[NR] = $5; err[NR] = $6
       u[NR] = $7; s[NR] = $8; rss[NR] = $9; sent[NR] = $2 * $12; ngx[NR] = $11; busy[NR] = $13
       cpu[NR] = (sent[NR] > 0 ? ($7 + $8) * 1e6 / sent[NR] : 0)
-      if ($1 == "versus" && !vi) vi = NR }
+      if ($1 == "versus" && !vi) vi = NR
+      if ($1 == "floor-uring-dm") fi = NR }
     function ratio(a, b) { return (b > 0 && a > 0) ? sprintf("%.2fx", a / b) : "-" }
     END {
       printf "| tool | completed | req/s | CPU µs/req (user+sys) | user µs | sys µs | peak RSS MB |"
       if (lat) printf " mean ms | p99 ms |"
-      printf " errors | nginx core %% | busy before %% | CPU/req vs versus | req/s vs versus | RSS vs versus |\n"
-      printf "|---|---:|---:|---:|---:|---:|---:|"
+      printf " errors | nginx core %% | busy before %% | CPU/req vs versus | req/s vs versus | RSS vs versus |"
+      if (fi) printf " CPU/req vs floor |"
+      printf "\n|---|---:|---:|---:|---:|---:|---:|"
       if (lat) printf "---:|---:|"
-      printf "---:|---:|---:|---:|---:|---:|\n"
+      printf "---:|---:|---:|---:|---:|---:|"
+      if (fi) printf "---:|"
+      printf "\n"
       for (i = 1; i <= NR; i++) {
         printf "| %s | %d | %.0f | %.2f | %.2f | %.2f | %.1f |", tag[i], ok[i], rps[i], cpu[i],
           (sent[i] > 0 ? u[i] * 1e6 / sent[i] : 0), (sent[i] > 0 ? s[i] * 1e6 / sent[i] : 0), rss[i] / 1024
-        if (lat) printf " %.2f | %s |", mean[i], (p99[i] == "-" ? "-" : sprintf("%.2f", p99[i]))
-        printf " %d | %s | %s | %s | %s | %s |\n", err[i], ngx[i], busy[i], ratio(cpu[i], cpu[vi]), ratio(rps[i], rps[vi]), ratio(rss[i], rss[vi])
+        if (lat) printf " %s | %s |", (mean[i] == "-" ? "-" : sprintf("%.2f", mean[i])), (p99[i] == "-" ? "-" : sprintf("%.2f", p99[i]))
+        printf " %d | %s | %s | %s | %s | %s |", err[i], ngx[i], busy[i], ratio(cpu[i], cpu[vi]), ratio(rps[i], rps[vi]), ratio(rss[i], rss[vi])
+        if (fi) printf " %s |", ratio(cpu[i], cpu[fi])
+        printf "\n"
       }
     }' "$rows"
 }
@@ -311,7 +334,7 @@ commands() {
 }
 
 header() {
-  SCEN="$1"; ROWS="$WORK/$SCEN.rows"; : > "$ROWS"; : > "$WORK/$SCEN.cmds"; STDIN_FILE=""
+  SCEN="$1"; ROWS="$WORK/$SCEN.rows"; : > "$ROWS"; : > "$WORK/$SCEN.cmds"; : > "$WORK/$SCEN.all"; STDIN_FILE=""
   out ""
   out "## $SCEN — $2"
   out ""
@@ -322,15 +345,81 @@ header() {
 # --- scenarios --------------------------------------------------------------
 SINGLE_VERSUS_CPU=""
 
+# measure_versus_single TAG BINARY: versus's single-request run.
+measure_versus_single() {
+  measure "$1" parse_versus 1 -- "$2" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+}
+
+# The floor clients (bench/floor, built by setup.sh into bench/.tools/bin),
+# when built: the cheapest honest HTTP/1.1 clients on this machine. The
+# latency-faithful floor is floor-uring-dm (io_uring with DEFER_TASKRUN,
+# multishot recv, every answer handled as it arrives); the tables show
+# every tool's CPU per request against it.
+measure_floors() {
+  have floor-epoll && measure floor-epoll parse_floor 1 -- floor-epoll 50 "$DURATION" 127.0.0.1 "$H1PORT"
+  if have floor-uring; then
+    measure floor-uring-d parse_floor 1 -- floor-uring 50 "$DURATION" 127.0.0.1 "$H1PORT" d
+    measure floor-uring-dm parse_floor 1 -- floor-uring 50 "$DURATION" 127.0.0.1 "$H1PORT" dm
+  fi
+  return 0
+}
+
+# cpu_of TAG: the tag's CPU µs per request in $ROWS.
+cpu_of() { awk -v t="$1" '$1 == t && $2 * $12 > 0 { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS"; }
+
+floor_line() {
+  local v f
+  v="$(cpu_of versus)"; f="$(cpu_of floor-uring-dm)"
+  [ -n "$v" ] && [ -n "$f" ] || return 0
+  out ""
+  out "versus against the latency-faithful floor (floor-uring-dm): $(printf %.2f "$v") µs vs $(printf %.2f "$f") µs per request = $(awk -v a="$v" -v b="$f" 'BEGIN { printf "%.2fx", a / b }') (issue 20's target ≤ 1.05x)"
+}
+
 sc_single() {
   header single "single-request mode, GET /, HTTP/1.1, 50 connections, ${DURATION}s"
   have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c50 -d"${DURATION}s" --latency "$BASE/"
   have oha && measure oha parse_oha 1 -- oha -c 50 -z "${DURATION}s" --no-tui "$BASE/"
   have hey && measure hey parse_hey 1 -- hey -c 50 -z "${DURATION}s" "$BASE/"
-  measure versus parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  measure_versus_single versus "$VERSUS"
+  measure_floors
   run_queued
   table "$ROWS" lat | tee -a "$REPORT"
-  SINGLE_VERSUS_CPU="$(awk '$1 == "versus" { print ($7 + $8) * 1e6 / ($2 * $12) }' "$ROWS")"
+  SINGLE_VERSUS_CPU="$(cpu_of versus)"
+  floor_line
+  commands
+}
+
+# The regression guard, for before/after checks of a hot-path change:
+# versus (and VERSUS_BASE, when given), wrk and the floor clients,
+# QUICK_SECS each, QUICK_REPEAT rounds round-robin; every tool's best and
+# median CPU per request over the rounds.
+sc_quick() {
+  local DURATION="${QUICK_SECS:-3}" REPEAT="${QUICK_REPEAT:-5}"
+  header quick "regression guard: single-request mode, GET /, HTTP/1.1, 50 connections, ${DURATION}s per run, $REPEAT rounds round-robin"
+  measure_versus_single versus "$VERSUS"
+  [ -n "${VERSUS_BASE:-}" ] && measure_versus_single versus-base "$VERSUS_BASE"
+  have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c50 -d"${DURATION}s" --latency "$BASE/"
+  measure_floors
+  run_queued
+  table "$ROWS" lat >> "$WORK/quick.best.md"
+  {
+    echo "| tool | runs | CPU µs/req best | CPU µs/req median | median vs versus | median vs floor | errors (best run) | busy before % (best run) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    awk -v rows="$ROWS" '
+      BEGIN { while ((getline l < rows) > 0) { split(l, f, " "); err[f[1]] = f[6]; busy[f[1]] = f[13] } }
+      { if (!($1 in n)) order[++k] = $1; v[$1, ++n[$1]] = $2 * 1e6 }
+      function median(t,   i, j, x, m, a) {
+        m = n[t]; for (i = 1; i <= m; i++) a[i] = v[t, i]
+        for (i = 2; i <= m; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        best[t] = a[1]; return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+      function ratio(a, b) { return (a > 0 && b > 0) ? sprintf("%.2fx", a / b) : "-" }
+      END {
+        for (i = 1; i <= k; i++) med[order[i]] = median(order[i])
+        for (i = 1; i <= k; i++) { t = order[i]
+          printf "| %s | %d | %.2f | %.2f | %s | %s | %s | %s |\n", t, n[t], best[t], med[t], ratio(med[t], med["versus"]), ratio(med[t], med["floor-uring-dm"]), err[t], busy[t] } }' "$WORK/$SCEN.all"
+  } | tee -a "$REPORT"
+  out ""
+  out "(best-run table with req/s, latency and RSS: $WORK/quick.best.md)"
   commands
 }
 

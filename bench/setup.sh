@@ -6,6 +6,8 @@
 #           time (/usr/bin/time), valgrind, util-linux (taskset), linux-perf
 #   crates.io: oha (cargo install --locked into bench/.tools)
 #   Go modules: k6, ghz (go install into bench/.tools/bin)
+#   The floor clients (bench/floor/*.c): gcc -O2 into bench/.tools/bin as
+#           floor-epoll and floor-uring (Debian gcc, liburing-dev)
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 TOOLS="$HERE/.tools"
@@ -60,6 +62,28 @@ apt_pkg strace command -v strace
 # perf: Debian ships it as linux-perf; it may not work in a container.
 apt_pkg linux-perf command -v perf
 
+# The floor clients, rebuilt on every run (they are small) so that the
+# binaries match the sources.
+apt_pkg gcc command -v gcc
+apt_pkg liburing-dev test -f /usr/include/liburing.h
+mkdir -p "$TOOLS/bin"
+# floor_build NAME SOURCE [LIBS...]
+floor_build() {
+  local name="$1" src="$2"; shift 2
+  if ! command -v gcc >/dev/null 2>&1; then STATUS[$name]="UNAVAILABLE (no gcc)"; return 0; fi
+  if gcc -O2 -Wall -o "$TOOLS/bin/$name" "$HERE/floor/$src" "$@" 2>"$TOOLS/$name-build.log"; then
+    STATUS[$name]="built ($TOOLS/bin/$name)"
+  else
+    STATUS[$name]="UNAVAILABLE (gcc failed, see $TOOLS/$name-build.log)"
+  fi
+}
+floor_build floor-epoll epoll_client.c
+if [ -f /usr/include/liburing.h ]; then
+  floor_build floor-uring uring_client.c -luring
+else
+  STATUS[floor-uring]="UNAVAILABLE (no liburing-dev)"
+fi
+
 # oha from crates.io, into bench/.tools/bin
 if [ -x "$TOOLS/bin/oha" ]; then
   STATUS[oha]="present ($TOOLS/bin/oha)"
@@ -111,7 +135,7 @@ fi
 
 echo
 echo "setup: tool status"
-for k in time util-linux nginx libnginx-mod-http-echo wrk nghttp2-client hey oha k6 ghz valgrind strace linux-perf; do
+for k in time util-linux nginx libnginx-mod-http-echo wrk nghttp2-client hey oha k6 ghz valgrind strace linux-perf gcc liburing-dev floor-epoll floor-uring; do
   printf '  %-24s %s\n' "$k" "${STATUS[$k]}"
 done
 perf_out="$(perf stat -e instructions true 2>&1 || true)"

@@ -144,6 +144,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         } else {
             framing
         };
+        // The whole answer is in hand already: it ends when its head came.
+        let done_at = match framing {
+            Framing::Empty => Some(head_at),
+            Framing::Length(n) if n <= self.rbuf.len() as u64 => Some(head_at),
+            _ => None,
+        };
         let (body, body_len) = match framing {
             Framing::Empty => (Bytes::new(), 0),
             Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
@@ -162,6 +168,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             body,
             body_len,
             keep_alive,
+            done_at,
         })
     }
 
@@ -186,32 +193,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         // httparse takes any three digits; below 100 is no HTTP status.
         let status = resp.code.filter(|&c| c >= 100).ok_or(Failure::Protocol)?;
         let http11 = resp.version == Some(1);
-        let mut length: Option<u64> = None;
-        let mut chunked = false;
-        let mut close = false;
-        let mut keep_alive_token = false;
+        let mut facts = Facts::default();
         for h in resp.headers.iter() {
-            let name = h.name.as_bytes();
-            if name.eq_ignore_ascii_case(b"content-length") {
-                let v = parse_decimal(h.value).ok_or(Failure::Protocol)?;
-                if length.is_some_and(|l| l != v) {
-                    return Err(Failure::Protocol);
-                }
-                length = Some(v);
-            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-                // Chunked when it is the last coding.
-                chunked = h
-                    .value
-                    .rsplit(|&b| b == b',')
-                    .next()
-                    .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-            } else if name.eq_ignore_ascii_case(b"connection") {
-                for token in h.value.split(|&b| b == b',') {
-                    let token = token.trim_ascii();
-                    close |= token.eq_ignore_ascii_case(b"close");
-                    keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
-                }
-            }
+            facts.see(h.name.as_bytes(), h.value)?;
         }
         let mut headers = Vec::new();
         for name in keep {
@@ -222,14 +206,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 }
             }
         }
-        let keep_alive = !close && (http11 || keep_alive_token);
-        let framing = if chunked {
-            Framing::Chunked
-        } else if let Some(l) = length {
-            Framing::Length(l)
-        } else {
-            Framing::Close
-        };
+        let (framing, keep_alive) = facts.framing(http11);
         self.rbuf.advance(n);
         Ok(Some((status, framing, keep_alive, headers)))
     }
@@ -406,6 +383,67 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
         }
         Ok((kept.map_or_else(Bytes::new, BytesMut::freeze), len))
+    }
+}
+
+/// What a response head's headers say about its body and connection.
+#[derive(Default)]
+struct Facts {
+    length: Option<u64>,
+    chunked: bool,
+    close: bool,
+    keep_alive_token: bool,
+}
+
+impl Facts {
+    /// Take in one header: a malformed or conflicting `Content-Length` is
+    /// a protocol failure.
+    fn see(&mut self, name: &[u8], value: &[u8]) -> Result<(), Failure> {
+        // The length first: most names are told apart without comparing.
+        match name.len() {
+            14 if name == b"Content-Length" || name.eq_ignore_ascii_case(b"content-length") => {
+                let v = parse_decimal(value).ok_or(Failure::Protocol)?;
+                if self.length.is_some_and(|l| l != v) {
+                    return Err(Failure::Protocol);
+                }
+                self.length = Some(v);
+            }
+            17 if name == b"Transfer-Encoding"
+                || name.eq_ignore_ascii_case(b"transfer-encoding") =>
+            {
+                // Chunked when it is the last coding.
+                self.chunked = value
+                    .rsplit(|&b| b == b',')
+                    .next()
+                    .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            }
+            10 if name == b"Connection" || name.eq_ignore_ascii_case(b"connection") => {
+                if value == b"keep-alive" {
+                    self.keep_alive_token = true;
+                    return Ok(());
+                }
+                for token in value.split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    self.close |= token.eq_ignore_ascii_case(b"close");
+                    self.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The body's framing, and whether the connection stays open.
+    fn framing(&self, http11: bool) -> (Framing, bool) {
+        let keep_alive = !self.close && (http11 || self.keep_alive_token);
+        let framing = if self.chunked {
+            Framing::Chunked
+        } else if let Some(l) = self.length {
+            Framing::Length(l)
+        } else {
+            Framing::Close
+        };
+        (framing, keep_alive)
     }
 }
 

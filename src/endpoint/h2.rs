@@ -435,6 +435,7 @@ impl Conn {
             keep_alive: true,
             grpc: s.grpc,
             first_data: s.first_data,
+            done_at: None,
         }))
     }
 

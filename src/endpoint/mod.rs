@@ -81,10 +81,11 @@ impl Protocol {
     }
 }
 
-/// A slot's `--timeout` timer, kept from request to request: moving a
-/// registered timer's deadline later is an atomic store, where a
+/// A slot's `--timeout` timer, kept from request to request: a
 /// `tokio::time::timeout` per request inserts into and removes from the
-/// timer wheel under its lock (about 700 instructions a request).
+/// timer wheel under its lock (about 700 instructions a request), and even
+/// moving a registered timer later costs about 100; so the timer is moved
+/// only when it fires before the request's own deadline.
 #[derive(Default)]
 pub(crate) struct Deadline(Option<std::pin::Pin<Box<tokio::time::Sleep>>>);
 
@@ -103,6 +104,10 @@ impl Deadline {
             .checked_add(timeout)
             .unwrap_or(at + Duration::from_secs(30 * 365 * 86_400));
         let timer = match &mut self.0 {
+            // Deadlines only move later: a timer set no later than `at`
+            // (for an earlier request) stays, and is moved to `at` only if
+            // it fires first (see `passed`), not once per request.
+            Some(t) if t.deadline() <= at => t,
             Some(t) => {
                 t.as_mut().reset(at);
                 t
@@ -117,40 +122,71 @@ impl Deadline {
             // from the third poll on (a plain exchange takes two), the
             // timer goes first.
             polls += 1;
-            if polls > 2 && std::future::Future::poll(timer.as_mut(), cx).is_ready() {
+            if polls > 2 && passed(timer, at, cx) {
                 return std::task::Poll::Ready(None);
             }
             if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
                 return std::task::Poll::Ready(Some(r));
             }
-            std::future::Future::poll(timer.as_mut(), cx).map(|()| None)
+            if passed(timer, at, cx) {
+                std::task::Poll::Ready(None)
+            } else {
+                std::task::Poll::Pending
+            }
         })
         .await
     }
 }
 
+/// Whether the deadline `at` has passed. A timer that fired at an earlier
+/// deadline is set to `at` and polled again (so it wakes the task then).
+fn passed(
+    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
+    at: tokio::time::Instant,
+    cx: &mut std::task::Context<'_>,
+) -> bool {
+    if std::future::Future::poll(timer.as_mut(), cx).is_pending() {
+        return false;
+    }
+    if timer.deadline() >= at {
+        return true;
+    }
+    timer.as_mut().reset(at);
+    std::future::Future::poll(timer.as_mut(), cx).is_ready()
+}
+
 impl Outcome {
     /// The outcome of an exchange that began at `start`, whose clock began
     /// at `clock` (later than `start` when a reconnect is not counted in the
-    /// latency) and that ends now. `due` is the open model's scheduled
-    /// time: latency and time to first byte then count from it.
+    /// latency) and that ended at `end` (when its answer was read). `due`
+    /// is the open model's scheduled time: latency and time to first byte
+    /// then count from it.
     pub(crate) fn timed(
         result: Result<Response, Failure>,
         start: Instant,
         clock: Instant,
+        end: Instant,
         connect: Option<Duration>,
         bytes_out: u64,
         due: Option<Instant>,
     ) -> Outcome {
-        let end = Instant::now();
         let origin = due.map_or(clock, |d| d.min(clock));
+        let uncorrected = end.saturating_duration_since(clock);
+        // Closed model (or on time): both count from the clock.
+        let from_clock = origin == clock;
         Outcome {
             result: result.map(|mut r| {
-                r.ttfb = (clock + r.ttfb).saturating_duration_since(origin);
+                if !from_clock {
+                    r.ttfb = (clock + r.ttfb).saturating_duration_since(origin);
+                }
                 r
             }),
-            latency: end - origin,
-            uncorrected: end - clock,
+            latency: if from_clock {
+                uncorrected
+            } else {
+                end.saturating_duration_since(origin)
+            },
+            uncorrected,
             lag: due.map(|d| start.saturating_duration_since(d)),
             connect,
             bytes_out,
@@ -211,6 +247,10 @@ pub(crate) struct Answer {
     pub grpc: Option<crate::model::GrpcStatus>,
     /// When the first DATA arrived (gRPC streams: the first message).
     pub first_data: Option<Instant>,
+    /// When the whole answer was read, if its body was already in hand
+    /// when the head was (then `head_at`): the exchange's end, without
+    /// another read of the clock.
+    pub done_at: Option<Instant>,
 }
 
 impl Answer {
@@ -251,6 +291,33 @@ pub struct TransportOptions {
 mod tests {
     use super::*;
 
+    /// The timer kept from an earlier request (set for its earlier
+    /// deadline) neither cuts a later request short nor lets it run
+    /// forever: it ends at the later request's own deadline, not before.
+    #[tokio::test]
+    async fn a_timer_kept_from_an_earlier_request_ends_a_later_one_at_its_own_deadline() {
+        let mut d = Deadline::default();
+        let timeout = Duration::from_millis(100);
+        let first = std::pin::pin!(async { 1 });
+        assert_eq!(d.run(Instant::now(), timeout, first).await, Some(1));
+        // The next request starts later: the kept timer would fire 50 ms
+        // before its deadline.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let start = Instant::now();
+        let second = std::pin::pin!(std::future::pending::<()>());
+        assert_eq!(d.run(start, timeout, second).await, None);
+        assert!(start.elapsed() >= timeout, "ended before its deadline");
+        // A deadline earlier than the timer's moves the timer back (else
+        // this would wait an hour).
+        let long = std::pin::pin!(async {});
+        assert_eq!(
+            d.run(Instant::now(), Duration::from_secs(3600), long).await,
+            Some(())
+        );
+        let third = std::pin::pin!(std::future::pending::<()>());
+        assert_eq!(d.run(Instant::now(), Duration::ZERO, third).await, None);
+    }
+
     /// After a reconnect kept out of the latency, the time to first byte
     /// counts from the same restarted clock, not from before the connect.
     #[test]
@@ -265,10 +332,19 @@ mod tests {
             ttfb: Duration::from_millis(10),
             grpc: None,
         };
-        let o = Outcome::timed(Ok(response()), start, clock, None, 0, None);
+        let end = clock + Duration::from_millis(20);
+        let o = Outcome::timed(Ok(response()), start, clock, end, None, 0, None);
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));
+        assert_eq!(
+            (o.latency, o.uncorrected),
+            (Duration::from_millis(20), Duration::from_millis(20))
+        );
         // In the open model it counts from the due time, like the latency.
-        let o = Outcome::timed(Ok(response()), start, clock, None, 0, Some(start));
+        let o = Outcome::timed(Ok(response()), start, clock, end, None, 0, Some(start));
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(60));
+        assert_eq!(
+            (o.latency, o.uncorrected),
+            (Duration::from_millis(70), Duration::from_millis(20))
+        );
     }
 }

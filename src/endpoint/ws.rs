@@ -184,7 +184,16 @@ impl WsSlot {
         if result.is_err() || !opts.keepalive {
             self.socket = None;
         }
-        Outcome::timed(result, start, clock, connect, req.body.len() as u64, due)
+        let end = Instant::now();
+        Outcome::timed(
+            result,
+            start,
+            clock,
+            end,
+            connect,
+            req.body.len() as u64,
+            due,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]

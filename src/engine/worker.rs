@@ -948,7 +948,12 @@ async fn claim(core: &Core, e: usize) -> Option<(usize, Work, Option<Instant>, b
 /// whether it was an error.
 fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<&str>) -> bool {
     let plan = &core.plan;
-    core.last_done.borrow_mut()[e] = Some(Instant::now());
+    // Only the last completion counts (see `run`), and only when the
+    // endpoint may end idle (this is its one unit in flight) or the run is
+    // stopping: the clock is read only then.
+    if core.inflight.borrow()[e] <= 1 || core.stopping.get().is_some() {
+        core.last_done.borrow_mut()[e] = Some(Instant::now());
+    }
     for tap in &core.outcome_taps {
         tap.outcome(plan, e, req, outcome);
     }
@@ -1061,7 +1066,6 @@ fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
 /// Hand endpoint `e`'s result for the work at `place` to the window, and
 /// judge the work when it was the last one missing.
 fn deliver(core: &Core, e: usize, place: usize, done: Done) {
-    let now = Instant::now();
     let plan = &core.plan;
     let mut w = core.window.borrow_mut();
     let judged = w.complete(e, place, done, |work, results, warmup| {
@@ -1104,7 +1108,7 @@ fn deliver(core: &Core, e: usize, place: usize, done: Done) {
         }
     });
     if core.inflight.borrow()[e] == 0 && w.holds_back(e) {
-        core.held_since.borrow_mut()[e].get_or_insert(now);
+        core.held_since.borrow_mut()[e].get_or_insert_with(Instant::now);
     }
     if judged {
         core.space.notify_waiters();
