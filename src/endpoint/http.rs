@@ -1220,6 +1220,7 @@ mod tests {
             keepalive: true,
             version: super::super::HttpVersion::Http1,
             keep_headers: Vec::new(),
+            max_connections: None,
         };
         let link = Link::new(Prepared::new(Arc::new(spec), Vec::new(), None, opts).unwrap());
         let mut get = Request::line(0, bytes::Bytes::new());
