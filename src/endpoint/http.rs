@@ -659,6 +659,9 @@ pub struct Slot {
     ws: WsSlot,
     /// gRPC: the last request's message, encoded.
     encoded: Encoded,
+    /// The local port of the HTTP/1.1 connection the request in flight
+    /// went on (0: none yet), kept when a timeout drops the connection.
+    port: u16,
 }
 
 /// A stream whose answer is awaited: reset if the wait is dropped (a
@@ -709,6 +712,7 @@ impl Slot {
             backoff: Backoff::default(),
             ws: WsSlot::default(),
             encoded: Encoded::default(),
+            port: 0,
         }
     }
 
@@ -795,6 +799,7 @@ impl Slot {
         };
         let result = result.unwrap_or(Err(Failure::Timeout));
         self.deadline = deadline;
+        let port = std::mem::take(&mut self.port);
         match self.h1.take() {
             // An HTTP/1.1 connection is unusable after a failed exchange
             // (but untouched by a request that could not be formed).
@@ -807,7 +812,10 @@ impl Slot {
             }
             _ => {}
         }
-        Outcome::timed(result, start, clock, connect, bytes_out, due)
+        Outcome {
+            port,
+            ..Outcome::timed(result, start, clock, connect, bytes_out, due)
+        }
     }
 
     async fn exchange(
@@ -887,6 +895,7 @@ impl Slot {
         start: Instant,
     ) -> Result<Response, Failure> {
         let link = &*self.link;
+        self.port = c.port();
         self.reuse = true;
         let built = link.build_h1(req, c.request_buf());
         self.reuse = false;

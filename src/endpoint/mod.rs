@@ -154,6 +154,7 @@ impl Outcome {
             lag: due.map(|d| start.saturating_duration_since(d)),
             connect,
             bytes_out,
+            port: 0,
         }
     }
 }
@@ -176,6 +177,7 @@ impl Outcome {
             lag: None,
             connect: None,
             bytes_out: 0,
+            port: 0,
         }
     }
 
@@ -188,6 +190,7 @@ impl Outcome {
             lag: None,
             connect: None,
             bytes_out: 0,
+            port: 0,
         }
     }
 }

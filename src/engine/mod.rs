@@ -327,6 +327,10 @@ pub fn run_resolved(
     // is open and `--start-at` has come.
     let barrier = Arc::new(Barrier::new(cores + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
+    let ledgers = match &faults {
+        Some(f) => f.ledgers(),
+        None => vec![None; plan.endpoints.len()],
+    };
     for (c, input) in inputs.into_iter().enumerate() {
         let mut links = Vec::with_capacity(plan.endpoints.len());
         for (spec, a) in plan.endpoints.iter().zip(&addrs) {
@@ -361,6 +365,7 @@ pub fn run_resolved(
             start_barrier: barrier.clone(),
             ticks: ticks.clone(),
             core: c,
+            ledgers: ledgers.clone(),
         };
         std::thread::Builder::new()
             .name(format!("versus-core-{c}"))

@@ -95,7 +95,28 @@ pub fn start(
     ))
 }
 
+/// One endpoint's faults as the engine's cores see them: what puts an
+/// error down to the fault that caused it.
+#[derive(Clone)]
+pub struct Ledger(Arc<Shared>);
+
+impl Ledger {
+    /// Count `outcome`'s error in `stats` under the fault that caused it,
+    /// if one did (see [`crate::stats::EndpointStats::fault_errors`]).
+    pub fn blame(&self, outcome: &crate::model::Outcome, stats: &mut crate::stats::EndpointStats) {
+        self.0.blame(outcome, stats);
+    }
+}
+
 impl Running {
+    /// Per endpoint, its ledger (`None`: no faults, nothing to look up).
+    pub fn ledgers(&self) -> Vec<Option<Ledger>> {
+        self.shared
+            .iter()
+            .map(|s| s.as_ref().map(|s| Ledger(s.clone())))
+            .collect()
+    }
+
     /// The run's clock started now: windows count from here.
     pub fn clock_started(&self) {
         let _ = self.epoch.set(Instant::now());

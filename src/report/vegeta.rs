@@ -183,12 +183,13 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     if s.abandoned > 0 {
         writeln!(out, "abandoned in flight at the stop: {}", s.abandoned)?;
     }
-    for (name, n) in &s.faults {
+    for f in super::injected(s) {
+        let counted = f.counted_note();
         writeln!(
             out,
-            "injected by versus: {}: {n}{}",
-            super::escape_terminal(name),
-            crate::fault::counted_as(name)
+            "injected by versus: {}: {}{counted}",
+            super::escape_terminal(f.name),
+            f.acted
         )?;
     }
     Ok(())
