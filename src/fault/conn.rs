@@ -44,12 +44,14 @@ impl<'a> Conn<'a> {
     /// The first byte-stream fault this connection drew that is on now,
     /// acts on data flowing `way`, and matches `pick`; with its index.
     pub fn find<T>(&self, way: Dir, pick: impl Fn(&Action) -> Option<T>) -> Option<(usize, T)> {
+        // The kind first: checking a window may read the clock.
         self.shared
             .faults()
             .iter()
             .enumerate()
-            .filter(|(i, f)| self.drawn[*i] && f.dir.covers(way) && self.shared.on(*i))
-            .find_map(|(i, f)| pick(&f.action).map(|t| (i, t)))
+            .filter(|(i, f)| self.drawn[*i] && f.dir.covers(way))
+            .filter_map(|(i, f)| pick(&f.action).map(|t| (i, t)))
+            .find(|(i, _)| self.shared.on(*i))
     }
 
     /// True when this connection drew fault `i`.
