@@ -16,6 +16,29 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Run versus with `args` on `input`, saving the run to `name`; a
+/// function rendering the saved run in a format.
+fn saved_run(name: &str, args: &[&str], input: &[u8]) -> impl Fn(&str) -> String {
+    let saved = temp(name);
+    let mut all = vec!["-q", "-o", saved.to_str().unwrap()];
+    all.extend(args);
+    let out = run_bin(&all, input);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    move |format: &str| {
+        let out = run_bin(
+            &["report", "--format", format, saved.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
 /// Two methods, `n` requests.
 fn two_methods(n: usize) -> Vec<u8> {
     let mut out = String::new();
@@ -103,29 +126,11 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
             Reply::ok(format!(r#"{{"id":{id},"result":"0x1"}}"#))
         }
     });
-    let saved = temp("run.jsonl");
     let (r, c) = (
         format!("ref={}", reference.url()),
         format!("cand={}", candidate.url()),
     );
-    let out = run_bin(
-        &["-q", "-c", "3", "-o", saved.to_str().unwrap(), &r, &c],
-        &two_methods(600),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let render = |format: &str| {
-        let out = run_bin(
-            &["report", "--format", format, saved.to_str().unwrap()],
-            b"",
-        );
-        assert_eq!(out.status.code(), Some(0), "{format}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let render = saved_run("run.jsonl", &["-c", "3", &r, &c], &two_methods(600));
     let json: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
     let text = render("text");
     let md = render("markdown");
@@ -266,35 +271,22 @@ fn every_format_shows_the_faults_and_the_errors_they_caused() {
             Reply::ok("ok")
         }
     });
-    let saved = temp("faults.jsonl");
-    let out = run_bin(
+    let (r, c) = (
+        format!("ref={}", server.url()),
+        format!("cand={}", server.url()),
+    );
+    let render = saved_run(
+        "faults.jsonl",
         &[
-            "-q",
-            "-o",
-            saved.to_str().unwrap(),
             "--fault",
             "cand=status 503 prob 0.3",
             "--fault",
             "cand=latency 1ms",
-            &format!("ref={}", server.url()),
-            &format!("cand={}", server.url()),
+            &r,
+            &c,
         ],
         &two_methods(300),
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let render = |format: &str| {
-        let out = run_bin(
-            &["report", "--format", format, saved.to_str().unwrap()],
-            b"",
-        );
-        assert_eq!(out.status.code(), Some(0), "{format}");
-        String::from_utf8(out.stdout).unwrap()
-    };
     let json: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
     let (text, md, csv, html) = (
         render("text"),

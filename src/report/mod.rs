@@ -33,12 +33,14 @@ pub struct Injected<'a> {
 }
 
 impl Injected<'_> {
-    /// ` (counted as connection reset)`, or empty: what the text formats
-    /// add after the count.
-    pub fn counted_note(&self) -> String {
-        self.counted_as
+    /// `reset after 1KB: 118 (counted as connection reset)`: how the text
+    /// formats list it (escaped for a terminal).
+    pub fn line(&self) -> String {
+        let counted = self
+            .counted_as
             .as_ref()
-            .map_or(String::new(), |c| format!(" (counted as {c})"))
+            .map_or(String::new(), |c| format!(" (counted as {c})"));
+        format!("{}: {}{counted}", escape_terminal(self.name), self.acted)
     }
 }
 

@@ -61,13 +61,7 @@ fn injected(out: &mut dyn Write, s: &crate::stats::EndpointStats) -> io::Result<
         "   Faults injected: (connections acted on; requests for status, abort, rate-limit)"
     )?;
     for f in super::injected(s) {
-        let counted = f.counted_note();
-        writeln!(
-            out,
-            "     {}: {}{counted}",
-            super::escape_terminal(f.name),
-            f.acted
-        )?;
+        writeln!(out, "     {}", f.line())?;
     }
     Ok(())
 }

@@ -184,13 +184,7 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
         writeln!(out, "abandoned in flight at the stop: {}", s.abandoned)?;
     }
     for f in super::injected(s) {
-        let counted = f.counted_note();
-        writeln!(
-            out,
-            "injected by versus: {}: {}{counted}",
-            super::escape_terminal(f.name),
-            f.acted
-        )?;
+        writeln!(out, "injected by versus: {}", f.line())?;
     }
     Ok(())
 }
