@@ -495,6 +495,28 @@ fn byte_stream_faults_act_on_tls_and_http2_alike() {
     );
     assert_eq!(out.stats.endpoints[0].responses, 5, "{report}");
     assert!((ms(&out, 0, 0.5) - 50.0).abs() <= 5.0, "{report}");
+    // A reset on HTTP/2 ends every stream of the connection: each of their
+    // failures is put down to it.
+    let slow = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(300)));
+    let (out, report) = run_lib(
+        &[
+            "--stop-after=3",
+            "--http2",
+            "--fault",
+            "0=reset after 100ms",
+            &slow.url(),
+        ],
+        &lines(3),
+    );
+    let s = &out.stats.endpoints[0];
+    let blamed: u64 = s.fault_errors.values().sum();
+    assert!(s.errors() > 0, "{report}");
+    assert_eq!(blamed, s.errors(), "{:?}\n{report}", s.fault_errors);
+    assert!(
+        s.fault_errors.keys().all(|(_, f)| f == "reset after 100ms"),
+        "{:?}",
+        s.fault_errors
+    );
 }
 
 #[test]

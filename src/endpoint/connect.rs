@@ -200,9 +200,9 @@ impl Dialer {
         if h2 {
             let keep = self.keep_headers.clone();
             let grpc = self.protocol == Protocol::Grpc;
-            super::h2::Conn::handshake(Box::new(io), drain, keep, grpc)
-                .await
-                .map(Connected::H2)
+            let conn = super::h2::Conn::handshake(Box::new(io), drain, keep, grpc).await?;
+            conn.set_port(port);
+            Ok(Connected::H2(conn))
         } else {
             let io: Box<dyn Io> = Box::new(io);
             Ok(Connected::H1(super::h1::Conn::new(io).with_port(port)))

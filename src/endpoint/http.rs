@@ -659,8 +659,8 @@ pub struct Slot {
     ws: WsSlot,
     /// gRPC: the last request's message, encoded.
     encoded: Encoded,
-    /// The local port of the HTTP/1.1 connection the request in flight
-    /// went on (0: none yet), kept when a timeout drops the connection.
+    /// The local port of the connection the request in flight went on (0:
+    /// none yet), kept when a timeout drops the connection.
     port: u16,
 }
 
@@ -854,6 +854,7 @@ impl Slot {
                 }
                 Sender::H2(stream) => stream,
             };
+            self.port = stream.conn.port();
             let exchanged = if self.link.grpc.is_some() {
                 self.exchange_grpc(&stream.conn, req, keep_body, start)
                     .await
