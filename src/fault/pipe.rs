@@ -48,8 +48,6 @@ pub async fn read<R: AsyncRead + Unpin>(
     way: Dir,
     answers: Option<&Sender<Msg>>,
 ) -> End {
-    // Read into, then split off as the chunk: no copy, and the allocation
-    // is reclaimed once the writer has dropped the chunks.
     let mut buf = BytesMut::with_capacity(READ);
     let mut requests = answers.map(|_| Requests::new());
     let mut parts = Vec::new();
@@ -113,11 +111,22 @@ pub async fn read<R: AsyncRead + Unpin>(
                     drawn = spread(delay, jitter);
                 }
                 last = last.max(now + drawn);
-                Some(last)
+                // Nothing to wait for (`latency 0ms`): as without latency.
+                (last > now).then_some(last)
             }
             None => None,
         };
-        let data = buf.split().freeze();
+        // A chunk that goes straight out (no latency, nothing queued
+        // before it) is split off the read buffer, no copy: the writer
+        // drops it soon and the buffer is reused. One that will wait is
+        // copied, so it does not hold a whole read buffer meanwhile.
+        let data = if at.is_none() && to.capacity() == to.max_capacity() {
+            buf.split().freeze()
+        } else {
+            let data = Bytes::copy_from_slice(&buf);
+            buf.clear();
+            data
+        };
         match (&mut requests, answers) {
             (Some(requests), Some(answers)) => {
                 requests.feed(&data, &mut || http::decide(conn), &mut parts);
