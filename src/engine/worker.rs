@@ -65,6 +65,8 @@ pub(crate) struct WorkerJob {
     /// Per endpoint with faults, the ledger that puts its errors down to
     /// the fault that caused them.
     pub ledgers: Vec<Option<crate::fault::Ledger>>,
+    /// This core's fault proxies, run on its runtime.
+    pub proxies: Option<crate::fault::CoreProxies>,
 }
 
 /// What a core hands back at its end: the statistics since its last tick,
@@ -181,6 +183,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         ticks,
         core: core_number,
         ledgers,
+        proxies,
     } = job;
     let endpoints = links.len();
     let links: Vec<Rc<Link>> = links.into_iter().map(|p| Rc::new(Link::new(p))).collect();
@@ -190,6 +193,9 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     // Their connect times are recorded (not as reconnects).
     let mut connects: Vec<Vec<Duration>> = vec![Vec::new(); endpoints];
     let slots: Vec<Vec<Slot>> = local.block_on(&rt, async {
+        if let Some(p) = proxies {
+            p.spawn();
+        }
         let mut all = Vec::new();
         for (e, link) in links.iter().enumerate() {
             let mut first = Slot::new(link.clone());
