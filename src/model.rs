@@ -78,6 +78,10 @@ pub struct Outcome {
     pub connect: Option<Duration>,
     /// Request body bytes sent.
     pub bytes_out: u64,
+    /// The local port of the HTTP connection the request ended on (0:
+    /// none, or WebSocket): what names the connection to a fault proxy,
+    /// so an error it caused is put down to the fault.
+    pub port: u16,
 }
 
 /// What an endpoint answered.

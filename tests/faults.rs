@@ -495,6 +495,28 @@ fn byte_stream_faults_act_on_tls_and_http2_alike() {
     );
     assert_eq!(out.stats.endpoints[0].responses, 5, "{report}");
     assert!((ms(&out, 0, 0.5) - 50.0).abs() <= 5.0, "{report}");
+    // A reset on HTTP/2 ends every stream of the connection: each of their
+    // failures is put down to it.
+    let slow = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(300)));
+    let (out, report) = run_lib(
+        &[
+            "--stop-after=3",
+            "--http2",
+            "--fault",
+            "0=reset after 100ms",
+            &slow.url(),
+        ],
+        &lines(3),
+    );
+    let s = &out.stats.endpoints[0];
+    let blamed: u64 = s.fault_errors.values().sum();
+    assert!(s.errors() > 0, "{report}");
+    assert_eq!(blamed, s.errors(), "{:?}\n{report}", s.fault_errors);
+    assert!(
+        s.fault_errors.keys().all(|(_, f)| f == "reset after 100ms"),
+        "{:?}",
+        s.fault_errors
+    );
 }
 
 #[test]
@@ -535,4 +557,160 @@ fn the_toxy_example_runs_its_suites_side_by_side() {
         maxes[2].starts_with("1.0") && maxes[2].ends_with('s'),
         "{report}"
     );
+}
+
+/// A server that fails requests itself: 503 for every 5th id, and closes
+/// the connection without an answer for every 7th; with its counts of
+/// each.
+fn failing_server() -> (RawServer, Arc<AtomicU64>, Arc<AtomicU64>) {
+    let own_503 = Arc::new(AtomicU64::new(0));
+    let own_closes = Arc::new(AtomicU64::new(0));
+    let (answered, closed) = (own_503.clone(), own_closes.clone());
+    let server = RawServer::start(move |mut s, _| loop {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let (head_end, len) = loop {
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some(i) = text.find("\r\n\r\n") {
+                break (i + 4, content_length(&text[..i]));
+            }
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        while buf.len() < head_end + len {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let id = id_of(&buf[head_end..head_end + len]);
+        let reply: &[u8] = if id % 7 == 0 {
+            closed.fetch_add(1, Ordering::SeqCst);
+            return;
+        } else if id % 5 == 0 {
+            answered.fetch_add(1, Ordering::SeqCst);
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\nbusy"
+        } else {
+            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+        };
+        if s.write_all(reply).is_err() {
+            return;
+        }
+    });
+    (server, own_503, own_closes)
+}
+
+#[test]
+fn errors_are_put_down_to_the_fault_or_the_endpoint_exactly() {
+    let _alone = alone();
+    // Endpoint 0: HTTP faults (per request, before the server); endpoint
+    // 1: a reset on half the connections, on the first byte of an answer.
+    let (http, http_503, http_closes) = failing_server();
+    let (tcp, _, tcp_closes) = failing_server();
+    let saved = temp("blame.jsonl");
+    let out = run_bin(
+        &[
+            "--stop-after=2000",
+            "-c",
+            "4",
+            "-q",
+            "--format=json",
+            "-o",
+            saved.to_str().unwrap(),
+            "--fault",
+            "0=status 503 prob 0.5",
+            "--fault",
+            "0=abort prob 0.2",
+            "--fault",
+            "1=reset after 1B prob 0.5",
+            &http.url(),
+            &tcp.url(),
+        ],
+        &lines(2000),
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let count = |c: &Arc<AtomicU64>| c.load(Ordering::SeqCst);
+    let (own_503, own_closes, tcp_closes) =
+        (count(&http_503), count(&http_closes), count(&tcp_closes));
+    let errors = |e: usize, kind: &str, cause: &str| {
+        let errors = &json["endpoints"][e]["errors"];
+        let n = if cause.is_empty() {
+            &errors["kinds"][kind]
+        } else {
+            &errors["causes"][kind][cause]
+        };
+        n.as_u64()
+            .unwrap_or_else(|| panic!("{kind} {cause}: {errors}"))
+    };
+    let acted = |e: usize, fault: &str| {
+        json["endpoints"][e]["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["fault"] == fault)
+            .and_then(|f| f["acted"].as_u64())
+            .unwrap()
+    };
+    let fault_503 = errors(0, "HTTP 503", "fault status 503 prob 0.5");
+    let aborts = errors(0, "connection reset", "fault abort prob 0.2");
+    let resets = errors(1, "connection reset", "fault reset after 1B prob 0.5");
+    // Both sides broke some; what the faults did not break, the endpoint
+    // did, to the request.
+    assert!(own_503 > 0 && own_closes > 0 && fault_503 > 0 && aborts > 0 && resets > 0);
+    assert_eq!(errors(0, "HTTP 503", ""), fault_503 + own_503);
+    assert_eq!(errors(0, "HTTP 503", "endpoint"), own_503);
+    assert_eq!(errors(0, "connection reset", ""), aborts + own_closes);
+    assert_eq!(errors(0, "connection reset", "endpoint"), own_closes);
+    assert_eq!(errors(1, "connection reset", ""), resets + tcp_closes);
+    assert_eq!(errors(1, "connection reset", "endpoint"), tcp_closes);
+    assert_eq!(acted(0, "status 503 prob 0.5"), fault_503);
+    assert_eq!(acted(0, "abort prob 0.2"), aborts);
+    assert_eq!(acted(1, "reset after 1B prob 0.5"), resets);
+    // A saved run keeps it: its report says so, and a merge sums it.
+    let report = run_bin(&["report", saved.to_str().unwrap()], b"");
+    let report = String::from_utf8_lossy(&report.stdout);
+    let line = format!(
+        "     connection reset: {} (fault abort prob 0.2: {aborts}, endpoint: {own_closes})\n",
+        aborts + own_closes
+    );
+    assert!(report.contains(&line), "{line}\n{report}");
+    let file = saved.to_str().unwrap();
+    let merged = run_bin(&["report", "--format=json", file, file], b"");
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    let causes = &merged["endpoints"][0]["errors"]["causes"]["HTTP 503"];
+    assert_eq!(
+        causes["fault status 503 prob 0.5"],
+        2 * fault_503,
+        "{causes}"
+    );
+    assert_eq!(causes["endpoint"], 2 * own_503, "{causes}");
+}
+
+#[test]
+fn slow_close_holds_the_close_back_by_its_setting() {
+    let _alone = alone();
+    // A server that answers and closes: versus sees the close (the end of
+    // a close-delimited body) only after the fault's delay.
+    let server = RawServer::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nclosed");
+        }
+    });
+    let (out, report) = run_lib(
+        &[
+            "--stop-after=3",
+            "--fault",
+            "slow=slow-close 200ms",
+            &format!("plain={}", server.url()),
+            &format!("slow={}", server.url()),
+        ],
+        &lines(3),
+    );
+    assert_eq!(out.stats.endpoints[1].responses, 3, "{report}");
+    assert_eq!(acted(&out, 1, "slow-close 200ms"), 3, "{report}");
+    let added = ms(&out, 1, 0.5) - ms(&out, 0, 0.5);
+    assert!((added - 200.0).abs() <= 10.0, "added {added} ms\n{report}");
 }

@@ -16,6 +16,29 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Run versus with `args` on `input`, saving the run to `name`; a
+/// function rendering the saved run in a format.
+fn saved_run(name: &str, args: &[&str], input: &[u8]) -> impl Fn(&str) -> String {
+    let saved = temp(name);
+    let mut all = vec!["-q", "-o", saved.to_str().unwrap()];
+    all.extend(args);
+    let out = run_bin(&all, input);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    move |format: &str| {
+        let out = run_bin(
+            &["report", "--format", format, saved.to_str().unwrap()],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
 /// Two methods, `n` requests.
 fn two_methods(n: usize) -> Vec<u8> {
     let mut out = String::new();
@@ -103,29 +126,11 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
             Reply::ok(format!(r#"{{"id":{id},"result":"0x1"}}"#))
         }
     });
-    let saved = temp("run.jsonl");
     let (r, c) = (
         format!("ref={}", reference.url()),
         format!("cand={}", candidate.url()),
     );
-    let out = run_bin(
-        &["-q", "-c", "3", "-o", saved.to_str().unwrap(), &r, &c],
-        &two_methods(600),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let render = |format: &str| {
-        let out = run_bin(
-            &["report", "--format", format, saved.to_str().unwrap()],
-            b"",
-        );
-        assert_eq!(out.status.code(), Some(0), "{format}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let render = saved_run("run.jsonl", &["-c", "3", &r, &c], &two_methods(600));
     let json: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
     let text = render("text");
     let md = render("markdown");
@@ -350,4 +355,111 @@ fn every_duration_a_person_reads_has_at_most_four_significant_digits() {
         }
     }
     assert!(shown[0].1.contains(" total run time"), "{}", shown[0].1);
+}
+
+#[test]
+fn every_format_shows_the_faults_and_the_errors_they_caused() {
+    let server = Server::start(|s| {
+        if id_of(&s.body) % 5 == 0 {
+            Reply::ok("busy").status(503)
+        } else {
+            Reply::ok("ok")
+        }
+    });
+    let (r, c) = (
+        format!("ref={}", server.url()),
+        format!("cand={}", server.url()),
+    );
+    let render = saved_run(
+        "faults.jsonl",
+        &[
+            "--fault",
+            "cand=status 503 prob 0.3",
+            "--fault",
+            "cand=latency 1ms",
+            &r,
+            &c,
+        ],
+        &two_methods(300),
+    );
+    let json: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
+    let (text, md, csv, html) = (
+        render("text"),
+        render("markdown"),
+        render("csv"),
+        render("html"),
+    );
+    let csv_rows: Vec<Vec<String>> = csv
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    let col = |name: &str| csv_rows[0].iter().position(|c| c == name).unwrap();
+    let cand = &json["endpoints"][1];
+    assert_eq!(json["endpoints"][0]["faults"], serde_json::json!([]));
+    // The faults set, how often each acted, what it is counted as.
+    let faults = cand["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    for f in faults {
+        let (name, acted) = (f["fault"].as_str().unwrap(), f["acted"].as_u64().unwrap());
+        assert!(acted > 0, "{name}");
+        let counted = f["counted_as"].as_str();
+        let note = counted.map_or(String::new(), |c| format!(" (counted as {c})"));
+        assert!(
+            text.contains(&format!("     {name}: {acted}{note}\n")),
+            "text {name}\n{text}"
+        );
+        let counted = counted.unwrap_or("-");
+        assert!(
+            md.contains(&format!("| cand | {name} | {acted} | {counted} |")),
+            "markdown {name}\n{md}"
+        );
+        assert!(
+            html.contains(&format!(
+                "<tr><td class=\"text\">cand</td><td class=\"text\">{name}</td><td>{acted}</td><td class=\"text\">{counted}</td></tr>"
+            )),
+            "html {name}"
+        );
+        assert!(
+            csv_rows.iter().any(|r| r[col("label")] == "cand"
+                && r[col("part")] == "fault"
+                && r[col("name")] == name
+                && r[col("acted")] == acted.to_string()),
+            "csv {name}\n{csv}"
+        );
+    }
+    // The errors by cause: the fault's and the endpoint's own, adding up
+    // to the kind's count, the same in every format.
+    let causes = cand["errors"]["causes"]["HTTP 503"].as_object().unwrap();
+    let total = cand["errors"]["kinds"]["HTTP 503"].as_u64().unwrap();
+    let injected = causes["fault status 503 prob 0.3"].as_u64().unwrap();
+    let own = causes["endpoint"].as_u64().unwrap();
+    assert_eq!(injected + own, total);
+    // The server answered 503 to every 5th request that reached it.
+    assert!(own > 0 && injected > 0, "{causes:?}");
+    assert!(
+        text.contains(&format!(
+            "     HTTP 503: {total} (fault status 503 prob 0.3: {injected}, endpoint: {own})\n"
+        )),
+        "text\n{text}"
+    );
+    for (cause, n) in causes {
+        let n = n.as_u64().unwrap();
+        assert!(
+            md.contains(&format!("| cand | HTTP 503 | {cause} | {n} |")),
+            "markdown {cause}\n{md}"
+        );
+        assert!(
+            html.contains(&format!(
+                "<tr><td class=\"text\">cand</td><td class=\"text\">HTTP 503</td><td class=\"text\">{cause}</td><td>{n}</td></tr>"
+            )),
+            "html {cause}"
+        );
+        assert!(
+            csv_rows.iter().any(|r| r[col("label")] == "cand"
+                && r[col("part")] == "error cause"
+                && r[col("name")] == format!("HTTP 503: {cause}")
+                && r[col("errors")] == n.to_string()),
+            "csv {cause}\n{csv}"
+        );
+    }
 }

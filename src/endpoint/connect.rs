@@ -135,6 +135,8 @@ impl Dialer {
     /// driver is spawned on the current `LocalSet`.
     pub async fn connect(&self) -> Result<Connected, Failure> {
         let tcp = self.tcp().await?;
+        // Names the connection to a fault proxy (`crate::fault::Ledger`).
+        let port = tcp.local_addr().map_or(0, |a| a.port());
         match (self.scheme, &self.tls, &self.server_name) {
             (Scheme::Https, Some(tls), Some(name)) => {
                 let stream = self.tls_handshake(tls, name, tcp).await?;
@@ -144,15 +146,15 @@ impl Dialer {
                     // h2 cannot answer it.
                     return Err(Failure::Tls(crate::model::TlsReason::Incompatible));
                 }
-                self.handshake(stream, None, h2).await
+                self.handshake(stream, None, h2, port).await
             }
             _ if matches!(self.protocol, Protocol::Http2 | Protocol::Grpc) => {
                 let std = tcp.into_std().map_err(|e| classify_io(&e, Failure::Io))?;
                 let drain = std.try_clone().map_err(|e| classify_io(&e, Failure::Io))?;
                 let tcp = TcpStream::from_std(std).map_err(|e| classify_io(&e, Failure::Io))?;
-                self.handshake(tcp, Some(drain), true).await
+                self.handshake(tcp, Some(drain), true, port).await
             }
-            _ => self.handshake(tcp, None, false).await,
+            _ => self.handshake(tcp, None, false, port).await,
         }
     }
 
@@ -193,15 +195,17 @@ impl Dialer {
         io: I,
         drain: Option<std::net::TcpStream>,
         h2: bool,
+        port: u16,
     ) -> Result<Connected, Failure> {
         if h2 {
             let keep = self.keep_headers.clone();
             let grpc = self.protocol == Protocol::Grpc;
-            super::h2::Conn::handshake(Box::new(io), drain, keep, grpc)
-                .await
-                .map(Connected::H2)
+            let conn = super::h2::Conn::handshake(Box::new(io), drain, keep, grpc).await?;
+            conn.set_port(port);
+            Ok(Connected::H2(conn))
         } else {
-            Ok(Connected::H1(super::h1::Conn::new(Box::new(io))))
+            let io: Box<dyn Io> = Box::new(io);
+            Ok(Connected::H1(super::h1::Conn::new(io).with_port(port)))
         }
     }
 

@@ -59,6 +59,9 @@ pub(crate) struct Conn<S> {
     rbuf: BytesMut,
     wbuf: Vec<u8>,
     reached: Reached,
+    /// The local port of its TCP connection (0: not known), which names
+    /// the connection to a fault proxy.
+    port: u16,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -69,7 +72,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             // Grows to the largest request head sent, and stays.
             wbuf: Vec::new(),
             reached: Reached::Nothing,
+            port: 0,
         }
+    }
+
+    /// The same connection, its TCP connection's local port known.
+    pub fn with_port(mut self, port: u16) -> Conn<S> {
+        self.port = port;
+        self
+    }
+
+    /// The local port of its TCP connection (0: not known).
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// How far the last exchange got.

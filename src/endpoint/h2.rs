@@ -165,6 +165,9 @@ struct Inner {
     block_stream: u32,
     block_end: bool,
     block: Vec<u8>,
+    /// The local port of its TCP connection (0: not known), which names
+    /// the connection to a fault proxy.
+    port: u16,
 }
 
 struct Stream {
@@ -276,6 +279,16 @@ impl Conn {
     /// The server's limit of concurrent streams.
     pub(crate) fn max_streams(&self) -> usize {
         self.0.borrow().max_streams
+    }
+
+    /// Note the local port of its TCP connection.
+    pub(crate) fn set_port(&self, port: u16) {
+        self.0.borrow_mut().port = port;
+    }
+
+    /// The local port of its TCP connection (0: not known).
+    pub(crate) fn port(&self) -> u16 {
+        self.0.borrow().port
     }
 
     /// A connection with no socket, for tests of the frame parser.
@@ -596,6 +609,7 @@ impl Inner {
             block_stream: 0,
             block_end: false,
             block: Vec::new(),
+            port: 0,
         }
     }
 

@@ -760,6 +760,9 @@ pub struct Slot {
     /// When the last HTTP/1.1 answer was wholly read, if that was when its
     /// head was (see `Answer::done_at`).
     answered: Option<Instant>,
+    /// The local port of the connection the request in flight went on (0:
+    /// none yet), kept when a timeout drops the connection.
+    port: u16,
 }
 
 /// A stream whose answer is awaited: reset if the wait is dropped (a
@@ -811,6 +814,7 @@ impl Slot {
             ws: WsSlot::default(),
             encoded: Encoded::default(),
             answered: None,
+            port: 0,
         }
     }
 
@@ -911,6 +915,7 @@ impl Slot {
             _ => Instant::now(),
         };
         self.deadline = deadline;
+        let port = std::mem::take(&mut self.port);
         match self.h1.take() {
             // An HTTP/1.1 connection is unusable after a failed exchange
             // (but untouched by a request that could not be formed).
@@ -923,7 +928,10 @@ impl Slot {
             }
             _ => {}
         }
-        Outcome::timed(result, start, clock, end, connect, bytes_out, due)
+        Outcome {
+            port,
+            ..Outcome::timed(result, start, clock, end, connect, bytes_out, due)
+        }
     }
 
     async fn exchange(
@@ -962,6 +970,7 @@ impl Slot {
                 }
                 Sender::H2(stream) => stream,
             };
+            self.port = stream.conn.port();
             let exchanged = if self.link.grpc.is_some() {
                 self.exchange_grpc(&stream.conn, req, keep_body, start)
                     .await
@@ -1003,6 +1012,7 @@ impl Slot {
         start: Instant,
     ) -> Result<Response, Failure> {
         let link = &*self.link;
+        self.port = c.port();
         self.reuse = true;
         let built = link.build_h1(req, c.request_buf());
         self.reuse = false;

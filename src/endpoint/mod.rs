@@ -190,6 +190,7 @@ impl Outcome {
             lag: due.map(|d| start.saturating_duration_since(d)),
             connect,
             bytes_out,
+            port: 0,
         }
     }
 }
@@ -212,6 +213,7 @@ impl Outcome {
             lag: None,
             connect: None,
             bytes_out: 0,
+            port: 0,
         }
     }
 
@@ -224,6 +226,7 @@ impl Outcome {
             lag: None,
             connect: None,
             bytes_out: 0,
+            port: 0,
         }
     }
 }

@@ -190,16 +190,16 @@ fn wait_until(at: std::time::SystemTime, stop: &Stop) {
 
 /// The endpoints of a plan, resolved (once per run) and checked: what can
 /// fail before a run starts, so a caller can check it before it creates
-/// its output files. An endpoint with faults resolves to its proxy, which
-/// runs as long as this value (or the run it is given to) lives.
+/// its output files. An endpoint with faults gets its faults' shared
+/// state here; each core opens its own proxy in front of it.
 pub struct Resolved {
     addrs: Vec<Vec<std::net::SocketAddr>>,
     faults: Option<crate::fault::Running>,
 }
 
 /// Resolve every endpoint's host, check that each endpoint can be
-/// prepared (each core prepares its own when the run starts), and start
-/// the fault proxies of the endpoints that have faults.
+/// prepared (each core prepares its own when the run starts), and set up
+/// the faults of the endpoints that have faults.
 ///
 /// # Errors
 /// When an endpoint does not resolve or cannot be prepared, or a proxy
@@ -221,16 +221,11 @@ pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
         .map_err(RunError::Endpoint)?;
         addrs.push(a);
     }
-    let mut faults = None;
-    if plan.faults.iter().any(|f| !f.is_empty()) {
-        let (running, proxied) = crate::fault::start(&plan.faults, &addrs, plan.interval)?;
-        for (a, p) in addrs.iter_mut().zip(proxied) {
-            if let Some(p) = p {
-                *a = vec![p];
-            }
-        }
-        faults = Some(running);
-    }
+    let faults = plan
+        .faults
+        .iter()
+        .any(|f| !f.is_empty())
+        .then(|| crate::fault::start(&plan.faults, &addrs, plan.interval));
     Ok(Resolved { addrs, faults })
 }
 
@@ -327,15 +322,32 @@ pub fn run_resolved(
     // is open and `--start-at` has come.
     let barrier = Arc::new(Barrier::new(cores + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
+    let ledgers = match &faults {
+        Some(f) => f.ledgers(),
+        None => vec![None; plan.endpoints.len()],
+    };
     for (c, input) in inputs.into_iter().enumerate() {
         let share = |n: usize| core(c).share_of(n);
         let mut transport = plan.transport.clone();
         transport.max_connections = transport.max_connections.map(|n| share(n).max(1));
+        // An endpoint with faults: this core's own proxy in front of it.
+        let (proxies, proxied) = match &faults {
+            Some(f) => {
+                let (p, a) = f.listen()?;
+                (Some(p), a)
+            }
+            None => (None, vec![None; plan.endpoints.len()]),
+        };
         let mut links = Vec::with_capacity(plan.endpoints.len());
-        for (spec, a) in plan.endpoints.iter().zip(&addrs) {
+        for ((spec, a), p) in plan.endpoints.iter().zip(&addrs).zip(proxied) {
             links.push(
-                Prepared::new(spec.clone(), a.clone(), plan.tls.clone(), transport.clone())
-                    .map_err(RunError::Endpoint)?,
+                Prepared::new(
+                    spec.clone(),
+                    p.map_or_else(|| a.clone(), |p| vec![p]),
+                    plan.tls.clone(),
+                    transport.clone(),
+                )
+                .map_err(RunError::Endpoint)?,
             );
         }
         let slots = share(in_flight).max(1);
@@ -358,6 +370,8 @@ pub fn run_resolved(
             start_barrier: barrier.clone(),
             ticks: ticks.clone(),
             core: c,
+            ledgers: ledgers.clone(),
+            proxies,
         };
         std::thread::Builder::new()
             .name(format!("versus-core-{c}"))

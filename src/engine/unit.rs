@@ -293,6 +293,7 @@ async fn traverse(
             lag: None,
             connect: None,
             bytes_out: 0,
+            port: 0,
         }),
         // A failed page is the step's answer (compared as a failure).
         (Some(StepFailure::Error(_)), Some(o)) => Some(o),

@@ -62,6 +62,11 @@ pub(crate) struct WorkerJob {
     pub ticks: std::sync::mpsc::Sender<CoreMsg>,
     /// This core's number.
     pub core: usize,
+    /// Per endpoint with faults, the ledger that puts its errors down to
+    /// the fault that caused them.
+    pub ledgers: Vec<Option<crate::fault::Ledger>>,
+    /// This core's fault proxies, run on its runtime.
+    pub proxies: Option<crate::fault::CoreProxies>,
 }
 
 /// What a core hands back at its end: the statistics since its last tick,
@@ -116,6 +121,8 @@ struct Core {
     prefetch: usize,
     /// This core's view of each endpoint (for the TLS handshake times).
     links: Vec<Rc<Link>>,
+    /// Per endpoint with faults, what their errors are put down to.
+    ledgers: Vec<Option<crate::fault::Ledger>>,
     /// The kind of the last request, for the per-method counts.
     kinds: RefCell<judge::KindCache>,
     /// Warm-up requests this core still has to release.
@@ -175,6 +182,8 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         start_barrier,
         ticks,
         core: core_number,
+        ledgers,
+        proxies,
     } = job;
     let endpoints = links.len();
     let links: Vec<Rc<Link>> = links.into_iter().map(|p| Rc::new(Link::new(p))).collect();
@@ -184,6 +193,9 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     // Their connect times are recorded (not as reconnects).
     let mut connects: Vec<Vec<Duration>> = vec![Vec::new(); endpoints];
     let slots: Vec<Vec<Slot>> = local.block_on(&rt, async {
+        if let Some(p) = proxies {
+            p.spawn();
+        }
         let mut all = Vec::new();
         for (e, link) in links.iter().enumerate() {
             let mut first = Slot::new(link.clone());
@@ -289,6 +301,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         prefetch: (2 * per_endpoint).max(8),
         kinds: RefCell::new(judge::KindCache::default()),
         links: links.clone(),
+        ledgers,
         warmup_left: Cell::new(warmup.count.unwrap_or(0)),
         warmup_until: warmup.duration.map(|d| started + d),
         counting_since: Cell::new(None),
@@ -959,6 +972,9 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
     }
     let mut stats = core.stats.borrow_mut();
     stats.endpoints[e].record(outcome);
+    if let Some(ledger) = &core.ledgers[e] {
+        ledger.blame(outcome, &mut stats.endpoints[e]);
+    }
     judge::classify(plan, &mut stats, e, req, outcome, step)
 }
 

@@ -1,7 +1,8 @@
 //! One proxied connection's own decisions: which faults it drew (each
 //! byte-stream fault's probability is rolled once, when the connection is
 //! accepted) and which of them already acted on it (each is counted once
-//! per connection).
+//! per connection, and marked in the endpoint's ledger under the
+//! connection's port).
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -12,16 +13,21 @@ use super::state::Shared;
 /// A connection's draw of its endpoint's faults.
 pub struct Conn<'a> {
     shared: &'a Shared,
+    /// versus's local port: the connection's name in the ledger.
+    port: u16,
     drawn: Vec<bool>,
     acted: Vec<Cell<bool>>,
 }
 
 impl<'a> Conn<'a> {
     /// Roll every byte-stream fault's probability for a new connection
-    /// (the HTTP faults roll per request, in [`Conn::http_fault`]'s caller).
-    pub fn new(shared: &'a Shared) -> Conn<'a> {
+    /// (the HTTP faults roll per request, in `http::decide`) from versus's
+    /// local `port`.
+    pub fn new(shared: &'a Shared, port: u16) -> Conn<'a> {
         let faults = shared.faults();
+        shared.opened(port);
         Conn {
+            port,
             drawn: (0..faults.len())
                 .map(|i| faults[i].action.is_http() || shared.roll(i))
                 .collect(),
@@ -38,12 +44,14 @@ impl<'a> Conn<'a> {
     /// The first byte-stream fault this connection drew that is on now,
     /// acts on data flowing `way`, and matches `pick`; with its index.
     pub fn find<T>(&self, way: Dir, pick: impl Fn(&Action) -> Option<T>) -> Option<(usize, T)> {
+        // The kind first: checking a window may read the clock.
         self.shared
             .faults()
             .iter()
             .enumerate()
-            .filter(|(i, f)| self.drawn[*i] && f.dir.covers(way) && self.shared.on(*i))
-            .find_map(|(i, f)| pick(&f.action).map(|t| (i, t)))
+            .filter(|(i, f)| self.drawn[*i] && f.dir.covers(way))
+            .filter_map(|(i, f)| pick(&f.action).map(|t| (i, t)))
+            .find(|(i, _)| self.shared.on(*i))
     }
 
     /// True when this connection drew fault `i`.
@@ -55,7 +63,17 @@ impl<'a> Conn<'a> {
     pub fn acted(&self, i: usize) {
         if !self.acted[i].replace(true) {
             self.shared.count(i);
+            self.shared.mark(self.port, Some(i));
         }
+    }
+
+    /// HTTP fault `i` acted on the request that just came (`None`: none
+    /// did, it goes on to the endpoint): counted per request.
+    pub fn answered(&self, i: Option<usize>) {
+        if let Some(i) = i {
+            self.shared.count(i);
+        }
+        self.shared.mark(self.port, i);
     }
 
     /// True when some fault reads HTTP requests.

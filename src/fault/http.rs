@@ -156,9 +156,10 @@ pub fn decide(conn: &Conn<'_>) -> Verdict {
             }
             _ => continue,
         };
-        shared.count(i);
+        conn.answered(Some(i));
         return verdict;
     }
+    conn.answered(None);
     Verdict::Pass
 }
 

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::{Receiver, Sender};
 use tokio::time::{sleep, sleep_until};
@@ -29,8 +29,8 @@ pub enum End {
 
 /// What the reader hands the writer.
 pub enum Msg {
-    /// Bytes to write, not before `at`.
-    Data(Instant, Bytes),
+    /// Bytes to write, not before `at` (`None`: at once).
+    Data(Option<Instant>, Bytes),
     /// The sender closed: shut down the write side.
     Eof,
 }
@@ -48,7 +48,7 @@ pub async fn read<R: AsyncRead + Unpin>(
     way: Dir,
     answers: Option<&Sender<Msg>>,
 ) -> End {
-    let mut buf = vec![0u8; READ];
+    let mut buf = BytesMut::with_capacity(READ);
     let mut requests = answers.map(|_| Requests::new());
     let mut parts = Vec::new();
     let mut last = Instant::now();
@@ -61,7 +61,9 @@ pub async fn read<R: AsyncRead + Unpin>(
             _ => None,
         });
         let cap = slow.map_or(READ, |(_, (b, _))| (b as usize).clamp(1, READ));
-        let read = from.read(&mut buf[..cap]);
+        buf.reserve(cap);
+        let mut room = (&mut buf).limit(cap);
+        let read = from.read_buf(&mut room);
         let n = match hole_closes {
             Some(at) => match tokio::time::timeout_at(at.into(), read).await {
                 Ok(r) => r,
@@ -94,13 +96,13 @@ pub async fn read<R: AsyncRead + Unpin>(
             }
             continue;
         }
-        let now = Instant::now();
         let at = match conn.find(way, |a| match a {
             Action::Latency { delay, jitter } => Some((*delay, *jitter)),
             _ => None,
         }) {
             Some((i, (delay, jitter))) => {
                 conn.acted(i);
+                let now = Instant::now();
                 // One draw per burst: a chunk that comes while the last is
                 // still held keeps its delay (two draws would make the
                 // burst wait for the larger). Never before an earlier
@@ -109,18 +111,29 @@ pub async fn read<R: AsyncRead + Unpin>(
                     drawn = spread(delay, jitter);
                 }
                 last = last.max(now + drawn);
-                last
+                // Nothing to wait for (`latency 0ms`): as without latency.
+                (last > now).then_some(last)
             }
-            None => now,
+            None => None,
         };
-        let data = Bytes::copy_from_slice(&buf[..n]);
+        // A chunk that goes straight out (no latency, nothing queued
+        // before it) is split off the read buffer, no copy: the writer
+        // drops it soon and the buffer is reused. One that will wait is
+        // copied, so it does not hold a whole read buffer meanwhile.
+        let data = if at.is_none() && to.capacity() == to.max_capacity() {
+            buf.split().freeze()
+        } else {
+            let data = Bytes::copy_from_slice(&buf);
+            buf.clear();
+            data
+        };
         match (&mut requests, answers) {
             (Some(requests), Some(answers)) => {
                 requests.feed(&data, &mut || http::decide(conn), &mut parts);
                 for part in parts.drain(..) {
                     let sent = match part {
                         Part::Forward(b) => to.send(Msg::Data(at, b)).await,
-                        Part::Answer(b) => answers.send(Msg::Data(now, b)).await,
+                        Part::Answer(b) => answers.send(Msg::Data(None, b)).await,
                         Part::Abort => return End::Reset,
                     };
                     if sent.is_err() {
@@ -219,7 +232,7 @@ pub async fn write<W: AsyncWrite + Unpin>(
             }
             Msg::Data(at, data) => (at, data),
         };
-        if at > Instant::now() {
+        if let Some(at) = at.filter(|at| *at > Instant::now()) {
             sleep_until(at.into()).await;
         }
         while !data.is_empty() {

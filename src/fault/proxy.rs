@@ -24,14 +24,20 @@ const QUEUE: usize = 64;
 /// relayed to the first of `upstream` that accepts.
 pub async fn serve(listener: TcpListener, upstream: Vec<SocketAddr>, shared: Arc<Shared>) {
     let upstream: Rc<[SocketAddr]> = upstream.into();
-    while let Ok((client, _)) = listener.accept().await {
-        tokio::task::spawn_local(connection(client, upstream.clone(), shared.clone()));
+    while let Ok((client, from)) = listener.accept().await {
+        let port = from.port();
+        tokio::task::spawn_local(connection(client, port, upstream.clone(), shared.clone()));
     }
 }
 
 /// One connection from versus, through the faults, to the endpoint.
-async fn connection(mut client: TcpStream, upstream: Rc<[SocketAddr]>, shared: Arc<Shared>) {
-    let conn = Conn::new(&shared);
+async fn connection(
+    mut client: TcpStream,
+    port: u16,
+    upstream: Rc<[SocketAddr]>,
+    shared: Arc<Shared>,
+) {
+    let conn = Conn::new(&shared, port);
     let _ = client.set_nodelay(true);
     if let Some((i, d)) = conn.find(Dir::Both, |a| match a {
         Action::SlowOpen(d) => Some(*d),

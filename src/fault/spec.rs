@@ -124,6 +124,15 @@ impl Action {
         )
     }
 
+    /// True for the faults that break a connection (timeout, reset,
+    /// limit, abort): any failure of a request on it is theirs.
+    pub fn breaks(&self) -> bool {
+        matches!(
+            self,
+            Action::Timeout(_) | Action::Reset(_) | Action::Limit(_) | Action::Abort
+        )
+    }
+
     /// The direction it acts in when none is given.
     fn default_dir(&self) -> Dir {
         match self {
@@ -482,13 +491,11 @@ impl Fault {
     }
 }
 
-/// What the report adds after a fault's count: the error kind it causes,
-/// found from the fault's name (as saved runs keep it).
-pub fn counted_as(name: &str) -> String {
-    name.parse::<Fault>()
-        .ok()
-        .and_then(|f| f.causes())
-        .map_or(String::new(), |c| format!(" (counted as {c})"))
+/// The error kind a request a fault ends is counted as, found from the
+/// fault's name (as saved runs keep it); `None` for a fault that only
+/// slows requests down, or a name that does not parse.
+pub fn counted_as(name: &str) -> Option<String> {
+    name.parse::<Fault>().ok().and_then(|f| f.causes())
 }
 
 impl fmt::Display for Action {
@@ -625,15 +632,13 @@ mod tests {
 
     #[test]
     fn a_fault_names_the_error_it_is_counted_as() {
-        assert_eq!(
-            counted_as("reset after 20B"),
-            " (counted as connection reset)"
-        );
-        assert_eq!(counted_as("status 503 prob 0.3"), " (counted as HTTP 503)");
-        assert_eq!(counted_as("rate-limit 10/1s"), " (counted as HTTP 429)");
-        assert_eq!(counted_as("timeout"), " (counted as timeout)");
-        assert_eq!(counted_as("latency 1s"), "");
-        assert_eq!(counted_as("not a fault"), "");
+        let c = |s: &str| counted_as(s).unwrap_or_default();
+        assert_eq!(c("reset after 20B"), "connection reset");
+        assert_eq!(c("status 503 prob 0.3"), "HTTP 503");
+        assert_eq!(c("rate-limit 10/1s"), "HTTP 429");
+        assert_eq!(c("timeout"), "timeout");
+        assert_eq!(c("latency 1s"), "");
+        assert_eq!(c("not a fault"), "");
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //! per byte (a count is once per connection, or per request for the HTTP
 //! faults, under an uncontended lock).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::spec::{Action, Fault};
+use crate::model::{Failure, Outcome};
+use crate::stats::EndpointStats;
 
 /// The start of the run, set by the engine when its clock starts; a
 /// window counts from it (before it is set, only faults without `after`
@@ -26,6 +28,23 @@ pub struct Shared {
     /// Per rate-limit fault: the start of its current period and the
     /// requests let through in it.
     periods: Vec<Mutex<(Instant, u64)>>,
+    /// Each fault's name, as reports show it.
+    names: Vec<String>,
+    /// Per connection (versus's local port): what the faults did to it.
+    ports: Mutex<HashMap<u16, Marks>>,
+}
+
+/// What the faults did to one connection: fault indices.
+#[derive(Clone, Copy, Debug, Default)]
+struct Marks {
+    /// The fault that broke it (reset, limit, timeout, abort).
+    broke: Option<usize>,
+    /// The last fault that slowed it (latency, bandwidth, slow-*,
+    /// slicer): a timeout on it is put down to that fault.
+    slowed: Option<usize>,
+    /// The HTTP fault that answered its last request (none when the
+    /// request went on to the endpoint).
+    answered: Option<usize>,
 }
 
 impl Shared {
@@ -36,6 +55,8 @@ impl Shared {
         Shared {
             acted: faults.iter().map(|_| Mutex::default()).collect(),
             periods: faults.iter().map(|_| Mutex::new((now, 0))).collect(),
+            names: faults.iter().map(Fault::to_string).collect(),
+            ports: Mutex::default(),
             faults,
             epoch,
             interval,
@@ -50,6 +71,9 @@ impl Shared {
     /// True when fault `i`'s window is open now.
     pub fn on(&self, i: usize) -> bool {
         let w = &self.faults[i].window;
+        if w.always() {
+            return true;
+        }
         match self.epoch.get() {
             Some(start) => w.contains(start.elapsed()),
             None => w.after.is_zero(),
@@ -83,14 +107,14 @@ impl Shared {
     /// yet (zero included: a fault that never acted still shows it was
     /// set).
     pub fn take(&self, index: u64) -> Vec<(String, u64)> {
-        self.faults
+        self.acted
             .iter()
-            .zip(&self.acted)
-            .map(|(f, acted)| {
+            .enumerate()
+            .map(|(i, acted)| {
                 let mut acted = acted.lock().unwrap_or_else(|e| e.into_inner());
                 let later = acted.split_off(&index.saturating_add(1));
                 let n = std::mem::replace(&mut *acted, later).values().sum();
-                (f.to_string(), n)
+                (self.names[i].clone(), n)
             })
             .collect()
     }
@@ -116,5 +140,64 @@ impl Shared {
         }
         p.1 += 1;
         false
+    }
+
+    /// A new connection from versus's local `port`: what was marked on an
+    /// earlier connection from the same port is forgotten.
+    pub fn opened(&self, port: u16) {
+        self.ports().remove(&port);
+    }
+
+    /// Fault `i` acted on the connection from `port` (for an HTTP fault:
+    /// on its last request; `None`: that request went on to the
+    /// endpoint).
+    pub fn mark(&self, port: u16, i: Option<usize>) {
+        let mut ports = self.ports();
+        match i.map(|i| (i, &self.faults[i].action)) {
+            Some((i, a)) if a.breaks() => ports.entry(port).or_default().broke = Some(i),
+            Some((i, a)) if a.is_http() => ports.entry(port).or_default().answered = Some(i),
+            Some((i, _)) => ports.entry(port).or_default().slowed = Some(i),
+            None => {
+                if let Some(m) = ports.get_mut(&port) {
+                    m.answered = None;
+                }
+            }
+        }
+    }
+
+    /// Put `outcome`'s error down to the fault that caused it, if one
+    /// did: a failure on a connection a fault broke (a timeout also on
+    /// one a fault slowed), an error status a fault answered.
+    pub fn blame(&self, outcome: &Outcome, stats: &mut EndpointStats) {
+        if outcome.port == 0 {
+            return;
+        }
+        let kind = match &outcome.result {
+            Err(f) => Err(*f),
+            Ok(r) if r.status >= 400 => Ok(r.status),
+            Ok(_) => return,
+        };
+        let Some(m) = self.ports().get(&outcome.port).copied() else {
+            return;
+        };
+        let fault = match kind {
+            Ok(_) => m.answered,
+            Err(Failure::Timeout) => m.broke.or(m.slowed),
+            Err(_) => m.broke,
+        };
+        if let Some(i) = fault {
+            let kind = match kind {
+                Ok(status) => crate::stats::status_error_name(status),
+                Err(f) => f.name().to_string(),
+            };
+            *stats
+                .fault_errors
+                .entry((kind, self.names[i].clone()))
+                .or_default() += 1;
+        }
+    }
+
+    fn ports(&self) -> std::sync::MutexGuard<'_, HashMap<u16, Marks>> {
+        self.ports.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -303,6 +303,7 @@ mod tests {
                 lag: None,
                 connect: None,
                 bytes_out: 2,
+                port: 0,
             });
         }
     }

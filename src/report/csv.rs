@@ -25,7 +25,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 26] = [
+pub const COLUMNS: [&str; 27] = [
     "label",
     "url",
     "rps",
@@ -52,6 +52,7 @@ pub const COLUMNS: [&str; 26] = [
     "skipped",
     "instances",
     "succeeded",
+    "acted",
 ];
 
 /// One row being filled: every column empty until set.
@@ -159,6 +160,22 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             Row::new(&e.label, &e.url)
                 .set("part", "error")
                 .set("name", field(&kind))
+                .set("errors", n)
+                .write(out)?;
+        }
+    }
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        for f in super::injected(s) {
+            Row::new(&e.label, &e.url)
+                .set("part", "fault")
+                .set("name", field(f.name))
+                .set("acted", f.acted)
+                .write(out)?;
+        }
+        for (kind, cause, n) in super::cause_rows(s) {
+            Row::new(&e.label, &e.url)
+                .set("part", "error cause")
+                .set("name", field(&format!("{kind}: {cause}")))
                 .set("errors", n)
                 .write(out)?;
         }

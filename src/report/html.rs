@@ -637,6 +637,47 @@ fn errors(p: &mut String, r: &Report<'_>) {
         }
         p.push_str("</table>\n");
     }
+    faults(p, r);
+}
+
+/// The faults set on each endpoint and how often each acted, then the
+/// errors they caused beside the endpoints' own; nothing without faults.
+fn faults(p: &mut String, r: &Report<'_>) {
+    let eps = r.info.endpoints.iter().zip(&r.run.stats.endpoints);
+    if eps.clone().all(|(_, s)| s.faults.is_empty()) {
+        return;
+    }
+    p.push_str("<h2>Faults injected</h2>\n<table id=\"faults\"><tr><th>endpoint</th><th>fault</th><th>acted on</th><th>counted as</th></tr>\n");
+    for (e, s) in eps.clone() {
+        for f in super::injected(s) {
+            let _ = writeln!(
+                p,
+                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+                escape(&e.label),
+                escape(f.name),
+                f.acted,
+                escape(f.counted_as.as_deref().unwrap_or("-"))
+            );
+        }
+    }
+    p.push_str("</table>\n");
+    let causes: Vec<_> = eps
+        .flat_map(|(e, s)| super::cause_rows(s).into_iter().map(move |c| (e, c)))
+        .collect();
+    if causes.is_empty() {
+        return;
+    }
+    p.push_str("<h2>Errors by cause</h2>\n<table id=\"errors-by-cause\"><tr><th>endpoint</th><th>kind</th><th>cause</th><th>count</th></tr>\n");
+    for (e, (kind, cause, n)) in causes {
+        let _ = writeln!(
+            p,
+            "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{n}</td></tr>",
+            escape(&e.label),
+            escape(&kind),
+            escape(&cause)
+        );
+    }
+    p.push_str("</table>\n");
 }
 
 /// Flows: per endpoint the instances that ended, the successful ones and

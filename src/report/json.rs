@@ -53,6 +53,21 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         .into_iter()
         .map(|(kind, n)| (kind, json!(n)))
         .collect();
+    let causes: Map<String, Value> = s
+        .error_kinds()
+        .into_iter()
+        .filter_map(|(kind, n)| {
+            let c = s.causes(&kind, n);
+            (!c.is_empty()).then(|| {
+                let c: Map<String, Value> = c.into_iter().map(|(c, n)| (c, json!(n))).collect();
+                (kind, Value::Object(c))
+            })
+        })
+        .collect();
+    let faults: Vec<Value> = super::injected(s)
+        .into_iter()
+        .map(|f| json!({"fault": f.name, "acted": f.acted, "counted_as": f.counted_as}))
+        .collect();
     let tls_reasons: Map<String, Value> = TlsReason::ALL
         .iter()
         .filter(|r| s.tls_reasons[r.index()] > 0)
@@ -86,6 +101,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
             "count": s.errors(),
             "rate": fraction(s.errors(), s.completed()),
             "kinds": kinds,
+            "causes": causes,
             "tls_reasons": tls_reasons,
             "statuses": codes(400),
             "grpc": grpc,
@@ -105,6 +121,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "failed_checks": s.failed_checks,
         "mismatched": (i > 0).then_some(s.mismatched),
         "failed_every_request": s.failed_every_request(),
+        "faults": faults,
         "steps": s.steps.iter().map(part).collect::<Vec<_>>(),
         "methods": s.methods.iter().map(part).collect::<Vec<_>>(),
         "flows": (s.flows.instances > 0).then(|| json!({

@@ -64,6 +64,53 @@ fn errors(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             )?;
         }
     }
+    faults(out, r)
+}
+
+/// The faults set on each endpoint and how often each acted, then the
+/// errors they caused beside the endpoints' own; nothing without faults.
+fn faults(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let eps = r.info.endpoints.iter().zip(&r.run.stats.endpoints);
+    if eps.clone().all(|(_, s)| s.faults.is_empty()) {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "## Faults injected")?;
+    writeln!(out)?;
+    writeln!(out, "| endpoint | fault | acted on | counted as |")?;
+    writeln!(out, "|---|---|---:|---|")?;
+    for (e, s) in eps.clone() {
+        for f in super::injected(s) {
+            let counted = f.counted_as.as_deref().unwrap_or("-");
+            writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                cell(&e.label),
+                cell(f.name),
+                f.acted,
+                cell(counted)
+            )?;
+        }
+    }
+    let causes: Vec<_> = eps
+        .flat_map(|(e, s)| super::cause_rows(s).into_iter().map(move |c| (e, c)))
+        .collect();
+    if !causes.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "## Errors by cause")?;
+        writeln!(out)?;
+        writeln!(out, "| endpoint | kind | cause | count |")?;
+        writeln!(out, "|---|---|---|---:|")?;
+        for (e, (kind, cause, n)) in causes {
+            writeln!(
+                out,
+                "| {} | {} | {} | {n} |",
+                cell(&e.label),
+                cell(&kind),
+                cell(&cause)
+            )?;
+        }
+    }
     Ok(())
 }
 

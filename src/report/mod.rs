@@ -21,6 +21,66 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+/// A fault set on an endpoint (`--fault`) as every format shows it.
+pub struct Injected<'a> {
+    /// The fault in its own words.
+    pub name: &'a str,
+    /// How often it acted: connections, or requests for the HTTP faults.
+    pub acted: u64,
+    /// The error kind a request it ends is counted as (`None`: it only
+    /// slows requests down).
+    pub counted_as: Option<String>,
+}
+
+impl Injected<'_> {
+    /// `reset after 1KB: 118 (counted as connection reset)`: how the text
+    /// formats list it (escaped for a terminal).
+    pub fn line(&self) -> String {
+        let counted = self
+            .counted_as
+            .as_ref()
+            .map_or(String::new(), |c| format!(" (counted as {c})"));
+        format!("{}: {}{counted}", escape_terminal(self.name), self.acted)
+    }
+}
+
+/// The faults set on an endpoint, in name order (none without faults).
+pub fn injected(s: &crate::stats::EndpointStats) -> Vec<Injected<'_>> {
+    s.faults
+        .iter()
+        .map(|(name, n)| Injected {
+            name,
+            acted: *n,
+            counted_as: crate::fault::counted_as(name),
+        })
+        .collect()
+}
+
+/// Every error kind a fault caused some of, with each cause (`fault
+/// NAME`, then `endpoint`) and its count: the table rows of the formats.
+pub fn cause_rows(s: &crate::stats::EndpointStats) -> Vec<(String, String, u64)> {
+    s.error_kinds()
+        .into_iter()
+        .flat_map(|(kind, n)| {
+            s.causes(&kind, n)
+                .into_iter()
+                .map(move |(cause, c)| (kind.clone(), cause, c))
+        })
+        .collect()
+}
+
+/// What follows the count of `n` errors of `kind` in the text formats:
+/// who caused them (` (fault reset after 1KB: 118, endpoint: 2)`);
+/// empty when no fault caused any.
+pub fn causes_note(s: &crate::stats::EndpointStats, kind: &str, n: u64) -> String {
+    let causes = s.causes(kind, n);
+    if causes.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = causes.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    format!(" ({})", parts.join(", "))
+}
+
 /// A histogram's value at quantile `q` in µs (its largest value at 1);
 /// `None` when it is empty.
 pub fn quantile(h: &Histogram<u64>, q: f64) -> Option<f64> {

@@ -60,9 +60,8 @@ fn injected(out: &mut dyn Write, s: &crate::stats::EndpointStats) -> io::Result<
         out,
         "   Faults injected: (connections acted on; requests for status, abort, rate-limit)"
     )?;
-    for (name, n) in &s.faults {
-        let causes = crate::fault::counted_as(name);
-        writeln!(out, "     {}: {n}{causes}", super::escape_terminal(name))?;
+    for f in super::injected(s) {
+        writeln!(out, "     {}", f.line())?;
     }
     Ok(())
 }
@@ -178,7 +177,13 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
             Some(f) if grpc => format!("{kind} ({})", crate::grpc::code_name(f.grpc_code())),
             _ => kind.clone(),
         };
-        writeln!(out, "     {}: {n}", escape_terminal(&shown))?;
+        let causes = super::causes_note(s, &kind, n);
+        writeln!(
+            out,
+            "     {}: {n}{}",
+            escape_terminal(&shown),
+            escape_terminal(&causes)
+        )?;
         if kind == tls {
             for r in TlsReason::ALL {
                 let n = s.tls_reasons[r.index()];

@@ -163,8 +163,10 @@ fn block(
 
 /// The distinct errors, as vegeta lists them (one a line): HTTP error
 /// statuses and failure kinds, requests abandoned at the stop (not among
-/// the requests); then each injected fault with how often
-/// it acted, so an error versus caused is told apart from the endpoint's.
+/// the requests), each with who caused it when a fault caused some
+/// (`(fault status 503: 40, endpoint: 3)`); then each injected fault with
+/// how often it acted, so an error versus caused is told apart from the
+/// endpoint's.
 fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     for (code, n) in s.status.iter().enumerate().skip(400) {
         if *n > 0 {
@@ -172,24 +174,23 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
                 .ok()
                 .and_then(|c| c.canonical_reason())
                 .unwrap_or("");
-            writeln!(out, "{code} {reason}")?;
+            let kind = crate::stats::status_error_name(code as u16);
+            let causes = super::causes_note(s, &kind, *n);
+            writeln!(out, "{code} {reason}{}", super::escape_terminal(&causes))?;
         }
     }
     for f in Failure::ALL {
-        if s.failures[f.index()] > 0 {
-            writeln!(out, "{}", f.name())?;
+        let n = s.failures[f.index()];
+        if n > 0 {
+            let causes = super::causes_note(s, f.name(), n);
+            writeln!(out, "{}{}", f.name(), super::escape_terminal(&causes))?;
         }
     }
     if s.abandoned > 0 {
         writeln!(out, "abandoned in flight at the stop: {}", s.abandoned)?;
     }
-    for (name, n) in &s.faults {
-        writeln!(
-            out,
-            "injected by versus: {}: {n}{}",
-            super::escape_terminal(name),
-            crate::fault::counted_as(name)
-        )?;
+    for f in super::injected(s) {
+        writeln!(out, "injected by versus: {}", f.line())?;
     }
     Ok(())
 }
@@ -277,6 +278,8 @@ mod tests {
         s.bytes_in = 24;
         s.responses = 3;
         s.faults.insert("status 503".into(), 1);
+        s.fault_errors
+            .insert(("HTTP 503".into(), "status 503".into()), 1);
         let mut out = Vec::new();
         block(&mut out, &s, Some(2.0), Duration::from_secs(2)).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -305,7 +308,7 @@ mod tests {
             &lines[7..],
             [
                 "Error Set:",
-                "503 Service Unavailable",
+                "503 Service Unavailable (fault status 503: 1, endpoint: 0)",
                 "connection reset",
                 "injected by versus: status 503: 1 (counted as HTTP 503)"
             ]

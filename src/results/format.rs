@@ -179,6 +179,21 @@ pub struct EndpointRecord {
     /// faults and in files written before faults existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub faults: BTreeMap<String, u64>,
+    /// Errors a fault caused, by error kind and fault. Absent without
+    /// faults, when none caused an error, and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_errors: Vec<FaultErrorRecord>,
+}
+
+/// Errors of one kind one fault caused (`EndpointStats::fault_errors`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultErrorRecord {
+    /// The error kind, as reports name it (`connection reset`, `HTTP 503`).
+    pub kind: String,
+    /// The fault, in its own words.
+    pub fault: String,
+    /// How many.
+    pub count: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -574,6 +589,15 @@ impl EndpointRecord {
             flows: (s.flows.instances > 0).then(|| FlowRecord::from_stats(&s.flows)),
             scenarios: s.scenarios.iter().map(FlowRecord::from_stats).collect(),
             faults: s.faults.clone(),
+            fault_errors: s
+                .fault_errors
+                .iter()
+                .map(|((kind, fault), n)| FaultErrorRecord {
+                    kind: kind.clone(),
+                    fault: fault.clone(),
+                    count: *n,
+                })
+                .collect(),
         }
     }
 
@@ -610,6 +634,11 @@ impl EndpointRecord {
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
             faults: self.faults.clone(),
+            fault_errors: self
+                .fault_errors
+                .iter()
+                .map(|r| ((r.kind.clone(), r.fault.clone()), r.count))
+                .collect(),
             mismatched: self.mismatched.unwrap_or(0),
             failed_checks: self.failed_checks,
             steps: self

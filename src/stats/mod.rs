@@ -121,6 +121,12 @@ pub struct EndpointStats {
     /// the HTTP faults, requests) each acted on; every fault set on the
     /// endpoint is named, zero included. Empty without faults.
     pub faults: std::collections::BTreeMap<String, u64>,
+    /// Errors a fault caused, by error kind (as
+    /// [`EndpointStats::error_kinds`] names it) and fault name: the
+    /// requests whose connection a fault broke (or, for a timeout,
+    /// slowed) or whose error status a fault answered. The rest of each
+    /// kind is the endpoint's own. Empty without faults.
+    pub fault_errors: std::collections::BTreeMap<(String, String), u64>,
 }
 
 /// Most parts (steps, methods) an endpoint keeps by name; later names
@@ -387,6 +393,7 @@ impl Default for EndpointStats {
             flows: FlowStats::default(),
             scenarios: Vec::new(),
             faults: std::collections::BTreeMap::new(),
+            fault_errors: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -498,7 +505,7 @@ impl EndpointStats {
             .iter()
             .enumerate()
             .skip(400)
-            .map(|(code, n)| (format!("HTTP {code}"), *n));
+            .map(|(code, n)| (status_error_name(code as u16), *n));
         let jsonrpc = self
             .jsonrpc_errors
             .iter()
@@ -564,7 +571,32 @@ impl EndpointStats {
         for (name, n) in &other.faults {
             *self.faults.entry(name.clone()).or_default() += n;
         }
+        for (key, n) in &other.fault_errors {
+            *self.fault_errors.entry(key.clone()).or_default() += n;
+        }
     }
+
+    /// Who caused the `n` errors of `kind`: each fault that caused some
+    /// with its count, then `endpoint` with the rest; empty when no fault
+    /// caused any (they are all the endpoint's).
+    pub fn causes(&self, kind: &str, n: u64) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = self
+            .fault_errors
+            .iter()
+            .filter(|((k, _), _)| k == kind)
+            .map(|((_, fault), c)| (format!("fault {fault}"), *c))
+            .collect();
+        if !out.is_empty() {
+            let faults: u64 = out.iter().map(|(_, c)| c).sum();
+            out.push(("endpoint".to_string(), n.saturating_sub(faults)));
+        }
+        out
+    }
+}
+
+/// How reports name the error of an answer with `status` (`HTTP 503`).
+pub fn status_error_name(status: u16) -> String {
+    format!("HTTP {status}")
 }
 
 /// How reports name JSON-RPC error answers with `code` (a batch holding
@@ -896,6 +928,7 @@ mod tests {
             lag: None,
             connect: None,
             bytes_out: 3,
+            port: 0,
         }
     }
 
@@ -933,6 +966,7 @@ mod tests {
             lag: None,
             connect: Some(Duration::from_micros(300)),
             bytes_out: 3,
+            port: 0,
         });
         a.merge(&b);
         assert_eq!(a.responses, 101);
