@@ -439,3 +439,49 @@ fn without_keepalive_every_request_opens_its_own_socket() {
     assert!(e.reconnects >= 18, "{report}");
     assert_eq!(ws.connections(), 2 + e.reconnects);
 }
+
+#[test]
+fn errors_are_put_down_to_the_fault_or_the_endpoint_on_websocket_too() {
+    // The server itself drops every 50th message's connection; a fault
+    // resets half the connections once 1 KB came down them. Each reset is
+    // put down to whoever caused it, exactly.
+    let drops = Arc::new(AtomicU64::new(0));
+    let d = drops.clone();
+    let ws = WsServer::start(None, move |req, n| {
+        if n % 50 == 0 {
+            d.fetch_add(1, Ordering::SeqCst);
+            vec![Act::Drop]
+        } else {
+            vec![Act::Send(answer(req))]
+        }
+    });
+    let (out, report) = run_lib(
+        &[
+            "-c",
+            "2",
+            "--threads",
+            "1",
+            "--fault",
+            "0=reset after 1KB prob 0.5",
+            &ws.url(),
+        ],
+        &requests(400),
+    );
+    let e = &out.stats.endpoints[0];
+    let resets = e.failures[Failure::Reset.index()];
+    let blamed: u64 = e.fault_errors.values().sum();
+    let own = drops.load(Ordering::SeqCst);
+    assert!(
+        own > 0 && blamed > 0,
+        "{own} dropped, {blamed} blamed\n{report}"
+    );
+    assert_eq!(resets, blamed + own, "{:?}\n{report}", e.fault_errors);
+    assert_eq!(
+        e.causes("connection reset", resets),
+        vec![
+            ("fault reset after 1KB prob 0.5".to_string(), blamed),
+            ("endpoint".to_string(), own)
+        ],
+        "{report}"
+    );
+}

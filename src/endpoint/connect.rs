@@ -160,15 +160,17 @@ impl Dialer {
 
     /// Open one connection, TCP or TLS, without any HTTP handshake (for
     /// WebSocket, whose handshake is its own).
-    pub async fn open(&self) -> Result<Box<dyn Io>, Failure> {
+    pub async fn open(&self) -> Result<(Box<dyn Io>, u16), Failure> {
         let tcp = self.tcp().await?;
-        match (self.scheme, &self.tls, &self.server_name) {
+        // Names the connection to a fault proxy (`crate::fault::Ledger`).
+        let port = tcp.local_addr().map_or(0, |a| a.port());
+        let io: Box<dyn Io> = match (self.scheme, &self.tls, &self.server_name) {
             (Scheme::Https, Some(tls), Some(name)) => {
-                let stream = self.tls_handshake(tls, name, tcp).await?;
-                Ok(Box::new(stream))
+                Box::new(self.tls_handshake(tls, name, tcp).await?)
             }
-            _ => Ok(Box::new(tcp)),
-        }
+            _ => Box::new(tcp),
+        };
+        Ok((io, port))
     }
 
     /// The TLS handshake on `tcp`, its time recorded.

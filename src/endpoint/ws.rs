@@ -92,8 +92,9 @@ impl WsLink {
     }
 
     /// Open a socket and run the WebSocket handshake.
-    async fn connect(&self, dialer: &Dialer) -> Result<Socket, Failure> {
-        let io = dialer.open().await?;
+    /// A socket, upgraded, and the local port of its TCP connection.
+    async fn connect(&self, dialer: &Dialer) -> Result<(Socket, u16), Failure> {
+        let (io, port) = dialer.open().await?;
         let mut request = self
             .uri
             .clone()
@@ -109,7 +110,7 @@ impl WsLink {
                     tungstenite::Error::Http(_) => Failure::Connect,
                     e => classify(&e),
                 })?;
-        Ok(socket)
+        Ok((socket, port))
     }
 }
 
@@ -129,6 +130,10 @@ pub(crate) struct WsSlot {
     deadline: Deadline,
     /// The wait before the next connect after failed ones.
     backoff: Backoff,
+    /// The local port of the socket's TCP connection (0: none yet), kept
+    /// after a failure drops the socket: it names the connection to a
+    /// fault proxy.
+    port: u16,
 }
 
 impl WsSlot {
@@ -144,7 +149,9 @@ impl WsSlot {
             .await
             .unwrap_or(Err(Failure::Timeout));
         self.backoff.record(&socket);
-        self.socket = Some(socket?);
+        let (socket, port) = socket?;
+        self.socket = Some(socket);
+        self.port = port;
         Ok(Some(t0.elapsed()))
     }
 
@@ -185,15 +192,18 @@ impl WsSlot {
             self.socket = None;
         }
         let end = Instant::now();
-        Outcome::timed(
-            result,
-            start,
-            clock,
-            end,
-            connect,
-            req.body.len() as u64,
-            due,
-        )
+        Outcome {
+            port: self.port,
+            ..Outcome::timed(
+                result,
+                start,
+                clock,
+                end,
+                connect,
+                req.body.len() as u64,
+                due,
+            )
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -219,7 +229,8 @@ impl WsSlot {
                 // every slot's task would otherwise carry inline.
                 let s = Box::pin(link.connect(dialer)).await;
                 self.backoff.record(&s);
-                let s = s?;
+                let (s, port) = s?;
+                self.port = port;
                 *connect = Some(t0.elapsed());
                 if opts.keepalive {
                     // A reconnect is not the request's latency; it is counted apart.
