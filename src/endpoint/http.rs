@@ -479,20 +479,23 @@ impl Link {
                 },
                 took,
             ),
-            // A server that allows no stream at all: nothing to keep.
-            Connected::H2(c) if c.max_streams() == 0 => {
-                self.h2.borrow_mut().negotiated = true;
-                c.shut();
-            }
-            Connected::H2(c) => {
-                let mut h2 = self.h2.borrow_mut();
-                h2.negotiated = true;
-                h2.conns.push(H2Entry {
-                    conn: c,
-                    in_flight: 0,
-                });
-            }
+            // HTTP/2 connections are not counted against the limit.
+            Connected::H2(c) => self.keep_h2(c),
         }
+    }
+
+    /// Keep a new HTTP/2 connection among the core's shared ones.
+    fn keep_h2(&self, c: Rc<H2Conn>) {
+        self.h2.borrow_mut().negotiated = true;
+        if c.max_streams() == 0 {
+            // A server that allows no stream at all: nothing to keep.
+            c.shut();
+            return;
+        }
+        self.h2.borrow_mut().conns.push(H2Entry {
+            conn: c,
+            in_flight: 0,
+        });
     }
 
     /// Put an HTTP/1.1 connection in the idle pool, waking a slot that waits
@@ -1203,8 +1206,7 @@ impl Slot {
                 Ok((Sender::H1(held), took, true))
             }
             Connected::H2(c) => {
-                let ticket = link.ticket();
-                link.adopt(Connected::H2(c), None, ticket);
+                link.keep_h2(c);
                 match link.claim_h2() {
                     Some(stream) => Ok((Sender::H2(stream), took, true)),
                     None => Err(Failure::Reset),
