@@ -419,10 +419,26 @@ async fn serve(
     }
 }
 
-/// A port on 127.0.0.1 where nothing listens.
+/// A port on 127.0.0.1 where nothing listens: a socket bound to it but not
+/// listening, left open for the rest of the test process, so connects are
+/// refused and no other test's server can take the port meanwhile (a port
+/// merely bound and closed again once was, and the "dead" endpoint
+/// answered).
 pub fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    // SAFETY: plain socket calls on a new descriptor and local structs of
+    // the sizes passed; the descriptor is deliberately never closed.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let sa = std::ptr::addr_of_mut!(addr).cast::<libc::sockaddr>();
+        assert_eq!(libc::bind(fd, sa, len), 0, "bind");
+        assert_eq!(libc::getsockname(fd, sa, &mut len), 0, "getsockname");
+        u16::from_be(addr.sin_port)
+    }
 }
 
 /// Run versus in-process over `input` lines; returns the run and its text
