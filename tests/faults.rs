@@ -450,13 +450,10 @@ path = "/"
     let (plain, slow) = (p50_ms(blocks[0]), p50_ms(blocks[1]));
     assert!((100.0..110.0).contains(&(slow - plain)), "{report}");
     assert!(
-        blocks[1].contains("injected by versus: latency 100ms: "),
+        blocks[1].contains("Faults injected by versus:\nlatency 100ms: "),
         "{report}"
     );
-    assert!(
-        blocks[1].contains("injected by versus: status 503 prob 0: 0"),
-        "{report}"
-    );
+    assert!(blocks[1].contains("\nstatus 503 prob 0: 0"), "{report}");
 }
 
 #[test]
@@ -531,11 +528,11 @@ fn the_toxy_example_runs_its_suites_side_by_side() {
         assert!(report.contains(name), "{report}");
     }
     assert!(
-        report.contains("injected by versus: bandwidth 1KB/1s up: "),
+        report.contains("Faults injected by versus:\nbandwidth 1KB/1s up: "),
         "{report}"
     );
     assert!(
-        report.contains("injected by versus: slow-read 1KB every 1s: "),
+        report.contains("Faults injected by versus:\nslow-read 1KB every 1s: "),
         "{report}"
     );
     // 1723 bytes under 1 KB/s: a second each; the plain one in milliseconds.

@@ -158,15 +158,24 @@ fn block(
     let codes: String = codes.iter().map(|(c, n)| format!("{c}:{n}  ")).collect();
     line(out, "Status Codes", "[code:count]", &codes)?;
     writeln!(out, "Error Set:")?;
-    error_set(out, s)
+    error_set(out, s)?;
+    // After the error set, a block vegeta has not: what versus injected,
+    // so acts are not read as errors.
+    let injected = super::injected(s);
+    if !injected.is_empty() {
+        writeln!(out, "Faults injected by versus:")?;
+        for f in injected {
+            writeln!(out, "{}", f.line())?;
+        }
+    }
+    Ok(())
 }
 
 /// The distinct errors, as vegeta lists them (one a line): HTTP error
 /// statuses and failure kinds, requests abandoned at the stop (not among
 /// the requests), each with who caused it when a fault caused some
-/// (`(fault status 503: 40, endpoint: 3)`); then each injected fault with
-/// how often it acted, so an error versus caused is told apart from the
-/// endpoint's.
+/// (`(fault status 503: 40, endpoint: 3)`), so an error versus caused is
+/// told apart from the endpoint's.
 fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     for (code, n) in s.status.iter().enumerate().skip(400) {
         if *n > 0 {
@@ -188,9 +197,6 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     }
     if s.abandoned > 0 {
         writeln!(out, "abandoned in flight at the stop: {}", s.abandoned)?;
-    }
-    for f in super::injected(s) {
-        writeln!(out, "injected by versus: {}", f.line())?;
     }
     Ok(())
 }
@@ -310,7 +316,8 @@ mod tests {
                 "Error Set:",
                 "503 Service Unavailable (fault status 503: 1, endpoint: 0)",
                 "connection reset",
-                "injected by versus: status 503: 1 (counted as HTTP 503)"
+                "Faults injected by versus:",
+                "status 503: 1 (counted as HTTP 503)"
             ]
         );
     }
