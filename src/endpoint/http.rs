@@ -902,6 +902,10 @@ impl Slot {
                 .await;
         }
         let start = Instant::now();
+        // Nothing of an earlier request whose future was dropped (a flow
+        // cut short) may stand for this one's.
+        self.answered = None;
+        self.port = 0;
         let bytes_out = req.body.len() as u64;
         let timeout = self.link.opts.timeout;
         let mut clock = start;

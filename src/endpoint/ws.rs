@@ -223,6 +223,8 @@ impl WsSlot {
         let mut socket = match self.socket.take().and_then(alive) {
             Some(s) => s,
             None => {
+                // A failed connect is not the old socket's: no port.
+                self.port = 0;
                 Backoff::wait(self.backoff.delay(opts.timeout)).await;
                 let t0 = Instant::now();
                 // Boxed: the connect and upgrade future is several KiB that
