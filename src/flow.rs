@@ -248,10 +248,10 @@ pub struct Context {
     /// endpoint).
     pub instance: u64,
     /// The answers of the earlier steps at this endpoint, in step order.
-    pub replies: Vec<Reply>,
+    pub replies: std::rc::Rc<Vec<Reply>>,
     /// The values the earlier steps took ([`Flow::take`]) at this
     /// endpoint.
-    pub vars: Vars,
+    pub vars: std::rc::Rc<Vars>,
 }
 
 impl Context {
@@ -359,10 +359,10 @@ pub struct Call {
 
 impl Call {
     /// A request with `method` to `target`.
-    pub fn new(method: Method, target: &str) -> Call {
+    pub fn new(method: Method, target: impl Into<String>) -> Call {
         Call {
             method,
-            target: target.to_string(),
+            target: target.into(),
             headers: Vec::new(),
             body: Bytes::new(),
         }

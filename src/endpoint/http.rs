@@ -601,26 +601,27 @@ impl Link {
 
     /// The method, path (under the endpoint's base path) and body of `req`
     /// at this endpoint, on either protocol.
-    fn target<'a, 'r>(
+    fn target<'a: 'c, 'r: 'c, 'c>(
         &'a self,
         req: &'r Request,
-    ) -> Result<(&'r Method, Cow<'a, str>, &'r [u8]), Failure> {
+    ) -> Result<(&'r Method, Cow<'c, str>, &'r [u8]), Failure> {
         let method = self.method(req);
-        let (path, body): (Cow<'_, str>, &[u8]) = match (&req.target, self.spec.style) {
+        let (path, body): (Cow<'c, str>, &[u8]) = match (&req.target, self.spec.style) {
             (None, Style::Post | Style::WebSocket | Style::Grpc) => {
-                (Cow::Borrowed(self.spec.base_path.as_str()), &req.body)
+                return Ok((
+                    method,
+                    Cow::Borrowed(self.spec.base_path.as_str()),
+                    &req.body,
+                ))
             }
             (None, Style::Get) => {
                 let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
                 (Cow::Owned(join_suffix(&self.spec.base_path, suffix)), &[])
             }
-            (Some(target), _) => (
-                Cow::Owned(join_target(&self.spec.base_path, target)),
-                &req.body,
-            ),
+            (Some(target), _) => (join_target(&self.spec.base_path, target), &req.body),
         };
-        if let Cow::Owned(p) = &path {
-            p.parse::<Uri>().map_err(|_| Failure::BadRequest)?;
+        if !is_origin_form(&path) {
+            return Err(Failure::BadRequest);
         }
         Ok((method, path, body))
     }
@@ -727,22 +728,60 @@ fn join_suffix(base: &str, suffix: &str) -> String {
 }
 
 /// Requests with their own target keep its path and query, under the
-/// endpoint's base path.
-fn join_target(base: &str, target: &str) -> String {
-    let path = match target.find("://") {
+/// endpoint's base path (the target itself, without a copy, when the base
+/// path is `/` and the target a path).
+fn join_target<'t>(base: &str, target: &'t str) -> Cow<'t, str> {
+    let base_path = base.split('?').next().unwrap_or("").trim_end_matches('/');
+    // A path is kept as it is (its query may hold a URL).
+    let absolute = if target.starts_with('/') {
+        None
+    } else {
+        target.find("://")
+    };
+    let path: Cow<'_, str> = match absolute {
         Some(i) => {
             let after = &target[i + 3..];
             match after.find(['/', '?']) {
-                Some(j) if after[j..].starts_with('?') => format!("/{}", &after[j..]),
-                Some(j) => after[j..].to_string(),
-                None => "/".to_string(),
+                Some(j) if after[j..].starts_with('?') => format!("/{}", &after[j..]).into(),
+                Some(j) => after[j..].into(),
+                None => "/".into(),
             }
         }
-        None if target.starts_with('/') => target.to_string(),
-        None => format!("/{target}"),
+        None if target.starts_with('/') => target.into(),
+        None => format!("/{target}").into(),
     };
-    let base_path = base.split('?').next().unwrap_or("").trim_end_matches('/');
-    format!("{base_path}{path}")
+    if base_path.is_empty() {
+        path
+    } else {
+        format!("{base_path}{path}").into()
+    }
+}
+
+/// Whether `path` is a request target the `http` crate accepts (as
+/// `path.parse::<Uri>()` does), checked without building one: for the
+/// usual target that starts with `/`, every byte before a `#` is one a
+/// path (then, after a `?`, a query) may hold.
+fn is_origin_form(path: &str) -> bool {
+    let b = path.as_bytes();
+    if b.first() != Some(&b'/') || b.len() >= usize::from(u16::MAX) {
+        return path.parse::<Uri>().is_ok();
+    }
+    let path_byte = |c: u8| {
+        matches!(c, 0x21 | 0x24..=0x3B | 0x3D | 0x40..=0x5F | 0x61..=0x7A | 0x7C | 0x7E | b'"' | b'{' | b'}')
+            || c >= 0x80
+    };
+    let query_byte = |c: u8| matches!(c, 0x21 | 0x24..=0x3B | 0x3D | 0x3F..=0x7E) || c >= 0x80;
+    let mut query = false;
+    for &c in b {
+        match c {
+            b'#' => return true,
+            b'?' if !query => query = true,
+            c if query && query_byte(c) => {}
+            c if !query && path_byte(c) => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// One request in flight at a time on a link.
@@ -1256,11 +1295,45 @@ mod tests {
         assert_eq!(join_suffix("/api/", "x"), "/api/x");
         assert_eq!(join_suffix("/api", "?q=1"), "/api?q=1");
         assert_eq!(join_target("/", "/users?id=1"), "/users?id=1");
+        assert!(matches!(join_target("/", "/users"), Cow::Borrowed(_)));
+        assert_eq!(
+            join_target("/v1", "/go?to=http://x/y"),
+            "/v1/go?to=http://x/y"
+        );
         assert_eq!(
             join_target("/v1/", "http://old.example:8080/users?id=1"),
             "/v1/users?id=1"
         );
         assert_eq!(join_target("/v1?key=k", "https://h?x=1"), "/v1/?x=1");
         assert_eq!(join_target("/", "https://h"), "/");
+    }
+
+    /// The check of a built target agrees with parsing it as a `Uri`, for
+    /// every byte in the path, the query and the fragment.
+    #[test]
+    fn a_target_is_checked_as_the_http_crate_parses_it() {
+        let mut cases: Vec<String> = vec![
+            String::new(),
+            "/".into(),
+            "*".into(),
+            "abc".into(),
+            "/a?b?c".into(),
+            "/ä/ö?ü".into(),
+            "/a#".into(),
+            "?q".into(),
+            format!("/{}", "a".repeat(70_000)),
+        ];
+        for c in (0u8..0x80).map(char::from).chain(['é', '\u{7f}']) {
+            for shape in ["/a{c}b", "/a?x{c}y", "/a#x{c}", "/{c}", "/?{c}"] {
+                cases.push(shape.replace("{c}", &c.to_string()));
+            }
+        }
+        for case in cases {
+            assert_eq!(
+                is_origin_form(&case),
+                case.parse::<Uri>().is_ok(),
+                "{case:?}"
+            );
+        }
     }
 }

@@ -109,8 +109,11 @@ pub(crate) async fn run_flow(
     mut event: impl FnMut(usize, Event<'_>),
 ) -> FlowRun {
     let began = due.unwrap_or_else(Instant::now).min(Instant::now());
-    let mut replies: Vec<Reply> = Vec::with_capacity(flow.steps().len());
-    let mut vars = crate::flow::Vars::new();
+    // Shared with each step's context, not copied into it: the context
+    // is gone when the step's request is built, so adding to them below
+    // copies nothing.
+    let mut replies: Rc<Vec<Reply>> = Rc::new(Vec::with_capacity(flow.steps().len()));
+    let mut vars: Rc<Vars> = Rc::default();
     let mut steps = Vec::with_capacity(flow.steps().len());
     let mut succeeded = true;
     for (k, step) in flow.steps().iter().enumerate() {
@@ -132,7 +135,12 @@ pub(crate) async fn run_flow(
             (Ok(call), None) => {
                 let request = call.into_request(instance);
                 let outcome = slot.send(&request, true, due).await;
-                let failure = answered(step, &outcome, &mut replies, Some(&mut vars));
+                let failure = answered(
+                    step,
+                    &outcome,
+                    Rc::make_mut(&mut replies),
+                    Some(Rc::make_mut(&mut vars)),
+                );
                 StepRun {
                     request,
                     outcome: Some(outcome),
@@ -143,11 +151,19 @@ pub(crate) async fn run_flow(
             (Ok(call), Some(paging)) => {
                 let page = |depth, run: &StepRun| event(k, Event::Page(depth, run));
                 let run = traverse(
-                    step, paging, slot, call, endpoint, instance, due, &mut vars, page,
+                    step,
+                    paging,
+                    slot,
+                    call,
+                    endpoint,
+                    instance,
+                    due,
+                    Rc::make_mut(&mut vars),
+                    page,
                 )
                 .await;
                 if let Some(Ok(r)) = run.outcome.as_ref().map(|o| &o.result) {
-                    replies.push(Reply {
+                    Rc::make_mut(&mut replies).push(Reply {
                         status: r.status,
                         headers: Vec::new(),
                         body: r.body.clone(),

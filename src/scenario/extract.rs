@@ -101,8 +101,8 @@ impl<'a> Answer<'a> {
                 .header(name)
                 .map(str::to_string)
                 .ok_or_else(|| StepError(format!("no {name} header in the answer"))),
-            Source::Json(path) => match path.get(self.json()?) {
-                Some(Value::String(s)) => Ok(s.clone()),
+            Source::Json(path) => match self.find(path)? {
+                Some(Value::String(s)) => Ok(s),
                 Some(v) => Ok(v.to_string()),
                 None => Err(StepError(format!("nothing at {path} in the answer"))),
             },
@@ -117,6 +117,18 @@ impl<'a> Answer<'a> {
                     .map_or(String::new(), |m| m.as_str().to_string()))
             }
         }
+    }
+
+    /// The JSON value at `path`, if the body is JSON and has one there:
+    /// found in the body's text, unless it was parsed already.
+    fn find(&mut self, path: &JsonPath) -> Result<Option<Value>, StepError> {
+        if self.json.is_none() {
+            match path.find(&self.reply.body) {
+                Ok(found) => return Ok(found),
+                Err(e) => self.json = Some(Err(format!("the answer is not JSON: {e}"))),
+            }
+        }
+        Ok(path.get(self.json()?).cloned())
     }
 
     /// The JSON value at `path`, if the body is JSON and has one there.

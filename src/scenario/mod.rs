@@ -1060,7 +1060,7 @@ async fn run_step(plan: Arc<StepPlan>, ctx: Context) -> Result<Call, StepError> 
     // The same seed at every endpoint: the same random values.
     let mut rng =
         fastrand::Rng::with_seed(ctx.instance.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ plan.index);
-    let mut out = Call::new(call.method.clone(), &call.path.render(&lookup, &mut rng));
+    let mut out = Call::new(call.method.clone(), call.path.render(&lookup, &mut rng));
     for (name, value) in &call.headers {
         out = out.header(name.as_str(), &value.render(&lookup, &mut rng))?;
     }

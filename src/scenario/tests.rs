@@ -110,7 +110,7 @@ method = "PUT"
             endpoint,
             label: "x".into(),
             instance: 0,
-            replies: Vec::new(),
+            replies: Default::default(),
             vars: Default::default(),
         };
         rt.block_on(flow.steps()[0].make(ctx))
