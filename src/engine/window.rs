@@ -13,7 +13,9 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 struct Entry<W> {
-    work: W,
+    /// The work; out with the endpoint that claimed it last (the others
+    /// work on copies) until that endpoint gives it back.
+    work: Option<W>,
     /// Open model: when the work is due.
     due: Option<Instant>,
     /// Sent during the warm-up: not counted.
@@ -75,7 +77,7 @@ impl<W: Clone, D> Window<W, D> {
             return;
         };
         self.entries[place] = Some(Entry {
-            work,
+            work: Some(work),
             due,
             warmup,
             started: 0,
@@ -101,7 +103,15 @@ impl<W: Clone, D> Window<W, D> {
             Some(place) => match &mut self.entries[place] {
                 Some(entry) => {
                     entry.started += 1;
-                    Claim::Got(place, entry.work.clone(), entry.due, entry.warmup)
+                    let work = if entry.started == self.endpoints {
+                        entry.work.take()
+                    } else {
+                        entry.work.clone()
+                    };
+                    match work {
+                        Some(work) => Claim::Got(place, work, entry.due, entry.warmup),
+                        None => Claim::Wait,
+                    }
                 }
                 None => Claim::Wait,
             },
@@ -116,20 +126,22 @@ impl<W: Clone, D> Window<W, D> {
         self.free.is_empty() && self.queues[e].is_empty()
     }
 
-    /// Store endpoint `e`'s result for the work at `place`. When it was the
-    /// last one missing, hand the work, every endpoint's result (in
-    /// endpoint order) and whether it was warm-up work to `judge`, free the
-    /// place, and return true.
+    /// Store endpoint `e`'s result for the work at `place` (and take back
+    /// the work it claimed). When it was the last one missing, hand the
+    /// work, every endpoint's result (in endpoint order) and whether it was
+    /// warm-up work to `judge`, free the place, and return true.
     pub fn complete(
         &mut self,
         e: usize,
         place: usize,
+        work: W,
         result: D,
         judge: impl FnOnce(&W, &mut [Option<D>], bool),
     ) -> bool {
         let Some(entry) = &mut self.entries[place] else {
             return false;
         };
+        let work = entry.work.get_or_insert(work);
         entry.pending -= 1;
         let at = place * self.endpoints;
         self.results[at + e] = Some(result);
@@ -137,7 +149,7 @@ impl<W: Clone, D> Window<W, D> {
             return false;
         }
         let results = &mut self.results[at..at + self.endpoints];
-        judge(&entry.work, results, entry.warmup);
+        judge(work, results, entry.warmup);
         results.iter_mut().for_each(|r| *r = None);
         self.entries[place] = None;
         self.free.push(place);
@@ -189,7 +201,7 @@ mod tests {
             let (place, work) = got(w.claim(0));
             assert_eq!(work, n);
             places.push(place);
-            assert!(!w.complete(0, place, "a", |_, _, _| panic!("judged early")));
+            assert!(!w.complete(0, place, work, "a", |_, _, _| panic!("judged early")));
         }
         assert!(matches!(w.claim(0), Claim::Wait));
         assert!(w.holds_back(0));
@@ -199,7 +211,7 @@ mod tests {
         let (place, work) = got(w.claim(1));
         assert_eq!((place, work), (places[0], 0));
         let mut seen = Vec::new();
-        assert!(w.complete(1, place, "b", |work, results, _| {
+        assert!(w.complete(1, place, work, "b", |work, results, _| {
             assert_eq!(results, [Some("a"), Some("b")]);
             seen.push(*work)
         }));
@@ -217,7 +229,7 @@ mod tests {
         // is finished and judged at once, for as long as the run goes on.
         let mut w = W::new(4, 1);
         w.push(0, None, false);
-        let (hung, _) = got(w.claim(0));
+        let (hung, hung_work) = got(w.claim(0));
         let mut judged = Vec::new();
         for n in 1..100 {
             assert!(w.has_space());
@@ -225,10 +237,10 @@ mod tests {
             let (place, work) = got(w.claim(0));
             assert_eq!(work, n);
             assert_ne!(place, hung);
-            assert!(w.complete(0, place, "ok", |work, _, _| judged.push(*work)));
+            assert!(w.complete(0, place, work, "ok", |work, _, _| judged.push(*work)));
         }
         assert_eq!(judged, (1..100).collect::<Vec<_>>());
-        assert!(w.complete(0, hung, "late", |work, _, _| judged.push(*work)));
+        assert!(w.complete(0, hung, hung_work, "late", |work, _, _| judged.push(*work)));
         assert_eq!(judged.last(), Some(&0));
     }
 
@@ -239,16 +251,16 @@ mod tests {
             w.push(n, None, false);
         }
         assert_eq!(w.unclaimed(), 3);
-        let (p0, _) = got(w.claim(0));
-        let (p1, _) = got(w.claim(0));
+        let (p0, w0) = got(w.claim(0));
+        let (p1, w1) = got(w.claim(0));
         w.finish_input();
-        w.complete(0, p0, "a", |_, _, _| {});
-        w.complete(0, p1, "a", |_, _, _| {});
+        w.complete(0, p0, w0, "a", |_, _, _| {});
+        w.complete(0, p1, w1, "a", |_, _, _| {});
         got(w.claim(1));
-        got(w.claim(1));
+        let (_, w1) = got(w.claim(1));
         // Work 1 is finished everywhere and judged although 0 is not.
         let mut judged = Vec::new();
-        assert!(w.complete(1, p1, "b", |work, _, _| judged.push(*work)));
+        assert!(w.complete(1, p1, w1, "b", |work, _, _| judged.push(*work)));
         assert_eq!(judged, [1]);
         // 0 started but unfinished; 2 never claimed: not counted.
         assert_eq!(w.drain_rest(), 1);
@@ -263,13 +275,43 @@ mod tests {
             w.push(n, None, false);
             let (p, work) = got(w.claim(0));
             assert_eq!(work, n);
-            let (q, _) = got(w.claim(1));
+            let (q, last) = got(w.claim(1));
             assert_eq!(p, q);
-            w.complete(1, q, "b", |_, _, _| panic!("judged early"));
-            assert!(w.complete(0, p, "a", |work, results, _| {
+            w.complete(1, q, last, "b", |_, _, _| panic!("judged early"));
+            assert!(w.complete(0, p, work, "a", |work, results, _| {
                 assert_eq!(*work, n);
                 assert_eq!(results, [Some("a"), Some("b")]);
             }));
         }
+    }
+
+    /// The work is copied for every endpoint but the last to claim it,
+    /// which takes it; the judge sees it whoever gives it back first.
+    #[test]
+    fn the_last_endpoint_to_claim_work_takes_it_without_a_copy() {
+        use std::rc::Rc;
+        let mut w: Window<Rc<u64>, &str> = Window::new(2, 2);
+        let unit = Rc::new(7);
+        w.push(unit.clone(), None, false);
+        let Claim::Got(p, first, ..) = w.claim(0) else {
+            panic!()
+        };
+        assert_eq!(Rc::strong_count(&unit), 3);
+        let Claim::Got(_, last, ..) = w.claim(1) else {
+            panic!()
+        };
+        assert_eq!(Rc::strong_count(&unit), 3);
+        assert!(!w.complete(1, p, last, "b", |_, _, _| panic!("judged early")));
+        assert_eq!(Rc::strong_count(&unit), 3);
+        assert!(w.complete(0, p, first, "a", |work, _, _| assert_eq!(**work, 7)));
+        assert_eq!(Rc::strong_count(&unit), 1);
+        let mut one: Window<Rc<u64>, &str> = Window::new(1, 1);
+        one.push(unit.clone(), None, false);
+        let Claim::Got(p, only, ..) = one.claim(0) else {
+            panic!()
+        };
+        assert_eq!(Rc::strong_count(&unit), 2);
+        assert!(one.complete(0, p, only, "a", |work, _, _| assert_eq!(**work, 7)));
+        assert_eq!(Rc::strong_count(&unit), 1);
     }
 }

@@ -917,7 +917,7 @@ async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
             }
         };
         core.inflight.borrow_mut()[e] -= 1;
-        deliver(&core, e, place, done);
+        deliver(&core, e, place, work, done);
     }
     core.live_slots.set(core.live_slots.get() - 1);
     core.done.notify_waiters();
@@ -1079,12 +1079,13 @@ fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
     }
 }
 
-/// Hand endpoint `e`'s result for the work at `place` to the window, and
-/// judge the work when it was the last one missing.
-fn deliver(core: &Core, e: usize, place: usize, done: Done) {
+/// Hand endpoint `e`'s result for the work at `place` (and the work it
+/// claimed) back to the window, and judge the work when it was the last
+/// one missing.
+fn deliver(core: &Core, e: usize, place: usize, work: Work, done: Done) {
     let plan = &core.plan;
     let mut w = core.window.borrow_mut();
-    let judged = w.complete(e, place, done, |work, results, warmup| {
+    let judged = w.complete(e, place, work, done, |work, results, warmup| {
         if warmup {
             return;
         }
