@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .step("first", |_| async { Ok(Call::get("/")) })
         .step("second", |ctx| async move {
             let result = ctx.last()?.json_str("/result")?;
-            Ok(Call::get(&format!("/?r={result}")))
+            Ok(Call::get(format!("/?r={result}")))
         });
     let run = engine::run(&plan, Input::Flow(Arc::new(flow)), &Stop::new(), &mut Quiet)?;
     versus::report::text::write(&mut std::io::stdout(), &plan, &run)?;

@@ -25,7 +25,7 @@
 //!     })
 //!     .step("read", |ctx| async move {
 //!         let id = ctx.last()?.json_str("/id")?;
-//!         Ok(Call::get(&format!("/orders/{id}")))
+//!         Ok(Call::get(format!("/orders/{id}")))
 //!     });
 //! # let _ = flow;
 //! ```
@@ -311,10 +311,14 @@ impl Reply {
     /// # Errors
     /// When the body is not JSON or has nothing there.
     pub fn json_at(&self, pointer: &str) -> Result<serde_json::Value, StepError> {
-        self.json()?
-            .pointer(pointer)
-            .cloned()
-            .ok_or_else(|| StepError(format!("nothing at {pointer} in the answer")))
+        // Found in the text: the rest of the answer is scanned, not built.
+        let found = match crate::json_path::JsonPath::pointer(pointer) {
+            Some(path) => path
+                .find(&self.body)
+                .map_err(|e| StepError(format!("the answer is not JSON: {e}")))?,
+            None => self.json().map(|_| None)?,
+        };
+        found.ok_or_else(|| StepError(format!("nothing at {pointer} in the answer")))
     }
 
     /// The value at a JSON pointer as text: a string as it is, a number or
@@ -369,22 +373,22 @@ impl Call {
     }
 
     /// A GET request.
-    pub fn get(target: &str) -> Call {
+    pub fn get(target: impl Into<String>) -> Call {
         Call::new(Method::GET, target)
     }
 
     /// A POST request.
-    pub fn post(target: &str) -> Call {
+    pub fn post(target: impl Into<String>) -> Call {
         Call::new(Method::POST, target)
     }
 
     /// A PUT request.
-    pub fn put(target: &str) -> Call {
+    pub fn put(target: impl Into<String>) -> Call {
         Call::new(Method::PUT, target)
     }
 
     /// A DELETE request.
-    pub fn delete(target: &str) -> Call {
+    pub fn delete(target: impl Into<String>) -> Call {
         Call::new(Method::DELETE, target)
     }
 
@@ -395,11 +399,8 @@ impl Call {
     /// status out. (At an HTTP endpoint it is a POST of the JSON to
     /// `/package.Service/Method`.)
     pub fn grpc(method: &str, request: &serde_json::Value) -> Call {
-        Call::new(
-            Method::POST,
-            &format!("/{}", method.trim_start_matches('/')),
-        )
-        .body(Bytes::from(request.to_string()))
+        Call::new(Method::POST, format!("/{}", method.trim_start_matches('/')))
+            .body(Bytes::from(request.to_string()))
     }
 
     /// Add a header.

@@ -20,6 +20,9 @@ pub struct JsonPath {
 enum PathStep {
     Key(String),
     Index(usize),
+    /// A JSON pointer's token: a name in an object, an index (if it is
+    /// one) in an array.
+    Token(String, Option<usize>),
 }
 
 impl JsonPath {
@@ -66,11 +69,38 @@ impl JsonPath {
         })
     }
 
+    /// The path a JSON pointer (RFC 6901: `/data/0/id`, `~1` for `/`,
+    /// `~0` for `~`) names, as `serde_json::Value::pointer` reads it; `None`
+    /// for text that is not a pointer (and names nothing).
+    pub fn pointer(text: &str) -> Option<JsonPath> {
+        if !text.is_empty() && !text.starts_with('/') {
+            return None;
+        }
+        let steps = text
+            .split('/')
+            .skip(1)
+            .map(|t| {
+                let token = t.replace("~1", "/").replace("~0", "~");
+                let index = (!token.starts_with('+') && (token == "0" || !token.starts_with('0')))
+                    .then(|| token.parse().ok())
+                    .flatten();
+                PathStep::Token(token, index)
+            })
+            .collect();
+        Some(JsonPath {
+            text: text.to_string(),
+            steps,
+        })
+    }
+
     /// The value at this path of `v`, if any.
     pub fn get<'a>(&self, v: &'a Value) -> Option<&'a Value> {
-        self.steps.iter().try_fold(v, |v, s| match s {
-            PathStep::Key(k) => v.get(k),
-            PathStep::Index(i) => v.get(i),
+        self.steps.iter().try_fold(v, |v, s| match (s, v) {
+            (PathStep::Key(k), _) => v.get(k),
+            (PathStep::Index(i), _) => v.get(i),
+            (PathStep::Token(k, _), Value::Object(map)) => map.get(k),
+            (PathStep::Token(_, i), Value::Array(list)) => i.and_then(|i| list.get(i)),
+            (PathStep::Token(..), _) => None,
         })
     }
 
@@ -126,7 +156,7 @@ impl<'de> Visitor<'de> for Seek<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
         let (key, rest) = match self.0.split_first() {
-            Some((PathStep::Key(k), rest)) => (Some(k.as_str()), rest),
+            Some((PathStep::Key(k) | PathStep::Token(k, _), rest)) => (Some(k.as_str()), rest),
             _ => (None, &[][..]),
         };
         let mut found = None;
@@ -142,7 +172,8 @@ impl<'de> Visitor<'de> for Seek<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Value>, A::Error> {
         let mut found = None;
-        if let Some((PathStep::Index(i), rest)) = self.0.split_first() {
+        if let Some((PathStep::Index(i) | PathStep::Token(_, Some(i)), rest)) = self.0.split_first()
+        {
             for _ in 0..*i {
                 if seq.next_element::<IgnoredAny>()?.is_none() {
                     return Ok(None);
@@ -229,6 +260,7 @@ mod tests {
             br#"{"a":"#,
             b"",
             b"{\"a\":\"\xff\",\"b\":1}",
+            br#"{"a/b":1,"a~b":2,"":3,"0":4}"#,
         ];
         let paths = [
             "$",
@@ -269,6 +301,46 @@ mod tests {
                     .map_err(ToString::to_string);
                 let got = path.find(doc).map_err(|e| e.to_string());
                 assert_eq!(got, want, "{p} in {}", String::from_utf8_lossy(doc));
+            }
+            let pointers = [
+                "",
+                "/a",
+                "/a/b/0",
+                "/a/b/1/c",
+                "/a/b/01",
+                "/a/b/+1",
+                "/0/id",
+                "/1/tags/1",
+                "/e",
+                "/a~1b",
+                "/a~0b",
+                "/result",
+                "/n",
+                "/a/d",
+                "a",
+                "/",
+                "/data/0/id",
+            ];
+            for p in pointers {
+                let want = parsed
+                    .as_ref()
+                    .map(|v| v.pointer(p).cloned())
+                    .map_err(ToString::to_string);
+                let got = match JsonPath::pointer(p) {
+                    Some(path) => path.find(doc).map_err(|e| e.to_string()),
+                    None => Ok(None),
+                };
+                // A text that is not a pointer names nothing, JSON or not.
+                if JsonPath::pointer(p).is_none() {
+                    assert_eq!(got, Ok(None));
+                    continue;
+                }
+                assert_eq!(
+                    got,
+                    want,
+                    "pointer {p:?} in {}",
+                    String::from_utf8_lossy(doc)
+                );
             }
         }
     }

@@ -96,7 +96,7 @@ fn cart_flow() -> Flow {
         })
         .step("pay", |ctx| async move {
             let cart = ctx.last()?.json_str("/cart")?;
-            Ok(Call::get(&format!("/pay/{cart}")))
+            Ok(Call::get(format!("/pay/{cart}")))
         })
 }
 

@@ -195,7 +195,7 @@ fn order_flow() -> Flow {
         })
         .step("read", |ctx| async move {
             let id = ctx.last()?.json_str("/id")?;
-            Ok(Call::get(&format!("/orders/{id}")))
+            Ok(Call::get(format!("/orders/{id}")))
         })
 }
 
