@@ -370,14 +370,14 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "http2")]
     pub http1: bool,
 
-    /// The I/O driver of plain-TCP HTTP/1.1 connections: epoll (tokio's
-    /// reactor), uring (a ring per core with DEFER_TASKRUN; an error where
-    /// io_uring is unavailable) or auto (uring where this process can have
+    /// The I/O driver of plain-TCP HTTP/1.1 connections: uring (a ring per
+    /// core with DEFER_TASKRUN; an error where io_uring is unavailable),
+    /// epoll (tokio's reactor) or auto (uring where this process can have
     /// it, else epoll). The report says which ran.
     #[arg(
         long,
         value_enum,
-        default_value = "epoll",
+        default_value = "auto",
         env = "VERSUS_IO",
         value_name = "DRIVER"
     )]

@@ -8,10 +8,12 @@
 //! ran, in one `io_uring_enter`, and reaps the completions, waking the tasks
 //! that wait on them: one enter per runtime turn, not per request. Under
 //! `DEFER_TASKRUN` a completion waits in the kernel as task work until an
-//! enter with `GETEVENTS` runs it; the kernel then raises `IORING_SQ_TASKRUN`
-//! and signals an eventfd registered with the ring, which tokio's reactor
-//! watches (the ring's own fd is not made readable by deferred work: the
-//! test `the_ring_fd_is_not_readable_with_deferred_work` shows it).
+//! enter with `GETEVENTS` runs it; when such work arrives the kernel raises
+//! `IORING_SQ_TASKRUN` and signals an eventfd registered with the ring,
+//! which tokio's reactor watches (verified on this 6.18 kernel by the test
+//! `deferred_work_signals_the_eventfd`; the ring's own fd also polls
+//! readable then, but the eventfd's signal is the documented wake-up).
+//! The driver enters only when it queued requests or the flag is up.
 //!
 //! [`Stream`] is a byte stream over one TCP socket on that ring, what
 //! `h1::Conn` reads and writes: a write is copied into the connection's send
@@ -30,6 +32,8 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
+#[cfg(test)]
+use std::os::fd::RawFd;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -806,6 +810,55 @@ mod tests {
         use std::io::Read;
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         assert_eq!(s.read(&mut [0; 8]).unwrap(), 0, "the socket stayed open");
+    }
+
+    /// Why the driver watches an eventfd: with DEFER_TASKRUN a completion
+    /// waiting as task work signals the registered eventfd (and raises
+    /// IORING_SQ_TASKRUN); whether it makes the ring's own fd readable is
+    /// printed, not relied on.
+    #[test]
+    fn deferred_work_signals_the_eventfd() {
+        let Ok(mut ring) = Ring::new() else {
+            eprintln!("skipped: io_uring is unavailable here");
+            return;
+        };
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut buf = [0u8; 8];
+        let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 8)
+            .build()
+            .user_data(1);
+        unsafe { ring.ring.submission().push(&e) }.unwrap();
+        ring.ring.submit().unwrap();
+        let readable = |fd: RawFd| {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut p, 1, 0) };
+            p.revents & libc::POLLIN != 0
+        };
+        assert!(!readable(ring.eventfd.as_raw_fd()), "nothing completed yet");
+        std::io::Write::write_all(&mut b, b"x").unwrap();
+        assert!(
+            readable(ring.eventfd.as_raw_fd()),
+            "the eventfd was not signalled"
+        );
+        assert!(
+            ring.ring.submission().taskrun(),
+            "IORING_SQ_TASKRUN not raised"
+        );
+        eprintln!(
+            "the ring fd is {}readable with deferred work waiting",
+            if readable(ring.ring.as_raw_fd()) {
+                ""
+            } else {
+                "not "
+            }
+        );
+        ring.ring.submit().unwrap();
+        assert_eq!(ring.ring.completion().next().map(|c| c.result()), Some(1));
     }
 
     /// Where no current-thread runtime runs (the driver needs one per
