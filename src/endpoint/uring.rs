@@ -393,11 +393,8 @@ impl Future for Driver {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         // Take the eventfd's signal before entering (a signal after it is a
         // new edge that wakes this task again), and be woken by the next.
-        loop {
-            match self.eventfd.poll_read_ready(cx) {
-                Poll::Ready(Ok(mut g)) => g.clear_ready(),
-                Poll::Ready(Err(_)) | Poll::Pending => break,
-            }
+        while let Poll::Ready(Ok(mut g)) = self.eventfd.poll_read_ready(cx) {
+            g.clear_ready();
         }
         let ready = with_ring(self.id, |ring| {
             set_waker(&mut ring.driver, cx);
