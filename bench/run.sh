@@ -21,6 +21,7 @@
 #   OUT=file           also write the markdown report here
 #   QUICK_SECS=3 QUICK_REPEAT=5          quick: seconds per run, rounds
 #   VERSUS_BASE=path   quick: a second versus binary (e.g. before a change) in the same rounds
+#   QUICK_IO="uring epoll"  quick: versus also with each --io driver named, as versus-io-<driver>
 # Raw tool outputs go to bench/.work/run-<time>/.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -345,9 +346,10 @@ header() {
 # --- scenarios --------------------------------------------------------------
 SINGLE_VERSUS_CPU=""
 
-# measure_versus_single TAG BINARY: versus's single-request run.
+# measure_versus_single TAG BINARY [ARGS...]: versus's single-request run.
 measure_versus_single() {
-  measure "$1" parse_versus 1 -- "$2" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  local tag="$1" bin="$2"; shift 2
+  measure "$tag" parse_versus 1 -- "$bin" "$@" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
 }
 
 # The floor clients (bench/floor, built by setup.sh into bench/.tools/bin),
@@ -398,6 +400,8 @@ sc_quick() {
   header quick "regression guard: single-request mode, GET /, HTTP/1.1, 50 connections, ${DURATION}s per run, $REPEAT rounds round-robin"
   measure_versus_single versus "$VERSUS"
   [ -n "${VERSUS_BASE:-}" ] && measure_versus_single versus-base "$VERSUS_BASE"
+  local io
+  for io in ${QUICK_IO:-}; do measure_versus_single "versus-io-$io" "$VERSUS" --io "$io"; done
   have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c50 -d"${DURATION}s" --latency "$BASE/"
   measure_floors
   run_queued

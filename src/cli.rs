@@ -133,6 +133,17 @@ pub struct GenArgs {
     pub rpc: Option<String>,
 }
 
+/// `--io`: the I/O driver of plain-TCP HTTP/1.1 connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum IoMode {
+    /// io_uring where this process can have it, else epoll.
+    Auto,
+    /// io_uring; an error where it is unavailable.
+    Uring,
+    /// tokio's reactor (epoll).
+    Epoll,
+}
+
 /// Built-in generators.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Generator {
@@ -358,6 +369,19 @@ pub struct RunArgs {
     /// Speak HTTP/1.1 only (no h2 via ALPN on https://).
     #[arg(long, conflicts_with = "http2")]
     pub http1: bool,
+
+    /// The I/O driver of plain-TCP HTTP/1.1 connections: uring (a ring per
+    /// core with DEFER_TASKRUN; an error where io_uring is unavailable),
+    /// epoll (tokio's reactor) or auto (uring where this process can have
+    /// it, else epoll). The report says which ran.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "auto",
+        env = "VERSUS_IO",
+        value_name = "DRIVER"
+    )]
+    pub io: IoMode,
 
     /// Speak HTTP/2 only: ALPN h2 on https://, prior knowledge (h2c) on
     /// http://.

@@ -13,7 +13,7 @@ use crate::cli::RunArgs;
 use crate::compare::rules::{self as compare_rules, RuleSet, Rules};
 use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
-    tls_config, EndpointSpec, HttpVersion, Scheme, TlsOptions, TransportOptions,
+    tls_config, EndpointSpec, HttpVersion, IoDriver, Scheme, TlsOptions, TransportOptions,
 };
 use crate::engine::Input;
 use crate::fault::Fault;
@@ -147,6 +147,27 @@ pub enum RequestMode {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// The I/O driver `--io` asks for: `auto` probes io_uring once and falls
+/// back to epoll where this process cannot have it.
+///
+/// # Errors
+/// `--io uring` where io_uring is unavailable, naming why and the fix.
+fn io_driver(mode: crate::cli::IoMode) -> Result<IoDriver, String> {
+    use crate::cli::IoMode;
+    match mode {
+        IoMode::Epoll => Ok(IoDriver::Epoll),
+        IoMode::Auto => {
+            Ok(crate::endpoint::probe_uring().map_or(IoDriver::Epoll, |()| IoDriver::Uring))
+        }
+        IoMode::Uring => match crate::endpoint::probe_uring() {
+            Ok(()) => Ok(IoDriver::Uring),
+            Err(e) => Err(format!(
+                "--io uring: io_uring is unavailable here ({e}): use --io epoll or --io auto"
+            )),
+        },
+    }
+}
 
 /// A validated run.
 #[derive(Debug)]
@@ -443,6 +464,7 @@ impl Plan {
             _ => HttpVersion::Auto,
         };
         let faults = faults_of(&args.faults, &endpoints, version)?;
+        let io = io_driver(args.io).map_err(usage)?;
         let tls = if endpoints.iter().any(|e| e.scheme == Scheme::Https) {
             let opts = TlsOptions {
                 insecure: args.insecure,
@@ -502,6 +524,7 @@ impl Plan {
                 max_connections: args
                     .max_connections
                     .map(|n| usize::try_from(shard.share(n).max(1)).unwrap_or(usize::MAX)),
+                io,
             },
             tls,
             concurrency: shard.share_of(args.concurrency).max(1),

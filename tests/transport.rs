@@ -593,3 +593,26 @@ fn max_connections_makes_the_slots_share_fewer_connections() {
     let in_flight = server.counters.max_in_flight.load(Ordering::SeqCst);
     assert!(in_flight <= 2, "{in_flight} in flight at once\n{report}");
 }
+
+/// The report names the I/O driver plain HTTP/1.1 ran on: the one asked
+/// for, and with `auto` io_uring exactly where this process can have it.
+#[test]
+fn the_report_names_the_io_driver_that_ran() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let (out, report) = run_lib(&["--io", "epoll", &server.url()], &lines(3));
+    assert_eq!(out.stats.endpoints[0].responses, 3);
+    assert!(
+        report.contains("   I/O:        epoll (plain-TCP HTTP/1.1 connections)\n"),
+        "{report}"
+    );
+    let (out, report) = run_lib(&["--io", "auto", &server.url()], &lines(3));
+    assert_eq!(out.stats.endpoints[0].responses, 3);
+    let expected = match versus::endpoint::probe_uring() {
+        Ok(()) => "io_uring",
+        Err(_) => "epoll",
+    };
+    assert!(
+        report.contains(&format!("   I/O:        {expected} (plain-TCP")),
+        "{report}"
+    );
+}

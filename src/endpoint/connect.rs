@@ -128,6 +128,8 @@ pub(crate) struct Dialer {
     pub handshakes: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
     /// Response headers HTTP/2 connections keep (`--compare-header`).
     pub keep_headers: Vec<http::HeaderName>,
+    /// The driver of plain-TCP HTTP/1.1 connections.
+    pub io: super::IoDriver,
 }
 
 impl Dialer {
@@ -153,6 +155,11 @@ impl Dialer {
                 let drain = std.try_clone().map_err(|e| classify_io(&e, Failure::Io))?;
                 let tcp = TcpStream::from_std(std).map_err(|e| classify_io(&e, Failure::Io))?;
                 self.handshake(tcp, Some(drain), true, port).await
+            }
+            _ if self.io == super::IoDriver::Uring => {
+                let io =
+                    super::uring::Stream::wrap(tcp).map_err(|e| classify_io(&e, Failure::Io))?;
+                Ok(Connected::H1(super::h1::Conn::new(io).with_port(port)))
             }
             _ => self.handshake(tcp, None, false, port).await,
         }

@@ -367,6 +367,7 @@ impl Prepared {
             protocol,
             handshakes: std::cell::RefCell::new(crate::stats::new_histogram()),
             keep_headers: opts.keep_headers.clone(),
+            io: opts.io,
         };
         Ok(Prepared {
             dialer,
@@ -1276,6 +1277,7 @@ mod tests {
             version: super::super::HttpVersion::Http1,
             keep_headers: Vec::new(),
             max_connections: None,
+            io: super::super::IoDriver::Epoll,
         };
         let link = Link::new(Prepared::new(Arc::new(spec), Vec::new(), None, opts).unwrap());
         let mut get = Request::line(0, bytes::Bytes::new());

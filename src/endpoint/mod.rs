@@ -15,6 +15,7 @@ mod hpack;
 mod http;
 pub mod secret;
 pub mod spec;
+mod uring;
 mod ws;
 
 use std::time::{Duration, Instant};
@@ -24,6 +25,7 @@ use bytes::Bytes;
 pub use self::connect::{resolve, tls_config, TlsOptions};
 pub use self::http::{Link, Prepared, Slot};
 pub use self::spec::{EndpointSpec, Scheme, SpecError, Style};
+pub use self::uring::{probe as probe_uring, IoDriver};
 
 /// Which HTTP version to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -288,6 +290,8 @@ pub struct TransportOptions {
     /// link (`--max-connections`, shared out among the cores); a request
     /// finding none free waits for one. `None`: no limit.
     pub max_connections: Option<usize>,
+    /// The driver of plain-TCP HTTP/1.1 connections (`--io`).
+    pub io: IoDriver,
 }
 
 #[cfg(test)]

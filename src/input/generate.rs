@@ -132,6 +132,7 @@ fn follow_head(
         version: HttpVersion::Http1,
         keep_headers: Vec::new(),
         max_connections: None,
+        io: endpoint::IoDriver::Epoll,
     };
     let tls = match spec.scheme {
         endpoint::Scheme::Https => Some(endpoint::tls_config(

@@ -56,6 +56,10 @@ pub struct RunInfo {
     /// `--warmup` of a live run, as given (`50`, `2s`); saved runs do not
     /// keep it.
     pub warmup: Option<String>,
+    /// The I/O driver of plain-TCP HTTP/1.1 connections (`epoll`,
+    /// `io_uring`); saved runs keep it from version 0.1 files on that
+    /// wrote it.
+    pub io: Option<String>,
 }
 
 impl RunInfo {
@@ -84,6 +88,7 @@ impl RunInfo {
                 (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
                 (None, None) => None,
             },
+            io: Some(plan.transport.io.name().to_string()),
         }
     }
 }

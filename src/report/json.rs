@@ -241,6 +241,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "concurrency": r.header.concurrency,
             "lead": r.info.window,
             "shards": r.header.shards.len().max(1),
+            "io": r.info.io,
         },
         "endpoints": endpoints,
         "comparison": {

@@ -416,6 +416,13 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
         duration(run.elapsed)
     )?;
     writeln!(out, "   Errors:     {errors} ({})", percent(errors, total))?;
+    if let Some(io) = &plan.io {
+        writeln!(
+            out,
+            "   I/O:        {} (plain-TCP HTTP/1.1 connections)",
+            escape_terminal(io)
+        )?;
+    }
     if let Some(w) = &plan.warmup {
         writeln!(
             out,

@@ -72,6 +72,10 @@ pub struct Header {
     /// skipped by the pre-flight check).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The I/O driver of plain-TCP HTTP/1.1 connections (`--io`:
+    /// `epoll`, `io_uring`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<String>,
 }
 
 /// One shard of a merged file.

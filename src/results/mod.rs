@@ -66,6 +66,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         logged: None,
         notes: f.header.notes.clone(),
         warmup: None,
+        io: f.header.io.clone(),
     };
     Ok(SavedRun {
         info,

@@ -69,6 +69,7 @@ pub fn header(
         late_ms: late.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         shards: Vec::new(),
         notes: info.notes.clone(),
+        io: info.io.clone(),
     }
 }
 
