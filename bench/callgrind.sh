@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Instructions per request of versus vs wrk, counted by valgrind's callgrind:
-# a count of executed user-space instructions, unaffected by other work on the
-# machine (unlike CPU time).
+# Instructions per request of versus vs wrk (or, in h2 mode, vs h2load),
+# counted by valgrind's callgrind: a count of executed user-space
+# instructions, unaffected by other work on the machine (unlike CPU time).
 #
 #   bench/callgrind.sh            # VERSUS=path, SMALL=5000, BIG=25000
+#   bench/callgrind.sh h2         # HTTP/2 (h2c): versus --http2 vs h2load
 #
 # Method (printed with the results):
 # * Both tools run single-request mode against the benchmark nginx, GET /,
 #   HTTP/1.1, 50 connections, one thread (versus --threads 1, wrk -t1).
+#   h2 mode runs them as `run.sh h2` does: h2c with prior knowledge, one
+#   connection of H2_STREAMS=50 streams (h2load -t1 -c1 -m50, versus --http2
+#   -c 50 --threads 1), and h2load stops after SMALL and BIG requests too
+#   (-n).
 # * Each tool runs twice, a short and a long run; instructions per request is
 #   the MARGINAL cost (Ir_long - Ir_short) / (requests_long - requests_short),
 #   so start-up and shutdown (runtime creation, connection set-up, report)
@@ -22,6 +27,9 @@
 #   follow.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+MODE="${1:-h1}"
+case "$MODE" in h1|h2) ;; *) die "unknown mode '$MODE' (h1 h2)" ;; esac
+H2_STREAMS="${H2_STREAMS:-50}"
 SMALL="${SMALL:-5000}"
 BIG="${BIG:-25000}"
 WRK_SHORT="${WRK_SHORT:-3}"
@@ -35,7 +43,7 @@ mkdir -p "$WORK"
 trap nginx_stop EXIT
 trap 'exit 130' INT TERM
 nginx_start "$WORK/nginx"
-URL="http://127.0.0.1:$H1PORT/"
+if [ "$MODE" = h2 ]; then URL="http://127.0.0.1:$H2PORT/"; else URL="http://127.0.0.1:$H1PORT/"; fi
 
 # cg NAME CMD...: run CMD under callgrind, print total Ir
 cg() {
@@ -55,35 +63,59 @@ sc() {
 }
 versus_reqs() { awk '/Completed:/ { print $5 }' "$1"; }
 wrk_reqs() { awk '/requests in/ { print $1 }' "$1"; }
+h2load_reqs() { awk '/^requests:/ { print $8 }' "$1"; }
 
-V=("$VERSUS" --method GET -c 50 --threads 1 --compare none)
+if [ "$MODE" = h2 ]; then
+  V=("$VERSUS" --http2 --method GET -c "$H2_STREAMS" --threads 1 --compare none)
+  PEER=h2load
+else
+  V=("$VERSUS" --method GET -c 50 --threads 1 --compare none)
+  PEER=wrk
+fi
 W=(wrk -t1 -c50)
+H=(h2load -t1 -c1 -m "$H2_STREAMS")
 
 vs_ir1="$(cg versus-small "${V[@]}" --stop-after="$SMALL" "$URL")"; vs_n1="$(versus_reqs "$WORK/versus-small.out")"
 vs_ir2="$(cg versus-big "${V[@]}" --stop-after="$BIG" "$URL")";     vs_n2="$(versus_reqs "$WORK/versus-big.out")"
-have_wrk=0
-if command -v wrk >/dev/null; then
-  have_wrk=1
-  wk_ir1="$(cg wrk-short "${W[@]}" -d"${WRK_SHORT}s" "$URL")"; wk_n1="$(wrk_reqs "$WORK/wrk-short.out")"
-  wk_ir2="$(cg wrk-long "${W[@]}" -d"${WRK_LONG}s" "$URL")";   wk_n2="$(wrk_reqs "$WORK/wrk-long.out")"
+# The peer (wrk, or h2load in h2 mode): its short and long runs, under
+# callgrind (peer_cg) or strace (peer_sc); sets the count and requests.
+peer_run() {
+  local how="$1" name="$2" short="$3"
+  if [ "$PEER" = h2load ]; then
+    local n="$BIG"; [ "$short" = 1 ] && n="$SMALL"
+    count="$("$how" "$name" "${H[@]}" -n "$n" "$URL")"; reqs="$(h2load_reqs "$WORK/$name.out")"
+  else
+    local d="$WRK_LONG"; [ "$short" = 1 ] && d="$WRK_SHORT"
+    count="$("$how" "$name" "${W[@]}" -d"${d}s" "$URL")"; reqs="$(wrk_reqs "$WORK/$name.out")"
+  fi
+}
+have_peer=0
+if command -v "$PEER" >/dev/null; then
+  have_peer=1
+  peer_run cg "$PEER-short" 1; wk_ir1="$count"; wk_n1="$reqs"
+  peer_run cg "$PEER-long" 0;  wk_ir2="$count"; wk_n2="$reqs"
 fi
 have_strace=0
 if command -v strace >/dev/null; then
   have_strace=1
   vs_sc1="$(sc versus-small-strace "${V[@]}" --stop-after="$SMALL" "$URL")"; vs_sn1="$(versus_reqs "$WORK/versus-small-strace.out")"
   vs_sc2="$(sc versus-big-strace "${V[@]}" --stop-after="$BIG" "$URL")";     vs_sn2="$(versus_reqs "$WORK/versus-big-strace.out")"
-  if [ "$have_wrk" = 1 ]; then
-    wk_sc1="$(sc wrk-short-strace "${W[@]}" -d"${WRK_SHORT}s" "$URL")"; wk_sn1="$(wrk_reqs "$WORK/wrk-short-strace.out")"
-    wk_sc2="$(sc wrk-long-strace "${W[@]}" -d"${WRK_LONG}s" "$URL")";   wk_sn2="$(wrk_reqs "$WORK/wrk-long-strace.out")"
+  if [ "$have_peer" = 1 ]; then
+    peer_run sc "$PEER-short-strace" 1; wk_sc1="$count"; wk_sn1="$reqs"
+    peer_run sc "$PEER-long-strace" 0;  wk_sc2="$count"; wk_sn2="$reqs"
   fi
 fi
 
 per() { awk -v a="$1" -v b="$2" -v n="$3" -v m="$4" 'BEGIN { if (m - n > 0) printf "%.0f", (b - a) / (m - n); else print "-" }'; }
 per2() { awk -v a="$1" -v b="$2" -v n="$3" -v m="$4" 'BEGIN { if (m - n > 0) printf "%.2f", (b - a) / (m - n); else print "-" }'; }
 
-echo "# callgrind: instructions per request, versus vs wrk"
+echo "# callgrind: instructions per request, versus vs $PEER"
 echo
-echo "GET $URL (nginx, bench/nginx.conf), HTTP/1.1, 50 connections, one client thread."
+if [ "$MODE" = h2 ]; then
+  echo "GET $URL (nginx, bench/nginx.conf), HTTP/2 cleartext (prior knowledge), 1 connection x $H2_STREAMS streams, one client thread."
+else
+  echo "GET $URL (nginx, bench/nginx.conf), HTTP/1.1, 50 connections, one client thread."
+fi
 echo "Marginal cost: (count_long - count_short) / (requests_long - requests_short); start-up cancels out."
 echo "Ir = user-space instructions (callgrind; the kernel is not counted). Syscalls from strace -f -c."
 echo
@@ -92,17 +124,21 @@ echo "|---|---:|---:|---:|---:|"
 vs_ipr="$(per "$vs_ir1" "$vs_ir2" "$vs_n1" "$vs_n2")"
 vs_spr="-"; [ "$have_strace" = 1 ] && vs_spr="$(per2 "$vs_sc1" "$vs_sc2" "$vs_sn1" "$vs_sn2")"
 echo "| versus | $vs_n1 / $vs_ir1 | $vs_n2 / $vs_ir2 | $vs_ipr | $vs_spr |"
-if [ "$have_wrk" = 1 ]; then
+if [ "$have_peer" = 1 ]; then
   wk_ipr="$(per "$wk_ir1" "$wk_ir2" "$wk_n1" "$wk_n2")"
   wk_spr="-"; [ "$have_strace" = 1 ] && wk_spr="$(per2 "$wk_sc1" "$wk_sc2" "$wk_sn1" "$wk_sn2")"
-  echo "| wrk | $wk_n1 / $wk_ir1 | $wk_n2 / $wk_ir2 | $wk_ipr | $wk_spr |"
+  echo "| $PEER | $wk_n1 / $wk_ir1 | $wk_n2 / $wk_ir2 | $wk_ipr | $wk_spr |"
   echo
-  awk -v a="$vs_ipr" -v b="$wk_ipr" 'BEGIN { if (b > 0) printf "versus / wrk, user-space instructions per request: %.2fx\n", a / b }'
+  awk -v a="$vs_ipr" -v b="$wk_ipr" -v p="$PEER" 'BEGIN { if (b > 0) printf "versus / %s, user-space instructions per request: %.2fx\n", p, a / b }'
 fi
 echo
 echo "Commands:"
-echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no versus --method GET -c 50 --threads 1 --compare none --stop-after={$SMALL,$BIG} $URL"
-echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no wrk -t1 -c50 -d{$WRK_SHORT,$WRK_LONG}s $URL"
+echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no $(echo "${V[*]}" | sed "s|$VERSUS|versus|") --stop-after={$SMALL,$BIG} $URL"
+if [ "$PEER" = h2load ]; then
+  echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no ${H[*]} -n {$SMALL,$BIG} $URL"
+else
+  echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no ${W[*]} -d{$WRK_SHORT,$WRK_LONG}s $URL"
+fi
 echo "    strace -f -c (the same commands)"
 if [ "$have_strace" = 1 ]; then
   echo
@@ -110,10 +146,10 @@ if [ "$have_strace" = 1 ]; then
   echo '```'
   awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { print $4, $NF }' "$WORK/versus-big-strace.strace" | sort -rn | head -8
   echo '```'
-  if [ "$have_wrk" = 1 ]; then
-    echo "wrk syscalls in the long run:"
+  if [ "$have_peer" = 1 ]; then
+    echo "$PEER syscalls in the long run:"
     echo '```'
-    awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { print $4, $NF }' "$WORK/wrk-long-strace.strace" | sort -rn | head -8
+    awk 'NR > 2 && $NF != "total" && $1 !~ /^-/ { print $4, $NF }' "$WORK/$PEER-long-strace.strace" | sort -rn | head -8
     echo '```'
   fi
 fi

@@ -168,6 +168,10 @@ struct Inner {
     /// The local port of its TCP connection (0: not known), which names
     /// the connection to a fault proxy.
     port: u16,
+    /// When the bytes being handled were read: the time of every answer
+    /// (head, first data, end) whose frames they complete. One clock read
+    /// a read of the socket, not one a frame.
+    read_at: Instant,
 }
 
 struct Stream {
@@ -191,6 +195,8 @@ struct Stream {
     grpc: Option<GrpcStatus>,
     /// When the first DATA frame with data arrived.
     first_data: Option<Instant>,
+    /// When the frame that ended the stream was read.
+    done_at: Option<Instant>,
 }
 
 /// A connection-level error: versus sends GOAWAY with the code and fails
@@ -227,6 +233,7 @@ impl Conn {
             filled: 0,
             drain,
             unflushed: false,
+            deferred: false,
         };
         tokio::task::spawn_local(driver.run());
         // A handshake given up (its timeout) ends the connection too: its
@@ -307,7 +314,7 @@ impl Conn {
         let mut pending = Vec::new();
         for part in input.chunks(chunk.max(1)) {
             pending.extend_from_slice(part);
-            match inner.frames(&pending) {
+            match inner.frames(&pending, Instant::now()) {
                 Ok(used) => drop(pending.drain(..used)),
                 Err(ConnError(_)) => {
                     inner.close(Failure::Protocol);
@@ -404,6 +411,7 @@ impl Conn {
             unacked: 0,
             grpc: None,
             first_data: None,
+            done_at: None,
         };
         let sent = put_data(
             &mut inner.wbuf,
@@ -448,7 +456,7 @@ impl Conn {
             keep_alive: true,
             grpc: s.grpc,
             first_data: s.first_data,
-            done_at: None,
+            done_at: s.done_at,
         }))
     }
 
@@ -610,12 +618,14 @@ impl Inner {
             block_end: false,
             block: Vec::new(),
             port: 0,
+            read_at: Instant::now(),
         }
     }
 
-    /// Handle the whole frames at the front of `buf`; returns the bytes
-    /// used.
-    fn frames(&mut self, buf: &[u8]) -> Result<usize, ConnError> {
+    /// Handle the whole frames at the front of `buf`, read at `read_at`;
+    /// returns the bytes used.
+    fn frames(&mut self, buf: &[u8], read_at: Instant) -> Result<usize, ConnError> {
+        self.read_at = read_at;
         let mut at = 0;
         while buf.len() - at >= 9 {
             let head = &buf[at..at + 9];
@@ -784,7 +794,7 @@ impl Inner {
             return Ok(());
         }
         if s.first_data.is_none() && !data.is_empty() {
-            s.first_data = Some(Instant::now());
+            s.first_data = Some(self.read_at);
         }
         if s.keep_body {
             s.body.extend_from_slice(data);
@@ -794,6 +804,7 @@ impl Inner {
                 // Answered before the request body was all sent: stop.
                 put_rst(&mut self.wbuf, id, code::NO_ERROR);
             }
+            s.done_at = Some(self.read_at);
             s.finish(Ok(()));
         } else {
             s.unacked += n;
@@ -883,13 +894,14 @@ impl Inner {
                 return Ok(());
             }
             s.status = status;
-            s.head_at = Some(Instant::now());
+            s.head_at = Some(self.read_at);
             s.headers = kept;
         }
         if end {
             if !s.unsent.is_empty() {
                 put_rst(&mut self.wbuf, id, code::NO_ERROR);
             }
+            s.done_at = Some(self.read_at);
             s.finish(Ok(()));
         }
         Ok(())
@@ -1006,6 +1018,9 @@ struct Driver {
     /// Bytes written may still sit in the TLS layer: flush until it says
     /// they are out (a TLS stream takes a write before the socket does).
     unflushed: bool,
+    /// The write of requests the slots queued was put off for answers
+    /// that had arrived meanwhile (once: see [`Driver::poll`]).
+    deferred: bool,
 }
 
 impl Driver {
@@ -1022,11 +1037,22 @@ impl Driver {
     /// until the socket would block (as h2load does): the requests that
     /// follow go out in fewer, larger writes, and the core sleeps and wakes
     /// less. (Measured: 5-15 % less CPU per request against nginx.)
+    ///
+    /// Woken by slots with requests to write, the driver first reads once
+    /// more over TCP: answers that came while those slots ran are handled
+    /// now, and the write waits for their slots' requests, so that one
+    /// write carries them all (once; then it writes whatever came). Fewer,
+    /// larger writes cost the kernel less on both sides (on loopback the
+    /// writer's core also does the server's receive): measured against
+    /// nginx, about 8 % less CPU per request. Every answer is still timed
+    /// by the read that brought it.
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.conn.0.borrow().gone.is_some() {
             return Poll::Ready(());
         }
         let mut progress = false;
+        // The read before a write (see above) was made.
+        let mut before_write = false;
         let mut reads = 0;
         loop {
             if self.conn.0.borrow().replies > MAX_REPLIES {
@@ -1049,7 +1075,11 @@ impl Driver {
             let read = match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
                 Poll::Ready(r) => Poll::Ready(r.map(|()| rb.filled().len())),
                 Poll::Pending => match &self.drain {
-                    Some(s) if progress => {
+                    Some(s)
+                        if progress
+                            || (!self.deferred && !self.conn.0.borrow().wbuf.is_empty()) =>
+                    {
+                        before_write |= !progress;
                         match std::io::Read::read(&mut &*s, &mut self.rbuf[self.filled..]) {
                             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
                             r => Poll::Ready(r),
@@ -1067,7 +1097,7 @@ impl Driver {
                         return Poll::Ready(());
                     }
                     self.filled += n;
-                    match inner.frames(&self.rbuf[self.start..self.filled]) {
+                    match inner.frames(&self.rbuf[self.start..self.filled], Instant::now()) {
                         Ok(used) => self.start += used,
                         Err(ConnError(code)) => {
                             // Tell the server why, if it still listens.
@@ -1092,6 +1122,14 @@ impl Driver {
                 Poll::Pending => break,
             }
         }
+        if before_write && progress {
+            // Answers came while requests waited: let their slots queue
+            // theirs, then write all at once.
+            self.deferred = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.deferred = false;
         let mut guard = self.conn.0.borrow_mut();
         let inner = &mut *guard;
         let mut written = 0;
@@ -1281,6 +1319,36 @@ mod tests {
         only_plain.extend_from_slice(&only);
         assert!(plain.receive(&only_plain, 64));
         assert_eq!(answer_of(&plain, id).unwrap().grpc, None);
+    }
+
+    /// An answer is timed by the reads that brought its frames: head, first
+    /// data and end all at the one read when they came together, with no
+    /// clock read of its own.
+    #[test]
+    fn an_answer_is_timed_by_the_reads_that_brought_it() {
+        let conn = Conn::detached(Vec::new(), false);
+        assert!(conn.receive(&[0, 0, 0, 4, 0, 0, 0, 0, 0], 9));
+        let one = conn.open(|_| Ok(&b""[..]), false, 1 << 20).unwrap();
+        let three = conn.open(|_| Ok(&b""[..]), false, 1 << 20).unwrap();
+        let answer = |id: u32| {
+            let mut frames = Vec::new();
+            put_head(&mut frames, 1, kind::HEADERS, flag::END_HEADERS, id);
+            frames.push(0x88);
+            put_head(&mut frames, 2, kind::DATA, flag::END_STREAM, id);
+            frames.extend_from_slice(b"ok");
+            frames
+        };
+        assert!(conn.receive(&answer(one), 64));
+        let a = answer_of(&conn, one).unwrap();
+        assert_eq!(a.done_at, Some(a.head_at));
+        assert_eq!(a.first_data, Some(a.head_at));
+        // Head and data in two reads: each its own.
+        let frames = answer(three);
+        assert!(conn.receive(&frames[..10], 64));
+        assert!(conn.receive(&frames[10..], 64));
+        let b = answer_of(&conn, three).unwrap();
+        assert!(b.done_at.is_some_and(|d| d >= b.head_at && d >= a.head_at));
+        assert_eq!(b.body_len, 2);
     }
 
     /// A stream the server resets (RST_STREAM, not REFUSED_STREAM) fails as

@@ -329,6 +329,85 @@ pub(crate) struct Decoder {
     name: Vec<u8>,
     value: Vec<u8>,
     memo: Memo,
+    repeat: Repeat,
+}
+
+/// The last header block decoded, if it can be replayed: the same bytes
+/// again are then not parsed, their fields handed over and their entries
+/// inserted from here. A server sends the same block for every answer
+/// (nginx: status, server, date, type, length) until the date changes.
+///
+/// Exactly equivalent to decoding: only a block that refers to no entry of
+/// the dynamic table and changes no table size is kept, so its fields are a
+/// function of its bytes alone (not of the table), and what it does to the
+/// table is the same insertions, made again in the same order.
+#[derive(Default)]
+struct Repeat {
+    /// The block's bytes; empty: nothing to replay.
+    block: Vec<u8>,
+    /// Name and value bytes of its fields, one after the other.
+    bytes: Vec<u8>,
+    /// Each field in order: its name's length, its value's (`None`: a
+    /// Huffman value skipped undecoded, the field unwanted) and whether it
+    /// entered the table.
+    fields: Vec<(usize, Option<usize>, bool)>,
+    /// Some value was skipped: a replay for a caller who wants that field
+    /// decodes the block instead.
+    partial: bool,
+}
+
+impl Repeat {
+    fn clear(&mut self) {
+        self.block.clear();
+        self.bytes.clear();
+        self.fields.clear();
+        self.partial = false;
+    }
+
+    /// Note a field of the block being decoded.
+    fn note(&mut self, name: &[u8], value: Option<&[u8]>, indexed: bool) {
+        self.bytes.extend_from_slice(name);
+        if let Some(v) = value {
+            self.bytes.extend_from_slice(v);
+        }
+        self.partial |= value.is_none();
+        self.fields
+            .push((name.len(), value.map(<[u8]>::len), indexed));
+    }
+
+    /// Hand over the fields `want` accepts and make the insertions into
+    /// `table`; `false` (and nothing done) when a wanted value was skipped.
+    fn replay(
+        &self,
+        table: &mut Table,
+        want: impl Fn(&[u8]) -> bool,
+        mut field: impl FnMut(&[u8], &[u8]),
+    ) -> bool {
+        if self.partial {
+            let mut at = 0;
+            for &(n, v, _) in &self.fields {
+                if v.is_none() && want(&self.bytes[at..at + n]) {
+                    return false;
+                }
+                at += n + v.unwrap_or(0);
+            }
+        }
+        let mut at = 0;
+        for &(n, v, indexed) in &self.fields {
+            let name = &self.bytes[at..at + n];
+            at += n;
+            let Some(v) = v else { continue };
+            let value = &self.bytes[at..at + v];
+            at += v;
+            if want(name) {
+                field(name, value);
+            }
+            if indexed {
+                table.insert(name, value);
+            }
+        }
+        true
+    }
 }
 
 /// The dynamic table. Servers such as nginx insert every response's
@@ -363,6 +442,7 @@ impl Decoder {
             name: Vec::new(),
             value: Vec::new(),
             memo: Memo::default(),
+            repeat: Repeat::default(),
         }
     }
 
@@ -370,9 +450,34 @@ impl Decoder {
     /// whose name `want` accepts, in order.
     pub(crate) fn decode(
         &mut self,
+        block: &[u8],
+        want: impl Fn(&[u8]) -> bool,
+        mut field: impl FnMut(&[u8], &[u8]),
+    ) -> Result<(), Error> {
+        if !self.repeat.block.is_empty()
+            && self.repeat.block == block
+            && self.repeat.replay(&mut self.table, &want, &mut field)
+        {
+            return Ok(());
+        }
+        self.repeat.clear();
+        let mut replayable = true;
+        let r = self.parse(block, want, field, &mut replayable);
+        if r.is_ok() && replayable {
+            self.repeat.block.extend_from_slice(block);
+        }
+        r
+    }
+
+    /// [`Decoder::decode`] from the bytes, noting the fields in
+    /// `self.repeat`; `replayable` turns false when the block refers to the
+    /// dynamic table or changes its size.
+    fn parse(
+        &mut self,
         mut block: &[u8],
         want: impl Fn(&[u8]) -> bool,
         mut field: impl FnMut(&[u8], &[u8]),
+        replayable: &mut bool,
     ) -> Result<(), Error> {
         while let Some(&b) = block.first() {
             if b & 0x80 != 0 {
@@ -380,6 +485,11 @@ impl Decoder {
                 let (name, value) = self.table.get(i)?;
                 if want(name) {
                     field(name, value);
+                }
+                if i > STATIC.len() {
+                    *replayable = false;
+                } else if *replayable {
+                    self.repeat.note(name, Some(value), false);
                 }
                 continue;
             }
@@ -390,6 +500,7 @@ impl Decoder {
                 }
                 self.table.max = max;
                 self.table.evict(0);
+                *replayable = false;
                 continue;
             }
             // A literal: with incremental indexing (01), or without / never
@@ -400,6 +511,7 @@ impl Decoder {
                 0 => read_str(&mut block, &mut self.name, &mut self.memo, true)?,
                 1..=61 => STATIC[i - 1].0,
                 _ => {
+                    *replayable = false;
                     // Copied: inserting may evict the entry it names.
                     self.name.clear();
                     self.name.extend_from_slice(self.table.get(i)?.0);
@@ -408,9 +520,14 @@ impl Decoder {
             };
             let wanted = want(name);
             let need = wanted || indexing;
+            let skipped = !need && block.first().is_some_and(|&b| b & 0x80 != 0);
             let value = read_str(&mut block, &mut self.value, &mut self.memo, need)?;
             if wanted {
                 field(name, value);
+            }
+            if *replayable {
+                self.repeat
+                    .note(name, (!skipped).then_some(value), indexing);
             }
             if indexing {
                 self.table.insert(name, value);
@@ -772,6 +889,144 @@ mod tests {
                 d.table.bytes.capacity()
             );
         }
+    }
+
+    /// A literal with incremental indexing, its value Huffman coded.
+    fn put_inc_huffman(out: &mut Vec<u8>, name_index: usize, value: &[u8]) {
+        put_int(out, 0x40, 6, name_index);
+        let coded = huffman_encode(value);
+        put_int(out, 0x80, 7, coded.len());
+        out.extend_from_slice(&coded);
+    }
+
+    /// An answer's block as nginx sends it: status from the static table,
+    /// the rest inserted into the dynamic table (Huffman coded), and one
+    /// field without indexing whose Huffman value is skipped when unwanted.
+    fn nginx_block(date: &str) -> Vec<u8> {
+        let mut block = vec![0x88];
+        put_inc_huffman(&mut block, 54, b"nginx");
+        put_inc_huffman(&mut block, 33, date.as_bytes());
+        put_inc_huffman(&mut block, 31, b"application/json");
+        put_inc_huffman(&mut block, 28, b"39");
+        put_int(&mut block, 0, 4, 0);
+        put_str(&mut block, b"x-skip");
+        let coded = huffman_encode(b"skipped");
+        put_int(&mut block, 0x80, 7, coded.len());
+        block.extend_from_slice(&coded);
+        block
+    }
+
+    fn entries(d: &Decoder) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (62..62 + d.table.entries.len())
+            .map(|i| {
+                let (n, v) = d.table.get(i).unwrap();
+                (n.to_vec(), v.to_vec())
+            })
+            .collect()
+    }
+
+    /// A block sent again is replayed: the same fields, and its
+    /// insertions made again, exactly as a decoder that parses every block
+    /// (its replay cleared before each) ends up.
+    #[test]
+    fn a_repeated_block_is_replayed_with_its_insertions() {
+        let (mut cached, mut parsed) = (Decoder::new(4096), Decoder::new(4096));
+        let want = |n: &[u8]| n == b":status" || n == b"date";
+        for n in 0..300 {
+            // The date changes now and then, as nginx's every second.
+            let block = nginx_block(&format!("Tue, 24 Nov 2026 06:{:02}:00 GMT", n / 70));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            cached
+                .decode(&block, want, |n, v| a.push((n.to_vec(), v.to_vec())))
+                .unwrap();
+            parsed.repeat.clear();
+            parsed
+                .decode(&block, want, |n, v| b.push((n.to_vec(), v.to_vec())))
+                .unwrap();
+            assert_eq!(a, b, "{n}");
+            assert_eq!(a.len(), 2);
+            assert_eq!(entries(&cached), entries(&parsed), "{n}");
+            assert_eq!(cached.table.size, parsed.table.size);
+        }
+        assert!(cached.table.size <= 4096 && cached.table.size > 4096 - 216);
+        // The replay is what answered: a kept field altered shows.
+        let block = nginx_block("Tue, 24 Nov 2026 06:04:00 GMT");
+        let at = cached.repeat.bytes.len() - b"39".len() - b"x-skip".len();
+        cached.repeat.bytes[at] = b'4';
+        let mut got = Vec::new();
+        cached
+            .decode(
+                &block,
+                |n| n != b"x-skip",
+                |n, v| got.push((n.to_vec(), v.to_vec())),
+            )
+            .unwrap();
+        assert_eq!(got[4], (b"content-length".to_vec(), b"49".to_vec()));
+    }
+
+    /// A field skipped undecoded (unwanted, not indexed) is decoded when a
+    /// later caller wants it: the block is parsed, not replayed.
+    #[test]
+    fn a_skipped_value_is_decoded_when_wanted_later() {
+        let mut d = Decoder::new(4096);
+        let block = nginx_block("Tue, 24 Nov 2026 06:00:00 GMT");
+        d.decode(&block, |n| n == b":status", |_, _| ()).unwrap();
+        assert!(d.repeat.partial);
+        let got = all(&mut d, &block);
+        assert_eq!(got[5], ("x-skip".into(), "skipped".into()));
+        assert_eq!(d.table.entries.len(), 8);
+    }
+
+    /// A block that refers to the dynamic table is never replayed: the same
+    /// bytes mean another field once the table has changed.
+    #[test]
+    fn a_block_that_refers_to_the_table_is_parsed_again_after_it_changes() {
+        let mut d = Decoder::new(4096);
+        let insert = |name: &[u8], value: &[u8]| {
+            let mut b = Vec::new();
+            put_int(&mut b, 0x40, 6, 0);
+            put_str(&mut b, name);
+            put_str(&mut b, value);
+            b
+        };
+        let (one, two) = (insert(b"x-one", b"1"), insert(b"x-two", b"2"));
+        let refer = [0xbe]; // index 62, the newest entry
+        let named = [0x0f, 0x2f, 0x01, b'v']; // name of entry 62, value "v"
+        all(&mut d, &one);
+        assert_eq!(all(&mut d, &refer), pairs(&[("x-one", "1")]));
+        assert_eq!(all(&mut d, &named), pairs(&[("x-one", "v")]));
+        assert!(d.repeat.block.is_empty());
+        all(&mut d, &two);
+        assert_eq!(all(&mut d, &refer), pairs(&[("x-two", "2")]));
+        assert_eq!(all(&mut d, &named), pairs(&[("x-two", "v")]));
+        all(&mut d, &one);
+        assert_eq!(all(&mut d, &refer), pairs(&[("x-one", "1")]));
+        assert_eq!(all(&mut d, &named), pairs(&[("x-one", "v")]));
+    }
+
+    /// A block that changes the table's size is parsed each time: the size
+    /// update is applied again after another block changed it back.
+    #[test]
+    fn a_size_update_is_applied_every_time() {
+        let mut d = Decoder::new(4096);
+        let mut small = Vec::new();
+        put_int(&mut small, 0x20, 5, 40);
+        put_int(&mut small, 0x40, 6, 0);
+        put_str(&mut small, b"x-a");
+        put_str(&mut small, b"1");
+        let mut big = Vec::new();
+        put_int(&mut big, 0x20, 5, 4096);
+        put_int(&mut big, 0x40, 6, 0);
+        put_str(&mut big, b"x-b");
+        put_str(&mut big, b"2");
+        all(&mut d, &small);
+        assert_eq!((d.table.max, d.table.entries.len()), (40, 1));
+        all(&mut d, &big);
+        all(&mut d, &big);
+        assert_eq!((d.table.max, d.table.entries.len()), (4096, 3));
+        all(&mut d, &small);
+        assert_eq!((d.table.max, d.table.entries.len()), (40, 1));
+        assert_eq!(d.table.get(62).unwrap(), (&b"x-a"[..], &b"1"[..]));
     }
 
     #[test]

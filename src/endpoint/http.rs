@@ -800,8 +800,8 @@ pub struct Slot {
     ws: WsSlot,
     /// gRPC: the last request's message, encoded.
     encoded: Encoded,
-    /// When the last HTTP/1.1 answer was wholly read, if that was when its
-    /// head was (see `Answer::done_at`).
+    /// When the last answer was wholly read, if known without another
+    /// read of the clock (see `Answer::done_at`).
     answered: Option<Instant>,
     /// The local port of the connection the request in flight went on (0:
     /// none yet), kept when a timeout drops the connection.
@@ -1095,7 +1095,9 @@ impl Slot {
             keep_body,
             link.opts.max_body,
         )?;
-        Ok(OpenStream::answer(conn, id).await?.response(start))
+        let a = OpenStream::answer(conn, id).await?;
+        self.answered = a.done_at;
+        Ok(a.response(start))
     }
 
     /// One gRPC call on a stream of a shared HTTP/2 connection: the
@@ -1132,6 +1134,7 @@ impl Slot {
             link.opts.max_body,
         )?;
         let a = OpenStream::answer(conn, id).await?;
+        self.answered = a.done_at;
         Ok(super::grpc::response(
             a, &method, &g.service, keep_body, start,
         )?)

@@ -252,9 +252,10 @@ pub(crate) struct Answer {
     pub grpc: Option<crate::model::GrpcStatus>,
     /// When the first DATA arrived (gRPC streams: the first message).
     pub first_data: Option<Instant>,
-    /// When the whole answer was read, if its body was already in hand
-    /// when the head was (then `head_at`): the exchange's end, without
-    /// another read of the clock.
+    /// When the whole answer was read, if known without another read of
+    /// the clock: the exchange's end. HTTP/1.1: when its body was already
+    /// in hand with the head (then `head_at`); HTTP/2: the read of the
+    /// socket that brought the stream's last frame.
     pub done_at: Option<Instant>,
 }
 
