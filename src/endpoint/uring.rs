@@ -34,7 +34,7 @@ use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use io_uring::{opcode, types, IoUring};
@@ -87,6 +87,8 @@ pub fn probe() -> io::Result<()> {
 
 /// Each ring's number, so that a stream never touches another thread's.
 static RING_IDS: AtomicU64 = AtomicU64::new(1);
+/// A core failed to make its ring (said once, on stderr).
+static RING_REFUSED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// This thread's ring, made by the first stream that needs it.
@@ -441,7 +443,19 @@ fn ring_here() -> Option<u64> {
     RING.try_with(|r| {
         let mut r = r.borrow_mut();
         if r.is_none() {
-            *r = Some(Ring::new().ok()?);
+            match Ring::new() {
+                Ok(ring) => *r = Some(ring),
+                Err(e) => {
+                    // The start-up probe made one; say so if a core cannot.
+                    if !RING_REFUSED.swap(true, Ordering::Relaxed) {
+                        eprintln!(
+                            "versus: a core could not make its io_uring ring ({e}); its \
+                             connections use epoll"
+                        );
+                    }
+                    return None;
+                }
+            }
         }
         let ring = r.as_mut()?;
         if !ring.driving {
