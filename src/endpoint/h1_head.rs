@@ -200,7 +200,7 @@ fn name_end(buf: &[u8], mut at: usize) -> Option<usize> {
 fn odd_name_bytes(x: u64) -> u64 {
     // Folded to lower case; CR folds to `-`, so the dash is looked for
     // unfolded.
-    let folded = (x | ONES * 0x20) & !HIGH;
+    let folded = (x | (ONES * 0x20)) & !HIGH;
     let letter = (folded + ONES * (0x80 - 0x61)) & !(folded + ONES * (0x80 - 0x7b));
     let dash = (x & !HIGH) ^ (ONES * 0x2d);
     let dash = !(dash + ONES * 0x7f);
