@@ -2,8 +2,8 @@
 //! stream (TCP, or TLS when ALPN chose `http/1.1`), owned by the slot that
 //! uses it (no spawned task, no channel). The request head is serialized by
 //! the caller into the connection's reused write buffer; the response is
-//! read into a reused buffer and its head parsed with `httparse` into a
-//! stack array. Only the headers asked for are allocated; the body is
+//! read into a reused buffer and its head parsed by `h1_head` (a scan a
+//! word at a time, `httparse` for the uncommon head). Only the headers asked for are allocated; the body is
 //! counted and discarded, or kept (without a copy when it arrived whole
 //! with a `Content-Length`).
 
@@ -17,6 +17,7 @@ use http::{HeaderName, HeaderValue};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::connect::classify_io;
+use super::h1_head::{self, Field};
 use super::{Answer, Failure};
 
 /// A connection's read buffer to start with: a small answer, head and body,
@@ -30,8 +31,6 @@ const READ_CHUNK: usize = 16 * 1024;
 const MAX_HEAD: usize = 64 * 1024;
 /// Largest chunk-size or trailer line accepted.
 const MAX_LINE: usize = 4 * 1024;
-/// Headers parsed per response head.
-const MAX_HEADERS: usize = 64;
 
 /// How a response body is delimited.
 enum Framing {
@@ -58,6 +57,8 @@ pub(crate) struct Conn<S> {
     io: S,
     rbuf: BytesMut,
     wbuf: Vec<u8>,
+    /// The last response head's fields (reused).
+    fields: Vec<Field>,
     reached: Reached,
     /// The local port of its TCP connection (0: not known), which names
     /// the connection to a fault proxy.
@@ -71,6 +72,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             rbuf: BytesMut::with_capacity(INITIAL),
             // Grows to the largest request head sent, and stays.
             wbuf: Vec::new(),
+            fields: Vec::new(),
             reached: Reached::Nothing,
             port: 0,
         }
@@ -194,29 +196,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         &mut self,
         keep: &[HeaderName],
     ) -> Result<Option<(u16, Framing, bool, Vec<(HeaderName, HeaderValue)>)>, Failure> {
-        // Uninitialized: the parser writes only the headers it finds.
-        let mut slots =
-            [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut []);
-        let parsed = httparse::ParserConfig::default()
-            .parse_response_with_uninit_headers(&mut resp, &self.rbuf, &mut slots);
-        let n = match parsed {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) if self.rbuf.len() < MAX_HEAD => return Ok(None),
-            _ => return Err(Failure::Protocol),
+        let Ok(head) = h1_head::parse(&self.rbuf, &mut self.fields) else {
+            return Err(Failure::Protocol);
+        };
+        let Some(head) = head else {
+            if self.rbuf.len() < MAX_HEAD {
+                return Ok(None);
+            }
+            return Err(Failure::Protocol);
         };
         // httparse takes any three digits; below 100 is no HTTP status.
-        let status = resp.code.filter(|&c| c >= 100).ok_or(Failure::Protocol)?;
-        let http11 = resp.version == Some(1);
+        if head.code < 100 {
+            return Err(Failure::Protocol);
+        }
+        let (status, http11, n) = (head.code, head.http11, head.len);
         let mut facts = Facts::default();
-        for h in resp.headers.iter() {
-            facts.see(h.name.as_bytes(), h.value)?;
+        for f in &self.fields {
+            facts.see(f.name(&self.rbuf), f.value(&self.rbuf))?;
         }
         let mut headers = Vec::new();
         for name in keep {
-            for h in resp.headers.iter() {
-                if h.name.eq_ignore_ascii_case(name.as_str()) {
-                    let value = HeaderValue::from_bytes(h.value).map_err(|_| Failure::Protocol)?;
+            for f in &self.fields {
+                if f.name(&self.rbuf)
+                    .eq_ignore_ascii_case(name.as_str().as_bytes())
+                {
+                    let value = HeaderValue::from_bytes(f.value(&self.rbuf))
+                        .map_err(|_| Failure::Protocol)?;
                     headers.push((name.clone(), value));
                 }
             }

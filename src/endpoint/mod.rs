@@ -10,6 +10,7 @@ mod connect;
 mod fuzz;
 pub mod grpc;
 mod h1;
+mod h1_head;
 mod h2;
 mod hpack;
 mod http;
