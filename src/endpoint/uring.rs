@@ -667,15 +667,9 @@ fn recv_now(fd: RawFd, buf: &mut ReadBuf<'_>) -> io::Result<Option<(usize, bool)
         let dst = buf.unfilled_mut();
         libc::recv(fd, dst.as_mut_ptr().cast(), room, libc::MSG_DONTWAIT)
     };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::WouldBlock {
-            Ok(None)
-        } else {
-            Err(e)
-        };
-    }
-    let n = n as usize;
+    let Some(n) = done_now(n)? else {
+        return Ok(None);
+    };
     // SAFETY: the kernel initialised `n` bytes (see above).
     unsafe { buf.assume_init(n) };
     buf.advance(n);
@@ -694,15 +688,21 @@ fn send_now(fd: RawFd, buf: &[u8]) -> io::Result<Option<usize>> {
             libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
         )
     };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::WouldBlock {
-            Ok(None)
-        } else {
-            Err(e)
-        };
+    done_now(n)
+}
+
+/// What a non-blocking `recv` or `send` returned: the bytes it moved,
+/// `None` when it would have blocked, or its error.
+fn done_now(n: isize) -> io::Result<Option<usize>> {
+    if let Ok(n) = usize::try_from(n) {
+        return Ok(Some(n));
     }
-    Ok(Some(n as usize))
+    let e = io::Error::last_os_error();
+    if e.kind() == io::ErrorKind::WouldBlock {
+        Ok(None)
+    } else {
+        Err(e)
+    }
 }
 
 fn set_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
