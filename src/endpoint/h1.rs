@@ -3,9 +3,9 @@
 //! uses it (no spawned task, no channel). The request head is serialized by
 //! the caller into the connection's reused write buffer; the response is
 //! read into a reused buffer and its head parsed by `h1_head` (a scan a
-//! word at a time, `httparse` for the uncommon head). Only the headers asked for are allocated; the body is
-//! counted and discarded, or kept (without a copy when it arrived whole
-//! with a `Content-Length`).
+//! word at a time, `httparse` for the uncommon head). Only the headers
+//! asked for are allocated; the body is counted and discarded, or kept
+//! (without a copy when it arrived whole with a `Content-Length`).
 
 use std::future::{poll_fn, Future};
 use std::io;
