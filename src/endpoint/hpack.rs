@@ -354,6 +354,11 @@ struct Repeat {
     /// Some value was skipped: a replay for a caller who wants that field
     /// decodes the block instead.
     partial: bool,
+    /// The table is a fixed point of the block's insertions: making them
+    /// again left it as it was (the same entries, newest first, and size),
+    /// so a replay makes none. Once the table is full of the block's
+    /// entries, as with nginx's answers, it stays so.
+    settled: bool,
 }
 
 impl Repeat {
@@ -362,6 +367,7 @@ impl Repeat {
         self.bytes.clear();
         self.fields.clear();
         self.partial = false;
+        self.settled = false;
     }
 
     /// Note a field of the block being decoded.
@@ -376,9 +382,10 @@ impl Repeat {
     }
 
     /// Hand over the fields `want` accepts and make the insertions into
-    /// `table`; `false` (and nothing done) when a wanted value was skipped.
+    /// `table` (none once it is settled); `false` (and nothing done) when a
+    /// wanted value was skipped.
     fn replay(
-        &self,
+        &mut self,
         table: &mut Table,
         want: impl Fn(&[u8]) -> bool,
         mut field: impl FnMut(&[u8], &[u8]),
@@ -392,6 +399,7 @@ impl Repeat {
                 at += n + v.unwrap_or(0);
             }
         }
+        let before = (!self.settled).then(|| table.snapshot());
         let mut at = 0;
         for &(n, v, indexed) in &self.fields {
             let name = &self.bytes[at..at + n];
@@ -402,9 +410,12 @@ impl Repeat {
             if want(name) {
                 field(name, value);
             }
-            if indexed {
+            if indexed && !self.settled {
                 table.insert(name, value);
             }
+        }
+        if let Some(before) = before {
+            self.settled = table.snapshot() == before;
         }
         true
     }
@@ -548,6 +559,18 @@ impl Table {
                 Ok((&self.bytes[at..at + n], &self.bytes[at + n..at + n + v]))
             }
         }
+    }
+
+    /// What the table holds, as decoding sees it: its size and each
+    /// entry's name and value, newest first.
+    fn snapshot(&self) -> (usize, Vec<u8>) {
+        let mut out = Vec::new();
+        for &(at, n, v) in &self.entries {
+            out.extend_from_slice(&n.to_le_bytes());
+            out.extend_from_slice(&v.to_le_bytes());
+            out.extend_from_slice(&self.bytes[at..at + n + v]);
+        }
+        (self.size, out)
     }
 
     fn insert(&mut self, name: &[u8], value: &[u8]) {
@@ -949,6 +972,9 @@ mod tests {
             assert_eq!(cached.table.size, parsed.table.size);
         }
         assert!(cached.table.size <= 4096 && cached.table.size > 4096 - 216);
+        // The full table is a fixed point of the block: replays insert no
+        // more (and the entries above stayed those of a parse).
+        assert!(cached.repeat.settled);
         // The replay is what answered: a kept field altered shows.
         let block = nginx_block("Tue, 24 Nov 2026 06:04:00 GMT");
         let at = cached.repeat.bytes.len() - b"39".len() - b"x-skip".len();
