@@ -539,6 +539,11 @@ impl AsyncRead for Stream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        // Nothing to read into: not a zero-byte `recv`, which would read as
+        // the end of the stream.
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
         self.with(|ring, idx| {
             let Some(c) = ring.conns[idx].as_mut() else {
                 return Poll::Ready(Err(gone()));
@@ -869,6 +874,25 @@ mod tests {
             got.extend_from_slice(&chunk[..n]);
         }
         writer.await.unwrap();
+        assert!(got == data, "bytes lost or reordered");
+    }
+
+    /// A read into a full buffer, just after a receive came back full (the
+    /// next read is a plain `recv`), reads nothing and is not the end of
+    /// the stream.
+    #[tokio::test]
+    async fn a_read_with_no_room_is_not_the_end_of_the_stream() {
+        let Some((mut c, mut s)) = pair().await else {
+            return;
+        };
+        let data: Vec<u8> = (0..3 * RECV_BUF).map(|i| (i % 251) as u8).collect();
+        s.write_all(&data).await.unwrap();
+        let mut got = vec![0; RECV_BUF];
+        c.read_exact(&mut got).await.unwrap();
+        assert_eq!(c.read(&mut []).await.unwrap(), 0);
+        let mut rest = vec![0; 2 * RECV_BUF];
+        c.read_exact(&mut rest).await.unwrap();
+        got.extend_from_slice(&rest);
         assert!(got == data, "bytes lost or reordered");
     }
 
