@@ -359,6 +359,10 @@ struct Repeat {
     /// so a replay makes none. Once the table is full of the block's
     /// entries, as with nginx's answers, it stays so.
     settled: bool,
+    /// The table before and after a replay's insertions, until settled
+    /// (kept for their memory).
+    before: Vec<u8>,
+    after: Vec<u8>,
 }
 
 impl Repeat {
@@ -399,7 +403,9 @@ impl Repeat {
                 at += n + v.unwrap_or(0);
             }
         }
-        let before = (!self.settled).then(|| table.snapshot());
+        if !self.settled {
+            table.snapshot(&mut self.before);
+        }
         let mut at = 0;
         for &(n, v, indexed) in &self.fields {
             let name = &self.bytes[at..at + n];
@@ -414,8 +420,9 @@ impl Repeat {
                 table.insert(name, value);
             }
         }
-        if let Some(before) = before {
-            self.settled = table.snapshot() == before;
+        if !self.settled {
+            table.snapshot(&mut self.after);
+            self.settled = self.after == self.before;
         }
         true
     }
@@ -561,16 +568,16 @@ impl Table {
         }
     }
 
-    /// What the table holds, as decoding sees it: its size and each
-    /// entry's name and value, newest first.
-    fn snapshot(&self) -> (usize, Vec<u8>) {
-        let mut out = Vec::new();
+    /// What the table holds, as decoding sees it, into `out`: its size and
+    /// each entry's name and value, newest first.
+    fn snapshot(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.size.to_le_bytes());
         for &(at, n, v) in &self.entries {
             out.extend_from_slice(&n.to_le_bytes());
             out.extend_from_slice(&v.to_le_bytes());
             out.extend_from_slice(&self.bytes[at..at + n + v]);
         }
-        (self.size, out)
     }
 
     fn insert(&mut self, name: &[u8], value: &[u8]) {
