@@ -106,11 +106,13 @@ fn jitter_spreads_latency_around_its_setting() {
         &lines(60),
     );
     // Uniform over 40..80 ms: nothing under 40, the median near 60, the
-    // middle half about 20 ms wide (a busy machine only adds, at the top).
+    // middle half about 20 ms wide. A busy machine only adds (CI saw the
+    // whole spread 5 ms late under load), so the median may be later than
+    // early: the sample median's spread is about 2.5 ms either way.
     let (min, p50) = (ms(&out, 0, 0.0), ms(&out, 0, 0.5));
     let middle = ms(&out, 0, 0.75) - ms(&out, 0, 0.25);
     assert!(min >= 39.5, "min {min}\n{report}");
-    assert!((p50 - 60.0).abs() <= 8.0, "p50 {p50}\n{report}");
+    assert!((52.0..=72.0).contains(&p50), "p50 {p50}\n{report}");
     assert!(
         (12.0..28.0).contains(&middle),
         "middle half {middle}\n{report}"
