@@ -2,8 +2,33 @@
 //! per-method rules) and what kind of answer a response is. Neither builds a tree:
 //! everything but the few fields read is skipped by the parser without allocating.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde::de::{Deserializer, IgnoredAny};
 use serde::Deserialize;
+
+/// Searchers for the keys the byte scans look for, built once: building one
+/// per search cost more than the search of a short body.
+static ERROR_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"error\""));
+static JSONRPC_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"jsonrpc\""));
+static METHOD_KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"method\""));
+
+/// Whether a body holds the key `"error"` anywhere: the byte search that
+/// lets an answer without it skip [`classify_response`].
+pub fn mentions_error(body: &[u8]) -> bool {
+    ERROR_KEY.find(body).is_some()
+}
+
+/// Where the key `"jsonrpc"` first occurs in a body.
+pub(crate) fn find_jsonrpc_key(body: &[u8]) -> Option<usize> {
+    JSONRPC_KEY.find(body)
+}
+
+/// Where the key `"method"` first occurs in a body.
+pub(crate) fn find_method_key(body: &[u8]) -> Option<usize> {
+    METHOD_KEY.find(body)
+}
 
 /// The method of a JSON-RPC request, or of each call in a batch (in order); `None` if
 /// the body is not a JSON-RPC request (not JSON, or some call lacks a string `method`).

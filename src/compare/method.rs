@@ -2,6 +2,7 @@
 //! method, or its HTTP method and path. Cheap: a JSON-RPC method is read by
 //! a byte scan, not a parse.
 
+use super::jsonrpc::{find_jsonrpc_key, find_method_key};
 use crate::endpoint::{EndpointSpec, Style};
 use crate::model::Request;
 
@@ -13,12 +14,12 @@ pub use crate::model::OTHER;
 pub fn quick_jsonrpc_method(body: &[u8]) -> Option<&str> {
     let start = body.iter().position(|b| !b.is_ascii_whitespace())?;
     match body[start] {
-        b'[' => return memchr::memmem::find(body, b"\"jsonrpc\"").map(|_| "batch"),
+        b'[' => return find_jsonrpc_key(body).map(|_| "batch"),
         b'{' => {}
         _ => return None,
     }
-    memchr::memmem::find(body, b"\"jsonrpc\"")?;
-    let at = memchr::memmem::find(body, b"\"method\"")? + 8;
+    find_jsonrpc_key(body)?;
+    let at = find_method_key(body)? + 8;
     let rest = &body[at..];
     let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
     if rest[colon] != b':' {

@@ -8,7 +8,7 @@
 
 use std::cell::OnceCell;
 
-use crate::compare::jsonrpc::{classify_response, ResponseClass};
+use crate::compare::jsonrpc::{classify_response, mentions_error, ResponseClass};
 use crate::compare::method::{self, Kind};
 use crate::compare::sample::sample;
 use crate::model::Outcome;
@@ -41,7 +41,7 @@ pub(crate) fn classify(
             if plan.comparer.jsonrpc()
                 && r.grpc.is_none()
                 && r.status < 300
-                && memchr::memmem::find(&r.body, b"\"error\"").is_some() =>
+                && mentions_error(&r.body) =>
         {
             let code = match classify_response(&r.body) {
                 ResponseClass::Error { code, .. } => Some(code),
