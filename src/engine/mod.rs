@@ -308,6 +308,11 @@ pub fn run_resolved(
                     .count
                     .map(|n| n + plan.warmup.count.unwrap_or(0)),
                 plan.strict,
+                if cores == 1 {
+                    reader::MAX_BATCH_ONE_CORE
+                } else {
+                    reader::MAX_BATCH
+                },
                 tx,
                 state.clone(),
                 on_error,
