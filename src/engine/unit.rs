@@ -15,8 +15,10 @@ use crate::paginate::{Paging, Traversal, Turn, Walk};
 /// What one place of the lead window asks every endpoint to do.
 #[derive(Clone, Debug)]
 pub(crate) enum Work {
-    /// One request, the same at every endpoint.
-    Request(Request),
+    /// One request, the same at every endpoint: shared, so neither the
+    /// endpoints of a compared stream nor the repeats of single-request
+    /// mode copy it.
+    Request(Rc<Request>),
     /// Instance `n` of the run's flows: flow `k` of the mix.
     Flow(usize, u64),
 }

@@ -609,18 +609,33 @@ async fn watch_stop(core: Rc<Core>, stop: Stop) {
 struct Feed {
     input: WorkerInput,
     batch: std::vec::IntoIter<Request>,
+    /// Single-request mode's request, shared by every repeat.
+    repeat: Option<Rc<Request>>,
 }
 
 impl Feed {
+    fn new(input: WorkerInput) -> Feed {
+        let repeat = match &input {
+            WorkerInput::Repeat { request, .. } => Some(Rc::new(request.clone())),
+            _ => None,
+        };
+        Feed {
+            input,
+            batch: Vec::new().into_iter(),
+            repeat,
+        }
+    }
+
     /// The next unit of work if one is at hand, without waiting.
     /// `counted`: the unit is counted (a repeated request's or a flow's
     /// quota counts only those; warm-up units come on top).
     fn take_now(&mut self, counted: bool) -> Option<Work> {
         match &mut self.input {
-            WorkerInput::Repeat { request, remaining } => {
-                take_quota(remaining, counted).then(|| Work::Request(request.clone()))
-            }
-            WorkerInput::Batches(_) => self.batch.next().map(Work::Request),
+            WorkerInput::Repeat { remaining, .. } => match take_quota(remaining, counted) {
+                true => self.repeat.clone().map(Work::Request),
+                false => None,
+            },
+            WorkerInput::Batches(_) => self.batch.next().map(|r| Work::Request(Rc::new(r))),
             WorkerInput::Flow {
                 mix,
                 next,
@@ -703,10 +718,7 @@ async fn room(core: &Core, open: bool) -> bool {
 /// Closed model: move requests from the input into the window as room
 /// appears.
 async fn feed(core: Rc<Core>, input: WorkerInput) {
-    let mut feed = Feed {
-        input,
-        batch: Vec::new().into_iter(),
-    };
+    let mut feed = Feed::new(input);
     while room(&core, false).await {
         let mut pushed = 0;
         {
@@ -746,10 +758,7 @@ async fn feed_open(
     started: Instant,
     stop: Stop,
 ) {
-    let mut feed = Feed {
-        input,
-        batch: Vec::new().into_iter(),
-    };
+    let mut feed = Feed::new(input);
     let mut timer = PreciseTimer::new().ok();
     // The duration counts from the end of the warm-up.
     let end = || {
