@@ -211,7 +211,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// Parse a response head from the read buffer; `None` when it is not
     /// complete yet. Consumes the head.
-    #[allow(clippy::type_complexity)]
     fn parse_head(&mut self, keep: &[HeaderName]) -> Result<Option<Head>, Failure> {
         // A head the same, byte for byte, as the last one parsed says the
         // same (the parse reads nothing past the head's blank line): a
