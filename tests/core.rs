@@ -375,6 +375,43 @@ fn a_paused_run_sends_nothing_until_resumed() {
     assert_eq!(out.stats.endpoints[0].responses, a.requests());
 }
 
+/// A stream's warm-up is its first requests, whichever core takes them
+/// (the cores take a stream's batches unevenly): with two cores, the
+/// endpoints agree on exactly the warm-up lines and differ on every other,
+/// so every counted request is a mismatch and no warm-up one is.
+#[test]
+fn a_streams_warm_up_is_its_first_requests_on_any_core() {
+    let a = Server::start(|_| Reply::ok("{}"));
+    let b = Server::start(|seen| {
+        let body = String::from_utf8_lossy(&seen.body);
+        let id: u64 = body
+            .split("\"id\":")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .expect("a numbered line");
+        Reply::ok(if id < 300 { "{}" } else { "{\"late\":1}" })
+    });
+    let (out, report) = run_lib(
+        &[
+            "--warmup",
+            "300",
+            "--stop-after",
+            "200",
+            "--threads",
+            "2",
+            "-c",
+            "8",
+            &a.url(),
+            &b.url(),
+        ],
+        &lines(1000),
+    );
+    assert_eq!(a.requests(), 500, "{report}");
+    assert_eq!(out.stats.verdicts.compared, 200, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 200, "{report}");
+}
+
 #[test]
 fn warm_up_requests_are_sent_but_not_counted() {
     let a = Server::start(|_| Reply::ok("{}"));

@@ -333,6 +333,7 @@ pub fn run_resolved(
     };
     for (c, input) in inputs.into_iter().enumerate() {
         let share = |n: usize| core(c).share_of(n);
+        let by_position = matches!(input, WorkerInput::Batches(_));
         let mut transport = plan.transport.clone();
         transport.max_connections = transport.max_connections.map(|n| share(n).max(1));
         // An endpoint with faults: this core's own proxy in front of it.
@@ -366,10 +367,18 @@ pub fn run_resolved(
             schedule: plan
                 .rate
                 .map(|r| pace::Schedule::new(r, plan.shard, c, cores)),
+            // A stream's warm-up goes by position in the input, since the
+            // cores take its batches unevenly; anything else each core
+            // makes itself, in equal shares.
             warmup: crate::plan::StopAfter {
-                count: plan.warmup.count.map(|n| share(n as usize) as u64),
+                count: plan
+                    .warmup
+                    .count
+                    .filter(|_| !by_position)
+                    .map(|n| share(n as usize) as u64),
                 duration: plan.warmup.duration,
             },
+            warmup_below: plan.warmup.count.filter(|_| by_position),
             input,
             stop: stop.clone(),
             start_barrier: barrier.clone(),

@@ -55,6 +55,10 @@ pub(crate) struct WorkerJob {
     pub schedule: Option<Schedule>,
     /// This core's warm-up: requests or time not counted.
     pub warmup: crate::plan::StopAfter,
+    /// A request stream's warm-up by position: the requests numbered below
+    /// this (the input's first ones, whichever core takes them) are not
+    /// counted. The cores do not take equal shares of a stream.
+    pub warmup_below: Option<u64>,
     pub input: WorkerInput,
     pub stop: Stop,
     pub start_barrier: Arc<std::sync::Barrier>,
@@ -127,6 +131,8 @@ struct Core {
     kinds: RefCell<judge::KindCache>,
     /// Warm-up requests this core still has to release.
     warmup_left: Cell<u64>,
+    /// A stream's requests numbered below this are warm-up.
+    warmup_below: Option<u64>,
     /// The warm-up ends at this time (`--warmup DURATION`).
     warmup_until: Option<Instant>,
     /// When the first counted request was released: the start of the
@@ -177,6 +183,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         warm,
         schedule,
         warmup,
+        warmup_below,
         input,
         stop,
         start_barrier,
@@ -303,6 +310,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         links: links.clone(),
         ledgers,
         warmup_left: Cell::new(warmup.count.unwrap_or(0)),
+        warmup_below,
         warmup_until: warmup.duration.map(|d| started + d),
         counting_since: Cell::new(None),
         plan,
@@ -520,6 +528,21 @@ impl Core {
                 .is_some_and(|until| Instant::now() < until)
     }
 
+    /// Whether `work`, about to be released, belongs to the warm-up:
+    /// `warmup`, what [`Core::is_warmup`] said before it was taken, or for
+    /// a stream's request its position in the input.
+    fn warmup_of(&self, work: &Work, warmup: bool) -> bool {
+        match (work, self.warmup_below) {
+            (Work::Request(r), Some(below)) => {
+                r.seq < below
+                    || self
+                        .warmup_until
+                        .is_some_and(|until| Instant::now() < until)
+            }
+            _ => warmup,
+        }
+    }
+
     /// A request was released: count down the warm-up, or (at the first
     /// counted request) start counting, from its due time in the open
     /// model.
@@ -727,6 +750,7 @@ async fn feed(core: Rc<Core>, input: WorkerInput) {
                 let warmup = core.is_warmup();
                 match feed.take_now(!warmup) {
                     Some(r) => {
+                        let warmup = core.warmup_of(&r, warmup);
                         core.released(warmup, None);
                         w.push(r, None, warmup);
                         pushed += 1;
@@ -844,6 +868,7 @@ async fn feed_open(
             core.input_ended.set(core.stopping.get().is_none());
             break;
         };
+        let warmup = core.warmup_of(&work, warmup);
         if !room(&core, true).await {
             break;
         }
