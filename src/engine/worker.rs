@@ -529,16 +529,12 @@ impl Core {
     }
 
     /// Whether `work`, about to be released, belongs to the warm-up:
-    /// `warmup`, what [`Core::is_warmup`] said before it was taken, or for
-    /// a stream's request its position in the input.
+    /// `warmup`, what [`Core::is_warmup`] said before it was taken (for a
+    /// stream only the warm-up's time: its count is by position), or a
+    /// stream's request numbered below the warm-up count.
     fn warmup_of(&self, work: &Work, warmup: bool) -> bool {
         match (work, self.warmup_below) {
-            (Work::Request(r), Some(below)) => {
-                r.seq < below
-                    || self
-                        .warmup_until
-                        .is_some_and(|until| Instant::now() < until)
-            }
+            (Work::Request(r), Some(below)) => warmup || r.seq < below,
             _ => warmup,
         }
     }
