@@ -30,9 +30,11 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 /// An HTTP/1.1 connection on versus's codec, TCP or TLS.
 pub(crate) type H1Conn = super::h1::Conn<Box<dyn Io>>;
 
-/// A ready connection.
+/// A ready connection. An HTTP/1.1 one is boxed: it moves between the
+/// idle pool and a slot's request future on every request, and a pointer
+/// moves for less than its ~200 bytes did (a memmove each, 14 a request).
 pub(crate) enum Connected {
-    H1(H1Conn),
+    H1(Box<H1Conn>),
     H2(Rc<super::h2::Conn>),
 }
 
@@ -159,7 +161,9 @@ impl Dialer {
             _ if self.io == super::IoDriver::Uring => {
                 let io =
                     super::uring::Stream::wrap(tcp).map_err(|e| classify_io(&e, Failure::Io))?;
-                Ok(Connected::H1(super::h1::Conn::new(io).with_port(port)))
+                Ok(Connected::H1(Box::new(
+                    super::h1::Conn::new(io).with_port(port),
+                )))
             }
             _ => self.handshake(tcp, None, false, port).await,
         }
@@ -214,7 +218,9 @@ impl Dialer {
             Ok(Connected::H2(conn))
         } else {
             let io: Box<dyn Io> = Box::new(io);
-            Ok(Connected::H1(super::h1::Conn::new(io).with_port(port)))
+            Ok(Connected::H1(Box::new(
+                super::h1::Conn::new(io).with_port(port),
+            )))
         }
     }
 

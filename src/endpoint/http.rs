@@ -216,7 +216,7 @@ impl Drop for Ticket {
 
 /// An HTTP/1.1 connection with its place under the limit.
 struct Held {
-    conn: H1Conn,
+    conn: Box<H1Conn>,
     _ticket: Ticket,
 }
 
