@@ -150,13 +150,11 @@ impl Dialer {
                     // h2 cannot answer it.
                     return Err(Failure::Tls(crate::model::TlsReason::Incompatible));
                 }
-                self.handshake(stream, None, h2, port).await
+                self.handshake(stream, h2, port).await
             }
             _ if matches!(self.protocol, Protocol::Http2 | Protocol::Grpc) => {
-                let std = tcp.into_std().map_err(|e| classify_io(&e, Failure::Io))?;
-                let drain = std.try_clone().map_err(|e| classify_io(&e, Failure::Io))?;
-                let tcp = TcpStream::from_std(std).map_err(|e| classify_io(&e, Failure::Io))?;
-                self.handshake(tcp, Some(drain), true, port).await
+                let socket = super::h2_socket::Socket::Tcp(super::h2_socket::Peeking::new(tcp));
+                self.h2_handshake(socket, port).await
             }
             _ if self.io == super::IoDriver::Uring => {
                 let io =
@@ -165,7 +163,7 @@ impl Dialer {
                     super::h1::Conn::new(io).with_port(port),
                 )))
             }
-            _ => self.handshake(tcp, None, false, port).await,
+            _ => self.handshake(tcp, false, port).await,
         }
     }
 
@@ -203,25 +201,35 @@ impl Dialer {
         Ok(stream)
     }
 
+    /// HTTP/1.1 or (`h2`) HTTP/2 on `io`, TLS or plain TCP.
     async fn handshake<I: Io + 'static>(
         &self,
         io: I,
-        drain: Option<std::net::TcpStream>,
         h2: bool,
         port: u16,
     ) -> Result<Connected, Failure> {
         if h2 {
-            let keep = self.keep_headers.clone();
-            let grpc = self.protocol == Protocol::Grpc;
-            let conn = super::h2::Conn::handshake(Box::new(io), drain, keep, grpc).await?;
-            conn.set_port(port);
-            Ok(Connected::H2(conn))
+            self.h2_handshake(super::h2_socket::Socket::Other(Box::new(io)), port)
+                .await
         } else {
             let io: Box<dyn Io> = Box::new(io);
             Ok(Connected::H1(Box::new(
                 super::h1::Conn::new(io).with_port(port),
             )))
         }
+    }
+
+    /// The HTTP/2 handshake on `socket`.
+    async fn h2_handshake(
+        &self,
+        socket: super::h2_socket::Socket,
+        port: u16,
+    ) -> Result<Connected, Failure> {
+        let keep = self.keep_headers.clone();
+        let grpc = self.protocol == Protocol::Grpc;
+        let conn = super::h2::Conn::handshake(socket, keep, grpc).await?;
+        conn.set_port(port);
+        Ok(Connected::H2(conn))
     }
 
     async fn tcp(&self) -> Result<TcpStream, Failure> {

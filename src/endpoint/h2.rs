@@ -22,16 +22,15 @@ use std::cell::RefCell;
 use std::collections::hash_map::{Entry, HashMap};
 use std::future::poll_fn;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderName, HeaderValue};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::connect::{classify_io, Io};
+use super::connect::classify_io;
+use super::h2_socket::Socket;
 use super::hpack;
 use super::{Answer, Failure};
 use crate::model::GrpcStatus;
@@ -205,12 +204,10 @@ struct ConnError(u32);
 
 impl Conn {
     /// Send the connection preface and wait for the server's SETTINGS; the
-    /// connection's driver is spawned on the current `LocalSet`. `drain`:
-    /// for a plain TCP connection, a clone of its socket (for reads past
-    /// tokio's readiness). `keep`: the response headers to keep.
+    /// connection's driver is spawned on the current `LocalSet`. `keep`:
+    /// the response headers to keep.
     pub(crate) async fn handshake(
-        io: Box<dyn Io>,
-        drain: Option<std::net::TcpStream>,
+        io: Socket,
         keep: Vec<HeaderName>,
         grpc: bool,
     ) -> Result<Rc<Conn>, Failure> {
@@ -231,7 +228,6 @@ impl Conn {
             rbuf: vec![0; READ_BUF].into_boxed_slice(),
             start: 0,
             filled: 0,
-            drain,
             unflushed: false,
             deferred: false,
         };
@@ -1007,14 +1003,11 @@ impl Inner {
 /// The task that owns a connection's socket.
 struct Driver {
     conn: Rc<Conn>,
-    io: Box<dyn Io>,
+    io: Socket,
     rbuf: Box<[u8]>,
     /// Unparsed bytes are `rbuf[start..filled]`.
     start: usize,
     filled: usize,
-    /// Over plain TCP, a second handle on the socket to read until it
-    /// would block (see [`Driver::poll`]).
-    drain: Option<std::net::TcpStream>,
     /// Bytes written may still sit in the TLS layer: flush until it says
     /// they are out (a TLS stream takes a write before the socket does).
     unflushed: bool,
@@ -1036,7 +1029,10 @@ impl Driver {
     /// first ones are handled, though, so over TCP the driver reads on
     /// until the socket would block (as h2load does): the requests that
     /// follow go out in fewer, larger writes, and the core sleeps and wakes
-    /// less. (Measured: 5-15 % less CPU per request against nginx.)
+    /// less. (Measured: 5-15 % less CPU per request against nginx.) Over
+    /// TCP those reads peek, and what they read leaves the socket after
+    /// the next write, which carries its acknowledgement (see
+    /// `h2_socket.rs`).
     ///
     /// Woken by slots with requests to write, the driver first reads once
     /// more over TCP: answers that came while those slots ran are handled
@@ -1071,22 +1067,19 @@ impl Driver {
                 self.filled -= self.start;
                 self.start = 0;
             }
-            let mut rb = ReadBuf::new(&mut self.rbuf[self.filled..]);
-            let read = match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
-                Poll::Ready(r) => Poll::Ready(r.map(|()| rb.filled().len())),
-                Poll::Pending => match &self.drain {
-                    Some(s)
+            let buf = &mut self.rbuf[self.filled..];
+            let read = match self.io.poll_read(cx, buf) {
+                Poll::Pending => match &mut self.io {
+                    Socket::Tcp(t)
                         if progress
                             || (!self.deferred && !self.conn.0.borrow().wbuf.is_empty()) =>
                     {
                         before_write |= !progress;
-                        match std::io::Read::read(&mut &*s, &mut self.rbuf[self.filled..]) {
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
-                            r => Poll::Ready(r),
-                        }
+                        t.read_now(buf)
                     }
                     _ => Poll::Pending,
                 },
+                r => r,
             };
             match read {
                 Poll::Ready(Ok(n)) => {
@@ -1105,7 +1098,7 @@ impl Driver {
                             put_head(&mut inner.wbuf, 8, kind::GOAWAY, 0, 0);
                             inner.wbuf.extend_from_slice(&[0; 4]);
                             inner.wbuf.extend_from_slice(&code.to_be_bytes());
-                            let _ = Pin::new(&mut self.io).poll_write(cx, &inner.wbuf);
+                            let _ = self.io.poll_write(cx, &inner.wbuf);
                             inner.close(Failure::Protocol);
                             return Poll::Ready(());
                         }
@@ -1134,7 +1127,7 @@ impl Driver {
         let inner = &mut *guard;
         let mut written = 0;
         while written < inner.wbuf.len() {
-            match Pin::new(&mut self.io).poll_write(cx, &inner.wbuf[written..]) {
+            match self.io.poll_write(cx, &inner.wbuf[written..]) {
                 Poll::Ready(Ok(0)) => {
                     inner.close(Failure::Reset);
                     return Poll::Ready(());
@@ -1162,9 +1155,13 @@ impl Driver {
             inner.wbuf_skip = skip_after(&inner.wbuf, inner.wbuf_skip, written);
         }
         inner.wbuf.drain(..written);
+        if let Err(e) = self.io.settle(written > 0) {
+            inner.close(classify_io(&e, Failure::Io));
+            return Poll::Ready(());
+        }
         self.unflushed |= written > 0;
         if self.unflushed {
-            match Pin::new(&mut self.io).poll_flush(cx) {
+            match self.io.poll_flush(cx) {
                 Poll::Ready(Ok(())) => self.unflushed = false,
                 Poll::Ready(Err(e)) => {
                     inner.close(classify_io(&e, Failure::Io));

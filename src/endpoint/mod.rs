@@ -12,6 +12,7 @@ pub mod grpc;
 mod h1;
 mod h1_head;
 mod h2;
+mod h2_socket;
 mod hpack;
 mod http;
 pub mod secret;
