@@ -174,6 +174,14 @@ impl Peeking {
     }
 }
 
+impl Drop for Peeking {
+    /// Bytes left unread when a socket closes make the kernel reset the
+    /// connection rather than end it: the server would see its client fail.
+    fn drop(&mut self) {
+        let _ = self.settle(true);
+    }
+}
+
 impl Socket {
     /// Read what has arrived, through tokio's readiness.
     pub(crate) fn poll_read(
@@ -303,13 +311,31 @@ mod tests {
         assert_eq!((queued(&p), p.peeked), (0, 0));
     }
 
+    /// A connection closed with answers peeked ends with a FIN, not a
+    /// reset (which unread bytes would make it).
+    #[tokio::test]
+    async fn a_socket_closed_with_bytes_peeked_ends_cleanly() {
+        use tokio::io::AsyncReadExt;
+        let (client, mut server) = pair().await;
+        let mut p = Peeking::new(client);
+        if !peeks(&p) {
+            return;
+        }
+        server.write_all(b"answer").await.unwrap();
+        assert_eq!(read(&mut p, 6).await, b"answer");
+        p.settle(false).unwrap();
+        assert_eq!(queued(&p), 6);
+        drop(p);
+        let mut rest = Vec::new();
+        let end = server.read_to_end(&mut rest).await;
+        assert_eq!(end.map_err(|e| e.kind()), Ok(0));
+    }
+
     #[tokio::test]
     async fn without_peek_offsets_reads_consume() {
         let (client, mut server) = pair().await;
-        let mut p = Peeking {
-            peek: false,
-            ..Peeking::new(client)
-        };
+        let mut p = Peeking::new(client);
+        p.peek = false;
         server.write_all(b"abc").await.unwrap();
         assert_eq!(read(&mut p, 3).await, b"abc");
         assert_eq!((queued(&p), p.peeked), (0, 0));
