@@ -616,3 +616,69 @@ fn the_report_names_the_io_driver_that_ran() {
         "{report}"
     );
 }
+
+/// Where io_uring is refused (here by a seccomp filter on
+/// `io_uring_setup`, as container runtimes' default profiles do), `--io
+/// auto` runs on epoll and says so, and `--io uring` is refused with the
+/// reason.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn where_io_uring_is_refused_auto_runs_on_epoll_and_uring_is_an_error() {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let server = Server::start(|_| Reply::ok("{}"));
+    let run = |io: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_versus"));
+        cmd.args(["--io", io, "--method", "GET", "--stop-after=20", "-c", "2"])
+            .arg(server.url())
+            .stdin(Stdio::null());
+        // SAFETY: only async-signal-safe calls (prctl) between fork and
+        // exec, on a filter that lives on this closure's stack.
+        unsafe {
+            cmd.pre_exec(|| {
+                let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+                let mut filter = [
+                    // The system call's number; io_uring_setup fails with
+                    // ENOSYS, everything else is allowed.
+                    op(0x20, 0, 0, 0),
+                    op(0x15, 0, 1, libc::SYS_io_uring_setup as u32),
+                    op(0x06, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+                    op(0x06, 0, 0, libc::SECCOMP_RET_ALLOW),
+                ];
+                let prog = libc::sock_fprog {
+                    len: filter.len() as u16,
+                    filter: filter.as_mut_ptr(),
+                };
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                    || libc::prctl(
+                        libc::PR_SET_SECCOMP,
+                        libc::SECCOMP_MODE_FILTER,
+                        std::ptr::from_ref(&prog),
+                    ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, report, err) = run("auto");
+    assert_eq!(code, Some(0), "{err}\n{report}");
+    assert!(
+        report.contains("   I/O:        epoll (plain-TCP HTTP/1.1 connections)\n"),
+        "{report}"
+    );
+    assert_eq!(number_after(&report, "Completed:"), 20.0, "{report}");
+    let (code, report, err) = run("uring");
+    assert_eq!(code, Some(2), "{err}\n{report}");
+    assert!(
+        err.contains("--io uring: io_uring is unavailable here"),
+        "{err}"
+    );
+}
