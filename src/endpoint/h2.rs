@@ -1030,9 +1030,8 @@ impl Driver {
     /// until the socket would block (as h2load does): the requests that
     /// follow go out in fewer, larger writes, and the core sleeps and wakes
     /// less. (Measured: 5-15 % less CPU per request against nginx.) Over
-    /// TCP those reads peek, and what they read leaves the socket after
-    /// the next write, which carries its acknowledgement (see
-    /// `h2_socket.rs`).
+    /// TCP those reads peek, and what they read leaves the socket after a
+    /// write has carried its acknowledgement (see `h2_socket.rs`).
     ///
     /// Woken by slots with requests to write, the driver first reads once
     /// more over TCP: answers that came while those slots ran are handled
