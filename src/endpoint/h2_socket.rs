@@ -274,22 +274,24 @@ mod tests {
         buf
     }
 
-    /// A peeking socket whose kernel refuses `SO_PEEK_OFF` (before Linux
-    /// 6.10) has nothing to show: the fallback is tested apart.
-    fn peeks(p: &Peeking) -> bool {
+    /// A peeking client and its server; `None` (the test skipped) where
+    /// the kernel refuses `SO_PEEK_OFF` (before Linux 6.10): the fallback
+    /// is tested apart.
+    async fn peeking() -> Option<(Peeking, TcpStream)> {
+        let (client, server) = pair().await;
+        let p = Peeking::new(client);
         if !p.peek {
             eprintln!("skipped: this kernel refuses SO_PEEK_OFF on TCP");
+            return None;
         }
-        p.peek
+        Some((p, server))
     }
 
     #[tokio::test]
     async fn answers_stay_queued_until_a_write_carries_their_ack() {
-        let (client, mut server) = pair().await;
-        let mut p = Peeking::new(client);
-        if !peeks(&p) {
+        let Some((mut p, mut server)) = peeking().await else {
             return;
-        }
+        };
         server.write_all(b"HEADERS").await.unwrap();
         server.write_all(b"DATA").await.unwrap();
         assert_eq!(read(&mut p, 11).await, b"HEADERSDATA");
@@ -313,11 +315,9 @@ mod tests {
 
     #[tokio::test]
     async fn many_bytes_peeked_are_consumed_without_a_write() {
-        let (client, mut server) = pair().await;
-        let mut p = Peeking::new(client);
-        if !peeks(&p) {
+        let Some((mut p, mut server)) = peeking().await else {
             return;
-        }
+        };
         assert!(p.keep_max > 0);
         let big: Vec<u8> = (0..p.keep_max + 1).map(|i| i as u8).collect();
         server.write_all(&big).await.unwrap();
@@ -331,11 +331,9 @@ mod tests {
     #[tokio::test]
     async fn a_socket_closed_with_bytes_peeked_ends_cleanly() {
         use tokio::io::AsyncReadExt;
-        let (client, mut server) = pair().await;
-        let mut p = Peeking::new(client);
-        if !peeks(&p) {
+        let Some((mut p, mut server)) = peeking().await else {
             return;
-        }
+        };
         server.write_all(b"answer").await.unwrap();
         assert_eq!(read(&mut p, 6).await, b"answer");
         p.settle(false).unwrap();
