@@ -15,6 +15,7 @@
 #   REPEAT=1           runs per tool; the run with the least CPU per request is shown
 #   STREAM_LINES=N     lines for stream2 (default 20000 * DURATION)
 #   MEM_SMALL=100000 MEM_BIG=10000000   request counts of the memory scenario
+#   CONNS=50           connections of single and quick (every tool, the floor clients too)
 #   CONCS="1000 10000" connection counts of sleep100
 #   H2_CONNS=1 H2_STREAMS=50            h2load -c/-m (versus --http2 -c = product)
 #   GRPC_MEM_SMALL=100000 GRPC_MEM_BIG=1000000   unary call counts of grpc's memory runs
@@ -31,6 +32,7 @@ REPEAT="${REPEAT:-1}"
 STREAM_LINES="${STREAM_LINES:-$((20000 * DURATION))}"
 MEM_SMALL="${MEM_SMALL:-100000}"
 MEM_BIG="${MEM_BIG:-10000000}"
+CONNS="${CONNS:-50}"
 CONCS="${CONCS:-1000 10000}"
 H2_CONNS="${H2_CONNS:-1}"
 H2_STREAMS="${H2_STREAMS:-50}"
@@ -349,7 +351,7 @@ SINGLE_VERSUS_CPU=""
 # measure_versus_single TAG BINARY [ARGS...]: versus's single-request run.
 measure_versus_single() {
   local tag="$1" bin="$2"; shift 2
-  measure "$tag" parse_versus 1 -- "$bin" "$@" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
+  measure "$tag" parse_versus 1 -- "$bin" "$@" --method GET -c "$CONNS" --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
 }
 
 # The floor clients (bench/floor, built by setup.sh into bench/.tools/bin),
@@ -358,10 +360,10 @@ measure_versus_single() {
 # multishot recv, every answer handled as it arrives); the tables show
 # every tool's CPU per request against it.
 measure_floors() {
-  have floor-epoll && measure floor-epoll parse_floor 1 -- floor-epoll 50 "$DURATION" 127.0.0.1 "$H1PORT"
+  have floor-epoll && measure floor-epoll parse_floor 1 -- floor-epoll "$CONNS" "$DURATION" 127.0.0.1 "$H1PORT"
   if have floor-uring; then
-    measure floor-uring-d parse_floor 1 -- floor-uring 50 "$DURATION" 127.0.0.1 "$H1PORT" d
-    measure floor-uring-dm parse_floor 1 -- floor-uring 50 "$DURATION" 127.0.0.1 "$H1PORT" dm
+    measure floor-uring-d parse_floor 1 -- floor-uring "$CONNS" "$DURATION" 127.0.0.1 "$H1PORT" d
+    measure floor-uring-dm parse_floor 1 -- floor-uring "$CONNS" "$DURATION" 127.0.0.1 "$H1PORT" dm
   fi
   return 0
 }
@@ -378,10 +380,10 @@ floor_line() {
 }
 
 sc_single() {
-  header single "single-request mode, GET /, HTTP/1.1, 50 connections, ${DURATION}s"
-  have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c50 -d"${DURATION}s" --latency "$BASE/"
-  have oha && measure oha parse_oha 1 -- oha -c 50 -z "${DURATION}s" --no-tui "$BASE/"
-  have hey && measure hey parse_hey 1 -- hey -c 50 -z "${DURATION}s" "$BASE/"
+  header single "single-request mode, GET /, HTTP/1.1, $CONNS connections, ${DURATION}s"
+  have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$BASE/"
+  have oha && measure oha parse_oha 1 -- oha -c "$CONNS" -z "${DURATION}s" --no-tui "$BASE/"
+  have hey && measure hey parse_hey 1 -- hey -c "$CONNS" -z "${DURATION}s" "$BASE/"
   measure_versus_single versus "$VERSUS"
   measure_floors
   run_queued
@@ -397,12 +399,12 @@ sc_single() {
 # median CPU per request over the rounds.
 sc_quick() {
   local DURATION="${QUICK_SECS:-3}" REPEAT="${QUICK_REPEAT:-5}"
-  header quick "regression guard: single-request mode, GET /, HTTP/1.1, 50 connections, ${DURATION}s per run, $REPEAT rounds round-robin"
+  header quick "regression guard: single-request mode, GET /, HTTP/1.1, $CONNS connections, ${DURATION}s per run, $REPEAT rounds round-robin"
   measure_versus_single versus "$VERSUS"
   [ -n "${VERSUS_BASE:-}" ] && measure_versus_single versus-base "$VERSUS_BASE"
   local io
   for io in ${QUICK_IO:-}; do measure_versus_single "versus-io-$io" "$VERSUS" --io "$io"; done
-  have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c50 -d"${DURATION}s" --latency "$BASE/"
+  have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$BASE/"
   measure_floors
   run_queued
   table "$ROWS" lat >> "$WORK/quick.best.md"
