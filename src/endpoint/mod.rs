@@ -18,6 +18,7 @@ mod http;
 pub mod secret;
 pub mod spec;
 mod uring;
+mod uring_bufs;
 mod ws;
 
 use std::time::{Duration, Instant};

@@ -27,12 +27,15 @@
 //! What the socket does not take is copied into the connection's send
 //! buffer and sent through the ring (a short send is continued from where
 //! it stopped; the write is done when every byte is sent), with the receive
-//! of the answer armed in the same enter. A receive goes into the
-//! connection's receive buffer, from which reads copy. The buffers belong to
-//! the ring's table of connections, not to any future, so a future dropped
-//! with an operation in flight (a timeout, a flow cut short, Ctrl-C) leaves
-//! them alive: dropping the stream cancels what is in flight and frees the
-//! connection (closing its socket) when the last completion arrives.
+//! of the answer armed in the same enter. A receive lands in a buffer the
+//! kernel takes from the ring's pool when bytes arrive (`uring_bufs.rs`),
+//! from which reads copy; the buffer goes back to the pool when they have
+//! read it all. A receive that finds the pool empty doubles it, or, at its
+//! largest, waits for a buffer to come back. The buffers belong to the
+//! ring, not to any future, so a future dropped with an operation in
+//! flight (a timeout, a flow cut short, Ctrl-C) leaves them alive: dropping
+//! the stream cancels what is in flight and frees the connection (closing
+//! its socket, giving back its buffer) when the last completion arrives.
 //!
 //! TLS, HTTP/2, WebSocket, gRPC and the fault proxies stay on tokio (epoll).
 
@@ -44,15 +47,15 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::uring_bufs::{self, Bufs};
 
 /// Submission queue entries per ring (the completion queue has twice as
 /// many): a full queue is submitted early, so this bounds nothing else.
 const ENTRIES: u32 = 256;
-/// A connection's receive buffer.
-const RECV_BUF: usize = 4096;
 /// The most of one write taken into the send buffer at once.
 const SEND_MAX: usize = 64 * 1024;
 /// The user data of cancel requests, whose completions are not looked at.
@@ -103,6 +106,9 @@ thread_local! {
 enum Recv {
     Idle,
     InFlight,
+    /// The receive found the pool empty: it is armed again on a turn of
+    /// the driver with a buffer to spare (see `Ring::feed`).
+    Starved,
     /// The peer closed its side.
     Eof,
     /// The receive failed with this errno.
@@ -119,12 +125,13 @@ enum Send {
     Failed(i32),
 }
 
-/// One connection on the ring: its socket and the buffers the kernel
-/// writes into and reads from.
+/// One connection on the ring: its socket, the pool's buffer holding what
+/// it received, and the buffer the kernel sends from.
 struct Conn {
     fd: OwnedFd,
-    rbuf: Box<[u8]>,
-    /// Received bytes not yet read: `rbuf[rpos..rlen]`.
+    /// The pool's buffer holding received bytes not yet read, which are
+    /// `[rpos..rlen]` of it.
+    held: Option<u16>,
     rpos: usize,
     rlen: usize,
     recv: Recv,
@@ -165,7 +172,13 @@ struct Ring {
     /// Wakers of completed operations, woken once the ring is released.
     ready: Vec<Waker>,
     /// Completions taken off the queue, to be filed (kept for its memory).
-    cqes: Vec<(u64, i32)>,
+    cqes: Vec<(u64, i32, u32)>,
+    /// The receive buffers.
+    bufs: Bufs,
+    /// Connections whose receive waits for a buffer.
+    starved: Vec<usize>,
+    /// Buffers the kernel filled and reads have not given back.
+    lent: usize,
 }
 
 impl Ring {
@@ -184,6 +197,7 @@ impl Ring {
         // SAFETY: `fd` is a new descriptor that nothing else owns.
         let eventfd = unsafe { OwnedFd::from_raw_fd(fd) };
         ring.submitter().register_eventfd(eventfd.as_raw_fd())?;
+        let bufs = Bufs::new(&ring.submitter())?;
         Ok(Ring {
             id: RING_IDS.fetch_add(1, Ordering::Relaxed),
             ring,
@@ -195,6 +209,9 @@ impl Ring {
             driving: false,
             ready: Vec::new(),
             cqes: Vec::new(),
+            bufs,
+            starved: Vec::new(),
+            lent: 0,
         })
     }
 
@@ -209,6 +226,11 @@ impl Ring {
                 std::thread::yield_now();
             }
         }
+        self.kick();
+    }
+
+    /// Have the driver turn soon (once, however often asked before it does).
+    fn kick(&mut self) {
         if !self.kicked {
             self.kicked = true;
             if let Some(w) = &self.driver {
@@ -224,10 +246,12 @@ impl Ring {
         c.recv = Recv::InFlight;
         let e = opcode::Recv::new(
             types::Fd(c.fd.as_raw_fd()),
-            c.rbuf.as_mut_ptr(),
-            c.rbuf.len() as u32,
+            std::ptr::null_mut(),
+            uring_bufs::SIZE as u32,
         )
+        .buf_group(uring_bufs::GROUP)
         .build()
+        .flags(squeue::Flags::BUFFER_SELECT)
         .user_data(user_data(idx, Op::Recv));
         self.push(&e);
     }
@@ -249,6 +273,16 @@ impl Ring {
         self.push(&e);
     }
 
+    /// Buffer `id`, read to its end, back to the pool; receives waiting
+    /// for one are armed on the driver's next turn.
+    fn give_back(&mut self, id: u16) {
+        self.bufs.give(id);
+        self.lent -= 1;
+        if !self.starved.is_empty() {
+            self.kick();
+        }
+    }
+
     /// Submit what is queued (running deferred completions when the kernel
     /// says some wait) and file every completion; the wakers of the tasks
     /// to wake are left in `ready`.
@@ -264,32 +298,83 @@ impl Ring {
             }
         }
         let mut cqes = std::mem::take(&mut self.cqes);
-        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
-        for (data, res) in cqes.drain(..) {
-            self.complete(data, res);
+        cqes.extend(
+            self.ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags())),
+        );
+        for (data, res, flags) in cqes.drain(..) {
+            self.complete(data, res, flags);
         }
         self.cqes = cqes;
+        self.feed();
     }
 
-    fn complete(&mut self, data: u64, res: i32) {
+    /// Arm the receives that found the pool empty this turn, as many as it
+    /// has buffers not lent out, after doubling it if that is too few (once
+    /// a turn: the receives of one burst all fail together). Those left
+    /// wait for buffers to come back.
+    fn feed(&mut self) {
+        if self.starved.is_empty() {
+            return;
+        }
+        if self.bufs.len() - self.lent < self.starved.len() {
+            self.bufs.grow();
+        }
+        let mut free = self.bufs.len() - self.lent;
+        while free > 0 {
+            let Some(idx) = self.starved.pop() else {
+                return;
+            };
+            if self.conns[idx]
+                .as_ref()
+                .is_some_and(|c| c.recv == Recv::Starved)
+            {
+                self.arm_recv(idx);
+                free -= 1;
+            }
+        }
+    }
+
+    fn complete(&mut self, data: u64, res: i32, flags: u32) {
         if data == CANCEL {
             return;
         }
         let idx = (data >> 1) as usize;
+        let buf = match op_of(data) {
+            Op::Recv => cqueue::buffer_select(flags),
+            Op::Send => None,
+        };
+        if let Some(id) = buf {
+            self.lent += 1;
+            if res <= 0 {
+                // A buffer taken for no bytes goes straight back.
+                self.give_back(id);
+            }
+        }
         let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return;
         };
         match op_of(data) {
             Op::Recv => {
-                c.recv = match res {
-                    0 => Recv::Eof,
-                    n if n > 0 => {
+                c.recv = match (res, buf) {
+                    (0, _) => Recv::Eof,
+                    (n, Some(id)) if n > 0 => {
+                        c.held = Some(id);
                         c.rpos = 0;
                         c.rlen = n as usize;
-                        c.more = c.rlen == c.rbuf.len();
+                        c.more = c.rlen == uring_bufs::SIZE;
                         Recv::Idle
                     }
-                    e => Recv::Failed(-e),
+                    // Bytes without a buffer: not what was asked.
+                    (n, None) if n > 0 => Recv::Failed(libc::EIO),
+                    (e, _) if -e == libc::ENOBUFS && !c.dropped => {
+                        // Armed again at the end of the turn (see `feed`).
+                        c.recv = Recv::Starved;
+                        self.starved.push(idx);
+                        return;
+                    }
+                    (e, _) => Recv::Failed(-e),
                 };
                 self.ready.extend(c.reader.take());
             }
@@ -322,7 +407,9 @@ impl Ring {
             .as_ref()
             .is_some_and(|c| c.dropped && c.idle())
         {
-            self.conns[idx] = None;
+            if let Some(id) = self.conns[idx].take().and_then(|c| c.held) {
+                self.give_back(id);
+            }
             self.free.push(idx);
         }
     }
@@ -342,7 +429,10 @@ impl Drop for Ring {
     /// the buffers before they are freed; buffers the kernel still holds
     /// after a second are leaked, never freed under it.
     fn drop(&mut self) {
+        // Nothing is armed any more, starved receives included.
+        self.starved.clear();
         if self.in_flight() == 0 {
+            let _ = self.ring.submitter().unregister_buf_ring(uring_bufs::GROUP);
             return;
         }
         let e = opcode::AsyncCancel2::new(types::CancelBuilder::any())
@@ -355,10 +445,12 @@ impl Drop for Ring {
             let _ = self.ring.submitter().submit_with_args(1, &args);
             self.turn();
             if self.in_flight() == 0 {
+                let _ = self.ring.submitter().unregister_buf_ring(uring_bufs::GROUP);
                 return;
             }
         }
         std::mem::forget(std::mem::take(&mut self.conns));
+        self.bufs.leak();
     }
 }
 
@@ -499,7 +591,7 @@ impl Stream {
         };
         let conn = Conn {
             fd: OwnedFd::from(tcp.into_std()?),
-            rbuf: vec![0; RECV_BUF].into_boxed_slice(),
+            held: None,
             rpos: 0,
             rlen: 0,
             recv: Recv::Idle,
@@ -551,10 +643,14 @@ impl AsyncRead for Stream {
             let Some(c) = ring.conns[idx].as_mut() else {
                 return Poll::Ready(Err(gone()));
             };
-            if c.rpos < c.rlen {
+            if let Some(id) = c.held {
                 let n = buf.remaining().min(c.rlen - c.rpos);
-                buf.put_slice(&c.rbuf[c.rpos..c.rpos + n]);
+                buf.put_slice(&ring.bufs.get(id)[c.rpos..c.rpos + n]);
                 c.rpos += n;
+                if c.rpos == c.rlen {
+                    c.held = None;
+                    ring.give_back(id);
+                }
                 return Poll::Ready(Ok(()));
             }
             match c.recv {
@@ -563,7 +659,7 @@ impl AsyncRead for Stream {
                     c.recv = Recv::Idle;
                     Poll::Ready(Err(io::Error::from_raw_os_error(e)))
                 }
-                Recv::InFlight => {
+                Recv::InFlight | Recv::Starved => {
                     set_waker(&mut c.reader, cx);
                     Poll::Pending
                 }
@@ -654,7 +750,7 @@ fn queue_send(ring: &mut Ring, idx: usize, buf: &[u8], cx: &Context<'_>) {
     c.wbuf.extend_from_slice(&buf[..buf.len().min(SEND_MAX)]);
     c.wdone = 0;
     set_waker(&mut c.writer, cx);
-    let arm = c.recv == Recv::Idle && c.rpos == c.rlen;
+    let arm = c.recv == Recv::Idle && c.held.is_none();
     ring.arm_send(idx);
     if arm {
         ring.arm_recv(idx);
@@ -884,15 +980,94 @@ mod tests {
         let Some((mut c, mut s)) = pair().await else {
             return;
         };
-        let data: Vec<u8> = (0..3 * RECV_BUF).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..3 * uring_bufs::SIZE).map(|i| (i % 251) as u8).collect();
         s.write_all(&data).await.unwrap();
-        let mut got = vec![0; RECV_BUF];
+        let mut got = vec![0; uring_bufs::SIZE];
         c.read_exact(&mut got).await.unwrap();
         assert_eq!(c.read(&mut []).await.unwrap(), 0);
-        let mut rest = vec![0; 2 * RECV_BUF];
+        let mut rest = vec![0; 2 * uring_bufs::SIZE];
         c.read_exact(&mut rest).await.unwrap();
         got.extend_from_slice(&rest);
         assert!(got == data, "bytes lost or reordered");
+    }
+
+    /// Answers on more connections than the pool has buffers, all landing
+    /// before any is read: the pool grows to its largest, the receives
+    /// past it wait for buffers to come back, and every connection reads
+    /// its own bytes, whole and in order.
+    #[tokio::test]
+    async fn answers_on_more_connections_than_buffers_all_arrive_whole() {
+        const CONNS: usize = 12;
+        const LEN: usize = 3 * uring_bufs::SIZE / 2;
+        let mut readers = Vec::new();
+        let mut servers = Vec::new();
+        for i in 0..CONNS {
+            let Some((mut c, s)) = pair().await else {
+                return;
+            };
+            servers.push(s);
+            readers.push(tokio::spawn(async move {
+                let mut got = vec![0; LEN];
+                c.read_exact(&mut got).await.unwrap();
+                (i, got)
+            }));
+        }
+        // Every receive armed before any answer is sent.
+        until(|| {
+            RING.with(|r| {
+                r.borrow().as_ref().is_some_and(|r| {
+                    r.conns
+                        .iter()
+                        .flatten()
+                        .filter(|c| c.recv == Recv::InFlight)
+                        .count()
+                        == CONNS
+                })
+            })
+        })
+        .await;
+        for (i, s) in servers.iter_mut().enumerate() {
+            let data: Vec<u8> = (0..LEN).map(|k| (k * 7 + i) as u8).collect();
+            s.write_all(&data).await.unwrap();
+        }
+        for r in readers {
+            let (i, got) = tokio::time::timeout(Duration::from_secs(5), r)
+                .await
+                .expect("a starved receive was never armed again")
+                .unwrap();
+            let want: Vec<u8> = (0..LEN).map(|k| (k * 7 + i) as u8).collect();
+            assert!(got == want, "connection {i} read bytes not its own");
+        }
+        let lent = RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.lent));
+        assert_eq!(lent, 0, "buffers read to their end were not given back");
+        let pool = RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.bufs.len()));
+        assert_eq!(
+            pool,
+            usize::from(uring_bufs::MAX),
+            "the pool did not grow to its largest"
+        );
+    }
+
+    /// Connections that end one after another, each read to its end, do
+    /// not use the pool up: every buffer comes back, and none stays with a
+    /// stream's end.
+    #[tokio::test]
+    async fn connections_read_to_their_end_give_their_buffers_back() {
+        for _ in 0..3 * usize::from(uring_bufs::MAX) {
+            let Some((mut c, mut s)) = pair().await else {
+                return;
+            };
+            s.write_all(b"bye").await.unwrap();
+            drop(s);
+            let mut all = Vec::new();
+            tokio::time::timeout(Duration::from_secs(5), c.read_to_end(&mut all))
+                .await
+                .expect("the pool ran dry")
+                .unwrap();
+            assert_eq!(all, b"bye");
+        }
+        let lent = RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.lent));
+        assert_eq!(lent, 0, "a buffer stayed lent");
     }
 
     /// A receive in flight when its stream is dropped (a timeout) is
