@@ -3,13 +3,13 @@
 //! buffer only when a receive has bytes to land, rather than one buffer
 //! per connection held for as long as its receive waits. Ten thousand
 //! connections waiting on slow answers then hold no receive memory; the
-//! buffers in use are those whose bytes a task has not read yet, a turn's
-//! worth of answers, and the ones just given back are the next taken, still
-//! in cache.
+//! buffers in use are those whose bytes a task has not read yet, about a
+//! turn's worth of answers. (The ring is first in, first out: a buffer
+//! given back is taken again after every other free one.)
 //!
-//! The pool starts small and doubles when a receive finds it empty
-//! (`ENOBUFS`), up to [`MAX`] buffers; past that, the ring re-arms such a
-//! receive when a buffer comes back (see `uring.rs`).
+//! The pool starts small and doubles (at most once a turn) when receives
+//! find it empty (`ENOBUFS`), up to [`MAX`] buffers; past that, the ring
+//! re-arms such a receive when a buffer comes back (see `uring.rs`).
 
 use std::alloc::Layout;
 use std::io;
