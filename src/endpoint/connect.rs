@@ -9,6 +9,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -23,9 +24,31 @@ use tokio::net::TcpStream;
 use super::{Failure, HttpVersion, Protocol, Scheme, TlsReason};
 
 /// A byte stream, TCP or TLS.
-pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {
+    /// Ready when a read would not wait: bytes, the end of the stream or
+    /// an error are there to read. A reader waits for this before it takes
+    /// a buffer to read into (`h1_bufs`), so a connection waiting on its
+    /// answer holds none. By default ready at once: the read waits.
+    fn poll_read_ready(&mut self, _cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
 
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+impl<T: Io + ?Sized> Io for Box<T> {
+    fn poll_read_ready(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        (**self).poll_read_ready(cx)
+    }
+}
+
+impl Io for TcpStream {
+    fn poll_read_ready(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        TcpStream::poll_read_ready(self, cx)
+    }
+}
+
+/// TLS may hold decrypted bytes the socket no longer shows: its reads
+/// take a buffer at once.
+impl Io for tokio_rustls::client::TlsStream<TcpStream> {}
 
 /// An HTTP/1.1 connection on versus's codec, TCP or TLS.
 pub(crate) type H1Conn = super::h1::Conn<Box<dyn Io>>;

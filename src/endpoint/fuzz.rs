@@ -94,6 +94,8 @@ impl AsyncRead for Scripted {
     }
 }
 
+impl super::connect::Io for Scripted {}
+
 impl AsyncWrite for Scripted {
     fn poll_write(
         self: Pin<&mut Self>,

@@ -2,10 +2,12 @@
 //! stream (TCP, or TLS when ALPN chose `http/1.1`), owned by the slot that
 //! uses it (no spawned task, no channel). The request head is serialized by
 //! the caller into the connection's reused write buffer; the response is
-//! read into a reused buffer and its head parsed by `h1_head` (a scan a
-//! word at a time, `httparse` for the uncommon head). Only the headers
-//! asked for are allocated; the body is counted and discarded, or kept
-//! (without a copy when it arrived whole with a `Content-Length`).
+//! read into a buffer lent by the thread's pool once the stream has bytes
+//! (`h1_bufs`), given back when the answer is read, and its head parsed by
+//! `h1_head` (a scan a word at a time, `httparse` for the uncommon head).
+//! Only the headers asked for are allocated; the body is counted and
+//! discarded, or kept (without a copy when it arrived whole with a
+//! `Content-Length`).
 
 use std::future::{poll_fn, Future};
 use std::io;
@@ -14,16 +16,12 @@ use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderName, HeaderValue};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::connect::classify_io;
+use super::connect::{classify_io, Io};
+use super::h1_bufs::{self, INITIAL};
 use super::h1_head::{self, Field};
 use super::{Answer, Failure};
-
-/// A connection's read buffer to start with: a small answer, head and body,
-/// comes in one read. It grows to what larger answers need (4 KiB rather
-/// than 16 keeps 10,000 connections to about 40 MB of buffers).
-const INITIAL: usize = 4 * 1024;
 /// Room asked for when streaming through a body (discarded, chunked or
 /// read to the end of the stream).
 const READ_CHUNK: usize = 16 * 1024;
@@ -72,6 +70,8 @@ pub(crate) enum Reached {
 /// One HTTP/1.1 client connection.
 pub(crate) struct Conn<S> {
     io: S,
+    /// Bytes read and not yet consumed, in a buffer lent by `h1_bufs`; no
+    /// memory at all (`BytesMut::new()`) between answers.
     rbuf: BytesMut,
     wbuf: Vec<u8>,
     /// The last response head's fields (reused).
@@ -84,11 +84,11 @@ pub(crate) struct Conn<S> {
     port: u16,
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+impl<S: Io> Conn<S> {
     pub fn new(io: S) -> Conn<S> {
         Conn {
             io,
-            rbuf: BytesMut::with_capacity(INITIAL),
+            rbuf: BytesMut::new(),
             // Grows to the largest request head sent, and stays.
             wbuf: Vec::new(),
             fields: Vec::new(),
@@ -127,7 +127,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             // Bytes are already waiting: the connection is alive (pipelined).
             return false;
         }
-        self.rbuf.reserve(INITIAL);
+        if poll_fn(|cx| Poll::Ready(self.io.poll_read_ready(cx)))
+            .await
+            .is_pending()
+        {
+            return false;
+        }
+        if self.rbuf.capacity() == 0 {
+            self.rbuf = h1_bufs::take();
+        }
         let mut read = std::pin::pin!(self.io.read_buf(&mut self.rbuf));
         let polled = poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
         match polled {
@@ -196,6 +204,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 self.read_to_close(max_body, keep_body).await?
             }
         };
+        if self.rbuf.is_empty() {
+            h1_bufs::give(std::mem::take(&mut self.rbuf));
+        }
         Ok(Answer {
             grpc: None,
             first_data: None,
@@ -289,8 +300,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             .map_err(|e| classify_io(&e, Failure::Io))
     }
 
-    /// [`Conn::fill`] with the I/O error as it came.
+    /// [`Conn::fill`] with the I/O error as it came. With nothing
+    /// buffered, it holds no buffer while it waits: it gives back the one
+    /// it has, waits for the stream to have bytes, and takes one from the
+    /// pool.
     async fn fill_io(&mut self, want: usize) -> io::Result<usize> {
+        if self.rbuf.is_empty() {
+            if self.rbuf.capacity() > 0 {
+                h1_bufs::give(std::mem::take(&mut self.rbuf));
+            }
+            poll_fn(|cx| self.io.poll_read_ready(cx)).await?;
+            self.rbuf = h1_bufs::take();
+        }
         if self.rbuf.capacity() - self.rbuf.len() < want.min(READ_CHUNK) {
             self.rbuf.reserve(want.max(INITIAL));
         }
@@ -532,7 +553,7 @@ fn parse_hex(v: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
     /// A server that reads one request head (or not, for pipelined tests),
@@ -783,6 +804,84 @@ mod tests {
         let z = get(&mut c, false, 100).await.unwrap();
         assert_eq!((z.status, &z.body[..]), (200, &b"z"[..]));
     }
+
+    /// Connections waiting on their answers hold no read buffer, and none
+    /// between answers: a buffer is taken from the thread's pool when an
+    /// answer's bytes are there and given back once it is read. On `wrap`'s
+    /// streams (plain TCP on tokio, or on the ring).
+    async fn waiting_connections_hold_no_read_buffer(wrap: impl Fn(TcpStream) -> Box<dyn Io>) {
+        const N: usize = 4;
+        const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        const REQUEST: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut conns = Vec::new();
+        let mut servers = Vec::new();
+        for _ in 0..N {
+            let client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+            conns.push(Conn::new(wrap(client)));
+            servers.push(l.accept().await.unwrap().0);
+        }
+        // One exchange each, answered at once.
+        let mut request = [0; REQUEST.len()];
+        for (c, s) in conns.iter_mut().zip(&mut servers) {
+            s.write_all(ANSWER).await.unwrap();
+            c.request_buf().extend_from_slice(REQUEST);
+            let a = c.exchange(b"", false, 100, true, &[]).await.unwrap();
+            assert_eq!((a.status, &a.body[..]), (200, &b"ok"[..]));
+            s.read_exact(&mut request).await.unwrap();
+            assert_eq!(c.rbuf.capacity(), 0, "a buffer kept between answers");
+        }
+        let pooled = h1_bufs::pooled();
+        assert!(pooled > 0, "no buffer given back");
+        // Then all at once, the answers held back until every request came.
+        let waiting: Vec<_> = conns
+            .into_iter()
+            .map(|mut c| {
+                tokio::spawn(async move {
+                    c.request_buf().extend_from_slice(REQUEST);
+                    let a = c.exchange(b"", false, 100, true, &[]).await;
+                    (a, c)
+                })
+            })
+            .collect();
+        for s in &mut servers {
+            s.read_exact(&mut request).await.unwrap();
+        }
+        // Each connection went on from its write to wait for the answer in
+        // the same turn that the server's read saw: they all wait now.
+        assert_eq!(
+            h1_bufs::pooled(),
+            pooled,
+            "a waiting connection took a buffer"
+        );
+        for s in &mut servers {
+            s.write_all(ANSWER).await.unwrap();
+        }
+        for w in waiting {
+            let (a, c) = w.await.unwrap();
+            assert_eq!(&a.unwrap().body[..], b"ok");
+            assert_eq!(c.rbuf.capacity(), 0, "a buffer kept after the answer");
+        }
+        assert_eq!(h1_bufs::pooled(), pooled, "a buffer was not given back");
+    }
+
+    #[tokio::test]
+    async fn waiting_connections_hold_no_read_buffer_on_tokio() {
+        waiting_connections_hold_no_read_buffer(|s| Box::new(s)).await;
+    }
+
+    #[tokio::test]
+    async fn waiting_connections_hold_no_read_buffer_on_the_ring() {
+        if let Err(e) = super::super::uring::probe() {
+            eprintln!("skipped: io_uring is unavailable here ({e})");
+            return;
+        }
+        waiting_connections_hold_no_read_buffer(|s| super::super::uring::Stream::wrap(s).unwrap())
+            .await;
+    }
+
+    /// The in-memory stream of the parse tests: reads take a buffer at once.
+    impl Io for tokio::io::DuplexStream {}
 
     #[test]
     fn numbers() {

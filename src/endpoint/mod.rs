@@ -10,6 +10,7 @@ mod connect;
 mod fuzz;
 pub mod grpc;
 mod h1;
+mod h1_bufs;
 mod h1_head;
 mod h2;
 mod h2_socket;

@@ -628,6 +628,33 @@ fn gone() -> io::Error {
     io::Error::other("io_uring ring gone")
 }
 
+impl super::connect::Io for Stream {
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.with(|ring, idx| {
+            let Some(c) = ring.conns[idx].as_mut() else {
+                return Poll::Ready(Err(gone()));
+            };
+            match c.recv {
+                _ if c.held.is_some() => Poll::Ready(Ok(())),
+                // The read tells which.
+                Recv::Eof | Recv::Failed(_) => Poll::Ready(Ok(())),
+                // The last receive filled its buffer: more is likely
+                // waiting, and the read tries a plain `recv` first.
+                Recv::Idle if c.more => Poll::Ready(Ok(())),
+                Recv::Idle => {
+                    set_waker(&mut c.reader, cx);
+                    ring.arm_recv(idx);
+                    Poll::Pending
+                }
+                Recv::InFlight | Recv::Starved => {
+                    set_waker(&mut c.reader, cx);
+                    Poll::Pending
+                }
+            }
+        })?
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
