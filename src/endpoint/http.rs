@@ -797,9 +797,11 @@ pub struct Slot {
     deadline: Deadline,
     /// The wait before the next connect after failed ones.
     backoff: Backoff,
-    ws: WsSlot,
-    /// gRPC: the last request's message, encoded.
-    encoded: Encoded,
+    /// Made by the first WebSocket request (boxed: most slots never
+    /// have one, and it is ~400 bytes).
+    ws: Option<Box<WsSlot>>,
+    /// gRPC: the last request's message, encoded (made by the first).
+    encoded: Option<Box<Encoded>>,
     /// When the last answer was wholly read, if known without another
     /// read of the clock (see `Answer::done_at`).
     answered: Option<Instant>,
@@ -854,8 +856,8 @@ impl Slot {
             reuse: false,
             deadline: Deadline::default(),
             backoff: Backoff::default(),
-            ws: WsSlot::default(),
-            encoded: Encoded::default(),
+            ws: None,
+            encoded: None,
             answered: None,
             port: 0,
         }
@@ -874,7 +876,11 @@ impl Slot {
     pub async fn warm(&mut self) -> Result<Option<Duration>, Failure> {
         let link = &*self.link;
         if let Some(ws) = &link.ws {
-            return self.ws.warm(ws, &link.dialer, &link.opts).await;
+            return self
+                .ws
+                .get_or_insert_default()
+                .warm(ws, &link.dialer, &link.opts)
+                .await;
         }
         let _connecting;
         let counted = link.h2.borrow().negotiated;
@@ -938,6 +944,7 @@ impl Slot {
         if let Some(ws) = &link.ws {
             return self
                 .ws
+                .get_or_insert_default()
                 .send(ws, &link.dialer, &link.opts, req, keep_body, due)
                 .await;
         }
@@ -1117,7 +1124,7 @@ impl Slot {
             .service
             .method(req.target.as_deref())
             .ok_or(H2Error::Failed(Failure::BadRequest))?;
-        let body = self.encoded.get(req, &method)?;
+        let body = self.encoded.get_or_insert_default().get(req, &method)?;
         let id = conn.open(
             |block| {
                 g.put_block(

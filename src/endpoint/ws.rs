@@ -52,7 +52,9 @@ use super::connect::{classify_io, Backoff, Dialer, Io};
 use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, TransportOptions};
 use crate::model::Request;
 
-type Socket = WebSocketStream<Box<dyn Io>>;
+/// Boxed: the stream is ~300 bytes, and a slot's future would otherwise
+/// carry it (twice) inline, for HTTP requests too.
+type Socket = Box<WebSocketStream<Box<dyn Io>>>;
 
 /// What a link to a WebSocket endpoint prepares once: the handshake.
 pub(crate) struct WsLink {
@@ -110,7 +112,7 @@ impl WsLink {
                     tungstenite::Error::Http(_) => Failure::Connect,
                     e => classify(&e),
                 })?;
-        Ok((socket, port))
+        Ok((Box::new(socket), port))
     }
 }
 

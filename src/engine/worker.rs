@@ -886,71 +886,75 @@ async fn feed_open(
 }
 
 /// One slot: claim the endpoint's next unit of work, carry it out,
-/// deliver the result.
-async fn drive(core: Rc<Core>, e: usize, mut slot: Slot) {
-    while let Some((place, work, due, warmup)) = claim(&core, e).await {
-        core.inflight.borrow_mut()[e] += 1;
-        let done = match &work {
-            Work::Request(req) => {
-                if !warmup {
-                    core.stats.borrow_mut().endpoints[e].sent += 1;
-                }
-                let outcome = slot.send(req, core.keep_body, due).await;
-                let error = !warmup && record(&core, e, req, &outcome, None);
-                Done::One(outcome, error)
-            }
-            Work::Flow(f, n) => {
-                let mix = core
-                    .mix
-                    .as_deref()
-                    .unwrap_or_else(|| unreachable!("flow work without a flow"));
-                let flow = &mix.flows()[*f];
-                // Boxed: a flow's state (its steps' futures, the answers
-                // so far) stays out of the slot's task, which a request
-                // stream keeps small.
-                let run = Box::pin(unit::run_flow(
-                    flow,
-                    &mut slot,
-                    e,
-                    &core.labels[e],
-                    *n,
-                    due,
-                    |k, event| {
-                        if !warmup {
-                            let name = &core.step_names[*f][k];
-                            match event {
-                                Event::Step(run) => record_step(&core, e, name, run),
-                                Event::Page(depth, run) => {
-                                    record_step(&core, e, name, run);
-                                    if let Some(o) = &run.outcome {
-                                        let mut stats = core.stats.borrow_mut();
-                                        stats::part(&mut stats.endpoints[e].steps, name)
-                                            .traversal
-                                            .get_or_insert_with(Default::default)
-                                            .page(depth, o.latency);
-                                    }
-                                }
-                                Event::Traversal(run) => record_traversal(&core, e, name, run),
-                            }
-                        }
-                    },
-                ))
-                .await;
-                if !warmup {
-                    let s = &mut core.stats.borrow_mut().endpoints[e];
-                    s.flows.record(run.succeeded, run.duration);
-                    if let Some(one) = s.scenarios.get_mut(*f) {
-                        one.record(run.succeeded, run.duration);
+/// deliver the result. Not an `async fn`: one would keep its arguments
+/// twice in the task, the `Slot` among them.
+#[allow(clippy::manual_async_fn)]
+fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<Output = ()> {
+    async move {
+        while let Some((place, work, due, warmup)) = claim(&core, e).await {
+            core.inflight.borrow_mut()[e] += 1;
+            let done = match &work {
+                Work::Request(req) => {
+                    if !warmup {
+                        core.stats.borrow_mut().endpoints[e].sent += 1;
                     }
+                    let outcome = slot.send(req, core.keep_body, due).await;
+                    let error = !warmup && record(&core, e, req, &outcome, None);
+                    Done::One(outcome, error)
                 }
-                Done::Flow(run)
-            }
-        };
-        core.inflight.borrow_mut()[e] -= 1;
-        deliver(&core, e, place, work, done);
+                Work::Flow(f, n) => {
+                    let mix = core
+                        .mix
+                        .as_deref()
+                        .unwrap_or_else(|| unreachable!("flow work without a flow"));
+                    let flow = &mix.flows()[*f];
+                    // Boxed: a flow's state (its steps' futures, the answers
+                    // so far) stays out of the slot's task, which a request
+                    // stream keeps small.
+                    let run = Box::pin(unit::run_flow(
+                        flow,
+                        &mut slot,
+                        e,
+                        &core.labels[e],
+                        *n,
+                        due,
+                        |k, event| {
+                            if !warmup {
+                                let name = &core.step_names[*f][k];
+                                match event {
+                                    Event::Step(run) => record_step(&core, e, name, run),
+                                    Event::Page(depth, run) => {
+                                        record_step(&core, e, name, run);
+                                        if let Some(o) = &run.outcome {
+                                            let mut stats = core.stats.borrow_mut();
+                                            stats::part(&mut stats.endpoints[e].steps, name)
+                                                .traversal
+                                                .get_or_insert_with(Default::default)
+                                                .page(depth, o.latency);
+                                        }
+                                    }
+                                    Event::Traversal(run) => record_traversal(&core, e, name, run),
+                                }
+                            }
+                        },
+                    ))
+                    .await;
+                    if !warmup {
+                        let s = &mut core.stats.borrow_mut().endpoints[e];
+                        s.flows.record(run.succeeded, run.duration);
+                        if let Some(one) = s.scenarios.get_mut(*f) {
+                            one.record(run.succeeded, run.duration);
+                        }
+                    }
+                    Done::Flow(run)
+                }
+            };
+            core.inflight.borrow_mut()[e] -= 1;
+            deliver(&core, e, place, work, done);
+        }
+        core.live_slots.set(core.live_slots.get() - 1);
+        core.done.notify_waiters();
     }
-    core.live_slots.set(core.live_slots.get() - 1);
-    core.done.notify_waiters();
 }
 
 async fn claim(core: &Core, e: usize) -> Option<(usize, Work, Option<Instant>, bool)> {
