@@ -1075,6 +1075,61 @@ mod tests {
         );
     }
 
+    /// A burst of answers that finds the pool dry doubles it once in that
+    /// turn, not once for every receive that failed: the receives past the
+    /// buffers it has then wait for the next turns.
+    #[tokio::test]
+    async fn a_dry_burst_doubles_the_pool_once_a_turn() {
+        use super::super::connect::Io;
+        const CONNS: usize = 12;
+        let mut clients = Vec::new();
+        let mut servers = Vec::new();
+        for _ in 0..CONNS {
+            let Some((c, s)) = pair().await else {
+                return;
+            };
+            clients.push(c);
+            servers.push(s);
+        }
+        // No await from here to the check: the driver task cannot turn
+        // the ring in between, this test does.
+        let turn = || RING.with(|r| r.borrow_mut().as_mut().map(Ring::turn));
+        let mut cx = Context::from_waker(Waker::noop());
+        for c in &mut clients {
+            assert!(c.poll_read_ready(&mut cx).is_pending());
+        }
+        turn();
+        for s in &servers {
+            assert_eq!(s.try_write(b"answer").unwrap(), 6);
+        }
+        turn();
+        let (pool, starved) = RING.with(|r| {
+            let r = r.borrow();
+            let r = r.as_ref().unwrap();
+            (r.bufs.len(), r.starved.len())
+        });
+        assert_eq!(pool, 4, "the pool of 2 doubled more than once in a turn");
+        assert_eq!(starved, CONNS - 4, "receives armed past the free buffers");
+        // All read at once: buffers come back as their answers are read.
+        let readers: Vec<_> = clients
+            .into_iter()
+            .map(|mut c| {
+                tokio::spawn(async move {
+                    let mut got = [0; 6];
+                    c.read_exact(&mut got).await.map(|_| got)
+                })
+            })
+            .collect();
+        for (i, r) in readers.into_iter().enumerate() {
+            let got = tokio::time::timeout(Duration::from_secs(5), r)
+                .await
+                .unwrap_or_else(|_| panic!("connection {i} never read its answer"))
+                .unwrap()
+                .unwrap();
+            assert_eq!(&got, b"answer");
+        }
+    }
+
     /// Connections that end one after another, each read to its end, do
     /// not use the pool up: every buffer comes back, and none stays with a
     /// stream's end.

@@ -28,7 +28,7 @@ pub(super) const GROUP: u16 = 0;
 const INITIAL: u16 = if cfg!(test) { 2 } else { 64 };
 /// The most buffers (a power of two: the ring has this many entries):
 /// 16 MiB per core.
-pub(super) const MAX: u16 = if cfg!(test) { 4 } else { 4096 };
+pub(super) const MAX: u16 = if cfg!(test) { 8 } else { 4096 };
 /// The ring's entries are page-aligned.
 const PAGE: usize = 4096;
 
