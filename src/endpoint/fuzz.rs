@@ -195,6 +195,7 @@ fn fuzz_h1_response() {
         .build()
         .unwrap();
     let keep = [http::HeaderName::from_static("x-k")];
+    let heads = crate::endpoint::h1::Heads::default();
     let cases = (
         h1_response(),
         1usize..64,
@@ -210,7 +211,7 @@ fn fuzz_h1_response() {
             let mut conn = H1Conn::new(io);
             conn.request_buf()
                 .extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
-            let r = rt.block_on(conn.exchange(b"", head, max_body, keep_body, &keep));
+            let r = rt.block_on(conn.exchange(b"", head, max_body, keep_body, &keep, &heads));
             if let Ok(a) = r {
                 prop_assert!(a.body_len <= max_body);
                 prop_assert!((100..1000).contains(&a.status));

@@ -1,14 +1,17 @@
 //! A lean HTTP/1.1 client connection: one request at a time over any byte
 //! stream (TCP, or TLS when ALPN chose `http/1.1`), owned by the slot that
 //! uses it (no spawned task, no channel). The request head is serialized by
-//! the caller into the connection's reused write buffer; the response is
-//! read into a buffer lent by the thread's pool once the stream has bytes
-//! (`h1_bufs`), given back when the answer is read, and its head parsed by
-//! `h1_head` (a scan a word at a time, `httparse` for the uncommon head).
+//! the caller into a write buffer lent by the thread's pool (`h1_bufs`) and
+//! given back once it is written; the response is read into a buffer lent
+//! the same way once the stream has bytes, given back when the answer is
+//! read, and its head parsed by `h1_head` (a scan a word at a time,
+//! `httparse` for the uncommon head), or replayed from the same bytes
+//! parsed by another of the endpoint's connections on the core (`Heads`).
 //! Only the headers asked for are allocated; the body is counted and
 //! discarded, or kept (without a copy when it arrived whole with a
 //! `Content-Length`).
 
+use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::task::Poll;
@@ -45,14 +48,107 @@ enum Framing {
 /// whether the connection stays open, and the headers kept.
 type Head = (u16, Framing, bool, Vec<(HeaderName, HeaderValue)>);
 
-/// The last response head a connection parsed.
+/// How many response heads [`Heads`] keeps: an endpoint's servers may
+/// answer with a few (several machines behind one address).
+const RECENT_HEADS: usize = 4;
+
+/// A response head parsed, kept for replay.
 #[derive(Default)]
-struct LastHead {
-    /// Its bytes, through the blank line; empty before the first.
+struct Recent {
+    /// Its bytes, through the blank line.
     bytes: Vec<u8>,
     /// The headers asked for when it was parsed.
     keep: Vec<HeaderName>,
     head: Head,
+}
+
+/// The response heads an endpoint's connections on one core parsed last,
+/// newest first, and the parser's scratch: what [`Conn::exchange`] replays
+/// a head from. One copy for the endpoint and core, not one for each
+/// connection: a server's connections answer with the same head (nginx's
+/// differ only in `Date`, once a second), and one copy stays in cache where
+/// a copy for each of 1,000 connections is cold whenever it is read.
+#[derive(Default)]
+pub(crate) struct Heads(RefCell<HeadsInner>);
+
+#[derive(Default)]
+struct HeadsInner {
+    recent: Vec<Recent>,
+    /// The fields of the head being parsed (reused).
+    fields: Vec<Field>,
+}
+
+impl Heads {
+    /// What the response head at the start of `buf` says, and its length
+    /// (`None` while incomplete): replayed from a head kept here that is
+    /// the same byte for byte (the parse reads nothing past the head's
+    /// blank line, and nothing of the connection, so the same bytes say the
+    /// same), or parsed and kept.
+    fn replay_or_parse(
+        &self,
+        buf: &[u8],
+        keep: &[HeaderName],
+    ) -> Result<Option<(Head, usize)>, Failure> {
+        let heads = &mut *self.0.borrow_mut();
+        if let Some(r) = heads
+            .recent
+            .iter()
+            .find(|r| buf.starts_with(&r.bytes) && r.keep == keep)
+        {
+            return Ok(Some((r.head.clone(), r.bytes.len())));
+        }
+        let Some((head, n)) = parse_new_head(buf, &mut heads.fields, keep)? else {
+            return Ok(None);
+        };
+        let full = heads.recent.len() == RECENT_HEADS;
+        let mut r = if full { heads.recent.pop() } else { None }.unwrap_or_default();
+        r.bytes.clear();
+        r.bytes.extend_from_slice(&buf[..n]);
+        if r.keep != keep {
+            r.keep = keep.to_vec();
+        }
+        r.head = head.clone();
+        heads.recent.insert(0, r);
+        Ok(Some((head, n)))
+    }
+}
+
+/// Parse a response head at the start of `buf` (into `fields`, reused):
+/// what it says and its length, `None` while incomplete.
+fn parse_new_head(
+    buf: &[u8],
+    fields: &mut Vec<Field>,
+    keep: &[HeaderName],
+) -> Result<Option<(Head, usize)>, Failure> {
+    let Ok(head) = h1_head::parse(buf, fields) else {
+        return Err(Failure::Protocol);
+    };
+    let Some(head) = head else {
+        if buf.len() < MAX_HEAD {
+            return Ok(None);
+        }
+        return Err(Failure::Protocol);
+    };
+    // httparse takes any three digits; below 100 is no HTTP status.
+    if head.code < 100 {
+        return Err(Failure::Protocol);
+    }
+    let (status, http11, n) = (head.code, head.http11, head.len);
+    let mut facts = Facts::default();
+    for f in fields.iter() {
+        facts.see(f.name(buf), f.value(buf))?;
+    }
+    let mut headers = Vec::new();
+    for name in keep {
+        for f in fields.iter() {
+            if f.name(buf).eq_ignore_ascii_case(name.as_str().as_bytes()) {
+                let value = HeaderValue::from_bytes(f.value(buf)).map_err(|_| Failure::Protocol)?;
+                headers.push((name.clone(), value));
+            }
+        }
+    }
+    let (framing, keep_alive) = facts.framing(http11);
+    Ok(Some(((status, framing, keep_alive, headers), n)))
 }
 
 /// How far the last exchange on a connection got before it ended: whether
@@ -73,11 +169,9 @@ pub(crate) struct Conn<S> {
     /// Bytes read and not yet consumed, in a buffer lent by `h1_bufs`; no
     /// memory at all (`BytesMut::new()`) between answers.
     rbuf: BytesMut,
-    wbuf: Vec<u8>,
-    /// The last response head's fields (reused).
-    fields: Vec<Field>,
-    /// The last response head parsed, byte for byte, and what it said.
-    last: LastHead,
+    /// The request being written, in a buffer lent by `h1_bufs` too: none
+    /// between requests.
+    wbuf: BytesMut,
     reached: Reached,
     /// The local port of its TCP connection (0: not known), which names
     /// the connection to a fault proxy.
@@ -89,10 +183,7 @@ impl<S: Io> Conn<S> {
         Conn {
             io,
             rbuf: BytesMut::new(),
-            // Grows to the largest request head sent, and stays.
-            wbuf: Vec::new(),
-            fields: Vec::new(),
-            last: LastHead::default(),
+            wbuf: BytesMut::new(),
             reached: Reached::Nothing,
             port: 0,
         }
@@ -114,9 +205,15 @@ impl<S: Io> Conn<S> {
         self.reached
     }
 
-    /// The write buffer, emptied, for the next request's head (and body).
-    pub fn request_buf(&mut self) -> &mut Vec<u8> {
-        self.wbuf.clear();
+    /// The write buffer, empty, for the next request's head (and body):
+    /// taken from the thread's pool, to which [`Conn::exchange`] gives it
+    /// back once the request is written.
+    pub fn request_buf(&mut self) -> &mut BytesMut {
+        if self.wbuf.capacity() == 0 {
+            self.wbuf = h1_bufs::take();
+        } else {
+            self.wbuf.clear();
+        }
         &mut self.wbuf
     }
 
@@ -158,6 +255,7 @@ impl<S: Io> Conn<S> {
         max_body: u64,
         keep_body: bool,
         keep: &[HeaderName],
+        heads: &Heads,
     ) -> Result<Answer, Failure> {
         let io_err = |e: io::Error| classify_io(&e, Failure::Io);
         self.reached = Reached::Nothing;
@@ -170,10 +268,13 @@ impl<S: Io> Conn<S> {
         }
         self.io.flush().await.map_err(io_err)?;
         self.reached = Reached::Written;
+        // Given back at once: the read of the answer takes it again (the
+        // pool's last), while it is still in cache.
+        h1_bufs::give(std::mem::take(&mut self.wbuf));
 
         // The head, skipping interim (1xx) responses.
         let (status, framing, mut keep_alive, headers) = loop {
-            match self.parse_head(keep)? {
+            match self.parse_head(keep, heads)? {
                 Some((status, ..)) if (100..200).contains(&status) && status != 101 => continue,
                 Some((101, ..)) => return Err(Failure::Protocol),
                 Some(head) => break head,
@@ -220,68 +321,14 @@ impl<S: Io> Conn<S> {
         })
     }
 
-    /// Parse a response head from the read buffer; `None` when it is not
-    /// complete yet. Consumes the head.
-    fn parse_head(&mut self, keep: &[HeaderName]) -> Result<Option<Head>, Failure> {
-        // A head the same, byte for byte, as the last one parsed says the
-        // same (the parse reads nothing past the head's blank line): a
-        // server's answers differ mostly in the time of their `Date`.
-        let last = &self.last;
-        if !last.bytes.is_empty() && self.rbuf.starts_with(&last.bytes) && last.keep == keep {
-            let head = last.head.clone();
-            self.rbuf.advance(last.bytes.len());
-            return Ok(Some(head));
-        }
-        let head = self.parse_new_head(keep)?;
-        if let Some((head, n)) = &head {
-            self.last.bytes.clear();
-            self.last.bytes.extend_from_slice(&self.rbuf[..*n]);
-            self.last.head = head.clone();
-            if self.last.keep != keep {
-                self.last.keep = keep.to_vec();
-            }
-        }
-        Ok(head.map(|(head, n)| {
-            self.rbuf.advance(n);
-            head
-        }))
-    }
-
-    /// Parse a response head at the start of the read buffer: what it says
-    /// and its length, `None` while incomplete.
-    fn parse_new_head(&mut self, keep: &[HeaderName]) -> Result<Option<(Head, usize)>, Failure> {
-        let Ok(head) = h1_head::parse(&self.rbuf, &mut self.fields) else {
-            return Err(Failure::Protocol);
+    /// Parse a response head from the read buffer, or replay it from
+    /// `heads`; `None` when it is not complete yet. Consumes the head.
+    fn parse_head(&mut self, keep: &[HeaderName], heads: &Heads) -> Result<Option<Head>, Failure> {
+        let Some((head, n)) = heads.replay_or_parse(&self.rbuf, keep)? else {
+            return Ok(None);
         };
-        let Some(head) = head else {
-            if self.rbuf.len() < MAX_HEAD {
-                return Ok(None);
-            }
-            return Err(Failure::Protocol);
-        };
-        // httparse takes any three digits; below 100 is no HTTP status.
-        if head.code < 100 {
-            return Err(Failure::Protocol);
-        }
-        let (status, http11, n) = (head.code, head.http11, head.len);
-        let mut facts = Facts::default();
-        for f in &self.fields {
-            facts.see(f.name(&self.rbuf), f.value(&self.rbuf))?;
-        }
-        let mut headers = Vec::new();
-        for name in keep {
-            for f in &self.fields {
-                if f.name(&self.rbuf)
-                    .eq_ignore_ascii_case(name.as_str().as_bytes())
-                {
-                    let value = HeaderValue::from_bytes(f.value(&self.rbuf))
-                        .map_err(|_| Failure::Protocol)?;
-                    headers.push((name.clone(), value));
-                }
-            }
-        }
-        let (framing, keep_alive) = facts.framing(http11);
-        Ok(Some(((status, framing, keep_alive, headers), n)))
+        self.rbuf.advance(n);
+        Ok(Some(head))
     }
 
     /// Read more bytes into the read buffer, room for at least `want`;
@@ -586,7 +633,8 @@ mod tests {
         let method = if head { "HEAD" } else { "GET" };
         let buf = c.request_buf();
         buf.extend_from_slice(format!("{method} / HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes());
-        c.exchange(b"", head, max, true, &[]).await
+        c.exchange(b"", head, max, true, &[], &Heads::default())
+            .await
     }
 
     /// A close-delimited body cut by a TCP reset is a reset, not a body.
@@ -624,7 +672,10 @@ mod tests {
         .await;
         let keep = [HeaderName::from_static("x-a")];
         c.request_buf().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
-        let a = c.exchange(b"", false, 100, true, &keep).await.unwrap();
+        let a = c
+            .exchange(b"", false, 100, true, &keep, &Heads::default())
+            .await
+            .unwrap();
         assert_eq!((a.status, &a.body[..], a.body_len), (200, &b"hello"[..], 5));
         assert!(a.keep_alive);
         assert_eq!(
@@ -655,7 +706,10 @@ mod tests {
         )
         .await;
         c.request_buf().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
-        let a = c.exchange(b"", false, 100, false, &[]).await.unwrap();
+        let a = c
+            .exchange(b"", false, 100, false, &[], &Heads::default())
+            .await
+            .unwrap();
         assert_eq!((a.body_len, a.body.len()), (10, 0));
     }
 
@@ -666,7 +720,10 @@ mod tests {
             for keep in [true, false] {
                 let mut c = serve(vec![raw[..at].to_vec(), raw[at..].to_vec()], false).await;
                 c.request_buf().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
-                let a = c.exchange(b"", false, 100, keep, &[]).await.unwrap();
+                let a = c
+                    .exchange(b"", false, 100, keep, &[], &Heads::default())
+                    .await
+                    .unwrap();
                 assert_eq!(a.body_len, 11, "split at {at}");
                 if keep {
                     assert_eq!(&a.body[..], b"hello world", "split at {at}");
@@ -807,8 +864,9 @@ mod tests {
 
     /// Connections waiting on their answers hold no read buffer, and none
     /// between answers: a buffer is taken from the thread's pool when an
-    /// answer's bytes are there and given back once it is read. On `wrap`'s
-    /// streams (plain TCP on tokio, or on the ring).
+    /// answer's bytes are there and given back once it is read. Nor do they
+    /// keep a write buffer past the request's write. On `wrap`'s streams
+    /// (plain TCP on tokio, or on the ring).
     async fn waiting_connections_hold_no_read_buffer(wrap: impl Fn(TcpStream) -> Box<dyn Io>) {
         const N: usize = 4;
         const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -826,40 +884,43 @@ mod tests {
         for (c, s) in conns.iter_mut().zip(&mut servers) {
             s.write_all(ANSWER).await.unwrap();
             c.request_buf().extend_from_slice(REQUEST);
-            let a = c.exchange(b"", false, 100, true, &[]).await.unwrap();
+            let a = c
+                .exchange(b"", false, 100, true, &[], &Heads::default())
+                .await
+                .unwrap();
             assert_eq!((a.status, &a.body[..]), (200, &b"ok"[..]));
             s.read_exact(&mut request).await.unwrap();
             assert_eq!(c.rbuf.capacity(), 0, "a buffer kept between answers");
+            assert_eq!(c.wbuf.capacity(), 0, "a buffer kept after the request");
         }
         let pooled = h1_bufs::pooled();
         assert!(pooled > 0, "no buffer given back");
         // Then all at once, the answers held back until every request came.
-        let waiting: Vec<_> = conns
-            .into_iter()
-            .map(|mut c| {
-                tokio::spawn(async move {
-                    c.request_buf().extend_from_slice(REQUEST);
-                    let a = c.exchange(b"", false, 100, true, &[]).await;
-                    (a, c)
-                })
-            })
-            .collect();
-        for s in &mut servers {
-            s.read_exact(&mut request).await.unwrap();
-        }
-        // Each connection went on from its write to wait for the answer in
-        // the same turn that the server's read saw: they all wait now.
-        assert_eq!(
-            h1_bufs::pooled(),
-            pooled,
-            "a waiting connection took a buffer"
-        );
-        for s in &mut servers {
-            s.write_all(ANSWER).await.unwrap();
-        }
-        for w in waiting {
-            let (a, c) = w.await.unwrap();
+        let heads = &Heads::default();
+        let exchanges = futures_util::future::join_all(conns.iter_mut().map(|c| async move {
+            c.request_buf().extend_from_slice(REQUEST);
+            c.exchange(b"", false, 100, true, &[], heads).await
+        }));
+        let serve = async {
+            for s in &mut servers {
+                s.read_exact(&mut request).await.unwrap();
+            }
+            // Each connection went on from its write to wait for the answer
+            // in the same turn that the server's read saw: they all wait now.
+            assert_eq!(
+                h1_bufs::pooled(),
+                pooled,
+                "a waiting connection took a buffer"
+            );
+            for s in &mut servers {
+                s.write_all(ANSWER).await.unwrap();
+            }
+        };
+        let (answers, ()) = tokio::join!(exchanges, serve);
+        for a in answers {
             assert_eq!(&a.unwrap().body[..], b"ok");
+        }
+        for c in &conns {
             assert_eq!(c.rbuf.capacity(), 0, "a buffer kept after the answer");
         }
         assert_eq!(h1_bufs::pooled(), pooled, "a buffer was not given back");
@@ -891,11 +952,13 @@ mod tests {
         assert_eq!(parse_hex(b""), None);
     }
 
-    /// A head replayed from the last one parsed says exactly what parsing
-    /// it says, and leaves the same bytes after it: over a long mixed
-    /// sequence of heads (the same one again, a new `Date`, other framings,
-    /// a cut head, a broken one, other headers kept), each followed by body
-    /// bytes, against a connection that parses every head afresh.
+    /// A head replayed from one parsed by any connection of the endpoint
+    /// (the `Heads` shared) says exactly what parsing it says, and leaves the same
+    /// bytes after it: over a long mixed sequence of heads (the same one
+    /// again, a new `Date`, other framings, a cut head, a broken one, other
+    /// headers kept, more servers than the thread keeps heads of), each
+    /// followed by body bytes, read by three connections in turn, against a
+    /// parse afresh of every head.
     #[test]
     fn a_replayed_head_says_what_a_parse_says() {
         let heads: &[&[u8]] = &[
@@ -911,8 +974,8 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nServer: nginx\r\n",
         ];
         let keeps = [Vec::new(), vec![HeaderName::from_static("x-id")]];
-        let conn = || Conn::new(tokio::io::duplex(64).0);
-        let mut replaying = conn();
+        let kept = Heads::default();
+        let mut replaying: Vec<_> = (0..3).map(|_| Conn::new(tokio::io::duplex(64).0)).collect();
         let mut seed = 7u64;
         let mut next = |n: usize| {
             seed = seed
@@ -927,18 +990,24 @@ mod tests {
             let keep = &keeps[usize::from(next(10) == 0)];
             let mut bytes = head.to_vec();
             bytes.extend_from_slice(&b"body"[..next(5)]);
-            let mut fresh = conn();
-            fresh.rbuf.extend_from_slice(&bytes);
-            replaying.rbuf.clear();
-            replaying.rbuf.extend_from_slice(&bytes);
+            let mut fresh = BytesMut::from(&bytes[..]);
+            let want = parse_new_head(&fresh, &mut Vec::new(), keep).map(|head| {
+                head.map(|(head, n)| {
+                    fresh.advance(n);
+                    head
+                })
+            });
+            let c = &mut replaying[round % 3];
+            c.rbuf.clear();
+            c.rbuf.extend_from_slice(&bytes);
             // A replay does not parse: the fields stay as they are put.
-            replaying.fields.clear();
-            let got = replaying.parse_head(keep);
-            if replaying.fields.is_empty() && matches!(got, Ok(Some(_))) {
+            kept.0.borrow_mut().fields.clear();
+            let got = c.parse_head(keep, &kept);
+            if kept.0.borrow().fields.is_empty() && matches!(got, Ok(Some(_))) {
                 replays += 1;
             }
-            assert_eq!(got, fresh.parse_head(keep), "round {round}");
-            assert_eq!(replaying.rbuf, fresh.rbuf, "round {round}");
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(c.rbuf, fresh, "round {round}");
         }
         assert!(replays > 500, "{replays} replays");
     }

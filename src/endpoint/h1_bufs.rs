@@ -1,12 +1,15 @@
-//! Read buffers for HTTP/1.1 connections, lent from a per-thread pool.
+//! Read and write buffers for HTTP/1.1 connections, lent from a per-thread
+//! pool.
 //!
 //! A connection holds a read buffer only while bytes of an answer are in
 //! it: it waits for its stream to have bytes before it takes one
 //! (`Io::poll_read_ready`), and gives it back once the answer is read. So
 //! 10,000 connections waiting on slow answers hold no read buffers (4 KiB
-//! each, 40 MB in all, when every connection kept its own), and the few
-//! buffers that cycle are the ones last used, still in cache: the pool is
-//! last in, first out.
+//! each, 40 MB in all, when every connection kept its own). It holds a
+//! write buffer only from the request's serialization to the end of its
+//! write. The few buffers that cycle are the ones last used, still in
+//! cache: the pool is last in, first out, so an answer is read into the
+//! buffer its request was just written from.
 
 use std::cell::RefCell;
 

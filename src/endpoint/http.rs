@@ -23,6 +23,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::{BufMut, BytesMut};
 use http::header::{
     HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TE, TRANSFER_ENCODING, UPGRADE,
 };
@@ -31,7 +32,7 @@ use rustls::pki_types::ServerName;
 
 use super::connect::{Backoff, Connected, Dialer, H1Conn};
 use super::grpc::{Encoded, GrpcLink};
-use super::h1::Reached;
+use super::h1::{Heads, Reached};
 use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
@@ -94,6 +95,8 @@ pub struct Link {
     /// Counts [`Link::trim_idle`] calls: the clock idle connections are
     /// aged by (no clock read per request).
     epoch: Cell<u32>,
+    /// The response heads the HTTP/1.1 connections replay.
+    heads: Heads,
 }
 
 /// Idle HTTP/1.1 connections are closed once unused this long: the open
@@ -420,6 +423,7 @@ impl Link {
                 returned: tokio::sync::Notify::new(),
             }),
             epoch: Cell::new(0),
+            heads: Heads::default(),
         }
     }
 
@@ -548,7 +552,7 @@ impl Link {
     fn build_h1<'r>(
         &self,
         req: &'r Request,
-        buf: &mut Vec<u8>,
+        buf: &mut BytesMut,
     ) -> Result<(&'r [u8], bool), Failure> {
         let style = self.spec.style;
         let line = req.target.is_none() && req.headers.is_empty();
@@ -688,24 +692,24 @@ fn h2_forbidden(name: &HeaderName, value: &HeaderValue) -> bool {
         || (*name == TE && value.as_bytes() != b"trailers")
 }
 
-fn put_request_line(buf: &mut Vec<u8>, method: &Method, path: &str) {
-    buf.extend_from_slice(method.as_str().as_bytes());
-    buf.push(b' ');
-    buf.extend_from_slice(path.as_bytes());
-    buf.extend_from_slice(b" HTTP/1.1\r\n");
+fn put_request_line(buf: &mut impl BufMut, method: &Method, path: &str) {
+    buf.put_slice(method.as_str().as_bytes());
+    buf.put_u8(b' ');
+    buf.put_slice(path.as_bytes());
+    buf.put_slice(b" HTTP/1.1\r\n");
 }
 
-fn put_header(buf: &mut Vec<u8>, name: &HeaderName, value: &[u8]) {
-    buf.extend_from_slice(name.as_str().as_bytes());
-    buf.extend_from_slice(b": ");
-    buf.extend_from_slice(value);
-    buf.extend_from_slice(b"\r\n");
+fn put_header(buf: &mut impl BufMut, name: &HeaderName, value: &[u8]) {
+    buf.put_slice(name.as_str().as_bytes());
+    buf.put_slice(b": ");
+    buf.put_slice(value);
+    buf.put_slice(b"\r\n");
 }
 
 /// The Content-Length value and the end of the head.
-fn put_length_end(buf: &mut Vec<u8>, len: usize) {
-    buf.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
-    buf.extend_from_slice(b"\r\n\r\n");
+fn put_length_end(buf: &mut impl BufMut, len: usize) {
+    buf.put_slice(itoa::Buffer::new().format(len).as_bytes());
+    buf.put_slice(b"\r\n\r\n");
 }
 
 /// The absolute URI of `path` at the endpoint.
@@ -1073,8 +1077,15 @@ impl Slot {
         let r = match built {
             Ok((body, head)) => {
                 let opts = &link.opts;
-                c.exchange(body, head, opts.max_body, keep_body, &opts.keep_headers)
-                    .await
+                c.exchange(
+                    body,
+                    head,
+                    opts.max_body,
+                    keep_body,
+                    &opts.keep_headers,
+                    &link.heads,
+                )
+                .await
             }
             Err(f) => {
                 self.reuse = true;
@@ -1292,11 +1303,11 @@ mod tests {
         let link = Link::new(Prepared::new(Arc::new(spec), Vec::new(), None, opts).unwrap());
         let mut get = Request::line(0, bytes::Bytes::new());
         get.method = Some(Method::GET);
-        let mut head = Vec::new();
+        let mut head = BytesMut::new();
         assert_eq!(link.build_h1(&get, &mut head).unwrap(), (&[][..], false));
         // As a plain line's head (its Content-Type too), with no length.
         assert_eq!(
-            String::from_utf8(head).unwrap(),
+            String::from_utf8(head.to_vec()).unwrap(),
             "GET /api/v1 HTTP/1.1\r\nhost: 127.0.0.1:1\r\ncontent-type: application/json\r\n\r\n"
         );
     }
