@@ -98,6 +98,10 @@ impl Protocol {
 #[derive(Default)]
 pub(crate) struct Deadline {
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// The timer's deadline (when there is a timer), kept here: a request
+    /// reads it without touching the timer, whose memory is cold when many
+    /// slots are open.
+    timer_at: Option<tokio::time::Instant>,
     /// The waker the timer was last polled with (pending), since it was
     /// last set; `None` when it is to be polled.
     armed: Option<std::task::Waker>,
@@ -106,28 +110,34 @@ pub(crate) struct Deadline {
 impl Deadline {
     /// Run `exchange` until it completes, or until `timeout` after `start`
     /// (`None`). Pinned by the caller, so the future is built in place and
-    /// not moved (a copy of several hundred bytes per request).
+    /// not moved (a copy of several hundred bytes per request). `start` is
+    /// read in the same poll of the caller's task as this future's first.
     pub(crate) async fn run<F: std::future::Future>(
         &mut self,
         start: Instant,
         timeout: Duration,
         mut exchange: std::pin::Pin<&mut F>,
     ) -> Option<F::Output> {
-        let at = tokio::time::Instant::from_std(start);
-        let at = at
+        let begun = tokio::time::Instant::from_std(start);
+        let at = begun
             .checked_add(timeout)
-            .unwrap_or(at + Duration::from_secs(30 * 365 * 86_400));
+            .unwrap_or(begun + Duration::from_secs(30 * 365 * 86_400));
+        let timer_at = self.timer_at.get_or_insert(at);
         let timer = match &mut self.timer {
             // Deadlines only move later: a timer set no later than `at`
             // (for an earlier request) stays, and is moved to `at` only if
             // it fires first (see `passed`), not once per request.
-            Some(t) if t.deadline() <= at => t,
+            Some(t) if *timer_at <= at => t,
             Some(t) => {
                 t.as_mut().reset(at);
+                *timer_at = at;
                 self.armed = None;
                 t
             }
-            none => none.insert(Box::pin(tokio::time::sleep_until(at))),
+            none => {
+                *timer_at = at;
+                none.insert(Box::pin(tokio::time::sleep_until(at)))
+            }
         };
         let armed = &mut self.armed;
         let mut polls = 0u32;
@@ -138,13 +148,16 @@ impl Deadline {
             // from the third poll on (a plain exchange takes one or two),
             // the timer goes first.
             polls += 1;
-            if polls > 2 && passed(timer, armed, at, cx) {
+            // Timers fire only between polls of the runtime's tasks: in the
+            // poll that read `start`, a timer due after it has not fired.
+            let now = (polls == 1).then_some(begun);
+            if polls > 2 && passed(timer, timer_at, armed, at, now, cx) {
                 return std::task::Poll::Ready(None);
             }
             if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
                 return std::task::Poll::Ready(Some(r));
             }
-            if passed(timer, armed, at, cx) {
+            if passed(timer, timer_at, armed, at, now, cx) {
                 std::task::Poll::Ready(None)
             } else {
                 std::task::Poll::Pending
@@ -157,24 +170,30 @@ impl Deadline {
 /// Whether the deadline `at` has passed. A timer that fired at an earlier
 /// deadline is set to `at` and polled again (so it wakes the task then).
 /// A timer still in the wheel with this task's waker (`armed`) is not
-/// polled: it has not fired, and will wake the task when it does.
+/// polled: it has not fired, and will wake the task when it does; nor is it
+/// looked at when it is due after `now` (a time in this poll, when known).
 fn passed(
     timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
+    timer_at: &mut tokio::time::Instant,
     armed: &mut Option<std::task::Waker>,
     at: tokio::time::Instant,
+    now: Option<tokio::time::Instant>,
     cx: &mut std::task::Context<'_>,
 ) -> bool {
-    if armed.as_ref().is_some_and(|w| w.will_wake(cx.waker())) && !timer.is_elapsed() {
+    if armed.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+        && (now.is_some_and(|now| now < *timer_at) || !timer.is_elapsed())
+    {
         return false;
     }
     *armed = None;
     if !poll_timer(timer, armed, cx) {
         return false;
     }
-    if timer.deadline() >= at {
+    if *timer_at >= at {
         return true;
     }
     timer.as_mut().reset(at);
+    *timer_at = at;
     poll_timer(timer, armed, cx)
 }
 
@@ -387,6 +406,35 @@ mod tests {
             assert_eq!(ended.await, Ok(None), "round {round}: never timed out");
             assert!(start.elapsed() >= timeout, "round {round}: ended early");
         }
+    }
+
+    /// A timer that fired while the slot was idle after its request (its
+    /// deadline is before the next request began) is moved to the next
+    /// request's deadline, not taken for a timer still waiting.
+    #[tokio::test]
+    async fn a_timer_that_fired_between_requests_ends_the_next_at_its_deadline() {
+        let mut d = Deadline::default();
+        let timeout = Duration::from_millis(20);
+        // A request that waits once (the timer is left in the wheel with
+        // this task's waker), then ends.
+        let waits = std::pin::pin!(async {
+            tokio::task::yield_now().await;
+            1
+        });
+        assert_eq!(d.run(Instant::now(), timeout, waits).await, Some(1));
+        // Its timer fires while the slot is idle.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let start = Instant::now();
+        let never = std::pin::pin!(std::future::pending::<()>());
+        // Not a wrapping `timeout`: it would poll the request first when it
+        // fires, and the request would see its deadline passed then.
+        let ended = tokio::select! {
+            biased;
+            () = tokio::time::sleep(Duration::from_secs(2)) => panic!("not ended at its deadline"),
+            r = d.run(start, timeout, never) => r,
+        };
+        assert_eq!(ended, None);
+        assert!(start.elapsed() >= timeout, "ended before its deadline");
     }
 
     /// After a reconnect kept out of the latency, the time to first byte
