@@ -384,6 +384,35 @@ mod tests {
         assert_eq!(d.run(Instant::now(), Duration::ZERO, third).await, None);
     }
 
+    /// A request that waits once (leaving the timer in the wheel with this
+    /// task's waker), then ends.
+    async fn waits_once(d: &mut Deadline, timeout: Duration) {
+        let waits = std::pin::pin!(async {
+            tokio::task::yield_now().await;
+            7
+        });
+        assert_eq!(d.run(Instant::now(), timeout, waits).await, Some(7));
+    }
+
+    /// A request that never completes ends at its deadline: not before, and
+    /// not only when something else polls it (not a wrapping `timeout`,
+    /// which would poll the request first when it fires, and the request
+    /// would see its deadline passed then).
+    async fn never_ends_at_its_deadline(d: &mut Deadline, timeout: Duration, what: &str) {
+        let start = Instant::now();
+        let never = std::pin::pin!(std::future::pending::<()>());
+        let ended = tokio::select! {
+            biased;
+            () = tokio::time::sleep(Duration::from_secs(2)) => panic!("{what}: not ended at its deadline"),
+            r = d.run(start, timeout, never) => r,
+        };
+        assert_eq!(ended, None, "{what}");
+        assert!(
+            start.elapsed() >= timeout,
+            "{what}: ended before its deadline"
+        );
+    }
+
     /// A timer left in the wheel by earlier requests that waited (so it
     /// is not polled again) still ends a request that never completes at
     /// that request's deadline, not before; and again after a timeout.
@@ -393,18 +422,10 @@ mod tests {
         let timeout = Duration::from_millis(30);
         for round in 0..3 {
             for _ in 0..10 {
-                let waits = std::pin::pin!(async {
-                    tokio::task::yield_now().await;
-                    7
-                });
-                assert_eq!(d.run(Instant::now(), timeout, waits).await, Some(7));
+                waits_once(&mut d, timeout).await;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
-            let start = Instant::now();
-            let never = std::pin::pin!(std::future::pending::<()>());
-            let ended = tokio::time::timeout(Duration::from_secs(5), d.run(start, timeout, never));
-            assert_eq!(ended.await, Ok(None), "round {round}: never timed out");
-            assert!(start.elapsed() >= timeout, "round {round}: ended early");
+            never_ends_at_its_deadline(&mut d, timeout, &format!("round {round}")).await;
         }
     }
 
@@ -415,26 +436,10 @@ mod tests {
     async fn a_timer_that_fired_between_requests_ends_the_next_at_its_deadline() {
         let mut d = Deadline::default();
         let timeout = Duration::from_millis(20);
-        // A request that waits once (the timer is left in the wheel with
-        // this task's waker), then ends.
-        let waits = std::pin::pin!(async {
-            tokio::task::yield_now().await;
-            1
-        });
-        assert_eq!(d.run(Instant::now(), timeout, waits).await, Some(1));
+        waits_once(&mut d, timeout).await;
         // Its timer fires while the slot is idle.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let start = Instant::now();
-        let never = std::pin::pin!(std::future::pending::<()>());
-        // Not a wrapping `timeout`: it would poll the request first when it
-        // fires, and the request would see its deadline passed then.
-        let ended = tokio::select! {
-            biased;
-            () = tokio::time::sleep(Duration::from_secs(2)) => panic!("not ended at its deadline"),
-            r = d.run(start, timeout, never) => r,
-        };
-        assert_eq!(ended, None);
-        assert!(start.elapsed() >= timeout, "ended before its deadline");
+        never_ends_at_its_deadline(&mut d, timeout, "after a fired timer").await;
     }
 
     /// After a reconnect kept out of the latency, the time to first byte
