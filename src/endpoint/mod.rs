@@ -97,14 +97,51 @@ impl Protocol {
 /// and is polled then.
 #[derive(Default)]
 pub(crate) struct Deadline {
-    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
-    /// The timer's deadline (when there is a timer), kept here: a request
-    /// reads it without touching the timer, whose memory is cold when many
-    /// slots are open.
-    timer_at: Option<tokio::time::Instant>,
+    timer: Option<Timer>,
     /// The waker the timer was last polled with (pending), since it was
     /// last set; `None` when it is to be polled.
     armed: Option<std::task::Waker>,
+}
+
+/// A slot's timer and its deadline, kept beside it: a request reads the
+/// deadline without touching the timer, whose memory is cold when many
+/// slots are open.
+struct Timer {
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    at: tokio::time::Instant,
+}
+
+impl Timer {
+    fn new(at: tokio::time::Instant) -> Timer {
+        Timer {
+            sleep: Box::pin(tokio::time::sleep_until(at)),
+            at,
+        }
+    }
+
+    /// Set to fire at `at` instead.
+    fn reset(&mut self, at: tokio::time::Instant) {
+        self.sleep.as_mut().reset(at);
+        self.at = at;
+    }
+
+    /// Poll it: whether it fired. Pending, it keeps the waker as `armed`
+    /// unless the task's cooperative budget was spent (the poll then
+    /// returned at once, the timer neither made nor given the waker).
+    fn poll(
+        &mut self,
+        armed: &mut Option<std::task::Waker>,
+        cx: &mut std::task::Context<'_>,
+    ) -> bool {
+        let budget = tokio::task::coop::has_budget_remaining();
+        if std::future::Future::poll(self.sleep.as_mut(), cx).is_ready() {
+            return true;
+        }
+        if budget {
+            *armed = Some(cx.waker().clone());
+        }
+        false
+    }
 }
 
 impl Deadline {
@@ -122,22 +159,17 @@ impl Deadline {
         let at = begun
             .checked_add(timeout)
             .unwrap_or(begun + Duration::from_secs(30 * 365 * 86_400));
-        let timer_at = self.timer_at.get_or_insert(at);
         let timer = match &mut self.timer {
             // Deadlines only move later: a timer set no later than `at`
             // (for an earlier request) stays, and is moved to `at` only if
             // it fires first (see `passed`), not once per request.
-            Some(t) if *timer_at <= at => t,
+            Some(t) if t.at <= at => t,
             Some(t) => {
-                t.as_mut().reset(at);
-                *timer_at = at;
+                t.reset(at);
                 self.armed = None;
                 t
             }
-            none => {
-                *timer_at = at;
-                none.insert(Box::pin(tokio::time::sleep_until(at)))
-            }
+            none => none.insert(Timer::new(at)),
         };
         let armed = &mut self.armed;
         let mut polls = 0u32;
@@ -151,13 +183,13 @@ impl Deadline {
             // Timers fire only between polls of the runtime's tasks: in the
             // poll that read `start`, a timer due after it has not fired.
             let now = (polls == 1).then_some(begun);
-            if polls > 2 && passed(timer, timer_at, armed, at, now, cx) {
+            if polls > 2 && passed(timer, armed, at, now, cx) {
                 return std::task::Poll::Ready(None);
             }
             if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
                 return std::task::Poll::Ready(Some(r));
             }
-            if passed(timer, timer_at, armed, at, now, cx) {
+            if passed(timer, armed, at, now, cx) {
                 std::task::Poll::Ready(None)
             } else {
                 std::task::Poll::Pending
@@ -173,46 +205,26 @@ impl Deadline {
 /// polled: it has not fired, and will wake the task when it does; nor is it
 /// looked at when it is due after `now` (a time in this poll, when known).
 fn passed(
-    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
-    timer_at: &mut tokio::time::Instant,
+    timer: &mut Timer,
     armed: &mut Option<std::task::Waker>,
     at: tokio::time::Instant,
     now: Option<tokio::time::Instant>,
     cx: &mut std::task::Context<'_>,
 ) -> bool {
     if armed.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
-        && (now.is_some_and(|now| now < *timer_at) || !timer.is_elapsed())
+        && (now.is_some_and(|now| now < timer.at) || !timer.sleep.is_elapsed())
     {
         return false;
     }
     *armed = None;
-    if !poll_timer(timer, armed, cx) {
+    if !timer.poll(armed, cx) {
         return false;
     }
-    if *timer_at >= at {
+    if timer.at >= at {
         return true;
     }
-    timer.as_mut().reset(at);
-    *timer_at = at;
-    poll_timer(timer, armed, cx)
-}
-
-/// Poll the timer: whether it fired. Pending, it keeps the waker as
-/// `armed` unless the task's cooperative budget was spent (the poll then
-/// returned at once, the timer neither made nor given the waker).
-fn poll_timer(
-    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
-    armed: &mut Option<std::task::Waker>,
-    cx: &mut std::task::Context<'_>,
-) -> bool {
-    let budget = tokio::task::coop::has_budget_remaining();
-    if std::future::Future::poll(timer.as_mut(), cx).is_ready() {
-        return true;
-    }
-    if budget {
-        *armed = Some(cx.waker().clone());
-    }
-    false
+    timer.reset(at);
+    timer.poll(armed, cx)
 }
 
 impl Outcome {
