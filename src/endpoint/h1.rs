@@ -12,14 +12,15 @@
 //! `Content-Length`).
 
 use std::cell::RefCell;
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::io;
-use std::task::Poll;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderName, HeaderValue};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::ReadBuf;
 
 use super::connect::{classify_io, Io};
 use super::h1_bufs::{self, INITIAL};
@@ -224,23 +225,11 @@ impl<S: Io> Conn<S> {
             // Bytes are already waiting: the connection is alive (pipelined).
             return false;
         }
-        if poll_fn(|cx| Poll::Ready(self.io.poll_read_ready(cx)))
+        // Nothing came: alive. The end, an error, or bytes nobody asked
+        // for: not a connection to trust.
+        poll_fn(|cx| Poll::Ready(self.poll_fill(cx, INITIAL)))
             .await
-            .is_pending()
-        {
-            return false;
-        }
-        if self.rbuf.capacity() == 0 {
-            self.rbuf = h1_bufs::take();
-        }
-        let mut read = std::pin::pin!(self.io.read_buf(&mut self.rbuf));
-        let polled = poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
-        match polled {
-            Poll::Pending => false,
-            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
-            // Something unasked arrived: not a connection to trust.
-            Poll::Ready(Ok(_)) => true,
-        }
+            .is_ready()
     }
 
     /// Send the request in the write buffer (see [`Conn::request_buf`]),
@@ -257,16 +246,16 @@ impl<S: Io> Conn<S> {
         keep: &[HeaderName],
         heads: &Heads,
     ) -> Result<Answer, Failure> {
-        let io_err = |e: io::Error| classify_io(&e, Failure::Io);
         self.reached = Reached::Nothing;
-        if body.len() <= 64 * 1024 {
+        let rest = if body.len() <= 64 * 1024 {
             self.wbuf.extend_from_slice(body);
-            self.io.write_all(&self.wbuf).await.map_err(io_err)?;
+            &[][..]
         } else {
-            self.io.write_all(&self.wbuf).await.map_err(io_err)?;
-            self.io.write_all(body).await.map_err(io_err)?;
-        }
-        self.io.flush().await.map_err(io_err)?;
+            body
+        };
+        self.write_request(rest)
+            .await
+            .map_err(|e| classify_io(&e, Failure::Io))?;
         self.reached = Reached::Written;
         // Given back at once: the read of the answer takes it again (the
         // pool's last), while it is still in cache.
@@ -331,38 +320,66 @@ impl<S: Io> Conn<S> {
         Ok(Some(head))
     }
 
+    /// Write the write buffer and then `rest`, and flush: one future
+    /// polling the stream directly (a write to a socket that takes it all
+    /// is done in its first poll).
+    async fn write_request(&mut self, rest: &[u8]) -> io::Result<()> {
+        let Conn { io, wbuf, .. } = self;
+        let mut done = 0;
+        poll_fn(|cx| loop {
+            let left = match wbuf.get(done..) {
+                Some(head) if !head.is_empty() => head,
+                _ => &rest[done - wbuf.len()..],
+            };
+            if left.is_empty() {
+                return Pin::new(&mut *io).poll_flush(cx);
+            }
+            match ready!(Pin::new(&mut *io).poll_write(cx, left))? {
+                0 => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                n => done += n,
+            }
+        })
+        .await
+    }
+
     /// Read more bytes into the read buffer, room for at least `want`;
     /// the end of the stream is a reset (the answer is incomplete).
     async fn read_more(&mut self, want: usize) -> Result<(), Failure> {
-        if self.fill(want).await? == 0 {
-            return Err(Failure::Reset);
+        match self.fill_io(want).await {
+            Ok(0) => Err(Failure::Reset),
+            Ok(_) => Ok(()),
+            Err(e) => Err(classify_io(&e, Failure::Io)),
         }
-        Ok(())
     }
 
-    /// One read into the read buffer; 0 at the end of the stream.
-    async fn fill(&mut self, want: usize) -> Result<usize, Failure> {
-        self.fill_io(want)
-            .await
-            .map_err(|e| classify_io(&e, Failure::Io))
-    }
-
-    /// [`Conn::fill`] with the I/O error as it came. With nothing
-    /// buffered, it holds no buffer while it waits: it gives back the one
-    /// it has, waits for the stream to have bytes, and takes one from the
-    /// pool.
+    /// One read into the read buffer, room for at least `want`; 0 at the
+    /// end of the stream, the I/O error as it came.
     async fn fill_io(&mut self, want: usize) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_fill(cx, want)).await
+    }
+
+    /// [`Conn::fill_io`], polled. With nothing buffered, it holds no
+    /// buffer while it waits: it gives back the one it has, waits for the
+    /// stream to have bytes, and takes one from the pool.
+    fn poll_fill(&mut self, cx: &mut Context<'_>, want: usize) -> Poll<io::Result<usize>> {
         if self.rbuf.is_empty() {
             if self.rbuf.capacity() > 0 {
                 h1_bufs::give(std::mem::take(&mut self.rbuf));
             }
-            poll_fn(|cx| self.io.poll_read_ready(cx)).await?;
+            ready!(self.io.poll_read_ready(cx))?;
             self.rbuf = h1_bufs::take();
         }
         if self.rbuf.capacity() - self.rbuf.len() < want.min(READ_CHUNK) {
             self.rbuf.reserve(want.max(INITIAL));
         }
-        self.io.read_buf(&mut self.rbuf).await
+        let spare = self.rbuf.spare_capacity_mut();
+        let mut buf = ReadBuf::uninit(spare);
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
+        let n = buf.filled().len();
+        // SAFETY: `poll_read` initialised the first `n` bytes of the spare
+        // capacity (a `ReadBuf` tracks what it filled).
+        unsafe { self.rbuf.set_len(self.rbuf.len() + n) };
+        Poll::Ready(Ok(n))
     }
 
     async fn read_length(
