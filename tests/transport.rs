@@ -594,6 +594,49 @@ fn max_connections_makes_the_slots_share_fewer_connections() {
     assert!(in_flight <= 2, "{in_flight} in flight at once\n{report}");
 }
 
+#[test]
+fn slots_waiting_for_a_shared_connection_get_it_in_turn() {
+    // Eight slots over at most two connections: a slot keeps its
+    // connection from one request to the next only while no other slot
+    // waits for one. Were it kept regardless, the six slots that found no
+    // connection would wait until the two others ran out of work, and
+    // their requests would reach the server last of all 200.
+    let arrived = Arc::new(Mutex::new(Vec::new()));
+    let log = arrived.clone();
+    let server = Server::start(move |seen| {
+        let body: serde_json::Value = serde_json::from_slice(&seen.body).unwrap();
+        log.lock().unwrap().push(body["id"].as_u64().unwrap());
+        Reply::ok("{}").after(Duration::from_millis(1))
+    });
+    let (out, report) = run_lib(
+        &[
+            "-c",
+            "8",
+            "--threads",
+            "1",
+            "--max-connections",
+            "2",
+            &server.url(),
+        ],
+        &lines(200),
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 200, "{report}");
+    assert_eq!(server.connections(), 2, "{report}");
+    let arrived = arrived.lock().unwrap();
+    // Request i (sent in order) arrives at place p: overtaken by p - i
+    // requests sent after it. Taking turns, eight slots overtake a request
+    // a few times at most.
+    let overtaken = arrived
+        .iter()
+        .enumerate()
+        .map(|(p, &i)| p.saturating_sub(i as usize))
+        .max();
+    assert!(
+        overtaken.is_some_and(|n| n <= 16),
+        "a request was overtaken by {overtaken:?}: {arrived:?}\n{report}"
+    );
+}
+
 /// The report names the I/O driver plain HTTP/1.1 ran on: the one asked
 /// for, and with `auto` io_uring exactly where this process can have it.
 #[test]

@@ -792,7 +792,8 @@ fn is_origin_form(path: &str) -> bool {
 /// One request in flight at a time on a link.
 pub struct Slot {
     link: Rc<Link>,
-    /// The connection of the request in flight (back in the pool after).
+    /// The HTTP/1.1 connection of the request in flight, kept for the
+    /// next while no other slot waits for one (see [`Slot::release`]).
     h1: Option<Held>,
     /// Whether the last answer left the connection usable (no
     /// `Connection: close`, not close-delimited).
@@ -812,6 +813,9 @@ pub struct Slot {
     /// The local port of the connection the request in flight went on (0:
     /// none yet), kept when a timeout drops the connection.
     port: u16,
+    /// It gave its connection to slots waiting for one at the connection
+    /// limit: its next request queues behind them (see `Slot::connection`).
+    yielded: bool,
 }
 
 /// A stream whose answer is awaited: reset if the wait is dropped (a
@@ -864,6 +868,7 @@ impl Slot {
             encoded: None,
             answered: None,
             port: 0,
+            yielded: false,
         }
     }
 
@@ -982,7 +987,15 @@ impl Slot {
                     && self.reuse
                     && self.link.opts.keepalive =>
             {
-                self.link.give_back(c, None)
+                // Kept for this slot's next request, unless another slot
+                // waits for a connection.
+                let capacity = &self.link.capacity;
+                if capacity.waiting.get() == 0 {
+                    self.h1 = Some(c);
+                } else {
+                    self.yielded = capacity.open.get() >= capacity.max;
+                    self.link.give_back(c, None);
+                }
             }
             _ => {}
         }
@@ -1005,7 +1018,10 @@ impl Slot {
         // connection that turned out closed (see `Slot::resend_h1`).
         let mut refused = false;
         loop {
-            let (sender, opened, restart) = self.sender(refused).await?;
+            let (sender, opened, restart) = match self.kept(refused).await {
+                Some(c) => (Sender::H1(c), None, false),
+                None => self.sender(refused).await?,
+            };
             if opened.is_some() {
                 *connect = opened;
             }
@@ -1044,6 +1060,25 @@ impl Slot {
                     }
                 }
             }
+        }
+    }
+
+    /// The HTTP/1.1 connection this slot's last request left open, unless
+    /// a `fresh` one is wanted or the peer closed it (then it is closed).
+    async fn kept(&mut self, fresh: bool) -> Option<Held> {
+        let mut c = self.h1.take()?;
+        if fresh || c.is_closed().await {
+            return None;
+        }
+        Some(c)
+    }
+
+    /// Give back the HTTP/1.1 connection this slot kept from its last
+    /// request, for a slot that is about to wait for work: while it waits,
+    /// the connection is another slot's to take, or to close when idle.
+    pub fn release(&mut self) {
+        if let Some(c) = self.h1.take() {
+            self.link.give_back(c, None);
         }
     }
 
@@ -1206,7 +1241,10 @@ impl Slot {
             if let Some(c) = self.h1.take() {
                 link.give_back(c, None);
             }
-            if !fresh {
+            // A slot that just gave its connection to the slots waiting at
+            // the limit waits its turn behind them, rather than taking it
+            // straight back from the pool.
+            if !fresh && !std::mem::take(&mut self.yielded) {
                 if let Some(idle) = link.take_idle().await {
                     return Ok((Sender::H1(idle.conn), idle.connect, false));
                 }

@@ -891,7 +891,7 @@ async fn feed_open(
 #[allow(clippy::manual_async_fn)]
 fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<Output = ()> {
     async move {
-        while let Some((place, work, due, warmup)) = claim(&core, e).await {
+        while let Some((place, work, due, warmup)) = claim(&core, e, &mut slot).await {
             core.inflight.borrow_mut()[e] += 1;
             let done = match &work {
                 Work::Request(req) => {
@@ -957,13 +957,20 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
     }
 }
 
-async fn claim(core: &Core, e: usize) -> Option<(usize, Work, Option<Instant>, bool)> {
+/// Endpoint `e`'s next unit of work for `slot`, waiting for one (the
+/// slot's connection given back while it waits); `None` when the run ends.
+async fn claim(
+    core: &Core,
+    e: usize,
+    slot: &mut Slot,
+) -> Option<(usize, Work, Option<Instant>, bool)> {
     loop {
         let notified = core.work[e].notified();
         if core.stopping.get().is_some() {
             return None;
         }
         if core.paused_since.get().is_some() {
+            slot.release();
             core.idle.borrow_mut()[e] += 1;
             notified.await;
             core.idle.borrow_mut()[e] -= 1;
@@ -982,6 +989,7 @@ async fn claim(core: &Core, e: usize) -> Option<(usize, Work, Option<Instant>, b
             }
             Claim::Done => return None,
             Claim::Wait => {
+                slot.release();
                 core.idle.borrow_mut()[e] += 1;
                 notified.await;
                 core.idle.borrow_mut()[e] -= 1;
