@@ -25,9 +25,10 @@ pub(crate) enum Work {
 
 /// What one endpoint made of a unit of work.
 pub(crate) enum Done {
-    /// The outcome of a request, and whether it was an error (as
-    /// `judge::classify` decided when it was recorded).
-    One(Outcome, bool),
+    /// The outcome of a request (always there: an `Option` so that one
+    /// endpoint's is judged where it lies, as a slice of one), and whether
+    /// it was an error (as `judge::classify` decided when it was recorded).
+    One(Option<Outcome>, bool),
     /// The steps of a flow instance, as far as they went.
     Flow(FlowRun),
 }

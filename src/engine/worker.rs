@@ -900,7 +900,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     }
                     let outcome = slot.send(req, core.keep_body, due).await;
                     let error = !warmup && record(&core, e, req, &outcome, None);
-                    Done::One(outcome, error)
+                    Done::One(Some(outcome), error)
                 }
                 Work::Flow(f, n) => {
                     let mix = core
@@ -1135,18 +1135,24 @@ fn deliver(core: &Core, e: usize, place: usize, work: Work, done: Done) {
         let mut outcomes = core.judged.borrow_mut();
         match work {
             Work::Request(req) => {
+                let mut kinds = core.kinds.borrow_mut();
+                if let [Some(Done::One(o, error))] = results {
+                    // One endpoint: judged in place, not moved.
+                    let (o, error) = (std::slice::from_ref(o), std::slice::from_ref(error));
+                    judge::verdict(plan, &mut stats, &mut kinds, req, o, error);
+                    return;
+                }
                 let mut errors = core.judged_errors.borrow_mut();
                 outcomes.clear();
                 errors.clear();
                 for r in results.iter_mut() {
                     let (o, error) = match r.take() {
-                        Some(Done::One(o, error)) => (Some(o), error),
+                        Some(Done::One(o, error)) => (o, error),
                         _ => (None, false),
                     };
                     outcomes.push(o);
                     errors.push(error);
                 }
-                let mut kinds = core.kinds.borrow_mut();
                 judge::verdict(plan, &mut stats, &mut kinds, req, &outcomes, &errors);
             }
             Work::Flow(f, _) => {
