@@ -813,9 +813,6 @@ pub struct Slot {
     /// The local port of the connection the request in flight went on (0:
     /// none yet), kept when a timeout drops the connection.
     port: u16,
-    /// It gave its connection to slots waiting for one at the connection
-    /// limit: its next request queues behind them (see `Slot::connection`).
-    yielded: bool,
 }
 
 /// A stream whose answer is awaited: reset if the wait is dropped (a
@@ -868,7 +865,6 @@ impl Slot {
             encoded: None,
             answered: None,
             port: 0,
-            yielded: false,
         }
     }
 
@@ -989,11 +985,9 @@ impl Slot {
             {
                 // Kept for this slot's next request, unless another slot
                 // waits for a connection.
-                let capacity = &self.link.capacity;
-                if capacity.waiting.get() == 0 {
+                if self.link.capacity.waiting.get() == 0 {
                     self.h1 = Some(c);
                 } else {
-                    self.yielded = capacity.open.get() >= capacity.max;
                     self.link.give_back(c, None);
                 }
             }
@@ -1241,10 +1235,13 @@ impl Slot {
             if let Some(c) = self.h1.take() {
                 link.give_back(c, None);
             }
-            // A slot that just gave its connection to the slots waiting at
-            // the limit waits its turn behind them, rather than taking it
-            // straight back from the pool.
-            if !fresh && !std::mem::take(&mut self.yielded) {
+            // At the limit, a slot queues behind those already waiting for
+            // a connection (one given back goes to them), rather than
+            // taking one from the pool ahead of them: the slot that just
+            // gave its connection back would take it straight back.
+            let c = &link.capacity;
+            let queued = c.waiting.get() > 0 && c.open.get() >= c.max;
+            if !fresh && !queued {
                 if let Some(idle) = link.take_idle().await {
                     return Ok((Sender::H1(idle.conn), idle.connect, false));
                 }
