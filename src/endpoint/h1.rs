@@ -372,9 +372,12 @@ impl<S: Io> Conn<S> {
         if self.rbuf.capacity() - self.rbuf.len() < want.min(READ_CHUNK) {
             self.rbuf.reserve(want.max(INITIAL));
         }
-        let spare = self.rbuf.spare_capacity_mut();
-        let mut buf = ReadBuf::uninit(spare);
+        let mut buf = ReadBuf::uninit(self.rbuf.spare_capacity_mut());
+        let start = buf.filled().as_ptr();
         ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
+        // As tokio's `read_buf` checks: the reader filled this buffer, not
+        // one it swapped in.
+        assert_eq!(start, buf.filled().as_ptr(), "a reader swapped its buffer");
         let n = buf.filled().len();
         // SAFETY: `poll_read` initialised the first `n` bytes of the spare
         // capacity (a `ReadBuf` tracks what it filled).

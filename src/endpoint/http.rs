@@ -1012,7 +1012,7 @@ impl Slot {
         // connection that turned out closed (see `Slot::resend_h1`).
         let mut refused = false;
         loop {
-            let (sender, opened, restart) = match self.kept(refused).await {
+            let (sender, opened, restart) = match self.last_connection(refused).await {
                 Some(c) => (Sender::H1(c), None, false),
                 None => self.sender(refused).await?,
             };
@@ -1059,7 +1059,7 @@ impl Slot {
 
     /// The HTTP/1.1 connection this slot's last request left open, unless
     /// a `fresh` one is wanted or the peer closed it (then it is closed).
-    async fn kept(&mut self, fresh: bool) -> Option<Held> {
+    async fn last_connection(&mut self, fresh: bool) -> Option<Held> {
         let mut c = self.h1.take()?;
         if fresh || c.is_closed().await {
             return None;
