@@ -469,13 +469,23 @@ sc_h2() {
 # A two-step flow (examples/flow_bench.rs: step 2 takes a value from step
 # 1's answer) against the plain single-request stream, run in the same
 # round-robin: CPU per request of each, and their ratio.
+# example NAME: the path of examples/NAME.rs built: beside $VERSUS when it
+# was built with it, else built now from this checkout (into cargo's target
+# directory, which a copied $VERSUS is not in).
+example() {
+  local bin="$(dirname "$VERSUS")/examples/$1"
+  if [ ! -x "$bin" ]; then
+    log "building examples/$1 from this checkout (cargo build --release --example $1)"
+    (cd "$REPO_DIR" && cargo build --release --example "$1") >&2 || die "cannot build the $1 example"
+    bin="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/examples/$1"
+  fi
+  echo "$bin"
+}
+
 sc_flow2() {
   header flow2 "two-step flow (examples/flow_bench.rs) against the plain stream, GET /, HTTP/1.1, 50 virtual users, ${DURATION}s"
-  local bench_bin="$(dirname "$VERSUS")/examples/flow_bench"
-  if [ ! -x "$bench_bin" ]; then
-    log "building examples/flow_bench (cargo build --release --example flow_bench)"
-    (cd "$REPO_DIR" && cargo build --release --example flow_bench) >&2 || die "cannot build the flow_bench example"
-  fi
+  local bench_bin
+  bench_bin="$(example flow_bench)"
   measure versus parse_versus 1 -- "$VERSUS" --method GET -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
   measure flow2 parse_versus 1 -- "$bench_bin" -c 50 --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/"
   run_queued
@@ -561,11 +571,7 @@ sc_memory() {
 sc_grpc() {
   header grpc "gRPC unary items.Items/GetItem (examples/grpc_server.rs on core 0), 1 connection, 50 calls in flight, ${DURATION}s"
   local server_bin proto port
-  server_bin="$(dirname "$VERSUS")/examples/grpc_server"
-  if [ ! -x "$server_bin" ]; then
-    log "building examples/grpc_server (cargo build --release --example grpc_server)"
-    (cd "$REPO_DIR" && cargo build --release --example grpc_server) >&2 || die "cannot build the grpc_server example"
-  fi
+  server_bin="$(example grpc_server)"
   proto="$REPO_DIR/tests/fixtures/grpc/items.proto"
   port="$(free_port)"
   taskset -c 0 "$server_bin" "127.0.0.1:$port" 1 2> "$WORK/grpc_server.log" &
