@@ -105,13 +105,18 @@ impl KindCache {
                 || c.body == req.body;
             body && c.target == req.target && c.method == req.method
         };
-        let cached = self.last.take().filter(same).unwrap_or_else(|| Cached {
+        // Looked at where it lies: taken out and put back, the cached kind
+        // was copied twice a request.
+        if !self.last.as_ref().is_some_and(same) {
+            self.last = None;
+        }
+        let cached = self.last.get_or_insert_with(|| Cached {
             body: req.body.clone(),
             target: req.target.clone(),
             method: req.method.clone(),
             kind: method::kind(req, &plan.endpoints[0]),
         });
-        &self.last.insert(cached).kind
+        &cached.kind
     }
 }
 
