@@ -1239,8 +1239,8 @@ impl Slot {
             // a connection (one given back goes to them), rather than
             // taking one from the pool ahead of them: the slot that just
             // gave its connection back would take it straight back.
-            let c = &link.capacity;
-            let queued = c.waiting.get() > 0 && c.open.get() >= c.max;
+            let capacity = &link.capacity;
+            let queued = capacity.waiting.get() > 0 && capacity.open.get() >= capacity.max;
             if !fresh && !queued {
                 if let Some(idle) = link.take_idle().await {
                     return Ok((Sender::H1(idle.conn), idle.connect, false));
