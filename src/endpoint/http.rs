@@ -1232,10 +1232,8 @@ impl Slot {
             link.h2.borrow_mut().connecting = true;
             _connecting = Connecting(&link);
         } else {
-            if let Some(c) = self.h1.take() {
-                link.give_back(c, None);
-            }
-            // At the limit, a slot queues behind those already waiting for
+            // (The slot's own connection, if it kept one, was tried first:
+            // `Slot::last_connection`.) At the limit, a slot queues behind those already waiting for
             // a connection (one given back goes to them), rather than
             // taking one from the pool ahead of them: the slot that just
             // gave its connection back would take it straight back.
