@@ -490,15 +490,18 @@ fn with_ring<T>(id: u64, f: impl FnOnce(&mut Ring) -> T) -> Option<T> {
         .flatten()
 }
 
-/// Cache lines of a woken task to ask for ahead of its poll: tokio's task
-/// header and a slot's future after it (1,168 bytes).
+/// Cache lines of a woken task to ask for ahead of its poll: the few
+/// words of its entry in the core's set of slot futures and the slot's
+/// future (about 1,200 bytes).
 const TASK_LINES: usize = 20;
 
 /// Ask the CPU to bring a task's memory into cache before the task runs:
 /// with many connections a task's state is cold by the time its answer
 /// comes (the kernel's network work in between evicts it), and its poll
-/// would otherwise stall on one line after another. A tokio waker's data
-/// is its task's memory; for any other waker this only wastes the hint.
+/// would otherwise stall on one line after another. A slot's waker's data
+/// is its entry in the core's `FuturesUnordered`, which holds the future
+/// (as a tokio waker's is its task); for any other waker this only wastes
+/// the hint.
 fn prefetch_task(w: &Waker) {
     #[cfg(target_arch = "x86_64")]
     {

@@ -9,6 +9,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
+
 use tokio::sync::Notify;
 
 use super::judge;
@@ -322,11 +324,16 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         tokio::task::spawn_local(watch_stop(core.clone(), stop.clone()));
         tokio::task::spawn_local(tick(core.clone(), ticks, core_number, started));
         // Slots first, so they are waiting when the first request is due.
+        // All of them in one task: a slot woken by its answer is polled
+        // from the set's queue of woken slots, not scheduled as a task of
+        // its own through the `LocalSet`.
+        let mut drives = futures_util::stream::FuturesUnordered::new();
         for (e, endpoint_slots) in slots.into_iter().enumerate() {
             for slot in endpoint_slots {
-                tokio::task::spawn_local(drive(core.clone(), e, slot));
+                drives.push(drive(core.clone(), e, slot));
             }
         }
+        tokio::task::spawn_local(async move { while drives.next().await.is_some() {} });
         match schedule {
             Some(schedule) => tokio::task::spawn_local(feed_open(
                 core.clone(),
