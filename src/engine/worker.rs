@@ -7,8 +7,10 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use futures_util::task::AtomicWaker;
 use futures_util::StreamExt;
 
 use tokio::sync::Notify;
@@ -121,8 +123,10 @@ struct Core {
     /// Slots waiting for a request.
     work: Vec<Notify>,
     /// The feeder waiting for room in the window, or for the leading
-    /// endpoint to use up what is ready.
-    space: Notify,
+    /// endpoint to use up what is ready: the one task that waits on it, so
+    /// a wake-up with nobody waiting (most requests) costs a flag, not
+    /// `Notify`'s lock.
+    space: AtomicWaker,
     /// Requests the feeder keeps ready ahead of the leading endpoint.
     prefetch: usize,
     /// This core's view of each endpoint (for the TLS handshake times).
@@ -293,7 +297,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         flow_names,
         stats: RefCell::new(first_stats),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
-        space: Notify::new(),
+        space: AtomicWaker::new(),
         done: Notify::new(),
         stopping: Cell::new(None),
         paused_since: Cell::new(None),
@@ -572,7 +576,7 @@ fn begin_stop(core: &Core) {
         core.stopping.set(Some(Instant::now()));
     }
     core.wake_all();
-    core.space.notify_waiters();
+    core.space.wake();
     core.done.notify_waiters();
 }
 
@@ -729,16 +733,17 @@ fn take_quota(remaining: &mut Option<u64>, counted: bool) -> bool {
 /// space; closed model: it also wants more ready requests); false when
 /// stopping.
 async fn room(core: &Core, open: bool) -> bool {
-    loop {
-        let notified = core.space.notified();
+    std::future::poll_fn(|cx| {
+        core.space.register(cx.waker());
         if core.stopping.get().is_some() {
-            return false;
+            return Poll::Ready(false);
         }
         if core.wants_input() || open && core.window.borrow().has_space() {
-            return true;
+            return Poll::Ready(true);
         }
-        notified.await;
-    }
+        Poll::Pending
+    })
+    .await
 }
 
 /// Closed model: move requests from the input into the window as room
@@ -987,7 +992,7 @@ async fn claim(
         match claim {
             Claim::Got(place, work, due, warmup) => {
                 if core.window.borrow().unclaimed() * 2 < core.prefetch {
-                    core.space.notify_waiters();
+                    core.space.wake();
                 }
                 if let Some(since) = core.held_since.borrow_mut()[e].take() {
                     core.held.borrow_mut()[e] += since.elapsed();
@@ -1183,6 +1188,6 @@ fn deliver(core: &Core, e: usize, place: usize, work: Work, done: Done) {
         core.held_since.borrow_mut()[e].get_or_insert_with(Instant::now);
     }
     if judged {
-        core.space.notify_waiters();
+        core.space.wake();
     }
 }
