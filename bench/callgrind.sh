@@ -5,6 +5,8 @@
 #
 #   bench/callgrind.sh            # VERSUS=path, SMALL=5000, BIG=25000
 #   bench/callgrind.sh h2         # HTTP/2 (h2c): versus --http2 vs h2load
+#   PEER_RUNS=0 STRACE_RUNS=0 bench/callgrind.sh   # versus's instructions alone
+#                                 # (a before/after check of a hot-path change)
 #
 # Method (printed with the results):
 # * Both tools run single-request mode against the benchmark nginx, GET /,
@@ -90,13 +92,13 @@ peer_run() {
   fi
 }
 have_peer=0
-if command -v "$PEER" >/dev/null; then
+if [ "${PEER_RUNS:-1}" != 0 ] && command -v "$PEER" >/dev/null; then
   have_peer=1
   peer_run cg "$PEER-short" 1; wk_ir1="$count"; wk_n1="$reqs"
   peer_run cg "$PEER-long" 0;  wk_ir2="$count"; wk_n2="$reqs"
 fi
 have_strace=0
-if command -v strace >/dev/null; then
+if [ "${STRACE_RUNS:-1}" != 0 ] && command -v strace >/dev/null; then
   have_strace=1
   vs_sc1="$(sc versus-small-strace "${V[@]}" --stop-after="$SMALL" "$URL")"; vs_sn1="$(versus_reqs "$WORK/versus-small-strace.out")"
   vs_sc2="$(sc versus-big-strace "${V[@]}" --stop-after="$BIG" "$URL")";     vs_sn2="$(versus_reqs "$WORK/versus-big-strace.out")"
