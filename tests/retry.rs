@@ -61,3 +61,31 @@ fn a_post_the_server_may_have_processed_is_not_sent_again() {
     );
     assert_eq!(seen.load(Ordering::SeqCst), 3);
 }
+
+/// A server that closes a keep-alive connection once it has been idle for
+/// 50 ms (as servers with a short keep-alive timeout do), answering every
+/// request that comes before that.
+fn closes_when_idle() -> RawServer {
+    RawServer::start(|mut conn, _| {
+        conn.set_read_timeout(Some(std::time::Duration::from_millis(50)))
+            .unwrap();
+        while read_request(&mut conn).is_some() {
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+        }
+    })
+}
+
+#[test]
+fn a_connection_the_server_closed_while_idle_is_not_used_again() {
+    // Requests 250 ms apart: each finds the last one's connection closed
+    // by the server. A POST cannot be sent again once written, so the
+    // close must be noticed before it is sent (both I/O drivers run this).
+    let server = closes_when_idle();
+    let (out, report) = run_lib(
+        &["--rate", "4", "--stop-after", "4", &server.url()],
+        &lines(4),
+    );
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.responses, 4, "{report}");
+    assert_eq!(s.errors(), 0, "{report}");
+}

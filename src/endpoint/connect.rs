@@ -32,11 +32,20 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     fn poll_read_ready(&mut self, _cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
+
+    /// Start noticing, while the stream sits idle, that the peer closed it
+    /// (or sent something unasked), so that the check before its next use
+    /// sees it. By default nothing: tokio's reactor watches every socket.
+    fn watch_idle(&mut self) {}
 }
 
 impl<T: Io + ?Sized> Io for Box<T> {
     fn poll_read_ready(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
         (**self).poll_read_ready(cx)
+    }
+
+    fn watch_idle(&mut self) {
+        (**self).watch_idle();
     }
 }
 

@@ -218,6 +218,14 @@ impl<S: Io> Conn<S> {
         &mut self.wbuf
     }
 
+    /// Start noticing that the peer closes the connection while it sits
+    /// idle (see [`Io::watch_idle`]), for [`Conn::is_closed`] to see.
+    pub fn watch_idle(&mut self) {
+        if self.rbuf.is_empty() {
+            self.io.watch_idle();
+        }
+    }
+
     /// Whether the peer closed the idle connection (or sent something
     /// unasked). Polls the stream once without waiting.
     pub async fn is_closed(&mut self) -> bool {

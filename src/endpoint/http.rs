@@ -505,7 +505,8 @@ impl Link {
 
     /// Put an HTTP/1.1 connection in the idle pool, waking a slot that waits
     /// for one.
-    fn give_back(&self, conn: Held, connect: Option<Duration>) {
+    fn give_back(&self, mut conn: Held, connect: Option<Duration>) {
+        conn.watch_idle();
         self.pool.borrow_mut().push(Idle {
             conn,
             connect,

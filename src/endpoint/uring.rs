@@ -694,6 +694,21 @@ impl super::connect::Io for Stream {
             }
         })?
     }
+
+    /// A receive armed with no one to wake: the ring sees nothing the
+    /// kernel is not asked for, and without it the server's close of an
+    /// idle connection came to light only when a request written on it
+    /// failed.
+    fn watch_idle(&mut self) {
+        let _ = self.with(|ring, idx| {
+            let quiet = ring.conns[idx]
+                .as_ref()
+                .is_some_and(|c| matches!(c.recv, Recv::Idle) && c.held.is_none() && !c.more);
+            if quiet {
+                ring.arm_recv(idx);
+            }
+        });
+    }
 }
 
 impl AsyncRead for Stream {
