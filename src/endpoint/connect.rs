@@ -37,6 +37,13 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     /// (or sent something unasked), so that the check before its next use
     /// sees it. By default nothing: tokio's reactor watches every socket.
     fn watch_idle(&mut self) {}
+
+    /// True when nothing can have come since the last read, and nothing
+    /// is asked to notice it: a poll for readiness would only start to
+    /// watch. By default false.
+    fn unwatched(&mut self) -> bool {
+        false
+    }
 }
 
 impl<T: Io + ?Sized> Io for Box<T> {
@@ -46,6 +53,10 @@ impl<T: Io + ?Sized> Io for Box<T> {
 
     fn watch_idle(&mut self) {
         (**self).watch_idle();
+    }
+
+    fn unwatched(&mut self) -> bool {
+        (**self).unwatched()
     }
 }
 

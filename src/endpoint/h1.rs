@@ -233,6 +233,12 @@ impl<S: Io> Conn<S> {
             // Bytes are already waiting: the connection is alive (pipelined).
             return false;
         }
+        if self.io.unwatched() {
+            // Nothing can have come since the last read (a connection a
+            // slot kept from its last request on the ring): a poll would
+            // only start a receive, which the answer's read starts anyway.
+            return false;
+        }
         // Nothing came: alive. The end, an error, or bytes nobody asked
         // for: not a connection to trust.
         poll_fn(|cx| Poll::Ready(self.poll_fill(cx, INITIAL)))

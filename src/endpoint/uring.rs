@@ -700,14 +700,20 @@ impl super::connect::Io for Stream {
     /// idle connection came to light only when a request written on it
     /// failed.
     fn watch_idle(&mut self) {
-        let _ = self.with(|ring, idx| {
-            let quiet = ring.conns[idx]
+        if self.unwatched() {
+            let _ = self.with(|ring, idx| ring.arm_recv(idx));
+        }
+    }
+
+    /// No receive in flight or landed: since the last read the ring has
+    /// been told nothing, a close included.
+    fn unwatched(&mut self) -> bool {
+        self.with(|ring, idx| {
+            ring.conns[idx]
                 .as_ref()
-                .is_some_and(|c| matches!(c.recv, Recv::Idle) && c.held.is_none() && !c.more);
-            if quiet {
-                ring.arm_recv(idx);
-            }
-        });
+                .is_some_and(|c| matches!(c.recv, Recv::Idle) && c.held.is_none() && !c.more)
+        })
+        .unwrap_or(false)
     }
 }
 
