@@ -734,13 +734,17 @@ fn take_quota(remaining: &mut Option<u64>, counted: bool) -> bool {
 /// stopping.
 async fn room(core: &Core, open: bool) -> bool {
     std::future::poll_fn(|cx| {
-        core.space.register(cx.waker());
         if core.stopping.get().is_some() {
             return Poll::Ready(false);
         }
         if core.wants_input() || open && core.window.borrow().has_space() {
             return Poll::Ready(true);
         }
+        // Registered only to wait: a waker left behind would wake the
+        // feeder while it waits for input or its next due time. Every
+        // wake-up comes from this core's thread, so none can come between
+        // the look above and this.
+        core.space.register(cx.waker());
         Poll::Pending
     })
     .await
