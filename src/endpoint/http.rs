@@ -1234,10 +1234,11 @@ impl Slot {
             _connecting = Connecting(&link);
         } else {
             // (The slot's own connection, if it kept one, was tried first:
-            // `Slot::last_connection`.) At the limit, a slot queues behind those already waiting for
-            // a connection (one given back goes to them), rather than
-            // taking one from the pool ahead of them: the slot that just
-            // gave its connection back would take it straight back.
+            // `Slot::last_connection`.) At the limit, a slot queues behind
+            // those already waiting for a connection (one given back goes
+            // to them), rather than taking one from the pool ahead of them:
+            // the slot that just gave its connection back would take it
+            // straight back.
             let capacity = &link.capacity;
             let queued = capacity.waiting.get() > 0 && capacity.open.get() >= capacity.max;
             if !fresh && !queued {
