@@ -88,4 +88,7 @@ fn a_connection_the_server_closed_while_idle_is_not_used_again() {
     let s = &out.stats.endpoints[0];
     assert_eq!(s.responses, 4, "{report}");
     assert_eq!(s.errors(), 0, "{report}");
+    // The server did close them: each request went on a connection of
+    // its own, none on one the server had closed.
+    assert!(server.connections() >= 4, "{report}");
 }
