@@ -37,7 +37,7 @@ const MAX_LINE: usize = 4 * 1024;
 /// How a response body is delimited.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Framing {
-    /// (Also what a [`LastHead`] holds before its first head.)
+    /// (Also what a default [`Head`] says.)
     #[default]
     Empty,
     Length(u64),
@@ -45,9 +45,29 @@ enum Framing {
     Close,
 }
 
-/// What a response head says: its status, how its body is delimited,
-/// whether the connection stays open, and the headers kept.
-type Head = (u16, Framing, bool, Vec<(HeaderName, HeaderValue)>);
+/// What a response head says. Filled in place by [`Conn::parse_head`]
+/// (moving it through nested `Result`s and `Option`s cost more than the
+/// replay it came from).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    /// How its body is delimited.
+    framing: Framing,
+    /// Whether the connection stays open.
+    keep_alive: bool,
+    /// The headers kept.
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Head {
+    /// Become a copy of `other`, reusing this one's memory.
+    fn copy_from(&mut self, other: &Head) {
+        self.status = other.status;
+        self.framing = other.framing;
+        self.keep_alive = other.keep_alive;
+        self.headers.clone_from(&other.headers);
+    }
+}
 
 /// How many response heads [`Heads`] keeps: an endpoint's servers may
 /// answer with a few (several machines behind one address).
@@ -80,25 +100,27 @@ struct HeadsInner {
 }
 
 impl Heads {
-    /// What the response head at the start of `buf` says, and its length
-    /// (`None` while incomplete): replayed from a head kept here that is
-    /// the same byte for byte (the parse reads nothing past the head's
-    /// blank line, and nothing of the connection, so the same bytes say the
-    /// same), or parsed and kept.
+    /// What the response head at the start of `buf` says, into `head`,
+    /// and its length (`None` while incomplete): replayed from a head kept
+    /// here that is the same byte for byte (the parse reads nothing past
+    /// the head's blank line, and nothing of the connection, so the same
+    /// bytes say the same), or parsed and kept.
     fn replay_or_parse(
         &self,
         buf: &[u8],
         keep: &[HeaderName],
-    ) -> Result<Option<(Head, usize)>, Failure> {
+        head: &mut Head,
+    ) -> Result<Option<usize>, Failure> {
         let heads = &mut *self.0.borrow_mut();
         if let Some(r) = heads
             .recent
             .iter()
             .find(|r| buf.starts_with(&r.bytes) && r.keep == keep)
         {
-            return Ok(Some((r.head.clone(), r.bytes.len())));
+            head.copy_from(&r.head);
+            return Ok(Some(r.bytes.len()));
         }
-        let Some((head, n)) = parse_new_head(buf, &mut heads.fields, keep)? else {
+        let Some((parsed, n)) = parse_new_head(buf, &mut heads.fields, keep)? else {
             return Ok(None);
         };
         let full = heads.recent.len() == RECENT_HEADS;
@@ -108,9 +130,10 @@ impl Heads {
         if r.keep != keep {
             r.keep = keep.to_vec();
         }
-        r.head = head.clone();
+        r.head.copy_from(&parsed);
         heads.recent.insert(0, r);
-        Ok(Some((head, n)))
+        *head = parsed;
+        Ok(Some(n))
     }
 }
 
@@ -149,7 +172,13 @@ fn parse_new_head(
         }
     }
     let (framing, keep_alive) = facts.framing(http11);
-    Ok(Some(((status, framing, keep_alive, headers), n)))
+    let head = Head {
+        status,
+        framing,
+        keep_alive,
+        headers,
+    };
+    Ok(Some((head, n)))
 }
 
 /// How far the last exchange on a connection got before it ended: whether
@@ -276,17 +305,25 @@ impl<S: Io> Conn<S> {
         h1_bufs::give(std::mem::take(&mut self.wbuf));
 
         // The head, skipping interim (1xx) responses.
-        let (status, framing, mut keep_alive, headers) = loop {
-            match self.parse_head(keep, heads)? {
-                Some((status, ..)) if (100..200).contains(&status) && status != 101 => continue,
-                Some((101, ..)) => return Err(Failure::Protocol),
-                Some(head) => break head,
-                None => {
-                    self.read_more(INITIAL).await?;
-                    self.reached = Reached::Answered;
-                }
+        let mut head = Head::default();
+        loop {
+            if !self.parse_head(keep, heads, &mut head)? {
+                self.read_more(INITIAL).await?;
+                self.reached = Reached::Answered;
+                continue;
             }
-        };
+            match head.status {
+                101 => return Err(Failure::Protocol),
+                100..200 => continue,
+                _ => break,
+            }
+        }
+        let Head {
+            status,
+            framing,
+            mut keep_alive,
+            headers,
+        } = head;
         let head_at = Instant::now();
         let framing = if head_request || status == 204 || status == 304 {
             Framing::Empty
@@ -324,14 +361,20 @@ impl<S: Io> Conn<S> {
         })
     }
 
-    /// Parse a response head from the read buffer, or replay it from
-    /// `heads`; `None` when it is not complete yet. Consumes the head.
-    fn parse_head(&mut self, keep: &[HeaderName], heads: &Heads) -> Result<Option<Head>, Failure> {
-        let Some((head, n)) = heads.replay_or_parse(&self.rbuf, keep)? else {
-            return Ok(None);
+    /// Parse a response head from the read buffer into `head`, or replay
+    /// it from `heads`; false when it is not complete yet. Consumes the
+    /// head.
+    fn parse_head(
+        &mut self,
+        keep: &[HeaderName],
+        heads: &Heads,
+        head: &mut Head,
+    ) -> Result<bool, Failure> {
+        let Some(n) = heads.replay_or_parse(&self.rbuf, keep, head)? else {
+            return Ok(false);
         };
         self.rbuf.advance(n);
-        Ok(Some(head))
+        Ok(true)
     }
 
     /// Write the write buffer and then `rest`, and flush: one future
@@ -1036,7 +1079,10 @@ mod tests {
             c.rbuf.extend_from_slice(&bytes);
             // A replay does not parse: the fields stay as they are put.
             kept.0.borrow_mut().fields.clear();
-            let got = c.parse_head(keep, &kept);
+            let mut head = Head::default();
+            let got = c
+                .parse_head(keep, &kept, &mut head)
+                .map(|parsed| parsed.then_some(head));
             if kept.0.borrow().fields.is_empty() && matches!(got, Ok(Some(_))) {
                 replays += 1;
             }
