@@ -499,9 +499,9 @@ const TASK_LINES: usize = 20;
 /// with many connections a task's state is cold by the time its answer
 /// comes (the kernel's network work in between evicts it), and its poll
 /// would otherwise stall on one line after another. A slot's waker's data
-/// is its entry in the core's `FuturesUnordered`, which holds the future
-/// (as a tokio waker's is its task); for any other waker this only wastes
-/// the hint.
+/// is its node in the core's set of slots (`engine::slots`), which holds
+/// the future after a two-word header (as a tokio waker's is its task);
+/// for any other waker this only wastes the hint.
 fn prefetch_task(w: &Waker) {
     #[cfg(target_arch = "x86_64")]
     {

@@ -8,6 +8,7 @@
 mod judge;
 pub mod pace;
 pub mod preflight;
+mod slots;
 mod stop;
 mod tap;
 mod timer;

@@ -1,22 +1,20 @@
 //! One core's share of the run: a single-threaded runtime whose tasks are
-//! one feeder (input into the lead window), one task per in-flight slot per
-//! endpoint (claim a unit of work, carry it out, deliver), and the stop
-//! watcher. Everything here is local to the core: statistics are recorded
+//! one feeder (input into the lead window), one task polling the slots of
+//! every endpoint (each claims a unit of work, carries it out, delivers),
+//! and the stop watcher. Everything here is local to the core: statistics are recorded
 //! without locks and handed back when the core finishes.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
-
-use futures_util::task::AtomicWaker;
-use futures_util::StreamExt;
 
 use tokio::sync::Notify;
 
 use super::judge;
 use super::pace::Schedule;
+use super::slots::Slots;
 use super::timer::PreciseTimer;
 use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
@@ -123,10 +121,11 @@ struct Core {
     /// Slots waiting for a request.
     work: Vec<Notify>,
     /// The feeder waiting for room in the window, or for the leading
-    /// endpoint to use up what is ready: the one task that waits on it, so
-    /// a wake-up with nobody waiting (most requests) costs a flag, not
-    /// `Notify`'s lock.
-    space: AtomicWaker,
+    /// endpoint to use up what is ready: the one task that waits on it,
+    /// and every wake-up comes from this core's thread, so a wake-up with
+    /// nobody waiting (most requests) costs a look at a cell, not
+    /// `Notify`'s lock or `AtomicWaker`'s atomic updates.
+    space: Space,
     /// Requests the feeder keeps ready ahead of the leading endpoint.
     prefetch: usize,
     /// This core's view of each endpoint (for the TLS handshake times).
@@ -297,7 +296,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         flow_names,
         stats: RefCell::new(first_stats),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
-        space: AtomicWaker::new(),
+        space: Space::default(),
         done: Notify::new(),
         stopping: Cell::new(None),
         paused_since: Cell::new(None),
@@ -331,13 +330,13 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         // All of them in one task: a slot woken by its answer is polled
         // from the set's queue of woken slots, not scheduled as a task of
         // its own through the `LocalSet`.
-        let mut drives = futures_util::stream::FuturesUnordered::new();
+        let mut drives = Slots::new();
         for (e, endpoint_slots) in slots.into_iter().enumerate() {
             for slot in endpoint_slots {
                 drives.push(drive(core.clone(), e, slot));
             }
         }
-        tokio::task::spawn_local(async move { while drives.next().await.is_some() {} });
+        tokio::task::spawn_local(drives);
         match schedule {
             Some(schedule) => tokio::task::spawn_local(feed_open(
                 core.clone(),
@@ -567,6 +566,28 @@ impl Core {
     fn wants_input(&self) -> bool {
         let w = self.window.borrow();
         w.has_space() && w.unclaimed() < self.prefetch
+    }
+}
+
+/// The feeder's waker while it waits for room (see [`Core::space`]).
+#[derive(Default)]
+struct Space(Cell<Option<Waker>>);
+
+impl Space {
+    /// Wait with `waker`: the next [`Space::wake`] wakes it.
+    fn register(&self, waker: &Waker) {
+        let w = match self.0.take() {
+            Some(w) if w.will_wake(waker) => w,
+            _ => waker.clone(),
+        };
+        self.0.set(Some(w));
+    }
+
+    /// Wake the feeder if it waits.
+    fn wake(&self) {
+        if let Some(w) = self.0.take() {
+            w.wake();
+        }
     }
 }
 
