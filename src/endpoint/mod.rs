@@ -233,6 +233,7 @@ impl Outcome {
     /// latency) and that ended at `end` (when its answer was read). `due`
     /// is the open model's scheduled time: latency and time to first byte
     /// then count from it.
+    #[inline(always)]
     pub(crate) fn timed(
         result: Result<Response, Failure>,
         start: Instant,
