@@ -1,8 +1,8 @@
 //! One core's share of the run: a single-threaded runtime whose tasks are
 //! one feeder (input into the lead window), one task polling the slots of
 //! every endpoint (each claims a unit of work, carries it out, delivers),
-//! and the stop watcher. Everything here is local to the core: statistics are recorded
-//! without locks and handed back when the core finishes.
+//! and the stop watcher. Everything here is local to the core: statistics
+//! are recorded without locks and handed back when the core finishes.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
