@@ -36,6 +36,10 @@ pub(crate) struct Slots<F> {
     batch: Vec<usize>,
     /// Futures not ended.
     live: usize,
+    /// The waker left with `Shared::remote` for wake-ups from other
+    /// threads: registered again (under its lock) only when the task
+    /// polling the set changes, not at every poll.
+    remote_parent: Option<Waker>,
     /// Not `Send`: `Shared::owner` is the thread it was made on.
     _here: PhantomData<*const ()>,
 }
@@ -47,7 +51,7 @@ struct Shared {
     /// could wake a future: no two references to it are ever alive.
     local: UnsafeCell<Queue>,
     /// Wake-ups from other threads.
-    remote: Mutex<Queue>,
+    remote: Mutex<Remote>,
     has_remote: AtomicBool,
 }
 
@@ -56,13 +60,23 @@ struct Shared {
 unsafe impl Sync for Shared {}
 unsafe impl Send for Shared {}
 
+/// The futures woken on the owner thread.
 #[derive(Default)]
 struct Queue {
     /// Futures woken, by index, once each.
     woken: Vec<usize>,
-    /// Whether each future is in `woken` (the local queue only).
+    /// Whether each future is in `woken`.
     queued: Vec<bool>,
     /// The task polling the set, while it waits.
+    parent: Option<Waker>,
+}
+
+/// The futures woken on other threads.
+#[derive(Default)]
+struct Remote {
+    /// Futures woken, by index (the poll drops repeats).
+    woken: Vec<usize>,
+    /// The task polling the set.
     parent: Option<Waker>,
 }
 
@@ -106,7 +120,7 @@ impl<F> Node<F> {
         Self::drop_raw,
     );
 
-    /// A waker for the node at `p`, borrowed: no reference counted.
+    /// A waker for `node`, borrowed: no reference counted.
     fn waker_ref(node: &Arc<Node<F>>) -> ManuallyDrop<Waker> {
         let p = Arc::as_ptr(node).cast::<()>();
         // SAFETY: the vtable's functions take `p` as an `Arc<Node<F>>`'s
@@ -188,6 +202,7 @@ impl<F: Future<Output = ()>> Slots<F> {
             }),
             batch: Vec::new(),
             live: 0,
+            remote_parent: None,
             _here: PhantomData,
         }
     }
@@ -272,16 +287,24 @@ impl<F: Future<Output = ()>> Future for Slots<F> {
             Some(w) => w.clone_from(cx.waker()),
             none => *none = Some(cx.waker().clone()),
         }
-        let mut remote = shared.remote.lock().unwrap_or_else(PoisonError::into_inner);
-        match &mut remote.parent {
-            Some(w) => w.clone_from(cx.waker()),
-            none => *none = Some(cx.waker().clone()),
-        }
-        drop(remote);
-        // A wake-up from another thread between the look at the start and
-        // the registration above found no waker: look again.
-        if shared.has_remote.load(Ordering::Acquire) {
-            cx.waker().wake_by_ref();
+        if !this
+            .remote_parent
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            let w = cx.waker().clone();
+            shared
+                .remote
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .parent = Some(w.clone());
+            this.remote_parent = Some(w);
+            // A wake-up from another thread between the look at the start
+            // and this registration found no waker, or the old one: look
+            // again.
+            if shared.has_remote.load(Ordering::Acquire) {
+                cx.waker().wake_by_ref();
+            }
         }
         Poll::Pending
     }
