@@ -56,6 +56,25 @@ fn strict_mode_stops_at_the_first_malformed_line() {
         "{}",
         text(&out.stderr)
     );
+    // Every request read before the malformed record is sent and
+    // reported ("report so far"), none after it; none lost in between.
+    let server = Server::start(|_| Reply::ok("{}"));
+    let mut input: Vec<u8> = (0..100)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    input.extend_from_slice(b"\xff\nnever\n");
+    let out = run_bin(&["--strict", "-c", "2", &server.url()], &input);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(server.requests(), 100);
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("100 results with 100 total requests"),
+        "{report}"
+    );
+    assert!(
+        report.contains("100 requests read, then a malformed record stopped the input (--strict)"),
+        "{report}"
+    );
     // A long line under --strict stopped the run: it is not called
     // skipped, on stderr or in the report (which once said `1 malformed
     // records skipped`), nor when the saved run is reported again.

@@ -68,7 +68,8 @@ pub struct RunOutput {
     pub stats: RunStats,
     /// Input counters.
     pub input: InputStats,
-    /// Set when the input failed or `--strict` stopped the run.
+    /// Set when the input failed or `--strict` stopped it (the requests
+    /// read before were sent).
     pub input_error: Option<InputError>,
     /// From the start of counting to the end of the last core, less time
     /// paused.
@@ -297,10 +298,6 @@ pub fn run_resolved(
         Input::Mix(mix) => inputs.extend(flows(mix)),
         Input::Stream(source) => {
             let (tx, rx) = async_channel::bounded(cores * 4);
-            let on_error = {
-                let stop = stop.clone();
-                move || stop.stop()
-            };
             // The input thread may be blocked reading a pipe when the run
             // ends; it is not joined and ends with the process.
             drop(reader::spawn(
@@ -316,7 +313,6 @@ pub fn run_resolved(
                 },
                 tx,
                 state.clone(),
-                on_error,
             )?);
             for _ in 0..cores {
                 inputs.push(WorkerInput::Batches(rx.clone()));

@@ -109,8 +109,10 @@ impl Source for Sharded {
 }
 
 /// Start the input thread, sending batches of up to `max_batch` requests.
-/// It ends when the source ends, `limit` requests were read, or every
-/// receiver is gone; `on_error` runs when the input fails (to stop the run).
+/// It ends when the source ends, `limit` requests were read, every
+/// receiver is gone, or the input fails (reading it, or `--strict` and a
+/// malformed record): then the requests read before are still sent, and
+/// the error is left in `state` for the report.
 pub fn spawn(
     mut source: Box<dyn Source>,
     limit: Option<u64>,
@@ -118,7 +120,6 @@ pub fn spawn(
     max_batch: usize,
     tx: async_channel::Sender<Vec<Request>>,
     state: Arc<Mutex<InputState>>,
-    on_error: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<thread::JoinHandle<()>> {
     thread::Builder::new()
         .name("versus-input".into())
@@ -170,12 +171,11 @@ pub fn spawn(
                 s.stats.requests = seq;
                 s.stats.summary = summary.clone();
             });
-            if !batch.is_empty() {
-                let _ = tx.send_blocking(batch);
-            }
             if let Some(e) = error {
                 update(&mut |s| s.error = Some(e.clone()));
-                on_error();
+            }
+            if !batch.is_empty() {
+                let _ = tx.send_blocking(batch);
             }
         })
 }
@@ -243,7 +243,7 @@ mod tests {
         let (tx, rx) = async_channel::bounded(4);
         tx.send_blocking(Vec::new()).unwrap();
         let state = Arc::new(Mutex::new(InputState::default()));
-        let input = spawn(Box::new(source), None, false, MAX_BATCH, tx, state, || {}).unwrap();
+        let input = spawn(Box::new(source), None, false, MAX_BATCH, tx, state).unwrap();
         waits
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("the source reaches its wait");
@@ -276,7 +276,7 @@ mod tests {
             tx.send_blocking(Vec::new()).unwrap();
             let state = Arc::new(Mutex::new(InputState::default()));
             let source = Box::new(Buffered(1000));
-            spawn(source, None, false, max, tx, state, || {})
+            spawn(source, None, false, max, tx, state)
                 .unwrap()
                 .join()
                 .unwrap();
