@@ -182,14 +182,16 @@ parse_versus() {
 }
 
 # The floor clients (bench/floor/*.c, built by setup.sh): one line
-# "NAME: N responses, E errors, B bytes/response, T s, R req/s"; no line
-# (killed by its drain limit) is one error.
+# "NAME: N responses, E errors, B bytes/response, T s, R req/s", and with
+# option t or T "latency: mean M ms, p99 P ms"; no line (killed by its
+# drain limit) is one error.
 parse_floor() {
-  awk '{ for (i = 1; i < NF; i++) {
+  awk '/^latency: mean/ { mean = $3; p99 = $6; next }
+    { for (i = 1; i < NF; i++) {
            if ($(i+1) == "responses,") { ok = $i; seen = 1 }
            if ($(i+1) == "errors,") err = $i
            if ($(i+1) == "req/s") rps = $i } }
-    END { if (!seen) print "0 0 - - 1"; else printf "%d %s - - %d\n", ok, rps, err }' "$1"
+    END { if (!seen) print "0 0 - - 1"; else printf "%d %s %s %s %d\n", ok, rps, (mean == "" ? "-" : mean), (p99 == "" ? "-" : p99), err }' "$1"
 }
 
 # --- measured runs ------------------------------------------------------------
@@ -364,6 +366,10 @@ measure_floors() {
   if have floor-uring; then
     measure floor-uring-d parse_floor 1 -- floor-uring "$CONNS" "$DURATION" 127.0.0.1 "$H1PORT" d
     measure floor-uring-dm parse_floor 1 -- floor-uring "$CONNS" "$DURATION" 127.0.0.1 "$H1PORT" dm
+    # The floor doing what versus must: each request sent at once by a
+    # plain send, and timed (an answer by its turn's clock), a histogram
+    # record each: what honest latency and versus's sending cost the floor.
+    measure floor-uring-dmxT parse_floor 1 -- floor-uring "$CONNS" "$DURATION" 127.0.0.1 "$H1PORT" dmxT
   fi
   return 0
 }

@@ -19,6 +19,13 @@
  *   f   registered files        r   registered ring fd
  *   wN  wait for N completions per enter (at most the requests in flight):
  *       answers are then seen up to (N-1)/rate late, not latency-faithful
+ *   t   time every request as a latency tool must: a clock read when its
+ *       send is queued, one when its answer is handled, the latency
+ *       recorded in a log-linear histogram (floor.h); mean and p99 printed
+ *   x   each request sent at once by a plain send() system call when the
+ *       answer before it is handled, not queued for the next enter
+ *   T   as t, but an answer's time is the clock read once per enter, right
+ *       after it returned (under DEFER_TASKRUN the receives run inside it)
  */
 #include "floor.h"
 
@@ -32,7 +39,8 @@ enum { SEND = 0, RECV = 1 };
 static struct io_uring ring;
 static struct conn *conns;
 static unsigned long inflight;
-static int opt_m, opt_s, opt_f;
+static int opt_m, opt_s, opt_f, opt_t, opt_T;
+static unsigned long long turn_ns; /* T: the clock after the last enter */
 static struct io_uring_buf_ring *br;
 static char *bufs;
 static int returned; /* buffers given back in this batch */
@@ -67,12 +75,23 @@ static void queue_recv(int i) {
   fixed(sqe);
 }
 
+static int opt_x;
+static void fail(struct conn *c);
 static void queue_send(int i) {
+  if (opt_x) {
+    conns[i].busy = 1;
+    if (opt_t || opt_T) conns[i].sent_ns = now_ns();
+    inflight++;
+    if (send(conns[i].fd, REQ, REQ_LEN, MSG_DONTWAIT) != (ssize_t)REQ_LEN) fail(&conns[i]);
+    if (!opt_m) queue_recv(i);
+    return;
+  }
   struct io_uring_sqe *sqe = sqe_for(i, SEND);
   io_uring_prep_send(sqe, fd_of(i), REQ, REQ_LEN, opt_s ? MSG_WAITALL : 0);
   fixed(sqe);
   if (opt_s) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   conns[i].busy = 1;
+  if (opt_t || opt_T) conns[i].sent_ns = now_ns();
   inflight++;
   if (!opt_m) queue_recv(i);
 }
@@ -120,6 +139,7 @@ static void on_cqe(struct io_uring_cqe *cqe, int sending) {
     if (!opt_m) queue_recv(i);
     return;
   }
+  if (opt_t || opt_T) lat_record((opt_T ? turn_ns : now_ns()) - c->sent_ns);
   floor_done(c);
   inflight--;
   if (sending) queue_send(i);
@@ -144,7 +164,7 @@ static void setup_buffers(void) {
 
 int main(int argc, char **argv) {
   if (argc != 5 && argc != 6) {
-    fprintf(stderr, "usage: %s CONNS SECS HOST PORT [OPTS: d m s f r wN]\n", argv[0]);
+    fprintf(stderr, "usage: %s CONNS SECS HOST PORT [OPTS: d m s f r t T x wN]\n", argv[0]);
     return 2;
   }
   int n = atoi(argv[1]);
@@ -154,9 +174,12 @@ int main(int argc, char **argv) {
   opt_m = !!strchr(opts, 'm');
   opt_s = !!strchr(opts, 's');
   opt_f = !!strchr(opts, 'f');
+  opt_t = !!strchr(opts, 't');
+  opt_x = !!strchr(opts, 'x');
+  opt_T = !!strchr(opts, 'T');
   unsigned wait_n = strchr(opts, 'w') ? (unsigned)atoi(strchr(opts, 'w') + 1) : 1;
-  if (n <= 0 || secs <= 0 || wait_n == 0 || strspn(opts, "dmsfrw0123456789") != strlen(opts)) {
-    fprintf(stderr, "CONNS and SECS must be positive; OPTS letters: d m s f r wN (N > 0)\n");
+  if (n <= 0 || secs <= 0 || wait_n == 0 || strspn(opts, "dmsfrtTxw0123456789") != strlen(opts)) {
+    fprintf(stderr, "CONNS and SECS must be positive; OPTS letters: d m s f r t T x wN (N > 0)\n");
     return 2;
   }
   conns = calloc(n, sizeof *conns);
@@ -194,6 +217,7 @@ int main(int argc, char **argv) {
     struct io_uring_cqe *cqe;
     unsigned head, seen = 0;
     returned = 0;
+    if (opt_T) turn_ns = now_ns();
     io_uring_for_each_cqe(&ring, head, cqe) {
       on_cqe(cqe, sending);
       seen++;
@@ -204,5 +228,7 @@ int main(int argc, char **argv) {
   }
   char name[64];
   snprintf(name, sizeof name, "floor-uring%s%s", *opts ? " " : "", opts);
-  return floor_report(name, now() - t0);
+  int rc = floor_report(name, now() - t0);
+  if (opt_t || opt_T) lat_report();
+  return rc;
 }
