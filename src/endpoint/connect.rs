@@ -44,6 +44,17 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     fn unwatched(&mut self) -> bool {
         false
     }
+
+    /// When the bytes last read arrived, if the stream knows it better than
+    /// a clock read by its reader would: on the ring, the receive ran in
+    /// the kernel during the driver's enter, and the answers of one turn
+    /// are handled one after another after it (each sending its next
+    /// request), so a clock read while handling one would count the
+    /// handling of those before it as its latency. By default `None`: the
+    /// read itself is the arrival, and the reader reads the clock.
+    fn read_at(&self) -> Option<std::time::Instant> {
+        None
+    }
 }
 
 impl<T: Io + ?Sized> Io for Box<T> {
@@ -57,6 +68,10 @@ impl<T: Io + ?Sized> Io for Box<T> {
 
     fn unwatched(&mut self) -> bool {
         (**self).unwatched()
+    }
+
+    fn read_at(&self) -> Option<std::time::Instant> {
+        (**self).read_at()
     }
 }
 

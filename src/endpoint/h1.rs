@@ -324,7 +324,8 @@ impl<S: Io> Conn<S> {
             mut keep_alive,
             headers,
         } = head;
-        let head_at = Instant::now();
+        // When the read that completed the head ran (see `Io::read_at`).
+        let head_at = self.io.read_at().unwrap_or_else(Instant::now);
         let framing = if head_request || status == 204 || status == 304 {
             Framing::Empty
         } else {
@@ -348,6 +349,9 @@ impl<S: Io> Conn<S> {
         if self.rbuf.is_empty() {
             h1_bufs::give(std::mem::take(&mut self.rbuf));
         }
+        // An answer that needed more reads ends with the last of them: when
+        // it ran, if the stream knows (otherwise the caller reads the clock).
+        let done_at = done_at.or_else(|| self.io.read_at());
         Ok(Answer {
             grpc: None,
             first_data: None,
@@ -788,6 +792,77 @@ mod tests {
             .await
             .unwrap();
         assert_eq!((a.body_len, a.body.len()), (10, 0));
+    }
+
+    /// A stream that knows when its bytes arrived (as the ring does).
+    struct Stamped(TcpStream, Instant);
+
+    impl tokio::io::AsyncRead for Stamped {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.0).poll_read(cx, buf)
+        }
+    }
+
+    impl tokio::io::AsyncWrite for Stamped {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.0).poll_write(cx, buf)
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.0).poll_flush(cx)
+        }
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.0).poll_shutdown(cx)
+        }
+    }
+
+    impl Io for Stamped {
+        fn read_at(&self) -> Option<Instant> {
+            Some(self.1)
+        }
+    }
+
+    /// Where the stream knows when its bytes arrived, the answer's head and
+    /// end are that time, not a clock read by the codec as it got to them
+    /// (whole in one read, or its body in later reads); where it does not,
+    /// an answer read in parts leaves its end to the caller's clock.
+    #[tokio::test]
+    async fn an_answer_is_timed_by_when_its_bytes_arrived() {
+        let parts = || {
+            vec![
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello".to_vec(),
+                b"world".to_vec(),
+            ]
+        };
+        let whole = || one("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+        for (answer, split) in [(whole(), false), (parts(), true)] {
+            let plain = serve(answer.clone(), false).await;
+            let arrived = Instant::now() - std::time::Duration::from_secs(1);
+            let mut c = Conn::new(Stamped(plain.io, arrived));
+            c.request_buf().extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+            let a = c
+                .exchange(b"", false, 100, false, &[], &Heads::default())
+                .await
+                .unwrap();
+            assert_eq!(
+                (a.head_at, a.done_at),
+                (arrived, Some(arrived)),
+                "split {split}"
+            );
+
+            let before = Instant::now();
+            let mut c = serve(answer, false).await;
+            let a = get(&mut c, false, 100).await.unwrap();
+            assert!(a.head_at >= before, "split {split}");
+            assert_eq!(a.done_at.is_none(), split, "split {split}");
+        }
     }
 
     #[tokio::test]

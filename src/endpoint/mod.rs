@@ -308,7 +308,8 @@ impl Outcome {
 #[derive(Debug)]
 pub(crate) struct Answer {
     pub status: u16,
-    /// When the response head arrived.
+    /// When the response head arrived: when the read that completed it ran
+    /// (on the ring, the turn that filed its receive; see `Io::read_at`).
     pub head_at: Instant,
     /// The kept headers (`--compare-header`), in order.
     pub headers: Vec<(::http::HeaderName, ::http::HeaderValue)>,
@@ -325,7 +326,8 @@ pub(crate) struct Answer {
     pub first_data: Option<Instant>,
     /// When the whole answer was read, if known without another read of
     /// the clock: the exchange's end. HTTP/1.1: when its body was already
-    /// in hand with the head (then `head_at`); HTTP/2: the read of the
+    /// in hand with the head (then `head_at`), or, on the ring, when the
+    /// receive that brought its last bytes ran; HTTP/2: the read of the
     /// socket that brought the stream's last frame.
     pub done_at: Option<Instant>,
 }

@@ -46,6 +46,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
@@ -148,6 +149,10 @@ struct Conn {
     writer: Option<Waker>,
     /// The stream is gone: free the connection when nothing is in flight.
     dropped: bool,
+    /// When the last receive ran: the clock read once in the turn that
+    /// filed it, right after the enter (see [`Ring::turn`]); `None` after a
+    /// read by a plain `recv`, which is its own arrival.
+    landed: Option<Instant>,
 }
 
 impl Conn {
@@ -303,8 +308,12 @@ impl Ring {
                 .completion()
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
+        // The receives filed now ran in the kernel during the enter above
+        // (under DEFER_TASKRUN, as its task work): one clock read after it
+        // is when they all arrived, whatever order their tasks then run in.
+        let mut landed = None;
         for (data, res, flags) in cqes.drain(..) {
-            self.complete(data, res, flags);
+            self.complete(data, res, flags, &mut landed);
         }
         self.cqes = cqes;
         self.feed();
@@ -336,7 +345,9 @@ impl Ring {
         }
     }
 
-    fn complete(&mut self, data: u64, res: i32, flags: u32) {
+    /// File one completion; `landed` is the turn's clock, read by the
+    /// first receive that needs it.
+    fn complete(&mut self, data: u64, res: i32, flags: u32, landed: &mut Option<Instant>) {
         if data == CANCEL {
             return;
         }
@@ -376,6 +387,7 @@ impl Ring {
                     }
                     (e, _) => Recv::Failed(-e),
                 };
+                c.landed = Some(*landed.get_or_insert_with(Instant::now));
                 self.ready.extend(c.reader.take());
             }
             Op::Send => {
@@ -643,6 +655,7 @@ impl Stream {
             reader: None,
             writer: None,
             dropped: false,
+            landed: None,
         };
         let idx = with_ring(id, |ring| match ring.free.pop() {
             Some(i) => {
@@ -715,6 +728,12 @@ impl super::connect::Io for Stream {
         })
         .unwrap_or(false)
     }
+
+    fn read_at(&self) -> Option<Instant> {
+        self.with(|ring, idx| ring.conns[idx].as_ref().and_then(|c| c.landed))
+            .ok()
+            .flatten()
+    }
 }
 
 impl AsyncRead for Stream {
@@ -757,6 +776,7 @@ impl AsyncRead for Stream {
                         match recv_now(c.fd.as_raw_fd(), buf) {
                             Ok(Some((n, filled))) => {
                                 c.more = filled;
+                                c.landed = None;
                                 if n == 0 {
                                     c.recv = Recv::Eof;
                                 }
@@ -972,6 +992,40 @@ mod tests {
         })
         .await
         .expect("condition never held");
+    }
+
+    /// A stream's bytes arrived when the turn that filed their receive
+    /// read the clock, right after its enter: reading them later (its task
+    /// ran after others of the same turn) does not move that time, and a
+    /// read by a plain `recv` (after a receive that filled its buffer) is
+    /// its own arrival, which the reader times.
+    #[tokio::test]
+    async fn a_receive_is_timed_by_the_turn_that_filed_it() {
+        let Some((mut c, mut s)) = pair().await else {
+            return;
+        };
+        assert_eq!(c.read_at(), None);
+        let sent = Instant::now();
+        s.write_all(b"ping").await.unwrap();
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let _ = c.poll_read_ready(&mut cx);
+        until(|| c.read_at().is_some()).await;
+        let landed = c.read_at().unwrap();
+        let seen = Instant::now();
+        assert!(sent <= landed && landed <= seen);
+        tokio::task::yield_now().await;
+        let mut buf = [0u8; 4];
+        c.read_exact(&mut buf).await.unwrap();
+        assert_eq!((&buf, c.read_at()), (b"ping", Some(landed)));
+
+        // A buffer's worth and more: the receive fills its buffer, and the
+        // rest is read by a plain `recv`.
+        let big = vec![7u8; uring_bufs::SIZE * 3];
+        s.write_all(&big).await.unwrap();
+        let mut got = vec![0u8; big.len()];
+        c.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, big);
+        assert_eq!(c.read_at(), None, "the last read was a plain recv");
     }
 
     #[tokio::test]
