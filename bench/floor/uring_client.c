@@ -39,7 +39,7 @@ enum { SEND = 0, RECV = 1 };
 static struct io_uring ring;
 static struct conn *conns;
 static unsigned long inflight;
-static int opt_m, opt_s, opt_f, opt_t, opt_T;
+static int opt_m, opt_s, opt_f, opt_t, opt_T, opt_x;
 static unsigned long long turn_ns; /* T: the clock after the last enter */
 static struct io_uring_buf_ring *br;
 static char *bufs;
@@ -75,24 +75,19 @@ static void queue_recv(int i) {
   fixed(sqe);
 }
 
-static int opt_x;
 static void fail(struct conn *c);
 static void queue_send(int i) {
-  if (opt_x) {
-    conns[i].busy = 1;
-    if (opt_t || opt_T) conns[i].sent_ns = now_ns();
-    inflight++;
-    if (send(conns[i].fd, REQ, REQ_LEN, MSG_DONTWAIT) != (ssize_t)REQ_LEN) fail(&conns[i]);
-    if (!opt_m) queue_recv(i);
-    return;
-  }
-  struct io_uring_sqe *sqe = sqe_for(i, SEND);
-  io_uring_prep_send(sqe, fd_of(i), REQ, REQ_LEN, opt_s ? MSG_WAITALL : 0);
-  fixed(sqe);
-  if (opt_s) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   conns[i].busy = 1;
   if (opt_t || opt_T) conns[i].sent_ns = now_ns();
   inflight++;
+  if (opt_x) {
+    if (send(conns[i].fd, REQ, REQ_LEN, MSG_DONTWAIT) != (ssize_t)REQ_LEN) fail(&conns[i]);
+  } else {
+    struct io_uring_sqe *sqe = sqe_for(i, SEND);
+    io_uring_prep_send(sqe, fd_of(i), REQ, REQ_LEN, opt_s ? MSG_WAITALL : 0);
+    fixed(sqe);
+    if (opt_s) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+  }
   if (!opt_m) queue_recv(i);
 }
 
