@@ -29,7 +29,7 @@ struct conn {
   int dead;    /* failed: no more requests on it */
   size_t len;  /* bytes of the current response received */
   size_t need; /* its whole length, once the head is parsed (0 before) */
-  unsigned long long sent_ns; /* when its request was sent (option t/T) */
+  unsigned long long sent_ns; /* when its request was sent (floor-uring t/T) */
   char buf[BUF];
 };
 
@@ -39,41 +39,6 @@ static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static unsigned long long now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
-}
-
-/* Latencies in ns, log-linear as an HDR histogram with 64 sub-buckets per
- * power of two (under 1.6 % error): what a latency tool records at least. */
-#define LAT_BUCKETS (64 * 42)
-static unsigned long long lat_counts[LAT_BUCKETS], lat_n, lat_sum;
-static unsigned lat_index(unsigned long long v) {
-  int msb = 63 - __builtin_clzll(v | 1);
-  if (msb < 7) return (unsigned)v;
-  int shift = msb - 6;
-  unsigned i = (unsigned)(shift + 1) * 64 + (unsigned)((v >> shift) - 64);
-  return i < LAT_BUCKETS ? i : LAT_BUCKETS - 1;
-}
-static unsigned long long lat_value(unsigned i) {
-  if (i < 128) return i;
-  unsigned shift = i / 64 - 1;
-  return (unsigned long long)(i % 64 + 64) << shift;
-}
-static void lat_record(unsigned long long v) {
-  lat_counts[lat_index(v)]++;
-  lat_n++;
-  lat_sum += v;
-}
-static void lat_report(void) {
-  unsigned long long want = lat_n - lat_n / 100, seen = 0;
-  unsigned i = 0;
-  for (; i < LAT_BUCKETS && seen < want; i++) seen += lat_counts[i];
-  printf("latency: mean %.3f ms, p99 %.3f ms\n", lat_n ? lat_sum / 1e6 / lat_n : 0.0,
-         i ? lat_value(i - 1) / 1e6 : 0.0);
 }
 
 static void die(const char *what) {
