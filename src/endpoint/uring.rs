@@ -180,10 +180,7 @@ struct Conn {
     dropped: bool,
     /// When the last receive ran: the clock read once in the turn that
     /// filed it, right after the enter (see [`Ring::turn`]); `None` after a
-    /// read by a plain `recv`, which is its own arrival. One time for all
-    /// landed bytes: bytes of an earlier turn read only after a later one
-    /// landed more are timed by the later (late, never early; rare, as a
-    /// woken reader runs before the driver's next turn).
+    /// read by a plain `recv`, which is its own arrival.
     landed: Option<Instant>,
 }
 
