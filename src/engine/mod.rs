@@ -324,22 +324,21 @@ pub fn run_resolved(
     // is open and `--start-at` has come.
     let barrier = Arc::new(Barrier::new(cores + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
-    let ledgers = match &faults {
-        Some(f) => f.ledgers(),
-        None => vec![None; plan.endpoints.len()],
-    };
     for (c, input) in inputs.into_iter().enumerate() {
         let share = |n: usize| core(c).share_of(n);
         let by_position = matches!(input, WorkerInput::Batches(_));
         let mut transport = plan.transport.clone();
         transport.max_connections = transport.max_connections.map(|n| share(n).max(1));
         // An endpoint with faults: this core's own proxy in front of it.
-        let (proxies, proxied) = match &faults {
+        let (proxies, proxied, ledgers) = match &faults {
             Some(f) => {
-                let (p, a) = f.listen()?;
-                (Some(p), a)
+                let l = f.listen()?;
+                (Some(l.proxies), l.addrs, l.ledgers)
             }
-            None => (None, vec![None; plan.endpoints.len()]),
+            None => {
+                let n = plan.endpoints.len();
+                (None, vec![None; n], (0..n).map(|_| None).collect())
+            }
         };
         let mut links = Vec::with_capacity(plan.endpoints.len());
         for ((spec, a), p) in plan.endpoints.iter().zip(&addrs).zip(proxied) {
@@ -381,7 +380,7 @@ pub fn run_resolved(
             start_barrier: barrier.clone(),
             ticks: ticks.clone(),
             core: c,
-            ledgers: ledgers.clone(),
+            ledgers,
             proxies,
         };
         std::thread::Builder::new()

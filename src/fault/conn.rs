@@ -2,32 +2,31 @@
 //! byte-stream fault's probability is rolled once, when the connection is
 //! accepted) and which of them already acted on it (each is counted once
 //! per connection, and marked in the endpoint's ledger under the
-//! connection's port).
+//! connection's name, `ConnKey`).
 
 use std::cell::Cell;
 use std::time::Instant;
 
 use super::spec::{Action, Dir};
-use super::state::Shared;
+use super::state::{ConnKey, Shared};
 
 /// A connection's draw of its endpoint's faults.
 pub struct Conn<'a> {
     shared: &'a Shared,
-    /// versus's local port: the connection's name in the ledger.
-    port: u16,
+    /// The connection's name in the ledger.
+    key: ConnKey,
     drawn: Vec<bool>,
     acted: Vec<Cell<bool>>,
 }
 
 impl<'a> Conn<'a> {
     /// Roll every byte-stream fault's probability for a new connection
-    /// (the HTTP faults roll per request, in `http::decide`) from versus's
-    /// local `port`.
-    pub fn new(shared: &'a Shared, port: u16) -> Conn<'a> {
+    /// (the HTTP faults roll per request, in `http::decide`), named `key`.
+    pub fn new(shared: &'a Shared, key: ConnKey) -> Conn<'a> {
         let faults = shared.faults();
-        shared.opened(port);
+        shared.opened(key);
         Conn {
-            port,
+            key,
             drawn: (0..faults.len())
                 .map(|i| faults[i].action.is_http() || shared.roll(i))
                 .collect(),
@@ -63,7 +62,7 @@ impl<'a> Conn<'a> {
     pub fn acted(&self, i: usize) {
         if !self.acted[i].replace(true) {
             self.shared.count(i);
-            self.shared.mark(self.port, Some(i));
+            self.shared.mark(self.key, Some(i));
         }
     }
 
@@ -73,7 +72,7 @@ impl<'a> Conn<'a> {
         if let Some(i) = i {
             self.shared.count(i);
         }
-        self.shared.mark(self.port, i);
+        self.shared.mark(self.key, i);
     }
 
     /// True when some fault reads HTTP requests.

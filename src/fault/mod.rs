@@ -72,48 +72,65 @@ pub fn start(
     }
 }
 
-/// One endpoint's faults as the engine's cores see them: what puts an
-/// error down to the fault that caused it.
-#[derive(Clone)]
-pub struct Ledger(Arc<Shared>);
+/// One endpoint's faults as one engine core sees them: what puts an
+/// error on a connection to the core's proxy down to the fault that
+/// caused it.
+pub struct Ledger {
+    shared: Arc<Shared>,
+    /// The port the core's proxy listens on.
+    proxy: u16,
+}
 
 impl Ledger {
     /// Count `outcome`'s error in `stats` under the fault that caused it,
     /// if one did (see [`crate::stats::EndpointStats::fault_errors`]).
     pub fn blame(&self, outcome: &crate::model::Outcome, stats: &mut crate::stats::EndpointStats) {
-        self.0.blame(outcome, stats);
+        self.shared.blame(outcome, self.proxy, stats);
     }
+}
+
+/// One core's proxies as [`Running::listen`] opens them.
+pub struct Listening {
+    /// To be run on the core's runtime.
+    pub proxies: CoreProxies,
+    /// Per endpoint, the address the core connects to instead (`None`:
+    /// connect directly).
+    pub addrs: Vec<Option<SocketAddr>>,
+    /// Per endpoint, its ledger (`None`: no faults, nothing to look up).
+    pub ledgers: Vec<Option<Ledger>>,
 }
 
 impl Running {
     /// Open one core's proxies: a listener on 127.0.0.1 for each endpoint
-    /// with faults. Returns them and, per endpoint, the address that core
-    /// connects to instead (`None`: connect directly).
+    /// with faults.
     ///
     /// # Errors
     /// When a listener cannot be opened.
-    pub fn listen(&self) -> std::io::Result<(CoreProxies, Vec<Option<SocketAddr>>)> {
+    pub fn listen(&self) -> std::io::Result<Listening> {
         let mut proxies = Vec::new();
         let mut addrs = Vec::with_capacity(self.shared.len());
+        let mut ledgers = Vec::with_capacity(self.shared.len());
         for (s, up) in self.shared.iter().zip(&self.upstream) {
             let Some(s) = s else {
                 addrs.push(None);
+                ledgers.push(None);
                 continue;
             };
             let l = std::net::TcpListener::bind("127.0.0.1:0")?;
             l.set_nonblocking(true)?;
-            addrs.push(Some(l.local_addr()?));
+            let addr = l.local_addr()?;
+            addrs.push(Some(addr));
+            ledgers.push(Some(Ledger {
+                shared: s.clone(),
+                proxy: addr.port(),
+            }));
             proxies.push((l, up.clone(), s.clone()));
         }
-        Ok((CoreProxies(proxies), addrs))
-    }
-
-    /// Per endpoint, its ledger (`None`: no faults, nothing to look up).
-    pub fn ledgers(&self) -> Vec<Option<Ledger>> {
-        self.shared
-            .iter()
-            .map(|s| s.as_ref().map(|s| Ledger(s.clone())))
-            .collect()
+        Ok(Listening {
+            proxies: CoreProxies(proxies),
+            addrs,
+            ledgers,
+        })
     }
 
     /// The run's clock started now: windows count from here.

@@ -15,7 +15,7 @@ use tokio::time::{sleep, sleep_until};
 use super::conn::Conn;
 use super::pipe::{self, End};
 use super::spec::{Action, Dir, ResetAt};
-use super::state::Shared;
+use super::state::{ConnKey, Shared};
 
 /// Chunks queued between a direction's reader and writer.
 const QUEUE: usize = 64;
@@ -24,20 +24,24 @@ const QUEUE: usize = 64;
 /// relayed to the first of `upstream` that accepts.
 pub async fn serve(listener: TcpListener, upstream: Vec<SocketAddr>, shared: Arc<Shared>) {
     let upstream: Rc<[SocketAddr]> = upstream.into();
+    let proxy = listener.local_addr().map_or(0, |a| a.port());
     while let Ok((client, from)) = listener.accept().await {
-        let port = from.port();
-        tokio::task::spawn_local(connection(client, port, upstream.clone(), shared.clone()));
+        let key = ConnKey {
+            proxy,
+            client: from.port(),
+        };
+        tokio::task::spawn_local(connection(client, key, upstream.clone(), shared.clone()));
     }
 }
 
 /// One connection from versus, through the faults, to the endpoint.
 async fn connection(
     mut client: TcpStream,
-    port: u16,
+    key: ConnKey,
     upstream: Rc<[SocketAddr]>,
     shared: Arc<Shared>,
 ) {
-    let conn = Conn::new(&shared, port);
+    let conn = Conn::new(&shared, key);
     let _ = client.set_nodelay(true);
     if let Some((i, d)) = conn.find(Dir::Both, |a| match a {
         Action::SlowOpen(d) => Some(*d),

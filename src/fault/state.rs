@@ -30,8 +30,18 @@ pub struct Shared {
     periods: Vec<Mutex<(Instant, u64)>>,
     /// Each fault's name, as reports show it.
     names: Vec<String>,
-    /// Per connection (versus's local port): what the faults did to it.
-    ports: Mutex<HashMap<u16, Marks>>,
+    /// Per connection: what the faults did to it.
+    ports: Mutex<HashMap<ConnKey, Marks>>,
+}
+
+/// A proxied connection's name in the ledger: the port of the proxy it
+/// came to (each core has its own) and versus's local port. The local
+/// port alone is not enough: two cores' connections to their own proxies
+/// may hold the same local port at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnKey {
+    pub proxy: u16,
+    pub client: u16,
 }
 
 /// What the faults did to one connection: fault indices.
@@ -142,33 +152,33 @@ impl Shared {
         false
     }
 
-    /// A new connection from versus's local `port`: what was marked on an
-    /// earlier connection from the same port is forgotten.
-    pub fn opened(&self, port: u16) {
-        self.ports().remove(&port);
+    /// A new connection `key`: what was marked on an earlier connection
+    /// of the same name is forgotten.
+    pub fn opened(&self, key: ConnKey) {
+        self.ports().remove(&key);
     }
 
-    /// Fault `i` acted on the connection from `port` (for an HTTP fault:
-    /// on its last request; `None`: that request went on to the
-    /// endpoint).
-    pub fn mark(&self, port: u16, i: Option<usize>) {
+    /// Fault `i` acted on connection `key` (for an HTTP fault: on its
+    /// last request; `None`: that request went on to the endpoint).
+    pub fn mark(&self, key: ConnKey, i: Option<usize>) {
         let mut ports = self.ports();
         match i.map(|i| (i, &self.faults[i].action)) {
-            Some((i, a)) if a.breaks() => ports.entry(port).or_default().broke = Some(i),
-            Some((i, a)) if a.is_http() => ports.entry(port).or_default().answered = Some(i),
-            Some((i, _)) => ports.entry(port).or_default().slowed = Some(i),
+            Some((i, a)) if a.breaks() => ports.entry(key).or_default().broke = Some(i),
+            Some((i, a)) if a.is_http() => ports.entry(key).or_default().answered = Some(i),
+            Some((i, _)) => ports.entry(key).or_default().slowed = Some(i),
             None => {
-                if let Some(m) = ports.get_mut(&port) {
+                if let Some(m) = ports.get_mut(&key) {
                     m.answered = None;
                 }
             }
         }
     }
 
-    /// Put `outcome`'s error down to the fault that caused it, if one
-    /// did: a failure on a connection a fault broke (a timeout also on
-    /// one a fault slowed), an error status a fault answered.
-    pub fn blame(&self, outcome: &Outcome, stats: &mut EndpointStats) {
+    /// Put `outcome`'s error, on a connection to the proxy listening on
+    /// port `proxy`, down to the fault that caused it, if one did: a
+    /// failure on a connection a fault broke (a timeout also on one a
+    /// fault slowed), an error status a fault answered.
+    pub fn blame(&self, outcome: &Outcome, proxy: u16, stats: &mut EndpointStats) {
         if outcome.port == 0 {
             return;
         }
@@ -177,7 +187,11 @@ impl Shared {
             Ok(r) if r.status >= 400 => Ok(r.status),
             Ok(_) => return,
         };
-        let Some(m) = self.ports().get(&outcome.port).copied() else {
+        let key = ConnKey {
+            proxy,
+            client: outcome.port,
+        };
+        let Some(m) = self.ports().get(&key).copied() else {
             return;
         };
         let fault = match kind {
@@ -197,7 +211,44 @@ impl Shared {
         }
     }
 
-    fn ports(&self) -> std::sync::MutexGuard<'_, HashMap<u16, Marks>> {
+    fn ports(&self) -> std::sync::MutexGuard<'_, HashMap<ConnKey, Marks>> {
         self.ports.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two cores' connections to their own proxies may hold the same
+    /// local port at once: what a fault did to one is not put on the
+    /// other's errors, and a new connection forgets its name's old marks.
+    #[test]
+    fn a_connection_is_named_by_its_proxy_and_its_local_port() {
+        let fault: Fault = "reset after 1B".parse().unwrap();
+        let shared = Shared::new(vec![fault], Epoch::default(), Duration::from_secs(1));
+        let (core0, core1) = (
+            ConnKey {
+                proxy: 4000,
+                client: 50_000,
+            },
+            ConnKey {
+                proxy: 4001,
+                client: 50_000,
+            },
+        );
+        shared.opened(core0);
+        shared.opened(core1);
+        shared.mark(core0, Some(0));
+        let mut failed = Outcome::test_failure(Failure::Reset);
+        failed.port = 50_000;
+        let blamed = |proxy: u16| {
+            let mut stats = EndpointStats::default();
+            shared.blame(&failed, proxy, &mut stats);
+            stats.fault_errors.values().sum::<u64>()
+        };
+        assert_eq!((blamed(4000), blamed(4001)), (1, 0));
+        shared.opened(core0);
+        assert_eq!(blamed(4000), 0);
     }
 }
