@@ -1001,19 +1001,19 @@ async fn claim(
     e: usize,
     slot: &mut Slot,
 ) -> Option<(usize, Work, Option<Instant>, bool)> {
+    // The wake-up is arranged only once there is no work at hand (most
+    // claims find some): then before each look, so that none is missed
+    // between the look and the wait.
+    let mut waits = false;
     loop {
-        let notified = core.work[e].notified();
+        let notified = waits.then(|| core.work[e].notified());
         if core.stopping.get().is_some() {
             return None;
         }
-        if core.paused_since.get().is_some() {
-            slot.release();
-            core.idle.borrow_mut()[e] += 1;
-            notified.await;
-            core.idle.borrow_mut()[e] -= 1;
-            continue;
-        }
-        let claim = core.window.borrow_mut().claim(e);
+        let claim = match core.paused_since.get() {
+            Some(_) => Claim::Wait,
+            None => core.window.borrow_mut().claim(e),
+        };
         match claim {
             Claim::Got(place, work, due, warmup) => {
                 if core.window.borrow().unclaimed() * 2 < core.prefetch {
@@ -1026,6 +1026,10 @@ async fn claim(
             }
             Claim::Done => return None,
             Claim::Wait => {
+                let Some(notified) = notified else {
+                    waits = true;
+                    continue;
+                };
                 slot.release();
                 core.idle.borrow_mut()[e] += 1;
                 notified.await;
