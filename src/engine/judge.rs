@@ -147,11 +147,18 @@ pub(crate) fn verdict(
         .endpoints
         .first_mut()
         .map(|s| part_index(&mut s.methods, name));
-    for ((s, o), error) in stats.endpoints.iter_mut().zip(outcomes).zip(errors) {
+    for (e, ((s, o), error)) in stats
+        .endpoints
+        .iter_mut()
+        .zip(outcomes)
+        .zip(errors)
+        .enumerate()
+    {
         if let Some(o) = o {
+            // The reference's is the one looked up; another's is checked.
             let same = at
                 .and_then(|i| s.methods.get_mut(i))
-                .filter(|p| p.name == name);
+                .filter(|p| e == 0 || p.name == name);
             match same {
                 Some(p) => p,
                 None => part(&mut s.methods, name),
