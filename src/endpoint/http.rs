@@ -18,9 +18,11 @@
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, BytesMut};
@@ -540,7 +542,7 @@ impl Link {
     async fn take_idle(&self) -> Option<Idle> {
         loop {
             let mut idle = self.pool.borrow_mut().pop()?;
-            if !idle.conn.is_closed().await {
+            if !poll_fn(|cx| Poll::Ready(idle.conn.is_closed(cx))).await {
                 return Some(idle);
             }
         }
@@ -1013,7 +1015,8 @@ impl Slot {
         // connection that turned out closed (see `Slot::resend_h1`).
         let mut refused = false;
         loop {
-            let (sender, opened, restart) = match self.last_connection(refused).await {
+            let kept = poll_fn(|cx| Poll::Ready(self.last_connection(refused, cx))).await;
+            let (sender, opened, restart) = match kept {
                 Some(c) => (Sender::H1(c), None, false),
                 None => self.sender(refused).await?,
             };
@@ -1060,9 +1063,9 @@ impl Slot {
 
     /// The HTTP/1.1 connection this slot's last request left open, unless
     /// a `fresh` one is wanted or the peer closed it (then it is closed).
-    async fn last_connection(&mut self, fresh: bool) -> Option<Held> {
+    fn last_connection(&mut self, fresh: bool, cx: &mut Context<'_>) -> Option<Held> {
         let mut c = self.h1.take()?;
-        if fresh || c.is_closed().await {
+        if fresh || c.is_closed(cx) {
             return None;
         }
         Some(c)
