@@ -410,6 +410,9 @@ impl Ring {
         let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return;
         };
+        // Only a dropped stream's connection can be freed (looked at here,
+        // not in a call for every completion).
+        let dropped = c.dropped;
         match op_of(data) {
             Op::Recv => {
                 // Not the last completion of the armed receive: it stays
@@ -482,7 +485,9 @@ impl Ring {
                 self.ready.extend(c.writer.take());
             }
         }
-        self.free_if_done(idx);
+        if dropped {
+            self.free_if_done(idx);
+        }
     }
 
     /// Free a dropped connection once nothing of it is in flight (its
