@@ -27,20 +27,11 @@
 //! What the socket does not take is copied into the connection's send
 //! buffer and sent through the ring (a short send is continued from where
 //! it stopped; the write is done when every byte is sent), with the receive
-//! of the answer armed in the same enter. A connection's receive is
-//! multishot: armed once, it lands each burst of bytes in a buffer the
-//! kernel takes from the ring's pool when they arrive (`uring_bufs.rs`),
-//! and stays armed from one answer to the next (a receive armed and taken
-//! down again for every answer cost the kernel about 0.1 µs a request: the
-//! floor client measured 3.4-3.5 µs a request with a multishot receive,
-//! 3.6 with one per answer). Reads copy from the landed buffers in the
-//! order they came; a buffer goes back to the pool when they have read it
-//! all. A receive that finds the pool empty doubles it, or, at its
-//! largest, waits for a buffer to come back. A receive that fills its
-//! buffer marks a connection of large answers: its multishot receive is
-//! cancelled, and once its last completion is in, the answer's rest is
-//! read by plain `recv`s, and the connection's later receives are
-//! single-shot, armed when a read waits. The buffers belong to the
+//! of the answer armed in the same enter. A receive lands in a buffer the
+//! kernel takes from the ring's pool when bytes arrive (`uring_bufs.rs`),
+//! from which reads copy; the buffer goes back to the pool when they have
+//! read it all. A receive that finds the pool empty doubles it, or, at its
+//! largest, waits for a buffer to come back. The buffers belong to the
 //! ring, not to any future, so a future dropped with an operation in
 //! flight (a timeout, a flow cut short, Ctrl-C) leaves them alive: dropping
 //! the stream cancels what is in flight and frees the connection (closing
@@ -49,7 +40,6 @@
 //! TLS, HTTP/2, WebSocket, gRPC and the fault proxies stay on tokio (epoll).
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -112,14 +102,10 @@ thread_local! {
     static RING: RefCell<Option<Ring>> = const { RefCell::new(None) };
 }
 
-/// How a connection's receive stands.
+/// How a receive stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Recv {
     Idle,
-    /// A multishot receive is armed: each burst of bytes lands in a buffer
-    /// of the pool as a completion of its own, until one says it is the
-    /// last (the end of the stream, an error, the pool found empty, or
-    /// cancelled).
     InFlight,
     /// The receive found the pool empty: it is armed again on a turn of
     /// the driver with a buffer to spare (see `Ring::feed`).
@@ -149,27 +135,12 @@ struct Conn {
     held: Option<u16>,
     rpos: usize,
     rlen: usize,
-    /// Buffers that landed behind `held` (their ids and lengths), in the
-    /// order the bytes came: a multishot receive lands each burst as it
-    /// comes, whether or not the one before was read.
-    queued: VecDeque<(u16, usize)>,
     recv: Recv,
-    /// A receive filled the buffer it had: more is likely waiting, so the
-    /// multishot receive is cancelled and, once its last completion is in
-    /// (so that no landed bytes can be behind the socket's), reads are
-    /// plain non-blocking `recv`s into the caller's buffer until one would
-    /// block (a large body is read as epoll reads it, not 4 KiB a buffer
-    /// copied twice).
+    /// The last receive filled the buffer it had: more is likely waiting,
+    /// so the next read is a plain non-blocking `recv` into the caller's
+    /// buffer (a large body is read as epoll reads it, not 4 KiB per trip
+    /// through the ring).
     more: bool,
-    /// The armed receive is being cancelled (see `more`).
-    cancelling: bool,
-    /// A receive once filled its buffer: the connection carries large
-    /// answers, and its receives are single-shot from then on (armed when
-    /// a read waits, as before multishot receives), so that each large
-    /// answer is read by plain `recv`s after its first buffer without a
-    /// multishot receive to cancel first (which cost a 1 MiB answer 20 %
-    /// more CPU, a 64 KiB one 15 %).
-    large: bool,
     wbuf: Vec<u8>,
     /// Bytes of `wbuf` the kernel took.
     wdone: usize,
@@ -180,10 +151,7 @@ struct Conn {
     dropped: bool,
     /// When the last receive ran: the clock read once in the turn that
     /// filed it, right after the enter (see [`Ring::turn`]); `None` after a
-    /// read by a plain `recv`, which is its own arrival. One time for all
-    /// landed bytes: bytes of an earlier turn read only after a later one
-    /// landed more are timed by the later (late, never early; rare, as a
-    /// woken reader runs before the driver's next turn).
+    /// read by a plain `recv`, which is its own arrival.
     landed: Option<Instant>,
 }
 
@@ -280,28 +248,16 @@ impl Ring {
         let Some(c) = self.conns[idx].as_mut() else {
             return;
         };
-        if c.recv == Recv::InFlight {
-            return;
-        }
         c.recv = Recv::InFlight;
-        let fd = types::Fd(c.fd.as_raw_fd());
-        let e = if c.large {
-            opcode::Recv::new(fd, std::ptr::null_mut(), uring_bufs::SIZE as u32)
-                .buf_group(uring_bufs::GROUP)
-                .build()
-                .flags(squeue::Flags::BUFFER_SELECT)
-        } else {
-            opcode::RecvMulti::new(fd, uring_bufs::GROUP).build()
-        };
-        self.push(&e.user_data(user_data(idx, Op::Recv)));
-    }
-
-    /// Cancel connection `idx`'s armed receive; its last completion says
-    /// when it is over.
-    fn cancel_recv(&mut self, idx: usize) {
-        let e = opcode::AsyncCancel::new(user_data(idx, Op::Recv))
-            .build()
-            .user_data(CANCEL);
+        let e = opcode::Recv::new(
+            types::Fd(c.fd.as_raw_fd()),
+            std::ptr::null_mut(),
+            uring_bufs::SIZE as u32,
+        )
+        .buf_group(uring_bufs::GROUP)
+        .build()
+        .flags(squeue::Flags::BUFFER_SELECT)
+        .user_data(user_data(idx, Op::Recv));
         self.push(&e);
     }
 
@@ -415,40 +371,17 @@ impl Ring {
         let dropped = c.dropped;
         match op_of(data) {
             Op::Recv => {
-                // Not the last completion of the armed receive: it stays
-                // armed.
-                let armed = cqueue::more(flags);
-                let mut cancel = false;
                 c.recv = match (res, buf) {
                     (0, _) => Recv::Eof,
                     (n, Some(id)) if n > 0 => {
-                        let n = n as usize;
-                        if c.held.is_none() {
-                            c.held = Some(id);
-                            c.rpos = 0;
-                            c.rlen = n;
-                        } else {
-                            c.queued.push_back((id, n));
-                        }
-                        if n == uring_bufs::SIZE {
-                            c.more = true;
-                            c.large = true;
-                            cancel = armed && !c.cancelling && !c.dropped;
-                            c.cancelling |= cancel;
-                        }
-                        if armed {
-                            Recv::InFlight
-                        } else {
-                            Recv::Idle
-                        }
+                        c.held = Some(id);
+                        c.rpos = 0;
+                        c.rlen = n as usize;
+                        c.more = c.rlen == uring_bufs::SIZE;
+                        Recv::Idle
                     }
                     // Bytes without a buffer: not what was asked.
                     (n, None) if n > 0 => Recv::Failed(libc::EIO),
-                    // The cancel asked for when a receive filled its buffer:
-                    // reads go on by plain `recv`s (see `more`).
-                    (e, _) if c.cancelling && (-e == libc::ECANCELED || -e == libc::ENOBUFS) => {
-                        Recv::Idle
-                    }
                     (e, _) if -e == libc::ENOBUFS && !c.dropped => {
                         // Armed again at the end of the turn (see `feed`).
                         c.recv = Recv::Starved;
@@ -457,14 +390,8 @@ impl Ring {
                     }
                     (e, _) => Recv::Failed(-e),
                 };
-                if c.recv != Recv::InFlight {
-                    c.cancelling = false;
-                }
                 c.landed = Some(*landed.get_or_insert_with(Instant::now));
                 self.ready.extend(c.reader.take());
-                if cancel {
-                    self.cancel_recv(idx);
-                }
             }
             Op::Send => {
                 if res < 0 {
@@ -501,14 +428,8 @@ impl Ring {
             if c.as_ref().is_some_and(|c| c.recv == Recv::Starved) {
                 self.starved.retain(|&i| i != idx);
             }
-            if let Some(c) = c {
-                for id in c
-                    .held
-                    .into_iter()
-                    .chain(c.queued.into_iter().map(|(id, _)| id))
-                {
-                    self.give_back(id);
-                }
+            if let Some(id) = c.and_then(|c| c.held) {
+                self.give_back(id);
             }
             self.free.push(idx);
         }
@@ -731,11 +652,8 @@ impl Stream {
             held: None,
             rpos: 0,
             rlen: 0,
-            queued: VecDeque::new(),
             recv: Recv::Idle,
             more: false,
-            cancelling: false,
-            large: false,
             wbuf: Vec::new(),
             wdone: 0,
             send: Send::Idle,
@@ -805,14 +723,13 @@ impl super::connect::Io for Stream {
         }
     }
 
-    /// Nothing landed since the last read (no receive armed, or one armed
-    /// that brought nothing): since then the ring has been told nothing, a
-    /// close included.
+    /// No receive in flight or landed: since the last read the ring has
+    /// been told nothing, a close included.
     fn unwatched(&mut self) -> bool {
         self.with(|ring, idx| {
-            ring.conns[idx].as_ref().is_some_and(|c| {
-                matches!(c.recv, Recv::Idle | Recv::InFlight) && c.held.is_none() && !c.more
-            })
+            ring.conns[idx]
+                .as_ref()
+                .is_some_and(|c| matches!(c.recv, Recv::Idle) && c.held.is_none() && !c.more)
         })
         .unwrap_or(false)
     }
@@ -836,32 +753,19 @@ impl AsyncRead for Stream {
             return Poll::Ready(Ok(()));
         }
         self.with(|ring, idx| {
-            // What landed first, as much of it as the buffer takes.
-            let mut copied = false;
-            while buf.remaining() > 0 {
-                let Some(c) = ring.conns[idx].as_mut() else {
-                    return Poll::Ready(Err(gone()));
-                };
-                let Some(id) = c.held else { break };
-                let n = buf.remaining().min(c.rlen - c.rpos);
-                buf.put_slice(&ring.bufs.get(id)[c.rpos..c.rpos + n]);
-                c.rpos += n;
-                copied = true;
-                if c.rpos < c.rlen {
-                    break;
-                }
-                c.held = None;
-                if let Some((next, len)) = c.queued.pop_front() {
-                    (c.held, c.rpos, c.rlen) = (Some(next), 0, len);
-                }
-                ring.give_back(id);
-            }
-            if copied {
-                return Poll::Ready(Ok(()));
-            }
             let Some(c) = ring.conns[idx].as_mut() else {
                 return Poll::Ready(Err(gone()));
             };
+            if let Some(id) = c.held {
+                let n = buf.remaining().min(c.rlen - c.rpos);
+                buf.put_slice(&ring.bufs.get(id)[c.rpos..c.rpos + n]);
+                c.rpos += n;
+                if c.rpos == c.rlen {
+                    c.held = None;
+                    ring.give_back(id);
+                }
+                return Poll::Ready(Ok(()));
+            }
             match c.recv {
                 Recv::Eof => Poll::Ready(Ok(())),
                 Recv::Failed(e) => {
@@ -1127,22 +1031,6 @@ mod tests {
         c.read_exact(&mut got).await.unwrap();
         assert_eq!(got, big);
         assert_eq!(c.read_at(), None, "the last read was a plain recv");
-
-        // Nothing waiting: the read arms a receive (single-shot now, the
-        // connection's answers being large), and the bytes land as before.
-        let mut rb = ReadBuf::new(&mut buf);
-        assert!(Pin::new(&mut c).poll_read(&mut cx, &mut rb).is_pending());
-        let single = RING.with(|r| {
-            let r = r.borrow();
-            let c = r.as_ref().unwrap().conns.iter().flatten().next().unwrap();
-            (c.large, c.recv)
-        });
-        assert_eq!(single, (true, Recv::InFlight));
-        s.write_all(b"pong").await.unwrap();
-        until(|| c.read_at().is_some()).await;
-        c.read_exact(&mut buf).await.unwrap();
-        assert_eq!(&buf, b"pong");
-        assert!(c.read_at().is_some_and(|at| at >= seen));
     }
 
     #[tokio::test]
@@ -1419,42 +1307,6 @@ mod tests {
         }
         let lent = RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.lent));
         assert_eq!(lent, 0, "a buffer stayed lent");
-    }
-
-    /// The receive stays armed: bursts that land before the reader reads
-    /// wait behind one another and are read in the order they came, as
-    /// much at once as the reader's buffer takes; a dropped stream gives
-    /// back the buffers it never read.
-    #[tokio::test]
-    async fn bursts_landed_before_a_read_are_read_in_order() {
-        let Some((mut c, mut s)) = pair().await else {
-            return;
-        };
-        let landed = |n: usize| {
-            RING.with(|r| {
-                let r = r.borrow();
-                let c = r.as_ref().unwrap().conns.iter().flatten().next().unwrap();
-                c.held.iter().count() + c.queued.len() == n
-            })
-        };
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        assert!(c.poll_read_ready(&mut cx).is_pending());
-        for (k, part) in [&b"one,"[..], b"two,", b"three"].into_iter().enumerate() {
-            s.write_all(part).await.unwrap();
-            until(|| landed(k + 1)).await;
-        }
-        let mut got = [0u8; 13];
-        assert_eq!(c.read(&mut got).await.unwrap(), 13);
-        assert_eq!(&got, b"one,two,three");
-        let lent = || RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.lent));
-        assert_eq!(lent(), 0);
-
-        s.write_all(b"unread").await.unwrap();
-        s.write_all(b" too").await.unwrap();
-        until(|| lent() > 0).await;
-        drop(c);
-        until(|| on_ring() == 0).await;
-        assert_eq!(lent(), 0, "a buffer stayed lent");
     }
 
     /// A receive in flight when its stream is dropped (a timeout) is
