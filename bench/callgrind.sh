@@ -26,7 +26,8 @@
 #   for syscalls per request (same marginal method), which is where the kernel
 #   time comes from.
 # * The top functions of versus's long run (callgrind_annotate, exclusive Ir)
-#   follow.
+#   follow, then the request path's layers with all they call (inclusive Ir
+#   per request).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MODE="${1:-h1}"
@@ -158,7 +159,17 @@ fi
 echo
 echo "versus, long run: top functions by exclusive Ir (callgrind_annotate; includes start-up, which is small at $BIG requests):"
 echo '```'
-callgrind_annotate --inclusive=no "$WORK/versus-big.cg" 2>/dev/null | sed -n '/^-* *$/!p' | grep -E '^ *[0-9,]+ \(' | sed 's|/[^ ]*/registry/src/[^/]*/||; s|/rustc/[0-9a-f]*/||' | head -25 | cut -c1-200
+callgrind_annotate --inclusive=no "$WORK/versus-big.cg" 2>/dev/null | sed -n '/^-* *$/!p' | grep -E '^ *[0-9,]+ \(' | sed 's|/[^ ]*/registry/src/[^/]*/||; s|/rustc/[0-9a-f]*/||' | sed -n '1,25p' | cut -c1-200
+echo '```'
+echo
+# Inclusive counts of the request path's layers, per request of the long
+# run (start-up included, small at BIG requests): what each layer costs
+# with all it calls, for RESULTS' "where the time goes".
+echo "versus, long run: the request path by layer, inclusive Ir per request (callgrind_annotate --inclusive=yes; the same function may show under more than one source file when inlined):"
+echo '```'
+callgrind_annotate --inclusive=yes "$WORK/versus-big.cg" 2>/dev/null | grep -E '^ *[0-9,]+ \(' \
+  | grep -E 'Slots<F> as core::future::future::Future>::poll \[|worker::drive::\{\{closure\}\} \[|http::Slot::send::\{\{closure\}\}$|http::Slot::exchange::\{\{closure\}\}$|h1::Conn<S>::read_more::\{\{closure\}\} \[|h1::Conn<S>::poll_fill \[|worker::deliver::\{\{closure\}\}$|judge::verdict$|worker::record \[|worker::feed::\{\{closure\}\}$|uring::Ring::turn \[|record_n_inner \[|__memcpy|__memcmp' \
+  | awk -v n="$BIG" '{ v = $1; gsub(",", "", v); sub(/^ *[0-9,]+ \([ 0-9.]+%\) +/, ""); sub(/ \[.*\]$/, ""); f = $0; sub(/:.*$/, "", f); sub(/^.*\//, "", f); sub(/^[^:]*:/, ""); printf "%6.0f  %s (%s)\n", v / n, $0, f }' | sed -n '1,20p'
 echo '```'
 echo
 echo "raw files: $WORK"
