@@ -37,15 +37,27 @@ pub struct Running {
 
 /// One core's proxies, listening, to be run on the core's runtime
 /// ([`CoreProxies::spawn`]).
-pub struct CoreProxies(Vec<(std::net::TcpListener, Vec<SocketAddr>, Arc<Shared>)>);
+pub struct CoreProxies(Vec<Listener>);
+
+/// One endpoint's proxy on one core, before it runs.
+struct Listener {
+    listener: std::net::TcpListener,
+    /// Its port: the first half of its connections' names in the ledger,
+    /// as the core's [`Ledger`] looks them up.
+    port: u16,
+    upstream: Vec<SocketAddr>,
+    shared: Arc<Shared>,
+}
 
 impl CoreProxies {
     /// Serve each proxy on the current `LocalSet` (the core's), until the
     /// set is dropped.
     pub fn spawn(self) {
-        for (l, up, s) in self.0 {
-            match tokio::net::TcpListener::from_std(l) {
-                Ok(l) => drop(tokio::task::spawn_local(proxy::serve(l, up, s))),
+        for l in self.0 {
+            match tokio::net::TcpListener::from_std(l.listener) {
+                Ok(t) => drop(tokio::task::spawn_local(proxy::serve(
+                    t, l.port, l.upstream, l.shared,
+                ))),
                 Err(e) => eprintln!("versus: fault proxy: {e}"),
             }
         }
@@ -124,7 +136,12 @@ impl Running {
                 shared: s.clone(),
                 proxy: addr.port(),
             }));
-            proxies.push((l, up.clone(), s.clone()));
+            proxies.push(Listener {
+                listener: l,
+                port: addr.port(),
+                upstream: up.clone(),
+                shared: s.clone(),
+            });
         }
         Ok(Listening {
             proxies: CoreProxies(proxies),

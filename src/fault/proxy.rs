@@ -20,11 +20,15 @@ use super::state::{ConnKey, Shared};
 /// Chunks queued between a direction's reader and writer.
 const QUEUE: usize = 64;
 
-/// Accept connections on `listener` until the task is dropped, each
-/// relayed to the first of `upstream` that accepts.
-pub async fn serve(listener: TcpListener, upstream: Vec<SocketAddr>, shared: Arc<Shared>) {
+/// Accept connections on `listener` (port `proxy`) until the task is
+/// dropped, each relayed to the first of `upstream` that accepts.
+pub async fn serve(
+    listener: TcpListener,
+    proxy: u16,
+    upstream: Vec<SocketAddr>,
+    shared: Arc<Shared>,
+) {
     let upstream: Rc<[SocketAddr]> = upstream.into();
-    let proxy = listener.local_addr().map_or(0, |a| a.port());
     while let Ok((client, from)) = listener.accept().await {
         let key = ConnKey {
             proxy,
