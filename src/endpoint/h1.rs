@@ -12,7 +12,7 @@
 //! `Content-Length`).
 
 use std::cell::RefCell;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -408,19 +408,23 @@ impl<S: Io> Conn<S> {
     }
 
     /// Read more bytes into the read buffer, room for at least `want`;
-    /// the end of the stream is a reset (the answer is incomplete).
-    async fn read_more(&mut self, want: usize) -> Result<(), Failure> {
-        match self.fill_io(want).await {
-            Ok(0) => Err(Failure::Reset),
-            Ok(_) => Ok(()),
-            Err(e) => Err(classify_io(&e, Failure::Io)),
-        }
+    /// the end of the stream is a reset (the answer is incomplete). A
+    /// plain function returning a `poll_fn`, not an `async fn`: no state
+    /// machine of its own around the poll, a level fewer for every read.
+    fn read_more(&mut self, want: usize) -> impl Future<Output = Result<(), Failure>> + '_ {
+        poll_fn(move |cx| {
+            Poll::Ready(match ready!(self.poll_fill(cx, want)) {
+                Ok(0) => Err(Failure::Reset),
+                Ok(_) => Ok(()),
+                Err(e) => Err(classify_io(&e, Failure::Io)),
+            })
+        })
     }
 
     /// One read into the read buffer, room for at least `want`; 0 at the
     /// end of the stream, the I/O error as it came.
-    async fn fill_io(&mut self, want: usize) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_fill(cx, want)).await
+    fn fill_io(&mut self, want: usize) -> impl Future<Output = io::Result<usize>> + '_ {
+        poll_fn(move |cx| self.poll_fill(cx, want))
     }
 
     /// [`Conn::fill_io`], polled. With nothing buffered, it holds no

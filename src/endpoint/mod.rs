@@ -149,53 +149,86 @@ impl Deadline {
     /// (`None`). Pinned by the caller, so the future is built in place and
     /// not moved (a copy of several hundred bytes per request). `start` is
     /// read in the same poll of the caller's task as this future's first.
-    pub(crate) async fn run<F: std::future::Future>(
-        &mut self,
+    /// A plain function returning a hand-written future, not an `async
+    /// fn`: no state machine of its own around the exchange's, a level
+    /// fewer in every request's two polls.
+    pub(crate) fn run<'a, F: std::future::Future>(
+        &'a mut self,
         start: Instant,
         timeout: Duration,
-        mut exchange: std::pin::Pin<&mut F>,
-    ) -> Option<F::Output> {
+        exchange: std::pin::Pin<&'a mut F>,
+    ) -> Run<'a, F> {
         let begun = tokio::time::Instant::from_std(start);
         let at = begun
             .checked_add(timeout)
             .unwrap_or(begun + Duration::from_secs(30 * 365 * 86_400));
-        let timer = match &mut self.timer {
-            // Deadlines only move later: a timer set no later than `at`
-            // (for an earlier request) stays, and is moved to `at` only if
-            // it fires first (see `passed`), not once per request.
-            Some(t) if t.at <= at => t,
-            Some(t) => {
+        // Deadlines only move later: a timer set no later than `at` (for
+        // an earlier request) stays, and is moved to `at` only if it fires
+        // first (see `passed`), not once per request.
+        if let Some(t) = &mut self.timer {
+            if t.at > at {
                 t.reset(at);
                 self.armed = None;
-                t
             }
-            none => none.insert(Timer::new(at)),
-        };
-        let armed = &mut self.armed;
-        let mut polls = 0u32;
-        std::future::poll_fn(|cx| {
-            // An exchange polled again and again (a server flooding it with
-            // messages it skips) can use up the task's cooperative budget
-            // each time before the timer is polled, which then never fires:
-            // from the third poll on (a plain exchange takes one or two),
-            // the timer goes first.
-            polls += 1;
-            // Timers fire only between polls of the runtime's tasks: in the
-            // poll that read `start`, a timer due after it has not fired.
-            let now = (polls == 1).then_some(begun);
-            if polls > 2 && passed(timer, armed, at, now, cx) {
-                return std::task::Poll::Ready(None);
-            }
-            if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
-                return std::task::Poll::Ready(Some(r));
-            }
-            if passed(timer, armed, at, now, cx) {
-                std::task::Poll::Ready(None)
-            } else {
-                std::task::Poll::Pending
-            }
-        })
-        .await
+        }
+        let timer = self.timer.get_or_insert_with(|| Timer::new(at));
+        Run {
+            timer,
+            armed: &mut self.armed,
+            exchange,
+            begun,
+            at,
+            polls: 0,
+        }
+    }
+}
+
+/// [`Deadline::run`]'s future.
+pub(crate) struct Run<'a, F> {
+    timer: &'a mut Timer,
+    armed: &'a mut Option<std::task::Waker>,
+    exchange: std::pin::Pin<&'a mut F>,
+    begun: tokio::time::Instant,
+    at: tokio::time::Instant,
+    polls: u32,
+}
+
+impl<F: std::future::Future> std::future::Future for Run<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        // Every field is a reference, a pinned reference or a copy.
+        let Run {
+            timer,
+            armed,
+            exchange,
+            begun,
+            at,
+            polls,
+        } = self.get_mut();
+        // An exchange polled again and again (a server flooding it with
+        // messages it skips) can use up the task's cooperative budget
+        // each time before the timer is polled, which then never fires:
+        // from the third poll on (a plain exchange takes one or two), the
+        // timer goes first.
+        *polls += 1;
+        // Timers fire only between polls of the runtime's tasks: in the
+        // poll that read `start`, a timer due after it has not fired.
+        let now = (*polls == 1).then_some(*begun);
+        if *polls > 2 && passed(timer, armed, *at, now, cx) {
+            return std::task::Poll::Ready(None);
+        }
+        if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(r));
+        }
+        if passed(timer, armed, *at, now, cx) {
+            std::task::Poll::Ready(None)
+        } else {
+            std::task::Poll::Pending
+        }
     }
 }
 
