@@ -1030,8 +1030,34 @@ impl Slot {
             }
             let start = *clock;
             let stream = match sender {
-                Sender::H1(c) => {
-                    let r = self.exchange_h1(c, req, keep_body, start).await;
+                Sender::H1(mut c) => {
+                    // One request on an HTTP/1.1 connection (here, not in
+                    // a function of its own: an `async fn` level fewer).
+                    let link = &*self.link;
+                    self.port = c.port();
+                    self.reuse = true;
+                    let r = match link.build_h1(req, c.request_buf()) {
+                        Ok((body, head)) => {
+                            let opts = &link.opts;
+                            self.reuse = false;
+                            c.exchange(
+                                body,
+                                head,
+                                opts.max_body,
+                                keep_body,
+                                &opts.keep_headers,
+                                &link.heads,
+                            )
+                            .await
+                        }
+                        Err(f) => Err(f),
+                    };
+                    self.h1 = Some(c);
+                    let r = r.map(|a| {
+                        self.reuse = a.keep_alive;
+                        self.answered = a.done_at;
+                        a.response(start)
+                    });
                     if refused || restart || !self.resend_h1(&r, req) {
                         return r;
                     }
@@ -1092,44 +1118,6 @@ impl Slot {
             (Err(Failure::Reset), Reached::Written) => self.link.method(req).is_idempotent(),
             _ => false,
         }
-    }
-
-    /// One request on an HTTP/1.1 connection.
-    async fn exchange_h1(
-        &mut self,
-        mut c: Held,
-        req: &Request,
-        keep_body: bool,
-        start: Instant,
-    ) -> Result<Response, Failure> {
-        let link = &*self.link;
-        self.port = c.port();
-        self.reuse = true;
-        let built = link.build_h1(req, c.request_buf());
-        self.reuse = false;
-        let r = match built {
-            Ok((body, head)) => {
-                let opts = &link.opts;
-                c.exchange(
-                    body,
-                    head,
-                    opts.max_body,
-                    keep_body,
-                    &opts.keep_headers,
-                    &link.heads,
-                )
-                .await
-            }
-            Err(f) => {
-                self.reuse = true;
-                Err(f)
-            }
-        };
-        self.h1 = Some(c);
-        let a = r?;
-        self.reuse = a.keep_alive;
-        self.answered = a.done_at;
-        Ok(a.response(start))
     }
 
     /// One request on a stream of a shared HTTP/2 connection.
