@@ -55,6 +55,16 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     fn read_at(&self) -> Option<std::time::Instant> {
         None
     }
+
+    /// Hand the bytes that arrived and were not yet read, where the stream
+    /// holds them in memory of its own (the ring's receive buffer), to
+    /// `read`, which returns how many of them it used (marked read); false
+    /// when the stream holds none. A reader may so take an answer that
+    /// arrived whole where it landed, without copying it into a buffer of
+    /// its own first. By default false: the bytes are read by `poll_read`.
+    fn read_landed(&mut self, _read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
+        false
+    }
 }
 
 impl<T: Io + ?Sized> Io for Box<T> {
@@ -72,6 +82,10 @@ impl<T: Io + ?Sized> Io for Box<T> {
 
     fn read_at(&self) -> Option<std::time::Instant> {
         (**self).read_at()
+    }
+
+    fn read_landed(&mut self, read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
+        (**self).read_landed(read)
     }
 }
 

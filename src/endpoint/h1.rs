@@ -310,7 +310,20 @@ impl<S: Io> Conn<S> {
 
         // The head, skipping interim (1xx) responses.
         let mut head = Head::default();
+        // The body, when the whole answer was read where it landed.
+        let mut in_place = None;
         loop {
+            if self.rbuf.is_empty() {
+                let read = poll_fn(|cx| {
+                    let keep = (keep, max_body, keep_body);
+                    self.poll_in_place(cx, heads, &mut head, head_request, keep)
+                });
+                if let Some(body) = read.await? {
+                    self.reached = Reached::Answered;
+                    in_place = Some(body);
+                    break;
+                }
+            }
             if !self.parse_head(keep, heads, &mut head)? {
                 self.read_more(INITIAL).await?;
                 self.reached = Reached::Answered;
@@ -337,11 +350,13 @@ impl<S: Io> Conn<S> {
         };
         // The whole answer is in hand already: it ends when its head came.
         let done_at = match framing {
+            _ if in_place.is_some() => Some(head_at),
             Framing::Empty => Some(head_at),
             Framing::Length(n) if n <= self.rbuf.len() as u64 => Some(head_at),
             _ => None,
         };
         let (body, body_len) = match framing {
+            _ if in_place.is_some() => in_place.unwrap_or_default(),
             Framing::Empty => (Bytes::new(), 0),
             Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
             Framing::Chunked => self.read_chunked(max_body, keep_body).await?,
@@ -350,7 +365,7 @@ impl<S: Io> Conn<S> {
                 self.read_to_close(max_body, keep_body).await?
             }
         };
-        if self.rbuf.is_empty() {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > 0 {
             h1_bufs::give(std::mem::take(&mut self.rbuf));
         }
         // An answer that needed more reads ends with the last of them: when
@@ -383,6 +398,52 @@ impl<S: Io> Conn<S> {
         };
         self.rbuf.advance(n);
         Ok(true)
+    }
+
+    /// Wait for the stream to have bytes (holding no read buffer), then
+    /// read the answer where they landed (see [`Io::read_landed`]) when
+    /// they are all of it: a head (into `head`, with the headers in `keep`)
+    /// that is no interim one, and the whole body its length (or the
+    /// request, or the status) says, no longer than `max_body`, copied out
+    /// when `keep_body`. Its body and length then; `None`, with
+    /// nothing read, otherwise (the bytes are then read into the read
+    /// buffer as any others, and parsed there).
+    fn poll_in_place(
+        &mut self,
+        cx: &mut Context<'_>,
+        heads: &Heads,
+        head: &mut Head,
+        head_request: bool,
+        (keep, max_body, keep_body): (&[HeaderName], u64, bool),
+    ) -> Poll<Result<Option<(Bytes, u64)>, Failure>> {
+        if self.rbuf.capacity() > 0 {
+            h1_bufs::give(std::mem::take(&mut self.rbuf));
+        }
+        ready!(self.io.poll_read_ready(cx)).map_err(|e| classify_io(&e, Failure::Io))?;
+        let mut read = None;
+        self.io.read_landed(&mut |bytes| {
+            let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, head) else {
+                return 0;
+            };
+            let len = match head.framing {
+                _ if head.status < 200 => return 0,
+                _ if head_request || head.status == 204 || head.status == 304 => 0,
+                Framing::Length(len) if len <= max_body => len,
+                _ => return 0,
+            };
+            let body = &bytes[n..];
+            if body.len() as u64 != len {
+                return 0;
+            }
+            let kept = if keep_body {
+                Bytes::copy_from_slice(body)
+            } else {
+                Bytes::new()
+            };
+            read = Some((kept, len));
+            bytes.len()
+        });
+        Poll::Ready(Ok(read))
     }
 
     /// Write the write buffer and then `rest`, and flush: one future
@@ -701,6 +762,11 @@ mod tests {
     /// writes `parts` one write each (with a pause between), then closes
     /// when `close` or waits.
     async fn serve(parts: Vec<Vec<u8>>, close: bool) -> Conn<TcpStream> {
+        Conn::new(serve_raw(parts, close).await)
+    }
+
+    /// [`serve`]'s server, and the client's stream to it.
+    async fn serve_raw(parts: Vec<Vec<u8>>, close: bool) -> TcpStream {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
@@ -720,7 +786,7 @@ mod tests {
         });
         let s = TcpStream::connect(addr).await.unwrap();
         s.set_nodelay(true).unwrap();
-        Conn::new(s)
+        s
     }
 
     /// Whether the idle connection is closed, looked at once.
@@ -880,6 +946,154 @@ mod tests {
             let a = get(&mut c, false, 100).await.unwrap();
             assert!(a.head_at >= before, "split {split}");
             assert_eq!(a.done_at.is_none(), split, "split {split}");
+        }
+    }
+
+    /// A stream that holds what it received in memory of its own and
+    /// lends it to the reader where it lies (as the ring does): each wait
+    /// for readiness receives what has arrived, as one receive of the
+    /// ring's lands.
+    struct Landing {
+        tcp: TcpStream,
+        landed: Vec<u8>,
+        at: usize,
+        end: bool,
+        /// Bytes read where they landed.
+        taken: usize,
+    }
+
+    impl Landing {
+        fn new(tcp: TcpStream) -> Landing {
+            Landing {
+                tcp,
+                landed: Vec::new(),
+                at: 0,
+                end: false,
+                taken: 0,
+            }
+        }
+    }
+
+    impl tokio::io::AsyncRead for Landing {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if self.at == self.landed.len() {
+                if self.end {
+                    return Poll::Ready(Ok(()));
+                }
+                return Pin::new(&mut self.tcp).poll_read(cx, buf);
+            }
+            let n = buf.remaining().min(self.landed.len() - self.at);
+            buf.put_slice(&self.landed[self.at..self.at + n]);
+            self.at += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl tokio::io::AsyncWrite for Landing {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Pin::new(&mut self.tcp).poll_write(cx, buf)
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.tcp).poll_flush(cx)
+        }
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.tcp).poll_shutdown(cx)
+        }
+    }
+
+    impl Io for Landing {
+        fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            if self.at < self.landed.len() || self.end {
+                return Poll::Ready(Ok(()));
+            }
+            let mut room = [0u8; 4096];
+            let mut buf = ReadBuf::new(&mut room);
+            ready!(tokio::io::AsyncRead::poll_read(
+                Pin::new(&mut self.tcp),
+                cx,
+                &mut buf
+            ))?;
+            self.landed = buf.filled().to_vec();
+            self.at = 0;
+            self.end = self.landed.is_empty();
+            Poll::Ready(Ok(()))
+        }
+
+        fn read_landed(&mut self, read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
+            if self.at == self.landed.len() {
+                return false;
+            }
+            let n = read(&self.landed[self.at..]);
+            self.at += n;
+            self.taken += n;
+            true
+        }
+    }
+
+    /// An answer read where it landed is the answer the copying read
+    /// makes of the same bytes, whatever they are: whole or in parts,
+    /// interim heads, no body, bodies too large, pipelined answers,
+    /// malformed ones, ends mid-answer, bodies kept or only counted.
+    #[tokio::test]
+    async fn answers_read_where_they_landed_are_the_answers_a_copy_reads() {
+        let cl = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        let cases: Vec<(&str, Vec<&str>, bool, bool)> = vec![
+            // (what, parts, HEAD request, the server closes)
+            ("whole", vec![cl], false, false),
+            ("split body", vec!["HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", "world"], false, false),
+            ("split head", vec!["HTTP/1.1 200 OK\r\nContent-", "Length: 2\r\n\r\nok"], false, false),
+            ("interim, one read", vec!["HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"], false, false),
+            ("interim, two reads", vec!["HTTP/1.1 100 Continue\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"], false, false),
+            ("head", vec!["HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"], true, false),
+            ("204", vec!["HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n"], false, false),
+            ("too large", vec!["HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world"], false, false),
+            ("pipelined", vec!["HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nbc"], false, false),
+            ("chunked", vec!["HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"], false, false),
+            ("close-delimited", vec!["HTTP/1.1 200 OK\r\n\r\nsome", " more"], false, true),
+            ("connection close", vec!["HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\na"], false, true),
+            ("malformed", vec!["HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"], false, false),
+            ("switching", vec!["HTTP/1.1 101 Switching Protocols\r\n\r\n"], false, false),
+            ("end mid-body", vec!["HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello"], false, true),
+        ];
+        type Got = Vec<Result<(u16, Vec<u8>, u64, bool), Failure>>;
+        /// The answers to `n` requests, up to the first failure.
+        async fn answers<S: Io>(c: &mut Conn<S>, n: usize, head: bool, keep: bool) -> Got {
+            let (mut got, heads) = (Vec::new(), Heads::default());
+            for _ in 0..n {
+                let method = if head { "HEAD" } else { "GET" };
+                let buf = c.request_buf();
+                buf.extend_from_slice(format!("{method} / HTTP/1.1\r\n\r\n").as_bytes());
+                let a = c.exchange(b"", head, 10, keep, &[], &heads).await;
+                let failed = a.is_err();
+                got.push(a.map(|a| (a.status, a.body.to_vec(), a.body_len, a.keep_alive)));
+                if failed {
+                    break;
+                }
+            }
+            got
+        }
+        for (what, parts, head, close) in cases {
+            for keep in [true, false] {
+                let parts: Vec<Vec<u8>> = parts.iter().map(|p| p.as_bytes().to_vec()).collect();
+                let mut copied = serve(parts.clone(), close).await;
+                let mut landed = Conn::new(Landing::new(serve_raw(parts, close).await));
+                // The pipelined answers are read by two requests.
+                let n = if what == "pipelined" { 2 } else { 1 };
+                let want = answers(&mut copied, n, head, keep).await;
+                let got = answers(&mut landed, n, head, keep).await;
+                assert_eq!(got, want, "{what}, keep {keep}");
+                if matches!(what, "whole" | "head" | "204") {
+                    assert!(landed.io.taken > 0, "{what}: not read where it landed");
+                }
+            }
         }
     }
 

@@ -739,6 +739,25 @@ impl super::connect::Io for Stream {
             .ok()
             .flatten()
     }
+
+    /// The landed receive's unread bytes, in the pool's buffer, given
+    /// back once they are all read.
+    fn read_landed(&mut self, read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
+        self.with(|ring, idx| {
+            let Some(c) = ring.conns[idx].as_mut() else {
+                return false;
+            };
+            let Some(id) = c.held else { return false };
+            let n = read(&ring.bufs.get(id)[c.rpos..c.rlen]);
+            c.rpos += n;
+            if c.rpos == c.rlen {
+                c.held = None;
+                ring.give_back(id);
+            }
+            true
+        })
+        .unwrap_or(false)
+    }
 }
 
 impl AsyncRead for Stream {
@@ -1031,6 +1050,41 @@ mod tests {
         c.read_exact(&mut got).await.unwrap();
         assert_eq!(got, big);
         assert_eq!(c.read_at(), None, "the last read was a plain recv");
+    }
+
+    /// Landed bytes are lent to a reader where they lie: what it uses is
+    /// read, the rest is left for the next read, and the buffer goes back
+    /// to the pool once all of it is read.
+    #[tokio::test]
+    async fn landed_bytes_are_read_in_place_as_far_as_the_reader_takes_them() {
+        let Some((mut c, mut s)) = pair().await else {
+            return;
+        };
+        let mut nothing = |_: &[u8]| -> usize { unreachable!("nothing landed") };
+        assert!(!c.read_landed(&mut nothing));
+        s.write_all(b"head+rest").await.unwrap();
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let _ = c.poll_read_ready(&mut cx);
+        until(|| c.poll_read_ready(&mut cx).is_ready()).await;
+        let mut seen = Vec::new();
+        assert!(c.read_landed(&mut |b: &[u8]| {
+            seen = b.to_vec();
+            5
+        }));
+        assert_eq!(seen, b"head+rest");
+        let lent = || RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.lent));
+        assert_eq!(lent(), 1, "the buffer is still lent with bytes unread");
+        let mut rest = [0u8; 4];
+        c.read_exact(&mut rest).await.unwrap();
+        assert_eq!(&rest, b"rest");
+        assert_eq!(lent(), 0);
+
+        s.write_all(b"whole").await.unwrap();
+        let _ = c.poll_read_ready(&mut cx);
+        until(|| c.poll_read_ready(&mut cx).is_ready()).await;
+        assert!(c.read_landed(&mut |b: &[u8]| b.len()));
+        assert_eq!(lent(), 0, "read whole where it landed, given back");
+        assert!(!c.read_landed(&mut nothing));
     }
 
     #[tokio::test]
