@@ -56,14 +56,20 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
         None
     }
 
-    /// Hand the bytes that arrived and were not yet read, where the stream
-    /// holds them in memory of its own (the ring's receive buffer), to
-    /// `read`, which returns how many of them it used (marked read); false
-    /// when the stream holds none. A reader may so take an answer that
-    /// arrived whole where it landed, without copying it into a buffer of
-    /// its own first. By default false: the bytes are read by `poll_read`.
-    fn read_landed(&mut self, _read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
-        false
+    /// Wait as [`Io::poll_read_ready`] does; then hand the bytes that
+    /// arrived and were not yet read, where the stream holds them in memory
+    /// of its own (the ring's receive buffer), to `read`, with when they
+    /// arrived (as [`Io::read_at`] says); `read` returns how many of them
+    /// it used (marked read). True when `read` was handed bytes, false
+    /// when the stream holds none (they are read by `poll_read`). A reader
+    /// may so take an answer that arrived whole where it landed, without
+    /// copying it into a buffer of its own first. By default false.
+    fn poll_read_landed(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        _read: &mut dyn FnMut(&[u8], Option<std::time::Instant>) -> usize,
+    ) -> Poll<io::Result<bool>> {
+        self.poll_read_ready(cx).map_ok(|()| false)
     }
 }
 
@@ -84,8 +90,12 @@ impl<T: Io + ?Sized> Io for Box<T> {
         (**self).read_at()
     }
 
-    fn read_landed(&mut self, read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
-        (**self).read_landed(read)
+    fn poll_read_landed(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        read: &mut dyn FnMut(&[u8], Option<std::time::Instant>) -> usize,
+    ) -> Poll<io::Result<bool>> {
+        (**self).poll_read_landed(cx, read)
     }
 }
 

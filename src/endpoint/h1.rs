@@ -197,6 +197,16 @@ pub(crate) enum Reached {
     Answered,
 }
 
+/// An answer read where it landed (see [`Conn::poll_in_place`]).
+struct InPlace {
+    /// The body, when kept.
+    body: Bytes,
+    /// Its length.
+    len: u64,
+    /// When it arrived, if the stream knows (see [`Io::read_at`]).
+    at: Option<Instant>,
+}
+
 /// One HTTP/1.1 client connection.
 pub(crate) struct Conn<S> {
     io: S,
@@ -342,7 +352,11 @@ impl<S: Io> Conn<S> {
             headers,
         } = head;
         // When the read that completed the head ran (see `Io::read_at`).
-        let head_at = self.io.read_at().unwrap_or_else(Instant::now);
+        let head_at = match &in_place {
+            Some(p) => p.at,
+            None => self.io.read_at(),
+        };
+        let head_at = head_at.unwrap_or_else(Instant::now);
         let framing = if head_request || status == 204 || status == 304 {
             Framing::Empty
         } else {
@@ -356,7 +370,7 @@ impl<S: Io> Conn<S> {
             _ => None,
         };
         let (body, body_len) = match framing {
-            _ if in_place.is_some() => in_place.unwrap_or_default(),
+            _ if in_place.is_some() => in_place.map_or_else(Default::default, |p| (p.body, p.len)),
             Framing::Empty => (Bytes::new(), 0),
             Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
             Framing::Chunked => self.read_chunked(max_body, keep_body).await?,
@@ -401,13 +415,13 @@ impl<S: Io> Conn<S> {
     }
 
     /// Wait for the stream to have bytes (holding no read buffer), then
-    /// read the answer where they landed (see [`Io::read_landed`]) when
-    /// they are all of it: a head (into `head`, with the headers in `keep`)
-    /// that is no interim one, and the whole body its length (or the
-    /// request, or the status) says, no longer than `max_body`, copied out
-    /// when `keep_body`. Its body and length then; `None`, with
-    /// nothing read, otherwise (the bytes are then read into the read
-    /// buffer as any others, and parsed there).
+    /// read the answer where they landed (see [`Io::poll_read_landed`])
+    /// when they are all of it: a head (into `head`, with the headers in
+    /// `keep`) that is no interim one, and the whole body its length (or
+    /// the request, or the status) says, no longer than `max_body`, copied
+    /// out when `keep_body`. `None`, with nothing read, otherwise (the
+    /// bytes are then read into the read buffer as any others, and parsed
+    /// there).
     fn poll_in_place(
         &mut self,
         cx: &mut Context<'_>,
@@ -415,13 +429,12 @@ impl<S: Io> Conn<S> {
         head: &mut Head,
         head_request: bool,
         (keep, max_body, keep_body): (&[HeaderName], u64, bool),
-    ) -> Poll<Result<Option<(Bytes, u64)>, Failure>> {
+    ) -> Poll<Result<Option<InPlace>, Failure>> {
         if self.rbuf.capacity() > 0 {
             h1_bufs::give(std::mem::take(&mut self.rbuf));
         }
-        ready!(self.io.poll_read_ready(cx)).map_err(|e| classify_io(&e, Failure::Io))?;
         let mut read = None;
-        self.io.read_landed(&mut |bytes| {
+        let landed = self.io.poll_read_landed(cx, &mut |bytes, at| {
             let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, head) else {
                 return 0;
             };
@@ -435,24 +448,29 @@ impl<S: Io> Conn<S> {
             if body.len() as u64 != len {
                 return 0;
             }
-            let kept = if keep_body {
+            let body = if keep_body {
                 Bytes::copy_from_slice(body)
             } else {
                 Bytes::new()
             };
-            read = Some((kept, len));
+            read = Some(InPlace { body, len, at });
             bytes.len()
         });
+        ready!(landed).map_err(|e| classify_io(&e, Failure::Io))?;
         Poll::Ready(Ok(read))
     }
 
     /// Write the write buffer and then `rest`, and flush: one future
     /// polling the stream directly (a write to a socket that takes it all
-    /// is done in its first poll).
-    async fn write_request(&mut self, rest: &[u8]) -> io::Result<()> {
+    /// is done in its first poll), a `poll_fn` with no `async fn` around
+    /// it.
+    fn write_request<'a>(
+        &'a mut self,
+        rest: &'a [u8],
+    ) -> impl Future<Output = io::Result<()>> + 'a {
         let Conn { io, wbuf, .. } = self;
         let mut done = 0;
-        poll_fn(|cx| loop {
+        poll_fn(move |cx| loop {
             let left = match wbuf.get(done..) {
                 Some(head) if !head.is_empty() => head,
                 _ => &rest[done - wbuf.len()..],
@@ -465,7 +483,6 @@ impl<S: Io> Conn<S> {
                 n => done += n,
             }
         })
-        .await
     }
 
     /// Read more bytes into the read buffer, room for at least `want`;
@@ -1027,14 +1044,19 @@ mod tests {
             Poll::Ready(Ok(()))
         }
 
-        fn read_landed(&mut self, read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
+        fn poll_read_landed(
+            &mut self,
+            cx: &mut Context<'_>,
+            read: &mut dyn FnMut(&[u8], Option<Instant>) -> usize,
+        ) -> Poll<io::Result<bool>> {
+            ready!(self.poll_read_ready(cx))?;
             if self.at == self.landed.len() {
-                return false;
+                return Poll::Ready(Ok(false));
             }
-            let n = read(&self.landed[self.at..]);
+            let n = read(&self.landed[self.at..], None);
             self.at += n;
             self.taken += n;
-            true
+            Poll::Ready(Ok(true))
         }
     }
 

@@ -280,6 +280,30 @@ impl Ring {
 
     /// Buffer `id`, read to its end, back to the pool; receives waiting
     /// for one are armed on the driver's next turn.
+    /// [`Stream`]'s `poll_read_ready` for connection `idx`.
+    fn poll_read_ready(&mut self, idx: usize, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return Poll::Ready(Err(gone()));
+        };
+        match c.recv {
+            _ if c.held.is_some() => Poll::Ready(Ok(())),
+            // The read tells which.
+            Recv::Eof | Recv::Failed(_) => Poll::Ready(Ok(())),
+            // The last receive filled its buffer: more is likely waiting,
+            // and the read tries a plain `recv` first.
+            Recv::Idle if c.more => Poll::Ready(Ok(())),
+            Recv::Idle => {
+                set_waker(&mut c.reader, cx);
+                self.arm_recv(idx);
+                Poll::Pending
+            }
+            Recv::InFlight | Recv::Starved => {
+                set_waker(&mut c.reader, cx);
+                Poll::Pending
+            }
+        }
+    }
+
     fn give_back(&mut self, id: u16) {
         self.bufs.give(id);
         self.lent -= 1;
@@ -689,28 +713,7 @@ fn gone() -> io::Error {
 
 impl super::connect::Io for Stream {
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.with(|ring, idx| {
-            let Some(c) = ring.conns[idx].as_mut() else {
-                return Poll::Ready(Err(gone()));
-            };
-            match c.recv {
-                _ if c.held.is_some() => Poll::Ready(Ok(())),
-                // The read tells which.
-                Recv::Eof | Recv::Failed(_) => Poll::Ready(Ok(())),
-                // The last receive filled its buffer: more is likely
-                // waiting, and the read tries a plain `recv` first.
-                Recv::Idle if c.more => Poll::Ready(Ok(())),
-                Recv::Idle => {
-                    set_waker(&mut c.reader, cx);
-                    ring.arm_recv(idx);
-                    Poll::Pending
-                }
-                Recv::InFlight | Recv::Starved => {
-                    set_waker(&mut c.reader, cx);
-                    Poll::Pending
-                }
-            }
-        })?
+        self.with(|ring, idx| ring.poll_read_ready(idx, cx))?
     }
 
     /// A receive armed with no one to wake: the ring sees nothing the
@@ -741,22 +744,28 @@ impl super::connect::Io for Stream {
     }
 
     /// The landed receive's unread bytes, in the pool's buffer, given
-    /// back once they are all read.
-    fn read_landed(&mut self, read: &mut dyn FnMut(&[u8]) -> usize) -> bool {
+    /// back once they are all read; readiness and the read in one look at
+    /// the ring.
+    fn poll_read_landed(
+        &mut self,
+        cx: &mut Context<'_>,
+        read: &mut dyn FnMut(&[u8], Option<Instant>) -> usize,
+    ) -> Poll<io::Result<bool>> {
         self.with(|ring, idx| {
             let Some(c) = ring.conns[idx].as_mut() else {
-                return false;
+                return Poll::Ready(Err(gone()));
             };
-            let Some(id) = c.held else { return false };
-            let n = read(&ring.bufs.get(id)[c.rpos..c.rlen]);
+            let Some(id) = c.held else {
+                return ring.poll_read_ready(idx, cx).map_ok(|()| false);
+            };
+            let n = read(&ring.bufs.get(id)[c.rpos..c.rlen], c.landed);
             c.rpos += n;
             if c.rpos == c.rlen {
                 c.held = None;
                 ring.give_back(id);
             }
-            true
-        })
-        .unwrap_or(false)
+            Poll::Ready(Ok(true))
+        })?
     }
 }
 
@@ -1052,25 +1061,31 @@ mod tests {
         assert_eq!(c.read_at(), None, "the last read was a plain recv");
     }
 
-    /// Landed bytes are lent to a reader where they lie: what it uses is
-    /// read, the rest is left for the next read, and the buffer goes back
-    /// to the pool once all of it is read.
+    /// Landed bytes are lent to a reader where they lie, with when they
+    /// landed: what it uses is read, the rest is left for the next read,
+    /// and the buffer goes back to the pool once all of it is read.
     #[tokio::test]
     async fn landed_bytes_are_read_in_place_as_far_as_the_reader_takes_them() {
         let Some((mut c, mut s)) = pair().await else {
             return;
         };
-        let mut nothing = |_: &[u8]| -> usize { unreachable!("nothing landed") };
-        assert!(!c.read_landed(&mut nothing));
-        s.write_all(b"head+rest").await.unwrap();
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        let _ = c.poll_read_ready(&mut cx);
-        until(|| c.poll_read_ready(&mut cx).is_ready()).await;
+        let mut nothing = |_: &[u8], _| -> usize { unreachable!("nothing landed") };
+        assert!(c.poll_read_landed(&mut cx, &mut nothing).is_pending());
+        s.write_all(b"head+rest").await.unwrap();
         let mut seen = Vec::new();
-        assert!(c.read_landed(&mut |b: &[u8]| {
+        let mut take_head = |b: &[u8], at: Option<Instant>| {
+            assert!(at.is_some());
             seen = b.to_vec();
             5
-        }));
+        };
+        let mut landed = c.poll_read_landed(&mut cx, &mut take_head);
+        until(|| {
+            landed = c.poll_read_landed(&mut cx, &mut take_head);
+            landed.is_ready()
+        })
+        .await;
+        assert!(matches!(landed, Poll::Ready(Ok(true))));
         assert_eq!(seen, b"head+rest");
         let lent = || RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.lent));
         assert_eq!(lent(), 1, "the buffer is still lent with bytes unread");
@@ -1080,11 +1095,13 @@ mod tests {
         assert_eq!(lent(), 0);
 
         s.write_all(b"whole").await.unwrap();
-        let _ = c.poll_read_ready(&mut cx);
-        until(|| c.poll_read_ready(&mut cx).is_ready()).await;
-        assert!(c.read_landed(&mut |b: &[u8]| b.len()));
+        until(|| {
+            c.poll_read_landed(&mut cx, &mut |b: &[u8], _| b.len())
+                .is_ready()
+        })
+        .await;
         assert_eq!(lent(), 0, "read whole where it landed, given back");
-        assert!(!c.read_landed(&mut nothing));
+        assert!(c.poll_read_landed(&mut cx, &mut nothing).is_pending());
     }
 
     #[tokio::test]
