@@ -295,15 +295,27 @@ pub fn part<'a>(parts: &'a mut Vec<PartStats>, name: &str) -> &'a mut PartStats 
     &mut parts[i]
 }
 
-/// Where [`part`] finds or puts `name` in `parts`.
+/// Where [`part`] finds or puts `name` in `parts`. The look-up, made
+/// for every request, is inlined; the rare first sight of a name is not.
+#[inline]
 pub fn part_index(parts: &mut Vec<PartStats>, name: &str) -> usize {
     match parts.iter().position(|p| p.name == name) {
         Some(i) => i,
-        None if parts.len() < MAX_PARTS || name == crate::model::OTHER => {
-            parts.push(PartStats::new(name));
-            parts.len() - 1
-        }
-        None => part_index(parts, crate::model::OTHER),
+        None => new_part(parts, name),
+    }
+}
+
+/// [`part_index`] for a name not in `parts`.
+#[cold]
+#[inline(never)]
+fn new_part(parts: &mut Vec<PartStats>, name: &str) -> usize {
+    if parts.len() < MAX_PARTS || name == crate::model::OTHER {
+        parts.push(PartStats::new(name));
+        return parts.len() - 1;
+    }
+    match parts.iter().position(|p| p.name == crate::model::OTHER) {
+        Some(i) => i,
+        None => new_part(parts, crate::model::OTHER),
     }
 }
 
@@ -780,10 +792,20 @@ impl VerdictStats {
     }
 
     /// Count `n` requests of `method`.
+    #[inline]
     pub fn count_method(&mut self, method: &str, n: u64) {
-        if let Some(m) = self.methods.iter_mut().find(|(m, _)| m == method) {
-            m.1 += n;
-        } else if self.methods.len() < MAX_METHODS || method == crate::model::OTHER {
+        match self.methods.iter_mut().find(|(m, _)| m == method) {
+            Some(m) => m.1 += n,
+            None => self.count_new_method(method, n),
+        }
+    }
+
+    /// [`VerdictStats::count_method`] for a method not counted yet (the
+    /// rare case, kept out of line).
+    #[cold]
+    #[inline(never)]
+    fn count_new_method(&mut self, method: &str, n: u64) {
+        if self.methods.len() < MAX_METHODS || method == crate::model::OTHER {
             self.methods.push((method.to_string(), n));
         } else {
             self.count_method(crate::model::OTHER, n);
