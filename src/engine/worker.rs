@@ -928,7 +928,16 @@ async fn feed_open(
 #[allow(clippy::manual_async_fn)]
 fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<Output = ()> {
     async move {
-        while let Some((place, work, due, warmup)) = claim(&core, e, &mut slot).await {
+        loop {
+            // Most claims find work at hand: only a wait needs a future.
+            let claimed = match look(&core, e) {
+                Claim::Got(place, work, due, warmup) => Some((place, work, due, warmup)),
+                Claim::Done => None,
+                Claim::Wait => claim(&core, e, &mut slot).await,
+            };
+            let Some((place, work, due, warmup)) = claimed else {
+                break;
+            };
             core.inflight.borrow_mut()[e] += 1;
             let done = match &work {
                 Work::Request(req) => {
@@ -996,40 +1005,21 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
 
 /// Endpoint `e`'s next unit of work for `slot`, waiting for one (the
 /// slot's connection given back while it waits); `None` when the run ends.
+/// For a slot whose [`look`] found none: most find some, and never make
+/// this future.
 async fn claim(
     core: &Core,
     e: usize,
     slot: &mut Slot,
 ) -> Option<(usize, Work, Option<Instant>, bool)> {
-    // The wake-up is arranged only once there is no work at hand (most
-    // claims find some): then before each look, so that none is missed
-    // between the look and the wait.
-    let mut waits = false;
     loop {
-        let notified = waits.then(|| core.work[e].notified());
-        if core.stopping.get().is_some() {
-            return None;
-        }
-        let claim = match core.paused_since.get() {
-            Some(_) => Claim::Wait,
-            None => core.window.borrow_mut().claim(e),
-        };
-        match claim {
-            Claim::Got(place, work, due, warmup) => {
-                if core.window.borrow().unclaimed() * 2 < core.prefetch {
-                    core.space.wake();
-                }
-                if let Some(since) = core.held_since.borrow_mut()[e].take() {
-                    core.held.borrow_mut()[e] += since.elapsed();
-                }
-                return Some((place, work, due, warmup));
-            }
+        // Before the look, so that no release between the look and the
+        // wait is missed.
+        let notified = core.work[e].notified();
+        match look(core, e) {
+            Claim::Got(place, work, due, warmup) => return Some((place, work, due, warmup)),
             Claim::Done => return None,
             Claim::Wait => {
-                let Some(notified) = notified else {
-                    waits = true;
-                    continue;
-                };
                 slot.release();
                 core.idle.borrow_mut()[e] += 1;
                 notified.await;
@@ -1037,6 +1027,27 @@ async fn claim(
             }
         }
     }
+}
+
+/// One look for endpoint `e`'s next unit of work, without waiting:
+/// `Done` once the run is stopping.
+fn look(core: &Core, e: usize) -> Claim<Work> {
+    if core.stopping.get().is_some() {
+        return Claim::Done;
+    }
+    let claim = match core.paused_since.get() {
+        Some(_) => Claim::Wait,
+        None => core.window.borrow_mut().claim(e),
+    };
+    if let Claim::Got(..) = claim {
+        if core.window.borrow().unclaimed() * 2 < core.prefetch {
+            core.space.wake();
+        }
+        if let Some(since) = core.held_since.borrow_mut()[e].take() {
+            core.held.borrow_mut()[e] += since.elapsed();
+        }
+    }
+    claim
 }
 
 /// Record a counted request's outcome at endpoint `e` as it ends (its
