@@ -5,8 +5,9 @@
 //! certificate. Inputs are built from each protocol's grammar
 //! (status lines, framing headers with honest and lying values, chunked
 //! bodies, frames of every type) and then corrupted a few bytes at a time.
-//! The properties: nothing panics, and what is accepted holds to the limits
-//! (`--max-body`, the body kept whole).
+//! The properties: nothing panics, what is accepted holds to the limits
+//! (`--max-body`, the body kept whole), and an HTTP/1.1 answer read where
+//! it landed (as on the ring) is the answer read by copies.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -71,11 +72,39 @@ fn pick(from: &'static [&'static str]) -> impl Strategy<Value = String> {
 }
 
 /// A response's bytes, delivered `chunk` at a time, then the end of the
-/// stream; whatever is written is taken.
+/// stream; whatever is written is taken. With `lend`, each `chunk` lands
+/// in the stream's own memory first, as the ring's receives do, and is
+/// lent to the reader where it lies (`Io::poll_read_landed`) or read from
+/// there.
 struct Scripted {
     data: Vec<u8>,
     at: usize,
     chunk: usize,
+    lend: bool,
+    /// The end of the chunk that landed last (`lend`).
+    landed: usize,
+}
+
+impl Scripted {
+    fn new(data: Vec<u8>, chunk: usize, lend: bool) -> Scripted {
+        Scripted {
+            data,
+            at: 0,
+            chunk,
+            lend,
+            landed: 0,
+        }
+    }
+
+    /// The end of the bytes the next read may take: the rest of the chunk
+    /// that landed, or the next chunk.
+    fn end(&self) -> usize {
+        if self.at < self.landed {
+            self.landed
+        } else {
+            (self.at + self.chunk).min(self.data.len())
+        }
+    }
 }
 
 impl AsyncRead for Scripted {
@@ -84,17 +113,28 @@ impl AsyncRead for Scripted {
         _: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        let n = self
-            .chunk
-            .min(self.data.len() - self.at)
-            .min(buf.remaining());
+        let n = (self.end() - self.at).min(buf.remaining());
         buf.put_slice(&self.data[self.at..self.at + n]);
         self.at += n;
         Poll::Ready(Ok(()))
     }
 }
 
-impl super::connect::Io for Scripted {}
+impl super::connect::Io for Scripted {
+    fn poll_read_landed(
+        &mut self,
+        _: &mut Context<'_>,
+        read: &mut dyn FnMut(&[u8], Option<std::time::Instant>) -> usize,
+    ) -> Poll<std::io::Result<bool>> {
+        if !self.lend || self.at == self.data.len() {
+            return Poll::Ready(Ok(false));
+        }
+        self.landed = self.end();
+        let n = read(&self.data[self.at..self.landed], None);
+        self.at += n;
+        Poll::Ready(Ok(true))
+    }
+}
 
 impl AsyncWrite for Scripted {
     fn poll_write(
@@ -115,7 +155,8 @@ impl AsyncWrite for Scripted {
 }
 
 /// An HTTP/1.1 response: a status line (interim ones too), framing
-/// headers with honest or lying values, and a plain or chunked body.
+/// headers with honest or lying values (or the body's true length), and a
+/// plain or chunked body.
 fn h1_response() -> impl Strategy<Value = Vec<u8>> {
     let status = pick(&[
         "HTTP/1.1 200 OK",
@@ -178,15 +219,22 @@ fn h1_response() -> impl Strategy<Value = Vec<u8>> {
                 b
             }),
     ];
-    corrupted((status, headers, body).prop_map(|(status, headers, body)| {
-        let mut r = format!("{status}\r\n").into_bytes();
-        for (n, v) in headers {
-            r.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
-        }
-        r.extend_from_slice(b"\r\n");
-        r.extend_from_slice(&body);
-        r
-    }))
+    // Some answers say their body's true length, as most servers' do.
+    let honest = any::<bool>();
+    corrupted(
+        (status, headers, body, honest).prop_map(|(status, headers, body, honest)| {
+            let mut r = format!("{status}\r\n").into_bytes();
+            for (n, v) in headers {
+                r.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());
+            }
+            if honest {
+                r.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+            }
+            r.extend_from_slice(b"\r\n");
+            r.extend_from_slice(&body);
+            r
+        }),
+    )
 }
 
 #[test]
@@ -198,7 +246,8 @@ fn fuzz_h1_response() {
     let heads = crate::endpoint::h1::Heads::default();
     let cases = (
         h1_response(),
-        1usize..64,
+        // Bytes at a time, or whole answers in one receive.
+        prop_oneof![1usize..64, Just(4096)],
         any::<bool>(),
         any::<bool>(),
         proptest::sample::select(&[0u64, 16, 1 << 20][..]),
@@ -207,18 +256,23 @@ fn fuzz_h1_response() {
         "h1 response",
         cases,
         |(data, chunk, head, keep_body, max_body)| {
-            let io = Scripted { data, at: 0, chunk };
-            let mut conn = H1Conn::new(io);
-            conn.request_buf()
-                .extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
-            let r = rt.block_on(conn.exchange(b"", head, max_body, keep_body, &keep, &heads));
-            if let Ok(a) = r {
-                prop_assert!(a.body_len <= max_body);
-                prop_assert!((100..1000).contains(&a.status));
+            // Read by copies, and where the bytes landed: the same answer.
+            let mut read = [true, false].map(|lend| {
+                let mut conn = H1Conn::new(Scripted::new(data.clone(), chunk, lend));
+                conn.request_buf()
+                    .extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+                let r = rt.block_on(conn.exchange(b"", head, max_body, keep_body, &keep, &heads));
+                r.map(|a| (a.status, a.headers, a.body, a.body_len, a.keep_alive))
+            });
+            let [lent, copied] = &mut read;
+            prop_assert_eq!(&*lent, &*copied);
+            if let Ok((status, _, body, body_len, _)) = copied {
+                prop_assert!(*body_len <= max_body);
+                prop_assert!((100..1000).contains(status));
                 if keep_body {
-                    prop_assert_eq!(a.body.len() as u64, a.body_len);
+                    prop_assert_eq!(body.len() as u64, *body_len);
                 } else {
-                    prop_assert!(a.body.is_empty());
+                    prop_assert!(body.is_empty());
                 }
             }
             Ok(())
