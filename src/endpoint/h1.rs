@@ -908,21 +908,34 @@ mod tests {
         }
     }
 
-    impl tokio::io::AsyncWrite for Stamped {
-        fn poll_write(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            Pin::new(&mut self.0).poll_write(cx, buf)
-        }
-        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.0).poll_flush(cx)
-        }
-        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.0).poll_shutdown(cx)
-        }
+    /// A test stream's writes, by its TCP stream's.
+    macro_rules! write_through {
+        ($t:ty, $f:tt) => {
+            impl tokio::io::AsyncWrite for $t {
+                fn poll_write(
+                    mut self: Pin<&mut Self>,
+                    cx: &mut Context<'_>,
+                    buf: &[u8],
+                ) -> Poll<io::Result<usize>> {
+                    Pin::new(&mut self.$f).poll_write(cx, buf)
+                }
+                fn poll_flush(
+                    mut self: Pin<&mut Self>,
+                    cx: &mut Context<'_>,
+                ) -> Poll<io::Result<()>> {
+                    Pin::new(&mut self.$f).poll_flush(cx)
+                }
+                fn poll_shutdown(
+                    mut self: Pin<&mut Self>,
+                    cx: &mut Context<'_>,
+                ) -> Poll<io::Result<()>> {
+                    Pin::new(&mut self.$f).poll_shutdown(cx)
+                }
+            }
+        };
     }
+
+    write_through!(Stamped, 0);
 
     impl Io for Stamped {
         fn read_at(&self) -> Option<Instant> {
@@ -1010,21 +1023,7 @@ mod tests {
         }
     }
 
-    impl tokio::io::AsyncWrite for Landing {
-        fn poll_write(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            Pin::new(&mut self.tcp).poll_write(cx, buf)
-        }
-        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.tcp).poll_flush(cx)
-        }
-        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.tcp).poll_shutdown(cx)
-        }
-    }
+    write_through!(Landing, tcp);
 
     impl Io for Landing {
         fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
