@@ -278,8 +278,6 @@ impl Ring {
         self.push(&e);
     }
 
-    /// Buffer `id`, read to its end, back to the pool; receives waiting
-    /// for one are armed on the driver's next turn.
     /// [`Stream`]'s `poll_read_ready` for connection `idx`.
     fn poll_read_ready(&mut self, idx: usize, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Some(c) = self.conns[idx].as_mut() else {
@@ -304,6 +302,29 @@ impl Ring {
         }
     }
 
+    /// Lend connection `idx`'s landed, unread bytes, with when they
+    /// landed, to `read`, which returns how many of them it used (marked
+    /// read; the buffer goes back to the pool once all of it is). False
+    /// when the connection holds none.
+    fn read_held(
+        &mut self,
+        idx: usize,
+        read: impl FnOnce(&[u8], Option<Instant>) -> usize,
+    ) -> bool {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return false;
+        };
+        let Some(id) = c.held else { return false };
+        c.rpos += read(&self.bufs.get(id)[c.rpos..c.rlen], c.landed);
+        if c.rpos == c.rlen {
+            c.held = None;
+            self.give_back(id);
+        }
+        true
+    }
+
+    /// Buffer `id`, read to its end, back to the pool; receives waiting
+    /// for one are armed on the driver's next turn.
     fn give_back(&mut self, id: u16) {
         self.bufs.give(id);
         self.lent -= 1;
@@ -752,19 +773,10 @@ impl super::connect::Io for Stream {
         read: &mut dyn FnMut(&[u8], Option<Instant>) -> usize,
     ) -> Poll<io::Result<bool>> {
         self.with(|ring, idx| {
-            let Some(c) = ring.conns[idx].as_mut() else {
-                return Poll::Ready(Err(gone()));
-            };
-            let Some(id) = c.held else {
-                return ring.poll_read_ready(idx, cx).map_ok(|()| false);
-            };
-            let n = read(&ring.bufs.get(id)[c.rpos..c.rlen], c.landed);
-            c.rpos += n;
-            if c.rpos == c.rlen {
-                c.held = None;
-                ring.give_back(id);
+            if ring.read_held(idx, read) {
+                return Poll::Ready(Ok(true));
             }
-            Poll::Ready(Ok(true))
+            ring.poll_read_ready(idx, cx).map_ok(|()| false)
         })?
     }
 }
@@ -781,19 +793,17 @@ impl AsyncRead for Stream {
             return Poll::Ready(Ok(()));
         }
         self.with(|ring, idx| {
+            let copied = ring.read_held(idx, |held, _| {
+                let n = buf.remaining().min(held.len());
+                buf.put_slice(&held[..n]);
+                n
+            });
+            if copied {
+                return Poll::Ready(Ok(()));
+            }
             let Some(c) = ring.conns[idx].as_mut() else {
                 return Poll::Ready(Err(gone()));
             };
-            if let Some(id) = c.held {
-                let n = buf.remaining().min(c.rlen - c.rpos);
-                buf.put_slice(&ring.bufs.get(id)[c.rpos..c.rpos + n]);
-                c.rpos += n;
-                if c.rpos == c.rlen {
-                    c.held = None;
-                    ring.give_back(id);
-                }
-                return Poll::Ready(Ok(()));
-            }
             match c.recv {
                 Recv::Eof => Poll::Ready(Ok(())),
                 Recv::Failed(e) => {
