@@ -56,20 +56,22 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
         None
     }
 
-    /// Wait as [`Io::poll_read_ready`] does; then hand the bytes that
-    /// arrived and were not yet read, where the stream holds them in memory
-    /// of its own (the ring's receive buffer), to `read`, with when they
-    /// arrived (as [`Io::read_at`] says); `read` returns how many of them
-    /// it used (marked read). True when `read` was handed bytes, false
-    /// when the stream holds none (they are read by `poll_read`). A reader
-    /// may so take an answer that arrived whole where it landed, without
-    /// copying it into a buffer of its own first. By default false.
+    /// For a stream that holds the bytes it receives in memory of its own
+    /// (the ring's receive buffers): wait as [`Io::poll_read_ready`] does,
+    /// then hand the bytes that arrived and were not yet read to `read`,
+    /// with when they arrived (as [`Io::read_at`] says); `read` returns how
+    /// many of them it used (marked read). True when `read` was handed
+    /// bytes; false when the stream holds none, or holds no bytes of its
+    /// own at all (its bytes are read by `poll_read`). A reader may so take
+    /// an answer that arrived whole where it landed, without copying it
+    /// into a buffer of its own first. By default false at once, without
+    /// waiting: the read that follows waits.
     fn poll_read_landed(
         &mut self,
-        cx: &mut std::task::Context<'_>,
+        _cx: &mut std::task::Context<'_>,
         _read: &mut dyn FnMut(&[u8], Option<std::time::Instant>) -> usize,
     ) -> Poll<io::Result<bool>> {
-        self.poll_read_ready(cx).map_ok(|()| false)
+        Poll::Ready(Ok(false))
     }
 }
 

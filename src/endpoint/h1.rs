@@ -334,7 +334,8 @@ impl<S: Io> Conn<S> {
                     break;
                 }
             }
-            if !self.parse_head(keep, heads, &mut head)? {
+            // (Nothing to parse in an empty buffer.)
+            if self.rbuf.is_empty() || !self.parse_head(keep, heads, &mut head)? {
                 self.read_more(INITIAL).await?;
                 self.reached = Reached::Answered;
                 continue;
@@ -362,26 +363,28 @@ impl<S: Io> Conn<S> {
         } else {
             framing
         };
-        // The whole answer is in hand already: it ends when its head came.
-        let done_at = match framing {
-            _ if in_place.is_some() => Some(head_at),
-            Framing::Empty => Some(head_at),
-            Framing::Length(n) if n <= self.rbuf.len() as u64 => Some(head_at),
-            _ => None,
+        // An answer whole in hand already (read where it landed, with no
+        // body, or with its body in the buffer) ends when its head came.
+        let (body, body_len, done_at) = if let Some(p) = in_place {
+            (p.body, p.len, Some(head_at))
+        } else {
+            let done_at = match framing {
+                Framing::Empty => Some(head_at),
+                Framing::Length(n) if n <= self.rbuf.len() as u64 => Some(head_at),
+                _ => None,
+            };
+            let (body, len) = match framing {
+                Framing::Empty => (Bytes::new(), 0),
+                Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
+                Framing::Chunked => self.read_chunked(max_body, keep_body).await?,
+                Framing::Close => {
+                    keep_alive = false;
+                    self.read_to_close(max_body, keep_body).await?
+                }
+            };
+            (body, len, done_at)
         };
-        let (body, body_len) = match framing {
-            _ if in_place.is_some() => in_place.map_or_else(Default::default, |p| (p.body, p.len)),
-            Framing::Empty => (Bytes::new(), 0),
-            Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
-            Framing::Chunked => self.read_chunked(max_body, keep_body).await?,
-            Framing::Close => {
-                keep_alive = false;
-                self.read_to_close(max_body, keep_body).await?
-            }
-        };
-        if self.rbuf.is_empty() && self.rbuf.capacity() > 0 {
-            h1_bufs::give(std::mem::take(&mut self.rbuf));
-        }
+        self.release_read_buf();
         // An answer that needed more reads ends with the last of them: when
         // it ran, if the stream knows (otherwise the caller reads the clock).
         let done_at = done_at.or_else(|| self.io.read_at());
@@ -414,14 +417,22 @@ impl<S: Io> Conn<S> {
         Ok(true)
     }
 
-    /// Wait for the stream to have bytes (holding no read buffer), then
-    /// read the answer where they landed (see [`Io::poll_read_landed`])
-    /// when they are all of it: a head (into `head`, with the headers in
-    /// `keep`) that is no interim one, and the whole body its length (or
-    /// the request, or the status) says, no longer than `max_body`, copied
-    /// out when `keep_body`. `None`, with nothing read, otherwise (the
-    /// bytes are then read into the read buffer as any others, and parsed
-    /// there).
+    /// Give the read buffer back to the pool when nothing in it is left
+    /// to read: the connection holds none while it waits.
+    fn release_read_buf(&mut self) {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > 0 {
+            h1_bufs::give(std::mem::take(&mut self.rbuf));
+        }
+    }
+
+    /// On a stream that holds the bytes it receives (see
+    /// [`Io::poll_read_landed`]), wait for them, holding no read buffer,
+    /// and read the answer where they landed when they are all of it: a
+    /// head (into `head`, with the headers in `keep`) that is no interim
+    /// one, and the whole body its length (or the request, or the status)
+    /// says, no longer than `max_body`, copied out when `keep_body`. `None`,
+    /// with nothing read, otherwise (the bytes are then read into the read
+    /// buffer as any others, and parsed there).
     fn poll_in_place(
         &mut self,
         cx: &mut Context<'_>,
@@ -430,9 +441,7 @@ impl<S: Io> Conn<S> {
         head_request: bool,
         (keep, max_body, keep_body): (&[HeaderName], u64, bool),
     ) -> Poll<Result<Option<InPlace>, Failure>> {
-        if self.rbuf.capacity() > 0 {
-            h1_bufs::give(std::mem::take(&mut self.rbuf));
-        }
+        self.release_read_buf();
         let mut read = None;
         let landed = self.io.poll_read_landed(cx, &mut |bytes, at| {
             let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, head) else {
@@ -510,9 +519,7 @@ impl<S: Io> Conn<S> {
     /// stream to have bytes, and takes one from the pool.
     fn poll_fill(&mut self, cx: &mut Context<'_>, want: usize) -> Poll<io::Result<usize>> {
         if self.rbuf.is_empty() {
-            if self.rbuf.capacity() > 0 {
-                h1_bufs::give(std::mem::take(&mut self.rbuf));
-            }
+            self.release_read_buf();
             ready!(self.io.poll_read_ready(cx))?;
             self.rbuf = h1_bufs::take();
         }
