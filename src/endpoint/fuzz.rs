@@ -257,15 +257,15 @@ fn fuzz_h1_response() {
         cases,
         |(data, chunk, head, keep_body, max_body)| {
             // Read by copies, and where the bytes landed: the same answer.
-            let mut read = [true, false].map(|lend| {
+            let read = [true, false].map(|lend| {
                 let mut conn = H1Conn::new(Scripted::new(data.clone(), chunk, lend));
                 conn.request_buf()
                     .extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
                 let r = rt.block_on(conn.exchange(b"", head, max_body, keep_body, &keep, &heads));
                 r.map(|a| (a.status, a.headers, a.body, a.body_len, a.keep_alive))
             });
-            let [lent, copied] = &mut read;
-            prop_assert_eq!(&*lent, &*copied);
+            let [lent, copied] = &read;
+            prop_assert_eq!(lent, copied);
             if let Ok((status, _, body, body_len, _)) = copied {
                 prop_assert!(*body_len <= max_body);
                 prop_assert!((100..1000).contains(status));

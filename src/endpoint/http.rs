@@ -1035,10 +1035,10 @@ impl Slot {
                     // a function of its own: an `async fn` level fewer).
                     let link = &*self.link;
                     self.port = c.port();
-                    self.reuse = true;
                     let r = match link.build_h1(req, c.request_buf()) {
                         Ok((body, head)) => {
                             let opts = &link.opts;
+                            // Not reused if the exchange fails or is cut.
                             self.reuse = false;
                             c.exchange(
                                 body,
@@ -1050,7 +1050,11 @@ impl Slot {
                             )
                             .await
                         }
-                        Err(f) => Err(f),
+                        Err(f) => {
+                            // Untouched by a request that could not be formed.
+                            self.reuse = true;
+                            Err(f)
+                        }
                     };
                     self.h1 = Some(c);
                     let r = r.map(|a| {

@@ -313,10 +313,7 @@ fn new_part(parts: &mut Vec<PartStats>, name: &str) -> usize {
         parts.push(PartStats::new(name));
         return parts.len() - 1;
     }
-    match parts.iter().position(|p| p.name == crate::model::OTHER) {
-        Some(i) => i,
-        None => new_part(parts, crate::model::OTHER),
-    }
+    part_index(parts, crate::model::OTHER)
 }
 
 /// Add `other`'s parts to `parts`, by name.
