@@ -1,6 +1,7 @@
 //! Transports against real servers: TLS verified by default, `--cacert` and
 //! `--insecure`, HTTP/2 negotiated by ALPN, h2c with prior knowledge, and
-//! HTTP/1.1 forced.
+//! HTTP/1.1 forced; one keep-alive connection carrying every kind of
+//! answer, and losing itself to a timeout.
 
 mod common;
 
@@ -724,4 +725,98 @@ fn where_io_uring_is_refused_auto_runs_on_epoll_and_uring_is_an_error() {
         err.contains("--io uring: io_uring is unavailable here"),
         "{err}"
     );
+}
+
+/// The answers [`one_connection_carries_every_kind_of_answer_in_turn`]'s
+/// server gives on its first connection, one a request, each in the
+/// writes listed; the last closes the connection.
+const KINDS_OF_ANSWER: &[&[&[u8]]] = &[
+    // Plain: read where it landed, on the ring.
+    &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"],
+    // Chunked.
+    &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"],
+    // An interim answer before the final one.
+    &[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\nabcd"],
+    // The head and the body in two writes (one receive or two).
+    &[b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", b"hello"],
+    // No body, by its status.
+    &[b"HTTP/1.1 204 No Content\r\n\r\n"],
+    // Plain again, after all the others.
+    &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]"],
+    // Delimited by the close of the connection.
+    &[b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nbye"],
+];
+
+#[test]
+fn one_connection_carries_every_kind_of_answer_in_turn() {
+    // On a kept connection a request goes by the quick path, which reads
+    // only a plain answer, whole where it landed; every other kind is read
+    // on from where the quick path left it. Both I/O drivers run this.
+    let big = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}",
+        "x".repeat(100_000)
+    );
+    let big: &'static [u8] = Box::leak(big.into_bytes().into_boxed_slice());
+    let server = RawServer::start(move |mut conn, n| {
+        use std::io::Write;
+        if n > 0 {
+            while read_request(&mut conn).is_some() {
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            }
+            return;
+        }
+        // A body over what one receive holds, after the fourth answer.
+        let mut script: Vec<&[&[u8]]> = KINDS_OF_ANSWER.to_vec();
+        let whole = [big];
+        script.insert(4, &whole);
+        for writes in script {
+            if read_request(&mut conn).is_none() {
+                return;
+            }
+            for w in writes {
+                conn.write_all(w).unwrap();
+            }
+        }
+    });
+    let url = format!("http+get://{}/", server.addr);
+    let (out, report) = run_lib(&["-c", "1", &url], b"a\nb\nc\nd\ne\nf\ng\nh\ni\n");
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.responses, 9, "{report}");
+    assert_eq!(s.errors(), 0, "{report}");
+    assert_eq!(
+        (s.status[200], s.status[201], s.status[204]),
+        (7, 1, 1),
+        "{report}"
+    );
+    assert_eq!(s.bytes_in, 2 + 3 + 4 + 5 + 100_000 + 2 + 3 + 2, "{report}");
+    // The first eight on one connection, the last on the next.
+    assert_eq!(server.connections(), 2, "{report}");
+}
+
+#[test]
+fn a_request_out_of_time_on_a_kept_connection_takes_it_along() {
+    // The server answers the first request on its first connection and
+    // never the second; the third goes on a new connection.
+    let server = RawServer::start(|mut conn, n| {
+        use std::io::Write;
+        let mut answered = 0;
+        while read_request(&mut conn).is_some() {
+            if n == 0 && answered == 1 {
+                // Held until the client gives the connection up.
+                continue;
+            }
+            answered += 1;
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let url = format!("http+get://{}/", server.addr);
+    let (out, report) = run_lib(&["-c", "1", "--timeout", "300ms", &url], b"a\nb\nc\n");
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.responses, 2, "{report}");
+    assert_eq!(
+        s.failures[versus::endpoint::Failure::Timeout.index()],
+        1,
+        "{report}"
+    );
+    assert_eq!(server.connections(), 2, "{report}");
 }

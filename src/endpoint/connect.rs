@@ -73,6 +73,13 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     ) -> Poll<io::Result<bool>> {
         Poll::Ready(Ok(false))
     }
+
+    /// Whether the stream lends the bytes it receives (see
+    /// [`Io::poll_read_landed`]), so that an answer can be read where it
+    /// landed. By default false.
+    fn lends(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Io + ?Sized> Io for Box<T> {
@@ -98,6 +105,10 @@ impl<T: Io + ?Sized> Io for Box<T> {
         read: &mut dyn FnMut(&[u8], Option<std::time::Instant>) -> usize,
     ) -> Poll<io::Result<bool>> {
         (**self).poll_read_landed(cx, read)
+    }
+
+    fn lends(&self) -> bool {
+        (**self).lends()
     }
 }
 

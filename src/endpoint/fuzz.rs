@@ -134,6 +134,10 @@ impl super::connect::Io for Scripted {
         self.at += n;
         Poll::Ready(Ok(true))
     }
+
+    fn lends(&self) -> bool {
+        self.lend
+    }
 }
 
 impl AsyncWrite for Scripted {

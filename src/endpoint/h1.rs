@@ -197,16 +197,6 @@ pub(crate) enum Reached {
     Answered,
 }
 
-/// An answer read where it landed (see [`Conn::poll_in_place`]).
-struct InPlace {
-    /// The body, when kept.
-    body: Bytes,
-    /// Its length.
-    len: u64,
-    /// When it arrived, if the stream knows (see [`Io::read_at`]).
-    at: Option<Instant>,
-}
-
 /// One HTTP/1.1 client connection.
 pub(crate) struct Conn<S> {
     io: S,
@@ -242,6 +232,12 @@ impl<S: Io> Conn<S> {
     /// The local port of its TCP connection (0: not known).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Whether its stream lends the bytes it receives, so that an answer
+    /// can be read where it landed (see [`Conn::poll_plain_answer`]).
+    pub fn lends(&self) -> bool {
+        self.io.lends()
     }
 
     /// How far the last exchange got.
@@ -303,35 +299,80 @@ impl<S: Io> Conn<S> {
         keep: &[HeaderName],
         heads: &Heads,
     ) -> Result<Answer, Failure> {
+        let rest = self.stage(body);
+        let mut done = 0;
+        poll_fn(|cx| self.poll_send(cx, &mut done, rest)).await?;
+        self.read_answer(head_request, (keep, max_body, keep_body), heads, true)
+            .await
+    }
+
+    /// Begin an exchange with `body` after the request head in the write
+    /// buffer: a body up to 64 KiB is copied after it (one write), a larger
+    /// one is returned, to be written after it (see [`Conn::poll_send`]).
+    pub fn stage<'b>(&mut self, body: &'b [u8]) -> &'b [u8] {
         self.reached = Reached::Nothing;
-        let rest = if body.len() <= 64 * 1024 {
+        if body.len() <= 64 * 1024 {
             self.wbuf.extend_from_slice(body);
-            &[][..]
+            &[]
         } else {
             body
-        };
-        self.write_request(rest)
-            .await
-            .map_err(|e| classify_io(&e, Failure::Io))?;
-        self.reached = Reached::Written;
-        // Given back at once: the read of the answer takes it again (the
-        // pool's last), while it is still in cache.
-        h1_bufs::give(std::mem::take(&mut self.wbuf));
+        }
+    }
 
+    /// Write the write buffer and then `rest` (what [`Conn::stage`]
+    /// returned), `done` bytes of them written so far, and flush: a write
+    /// to a socket that takes it all is done in its first poll. Once it is
+    /// done, the request counts as written and the write buffer goes back
+    /// to the pool: the read of the answer takes it again (the pool's
+    /// last), while it is still in cache.
+    #[inline(always)]
+    pub fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        done: &mut usize,
+        rest: &[u8],
+    ) -> Poll<Result<(), Failure>> {
+        let Conn { io, wbuf, .. } = self;
+        let written = loop {
+            let left = match wbuf.get(*done..) {
+                Some(head) if !head.is_empty() => head,
+                _ => &rest[*done - wbuf.len()..],
+            };
+            if left.is_empty() {
+                break ready!(Pin::new(&mut *io).poll_flush(cx));
+            }
+            match ready!(Pin::new(&mut *io).poll_write(cx, left)) {
+                Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => *done += n,
+                Err(e) => break Err(e),
+            }
+        };
+        written.map_err(|e| classify_io(&e, Failure::Io))?;
+        self.reached = Reached::Written;
+        h1_bufs::give(std::mem::take(&mut self.wbuf));
+        Poll::Ready(Ok(()))
+    }
+
+    /// Read one whole answer to the request written. `in_place`: first try
+    /// to read it where it landed (see [`Conn::poll_plain_answer`]); false
+    /// when that was just tried and found other bytes.
+    pub async fn read_answer(
+        &mut self,
+        head_request: bool,
+        (keep, max_body, keep_body): (&[HeaderName], u64, bool),
+        heads: &Heads,
+        mut in_place: bool,
+    ) -> Result<Answer, Failure> {
         // The head, skipping interim (1xx) responses.
         let mut head = Head::default();
-        // The body, when the whole answer was read where it landed.
-        let mut in_place = None;
         loop {
-            if self.rbuf.is_empty() {
+            if self.rbuf.is_empty() && std::mem::replace(&mut in_place, true) {
                 let read = poll_fn(|cx| {
                     let keep = (keep, max_body, keep_body);
-                    self.poll_in_place(cx, heads, &mut head, head_request, keep)
+                    self.poll_plain_answer(cx, heads, head_request, keep)
                 });
-                if let Some(body) = read.await? {
-                    self.reached = Reached::Answered;
-                    in_place = Some(body);
-                    break;
+                if let Some(answer) = read.await? {
+                    return Ok(answer);
                 }
             }
             // (Nothing to parse in an empty buffer.)
@@ -353,36 +394,27 @@ impl<S: Io> Conn<S> {
             headers,
         } = head;
         // When the read that completed the head ran (see `Io::read_at`).
-        let head_at = match &in_place {
-            Some(p) => p.at,
-            None => self.io.read_at(),
-        };
-        let head_at = head_at.unwrap_or_else(Instant::now);
+        let head_at = self.io.read_at().unwrap_or_else(Instant::now);
         let framing = if head_request || status == 204 || status == 304 {
             Framing::Empty
         } else {
             framing
         };
-        // An answer whole in hand already (read where it landed, with no
-        // body, or with its body in the buffer) ends when its head came.
-        let (body, body_len, done_at) = if let Some(p) = in_place {
-            (p.body, p.len, Some(head_at))
-        } else {
-            let done_at = match framing {
-                Framing::Empty => Some(head_at),
-                Framing::Length(n) if n <= self.rbuf.len() as u64 => Some(head_at),
-                _ => None,
-            };
-            let (body, len) = match framing {
-                Framing::Empty => (Bytes::new(), 0),
-                Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
-                Framing::Chunked => self.read_chunked(max_body, keep_body).await?,
-                Framing::Close => {
-                    keep_alive = false;
-                    self.read_to_close(max_body, keep_body).await?
-                }
-            };
-            (body, len, done_at)
+        // An answer whole in hand already (with no body, or with its body
+        // in the buffer) ends when its head came.
+        let done_at = match framing {
+            Framing::Empty => Some(head_at),
+            Framing::Length(n) if n <= self.rbuf.len() as u64 => Some(head_at),
+            _ => None,
+        };
+        let (body, body_len) = match framing {
+            Framing::Empty => (Bytes::new(), 0),
+            Framing::Length(n) => self.read_length(n, max_body, keep_body).await?,
+            Framing::Chunked => self.read_chunked(max_body, keep_body).await?,
+            Framing::Close => {
+                keep_alive = false;
+                self.read_to_close(max_body, keep_body).await?
+            }
         };
         self.release_read_buf();
         // An answer that needed more reads ends with the last of them: when
@@ -428,23 +460,24 @@ impl<S: Io> Conn<S> {
     /// On a stream that holds the bytes it receives (see
     /// [`Io::poll_read_landed`]), wait for them, holding no read buffer,
     /// and read the answer where they landed when they are all of it: a
-    /// head (into `head`, with the headers in `keep`) that is no interim
-    /// one, and the whole body its length (or the request, or the status)
-    /// says, no longer than `max_body`, copied out when `keep_body`. `None`,
-    /// with nothing read, otherwise (the bytes are then read into the read
-    /// buffer as any others, and parsed there).
-    fn poll_in_place(
+    /// head (with the headers in `keep`) that is no interim one, and the
+    /// whole body its length (or the request, or the status) says, no
+    /// longer than `max_body`, copied out when `keep_body`. `None`, with
+    /// nothing read, otherwise (the bytes are then read into the read
+    /// buffer as any others, and parsed there). For an empty read buffer.
+    #[inline(always)]
+    pub fn poll_plain_answer(
         &mut self,
         cx: &mut Context<'_>,
         heads: &Heads,
-        head: &mut Head,
         head_request: bool,
         (keep, max_body, keep_body): (&[HeaderName], u64, bool),
-    ) -> Poll<Result<Option<InPlace>, Failure>> {
+    ) -> Poll<Result<Option<Answer>, Failure>> {
         self.release_read_buf();
+        let mut head = Head::default();
         let mut read = None;
         let landed = self.io.poll_read_landed(cx, &mut |bytes, at| {
-            let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, head) else {
+            let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, &mut head) else {
                 return 0;
             };
             let len = match head.framing {
@@ -462,36 +495,27 @@ impl<S: Io> Conn<S> {
             } else {
                 Bytes::new()
             };
-            read = Some(InPlace { body, len, at });
+            read = Some((body, len, at));
             bytes.len()
         });
         ready!(landed).map_err(|e| classify_io(&e, Failure::Io))?;
-        Poll::Ready(Ok(read))
-    }
-
-    /// Write the write buffer and then `rest`, and flush: one future
-    /// polling the stream directly (a write to a socket that takes it all
-    /// is done in its first poll), a `poll_fn` with no `async fn` around
-    /// it.
-    fn write_request<'a>(
-        &'a mut self,
-        rest: &'a [u8],
-    ) -> impl Future<Output = io::Result<()>> + 'a {
-        let Conn { io, wbuf, .. } = self;
-        let mut done = 0;
-        poll_fn(move |cx| loop {
-            let left = match wbuf.get(done..) {
-                Some(head) if !head.is_empty() => head,
-                _ => &rest[done - wbuf.len()..],
-            };
-            if left.is_empty() {
-                return Pin::new(&mut *io).poll_flush(cx);
-            }
-            match ready!(Pin::new(&mut *io).poll_write(cx, left))? {
-                0 => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                n => done += n,
-            }
-        })
+        let Some((body, body_len, at)) = read else {
+            return Poll::Ready(Ok(None));
+        };
+        self.reached = Reached::Answered;
+        // Whole in hand: it ended when its head came.
+        let head_at = at.unwrap_or_else(Instant::now);
+        Poll::Ready(Ok(Some(Answer {
+            grpc: None,
+            first_data: None,
+            status: head.status,
+            head_at,
+            headers: head.headers,
+            body,
+            body_len,
+            keep_alive: head.keep_alive,
+            done_at: Some(head_at),
+        })))
     }
 
     /// Read more bytes into the read buffer, room for at least `want`;
@@ -1063,6 +1087,10 @@ mod tests {
             self.at += n;
             self.taken += n;
             Poll::Ready(Ok(true))
+        }
+
+        fn lends(&self) -> bool {
+            true
         }
     }
 

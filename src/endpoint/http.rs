@@ -39,9 +39,14 @@ use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
 use super::{
-    Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, Style, TransportOptions,
+    Answer, Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, Style,
+    TransportOptions,
 };
 use crate::model::Request;
+pub use kept::Resume;
+use kept::{Kept, Point};
+
+mod kept;
 
 /// The parts of a [`Link`] prepared before its core's thread starts: how to
 /// connect, and each protocol's request parts built once.
@@ -948,6 +953,40 @@ impl Slot {
     /// from it). Cancel safe: dropping the future loses the connection of
     /// an HTTP/1.1 slot, which reconnects on its next request.
     pub async fn send(&mut self, req: &Request, keep_body: bool, due: Option<Instant>) -> Outcome {
+        match self.send_kept(req, keep_body, due).await {
+            Ok(outcome) => outcome,
+            Err(resume) => self.send_from(req, keep_body, due, resume).await,
+        }
+    }
+
+    /// [`Slot::send`]'s quick path: the request on the connection this
+    /// slot kept from its last one, when it can go there (see [`Kept`]);
+    /// where [`Slot::send_from`] is to take it up otherwise. The engine's
+    /// request loop awaits the two itself: a future level fewer.
+    pub fn send_kept<'a>(
+        &'a mut self,
+        req: &'a Request,
+        keep_body: bool,
+        due: Option<Instant>,
+    ) -> impl std::future::Future<Output = Result<Outcome, Resume>> + 'a {
+        Kept {
+            slot: self,
+            req,
+            keep_body,
+            due,
+            flight: None,
+        }
+    }
+
+    /// [`Slot::send`], from where the kept connection's quick path left
+    /// the request (see [`Slot::send_kept`]).
+    pub async fn send_from(
+        &mut self,
+        req: &Request,
+        keep_body: bool,
+        due: Option<Instant>,
+        resume: Resume,
+    ) -> Outcome {
         let link = &*self.link;
         if let Some(ws) = &link.ws {
             return self
@@ -956,7 +995,10 @@ impl Slot {
                 .send(ws, &link.dialer, &link.opts, req, keep_body, due)
                 .await;
         }
-        let start = Instant::now();
+        let start = match &resume.0 {
+            Point::Start => Instant::now(),
+            Point::Read(_, start, _) | Point::Resend(start) => *start,
+        };
         // Nothing of an earlier request whose future was dropped (a flow
         // cut short) may stand for this one's.
         self.answered = None;
@@ -967,16 +1009,33 @@ impl Slot {
         let mut connect = None;
         let mut deadline = std::mem::take(&mut self.deadline);
         let result = {
-            let exchange = std::pin::pin!(self.exchange(req, keep_body, &mut clock, &mut connect));
+            let exchange =
+                std::pin::pin!(self.exchange(req, keep_body, &mut clock, &mut connect, resume));
             deadline.run(start, timeout, exchange).await
         };
+        self.deadline = deadline;
         let result = result.unwrap_or(Err(Failure::Timeout));
         // Read when the answer was, or now.
         let end = match (&result, self.answered.take()) {
             (Ok(_), Some(at)) => at,
             _ => Instant::now(),
         };
-        self.deadline = deadline;
+        self.finish(result, (start, clock, end), connect, bytes_out, due)
+    }
+
+    /// The outcome of a request begun at `start`, its clock begun at
+    /// `clock`, ended at `end`; the HTTP/1.1 connection it went on kept
+    /// for this slot's next request when it can carry one, unless another
+    /// slot waits for a connection.
+    #[inline(always)]
+    fn finish(
+        &mut self,
+        result: Result<Response, Failure>,
+        (start, clock, end): (Instant, Instant, Instant),
+        connect: Option<Duration>,
+        bytes_out: u64,
+        due: Option<Instant>,
+    ) -> Outcome {
         let port = std::mem::take(&mut self.port);
         match self.h1.take() {
             // An HTTP/1.1 connection is unusable after a failed exchange
@@ -986,8 +1045,6 @@ impl Slot {
                     && self.reuse
                     && self.link.opts.keepalive =>
             {
-                // Kept for this slot's next request, unless another slot
-                // waits for a connection.
                 if self.link.capacity.waiting.get() == 0 {
                     self.h1 = Some(c);
                 } else {
@@ -1002,20 +1059,47 @@ impl Slot {
         }
     }
 
+    /// The answer `r` on HTTP/1.1 connection `c`, kept as the slot's, as
+    /// a response timed from `start`.
+    #[inline(always)]
+    fn answered_h1(
+        &mut self,
+        c: Held,
+        r: Result<Answer, Failure>,
+        start: Instant,
+    ) -> Result<Response, Failure> {
+        self.h1 = Some(c);
+        r.map(|a| {
+            self.reuse = a.keep_alive;
+            self.answered = a.done_at;
+            a.response(start)
+        })
+    }
+
     async fn exchange(
         &mut self,
         req: &Request,
         keep_body: bool,
         clock: &mut Instant,
         connect: &mut Option<Duration>,
+        resume: Resume,
     ) -> Result<Response, Failure> {
         // A request that never reached the server is sent once more, on a
         // new connection: an HTTP/2 one the server refused unprocessed (its
         // connection was going away), an HTTP/1.1 one on a reused
         // connection that turned out closed (see `Slot::resend_h1`).
-        let mut refused = false;
+        let mut refused = matches!(resume.0, Point::Resend(_));
+        // A request the quick path wrote, whose answer is read here.
+        let mut written = match resume.0 {
+            Point::Read(c, _, head_request) => Some((c, head_request)),
+            _ => None,
+        };
         loop {
-            let kept = poll_fn(|cx| Poll::Ready(self.last_connection(refused, cx))).await;
+            let resumed = written.as_ref().map(|(_, head_request)| *head_request);
+            let kept = match written.take() {
+                Some((c, _)) => Some(c),
+                None => poll_fn(|cx| Poll::Ready(self.last_connection(refused, cx))).await,
+            };
             let (sender, opened, restart) = match kept {
                 Some(c) => (Sender::H1(c), None, false),
                 None => self.sender(refused).await?,
@@ -1035,33 +1119,37 @@ impl Slot {
                     // a function of its own: an `async fn` level fewer).
                     let link = &*self.link;
                     self.port = c.port();
-                    let r = match link.build_h1(req, c.request_buf()) {
-                        Ok((body, head)) => {
-                            let opts = &link.opts;
-                            // Not reused if the exchange fails or is cut.
-                            self.reuse = false;
-                            c.exchange(
-                                body,
-                                head,
-                                opts.max_body,
-                                keep_body,
-                                &opts.keep_headers,
-                                &link.heads,
-                            )
-                            .await
+                    let opts = &link.opts;
+                    let keep = (&opts.keep_headers[..], opts.max_body, keep_body);
+                    let r = match resumed {
+                        // Written by the quick path, which found other
+                        // bytes than a plain answer where they landed.
+                        Some(head_request) => {
+                            c.read_answer(head_request, keep, &link.heads, false).await
                         }
-                        Err(f) => {
-                            // Untouched by a request that could not be formed.
-                            self.reuse = true;
-                            Err(f)
-                        }
+                        None => match link.build_h1(req, c.request_buf()) {
+                            Ok((body, head)) => {
+                                // Not reused if the exchange fails or is cut.
+                                self.reuse = false;
+                                c.exchange(
+                                    body,
+                                    head,
+                                    opts.max_body,
+                                    keep_body,
+                                    &opts.keep_headers,
+                                    &link.heads,
+                                )
+                                .await
+                            }
+                            Err(f) => {
+                                // Untouched by a request that could not be
+                                // formed.
+                                self.reuse = true;
+                                Err(f)
+                            }
+                        },
                     };
-                    self.h1 = Some(c);
-                    let r = r.map(|a| {
-                        self.reuse = a.keep_alive;
-                        self.answered = a.done_at;
-                        a.response(start)
-                    });
+                    let r = self.answered_h1(c, r, start);
                     if refused || restart || !self.resend_h1(&r, req) {
                         return r;
                     }

@@ -158,6 +158,19 @@ impl Deadline {
         timeout: Duration,
         exchange: std::pin::Pin<&'a mut F>,
     ) -> Run<'a, F> {
+        let watch = self.watch(start, timeout);
+        Run {
+            deadline: self,
+            watch,
+            exchange,
+        }
+    }
+
+    /// Set the timer for an exchange begun at `start` (read in the same
+    /// poll of the caller's task as the first [`Deadline::poll`]) that may
+    /// take `timeout`.
+    #[inline(always)]
+    pub(crate) fn watch(&mut self, start: Instant, timeout: Duration) -> Watch {
         let begun = tokio::time::Instant::from_std(start);
         let at = begun
             .checked_add(timeout)
@@ -165,50 +178,35 @@ impl Deadline {
         // Deadlines only move later: a timer set no later than `at` (for
         // an earlier request) stays, and is moved to `at` only if it fires
         // first (see `passed`), not once per request.
-        if let Some(t) = &mut self.timer {
-            if t.at > at {
+        match &mut self.timer {
+            Some(t) if t.at > at => {
                 t.reset(at);
                 self.armed = None;
             }
+            Some(_) => {}
+            None => self.timer = Some(Timer::new(at)),
         }
-        let timer = self.timer.get_or_insert_with(|| Timer::new(at));
-        Run {
-            timer,
-            armed: &mut self.armed,
-            exchange,
+        Watch {
             begun,
             at,
             polls: 0,
         }
     }
-}
 
-/// [`Deadline::run`]'s future.
-pub(crate) struct Run<'a, F> {
-    timer: &'a mut Timer,
-    armed: &'a mut Option<std::task::Waker>,
-    exchange: std::pin::Pin<&'a mut F>,
-    begun: tokio::time::Instant,
-    at: tokio::time::Instant,
-    polls: u32,
-}
-
-impl<F: std::future::Future> std::future::Future for Run<'_, F> {
-    type Output = Option<F::Output>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
+    /// Poll an exchange (`poll`) within the deadline `watch` set: `None`
+    /// once it has passed.
+    #[inline(always)]
+    pub(crate) fn poll<T>(
+        &mut self,
+        watch: &mut Watch,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        // Every field is a reference, a pinned reference or a copy.
-        let Run {
-            timer,
-            armed,
-            exchange,
-            begun,
-            at,
-            polls,
-        } = self.get_mut();
+        poll: impl FnOnce(&mut std::task::Context<'_>) -> std::task::Poll<T>,
+    ) -> std::task::Poll<Option<T>> {
+        let Deadline { timer, armed } = self;
+        let Some(timer) = timer else {
+            unreachable!("a deadline polled before it was watched")
+        };
+        let Watch { begun, at, polls } = watch;
         // An exchange polled again and again (a server flooding it with
         // messages it skips) can use up the task's cooperative budget
         // each time before the timer is polled, which then never fires:
@@ -221,7 +219,7 @@ impl<F: std::future::Future> std::future::Future for Run<'_, F> {
         if *polls > 2 && passed(timer, armed, *at, now, cx) {
             return std::task::Poll::Ready(None);
         }
-        if let std::task::Poll::Ready(r) = exchange.as_mut().poll(cx) {
+        if let std::task::Poll::Ready(r) = poll(cx) {
             return std::task::Poll::Ready(Some(r));
         }
         if passed(timer, armed, *at, now, cx) {
@@ -229,6 +227,37 @@ impl<F: std::future::Future> std::future::Future for Run<'_, F> {
         } else {
             std::task::Poll::Pending
         }
+    }
+}
+
+/// One exchange's deadline (see [`Deadline::watch`]).
+pub(crate) struct Watch {
+    begun: tokio::time::Instant,
+    at: tokio::time::Instant,
+    polls: u32,
+}
+
+/// [`Deadline::run`]'s future.
+pub(crate) struct Run<'a, F> {
+    deadline: &'a mut Deadline,
+    watch: Watch,
+    exchange: std::pin::Pin<&'a mut F>,
+}
+
+impl<F: std::future::Future> std::future::Future for Run<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        // Every field is a reference, a pinned reference or a copy.
+        let Run {
+            deadline,
+            watch,
+            exchange,
+        } = self.get_mut();
+        deadline.poll(watch, cx, |cx| exchange.as_mut().poll(cx))
     }
 }
 

@@ -779,6 +779,10 @@ impl super::connect::Io for Stream {
             ring.poll_read_ready(idx, cx).map_ok(|()| false)
         })?
     }
+
+    fn lends(&self) -> bool {
+        true
+    }
 }
 
 impl AsyncRead for Stream {
