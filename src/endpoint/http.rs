@@ -953,10 +953,20 @@ impl Slot {
     /// from it). Cancel safe: dropping the future loses the connection of
     /// an HTTP/1.1 slot, which reconnects on its next request.
     pub async fn send(&mut self, req: &Request, keep_body: bool, due: Option<Instant>) -> Outcome {
-        match self.send_kept(req, keep_body, due).await {
-            Ok(outcome) => outcome,
-            Err(resume) => self.send_from(req, keep_body, due, resume).await,
-        }
+        let resume = match self.keeps_connection() {
+            true => match self.send_kept(req, keep_body, due).await {
+                Ok(outcome) => return outcome,
+                Err(resume) => resume,
+            },
+            false => Resume::start(),
+        };
+        self.send_from(req, keep_body, due, resume).await
+    }
+
+    /// Whether the slot kept a connection from its last request, for
+    /// [`Slot::send_kept`] to try (never an HTTP/2 or WebSocket slot).
+    pub fn keeps_connection(&self) -> bool {
+        self.h1.is_some()
     }
 
     /// [`Slot::send`]'s quick path: the request on the connection this
@@ -1181,6 +1191,7 @@ impl Slot {
 
     /// The HTTP/1.1 connection this slot's last request left open, unless
     /// a `fresh` one is wanted or the peer closed it (then it is closed).
+    #[inline]
     fn last_connection(&mut self, fresh: bool, cx: &mut Context<'_>) -> Option<Held> {
         let mut c = self.h1.take()?;
         if fresh || c.is_closed(cx) {

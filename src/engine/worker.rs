@@ -19,7 +19,7 @@ use super::timer::PreciseTimer;
 use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
-use crate::endpoint::{Link, Prepared, Slot};
+use crate::endpoint::{Link, Prepared, Resume, Slot};
 use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
@@ -944,10 +944,16 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     if !warmup {
                         core.stats.borrow_mut().endpoints[e].sent += 1;
                     }
-                    // `Slot::send`, its two parts awaited here: a level fewer.
-                    let outcome = match slot.send_kept(req, core.keep_body, due).await {
-                        Ok(outcome) => outcome,
-                        Err(resume) => slot.send_from(req, core.keep_body, due, resume).await,
+                    // `Slot::send`, its parts awaited here: a level fewer.
+                    let outcome = 'sent: {
+                        let resume = match slot.keeps_connection() {
+                            true => match slot.send_kept(req, core.keep_body, due).await {
+                                Ok(outcome) => break 'sent outcome,
+                                Err(resume) => resume,
+                            },
+                            false => Resume::start(),
+                        };
+                        slot.send_from(req, core.keep_body, due, resume).await
                     };
                     let error = !warmup && record(&core, e, req, &outcome, None);
                     Done::One(Some(outcome), error)

@@ -46,6 +46,13 @@ pub(super) struct Flight {
 /// finish.
 pub struct Resume(pub(super) Point);
 
+impl Resume {
+    /// From the start: for a request the quick path was not tried for.
+    pub fn start() -> Resume {
+        Resume(Point::Start)
+    }
+}
+
 /// The point [`Resume`] names.
 pub(super) enum Point {
     /// From the start: the quick path did not apply.
