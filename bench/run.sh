@@ -245,8 +245,9 @@ run_queued() {
       local row cpu
       eval "set -- ${QUEUE_CMDS[$j]}"
       row="$(STDIN_FILE="${QUEUE_STDIN[$j]}" run_once "${QUEUE_TAGS[$j]}" "${QUEUE_PARSERS[$j]}" "${QUEUE_FACTORS[$j]}" "$i" "$@")"
-      cpu="$(echo "$row" | awk '{ n = $2 * $12; print (n > 0 ? ($7 + $8) / n : 1e99) }')"
-      echo "${QUEUE_TAGS[$j]} $cpu" >> "$WORK/$SCEN.all"   # every run's CPU s/request
+      cpu="$(echo "$row" | awk '{ n = $2 * $12; print (n > 0 ? ($7 + $8) / n : 1e99), (n > 0 ? $7 / n : 1e99) }')"
+      echo "${QUEUE_TAGS[$j]} $cpu" >> "$WORK/$SCEN.all"   # every run's CPU and user CPU s/request
+      cpu="${cpu%% *}"
       if [ -z "${bestcpu[$j]:-}" ] || awk -v a="$cpu" -v b="${bestcpu[$j]}" 'BEGIN { exit !(a < b) }'; then
         best[$j]="$row"; bestcpu[$j]="$cpu"
       fi
@@ -415,20 +416,21 @@ sc_quick() {
   run_queued
   table "$ROWS" lat >> "$WORK/quick.best.md"
   {
-    echo "| tool | runs | CPU µs/req best | CPU µs/req median | median vs versus | median vs floor | errors (best run) | busy before % (best run) |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| tool | runs | CPU µs/req best | CPU µs/req median | median vs versus | median vs floor | user µs/req median | user median vs versus | errors (best run) | busy before % (best run) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     awk -v rows="$ROWS" '
       BEGIN { while ((getline l < rows) > 0) { split(l, f, " "); err[f[1]] = f[6]; busy[f[1]] = f[13] } }
-      { if (!($1 in n)) order[++k] = $1; v[$1, ++n[$1]] = $2 * 1e6 }
-      function median(t,   i, j, x, m, a) {
-        m = n[t]; for (i = 1; i <= m; i++) a[i] = v[t, i]
-        for (i = 2; i <= m; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-        best[t] = a[1]; return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+      { if (!($1 in n)) order[++k] = $1; n[$1]++; v[$1, n[$1]] = $2 * 1e6; u[$1, n[$1]] = $3 * 1e6 }
+      # The median of the m values x[t, 1..m]; the least of them in low[t].
+      function median(x, t, low,   i, j, y, m, a) {
+        m = n[t]; for (i = 1; i <= m; i++) a[i] = x[t, i]
+        for (i = 2; i <= m; i++) { y = a[i]; for (j = i - 1; j >= 1 && a[j] > y; j--) a[j + 1] = a[j]; a[j + 1] = y }
+        low[t] = a[1]; return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
       function ratio(a, b) { return (a > 0 && b > 0) ? sprintf("%.2fx", a / b) : "-" }
       END {
-        for (i = 1; i <= k; i++) med[order[i]] = median(order[i])
+        for (i = 1; i <= k; i++) { med[order[i]] = median(v, order[i], best); umed[order[i]] = median(u, order[i], ubest) }
         for (i = 1; i <= k; i++) { t = order[i]
-          printf "| %s | %d | %.2f | %.2f | %s | %s | %s | %s |\n", t, n[t], best[t], med[t], ratio(med[t], med["versus"]), ratio(med[t], med["floor-uring-dm"]), err[t], busy[t] } }' "$WORK/$SCEN.all"
+          printf "| %s | %d | %.2f | %.2f | %s | %s | %.3f | %s | %s | %s |\n", t, n[t], best[t], med[t], ratio(med[t], med["versus"]), ratio(med[t], med["floor-uring-dm"]), umed[t], ratio(umed[t], umed["versus"]), err[t], busy[t] } }' "$WORK/$SCEN.all"
   } | tee -a "$REPORT"
   out ""
   out "(best-run table with req/s, latency and RSS: $WORK/quick.best.md)"
