@@ -210,11 +210,15 @@ pub(crate) struct Conn<S> {
     /// The local port of its TCP connection (0: not known), which names
     /// the connection to a fault proxy.
     port: u16,
+    /// Whether its stream lends what it receives (see [`Io::lends`]),
+    /// asked once.
+    lends: bool,
 }
 
 impl<S: Io> Conn<S> {
     pub fn new(io: S) -> Conn<S> {
         Conn {
+            lends: io.lends(),
             io,
             rbuf: BytesMut::new(),
             wbuf: BytesMut::new(),
@@ -237,7 +241,7 @@ impl<S: Io> Conn<S> {
     /// Whether its stream lends the bytes it receives, so that an answer
     /// can be read where it landed (see [`Conn::poll_plain_answer`]).
     pub fn lends(&self) -> bool {
-        self.io.lends()
+        self.lends
     }
 
     /// How far the last exchange got.

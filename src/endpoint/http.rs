@@ -953,7 +953,7 @@ impl Slot {
     /// from it). Cancel safe: dropping the future loses the connection of
     /// an HTTP/1.1 slot, which reconnects on its next request.
     pub async fn send(&mut self, req: &Request, keep_body: bool, due: Option<Instant>) -> Outcome {
-        let resume = match self.keeps_connection() {
+        let resume = match self.quick() {
             true => match self.send_kept(req, keep_body, due).await {
                 Ok(outcome) => return outcome,
                 Err(resume) => resume,
@@ -963,10 +963,13 @@ impl Slot {
         self.send_from(req, keep_body, due, resume).await
     }
 
-    /// Whether the slot kept a connection from its last request, for
-    /// [`Slot::send_kept`] to try (never an HTTP/2 or WebSocket slot).
-    pub fn keeps_connection(&self) -> bool {
-        self.h1.is_some()
+    /// Whether its next request can go by the quick path
+    /// ([`Slot::send_kept`]): it kept a connection from its last request,
+    /// on a stream that lends what it receives, so that an answer can be
+    /// read where it landed (the ring; never HTTP/2 or WebSocket, TLS or
+    /// epoll, whose every answer the general path would read).
+    pub fn quick(&self) -> bool {
+        self.h1.as_ref().is_some_and(|c| c.lends())
     }
 
     /// [`Slot::send`]'s quick path: the request on the connection this

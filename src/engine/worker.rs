@@ -946,7 +946,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     }
                     // `Slot::send`, its parts awaited here: a level fewer.
                     let outcome = 'sent: {
-                        let resume = match slot.keeps_connection() {
+                        let resume = match slot.quick() {
                             true => match slot.send_kept(req, core.keep_body, due).await {
                                 Ok(outcome) => break 'sent outcome,
                                 Err(resume) => resume,

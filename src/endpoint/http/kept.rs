@@ -151,14 +151,14 @@ impl Slot {
     /// does not apply.
     #[inline(always)]
     fn take_off(&mut self, req: &Request, cx: &mut Context<'_>) -> Option<Flight> {
-        // (A WebSocket or HTTP/2 slot never keeps one.)
+        // (Called where `Slot::quick` said yes: on a stream that lends
+        // nothing it would only be slower, every answer read on by the
+        // general path.)
         self.h1.as_ref()?;
         let start = Instant::now();
         let mut conn = self.last_connection(false, cx)?;
         let head_request = match self.link.build_h1(req, conn.request_buf()) {
-            // Only where an answer can be read where it landed (the ring):
-            // elsewhere every answer would be read on by the general path.
-            Ok((body, head_request)) if conn.lends() && conn.stage(body).is_empty() => head_request,
+            Ok((body, head_request)) if conn.stage(body).is_empty() => head_request,
             _ => {
                 self.h1 = Some(conn);
                 return None;
