@@ -290,10 +290,13 @@ impl<S: Io> Conn<S> {
     }
 
     /// Send the request in the write buffer (see [`Conn::request_buf`]),
-    /// followed by `body`, and read one whole response. `head_request`:
+    /// followed by `body`, and read one whole response: the parts a slot
+    /// awaits itself ([`Conn::stage`], [`Conn::poll_send`],
+    /// [`Conn::read_answer`]), in one call for the tests. `head_request`:
     /// the response has no body whatever its headers say. Bodies over
     /// `max_body` fail as `BodyTooLarge`; only the headers named in `keep`
     /// are returned.
+    #[cfg(test)]
     pub async fn exchange(
         &mut self,
         body: &[u8],

@@ -557,6 +557,7 @@ impl Link {
     /// returns the body to send after it and whether the request is a HEAD
     /// (whose answer has no body). A plain POST line only appends its
     /// length to the prepared head.
+    #[inline(always)]
     fn build_h1<'r>(
         &self,
         req: &'r Request,
@@ -1134,33 +1135,36 @@ impl Slot {
                     self.port = c.port();
                     let opts = &link.opts;
                     let keep = (&opts.keep_headers[..], opts.max_body, keep_body);
-                    let r = match resumed {
-                        // Written by the quick path, which found other
-                        // bytes than a plain answer where they landed.
-                        Some(head_request) => {
-                            c.read_answer(head_request, keep, &link.heads, false).await
-                        }
-                        None => match link.build_h1(req, c.request_buf()) {
-                            Ok((body, head)) => {
-                                // Not reused if the exchange fails or is cut.
-                                self.reuse = false;
-                                c.exchange(
-                                    body,
-                                    head,
-                                    opts.max_body,
-                                    keep_body,
-                                    &opts.keep_headers,
-                                    &link.heads,
-                                )
-                                .await
-                            }
-                            Err(f) => {
-                                // Untouched by a request that could not be
-                                // formed.
-                                self.reuse = true;
-                                Err(f)
-                            }
-                        },
+                    // Written here, or by the quick path, which found
+                    // other bytes than a plain answer where they landed;
+                    // then the answer read (the codec's parts awaited
+                    // here: an `async fn` level fewer).
+                    let r = 'answer: {
+                        let (head_request, in_place) = match resumed {
+                            Some(head_request) => (head_request, false),
+                            None => match link.build_h1(req, c.request_buf()) {
+                                Ok((body, head_request)) => {
+                                    // Not reused if the exchange fails or
+                                    // is cut.
+                                    self.reuse = false;
+                                    let rest = c.stage(body);
+                                    let mut done = 0;
+                                    let sent = poll_fn(|cx| c.poll_send(cx, &mut done, rest));
+                                    if let Err(f) = sent.await {
+                                        break 'answer Err(f);
+                                    }
+                                    (head_request, true)
+                                }
+                                Err(f) => {
+                                    // Untouched by a request that could not
+                                    // be formed.
+                                    self.reuse = true;
+                                    break 'answer Err(f);
+                                }
+                            },
+                        };
+                        c.read_answer(head_request, keep, &link.heads, in_place)
+                            .await
                     };
                     let r = self.answered_h1(c, r, start);
                     if refused || restart || !self.resend_h1(&r, req) {
