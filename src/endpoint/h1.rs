@@ -361,19 +361,21 @@ impl<S: Io> Conn<S> {
     }
 
     /// Read one whole answer to the request written. `in_place`: first try
-    /// to read it where it landed (see [`Conn::poll_plain_answer`]); false
-    /// when that was just tried and found other bytes.
+    /// to read it where it landed (see [`Conn::poll_plain_answer`]; only on
+    /// a stream that lends what it receives); false when that was just
+    /// tried and found other bytes.
     pub async fn read_answer(
         &mut self,
         head_request: bool,
         (keep, max_body, keep_body): (&[HeaderName], u64, bool),
         heads: &Heads,
-        mut in_place: bool,
+        in_place: bool,
     ) -> Result<Answer, Failure> {
+        let mut in_place = in_place && self.lends;
         // The head, skipping interim (1xx) responses.
         let mut head = Head::default();
         loop {
-            if self.rbuf.is_empty() && std::mem::replace(&mut in_place, true) {
+            if self.rbuf.is_empty() && std::mem::replace(&mut in_place, self.lends) {
                 let read = poll_fn(|cx| {
                     let keep = (keep, max_body, keep_body);
                     self.poll_plain_answer(cx, heads, head_request, keep)
