@@ -756,7 +756,6 @@ fn one_connection_carries_every_kind_of_answer_in_turn() {
         "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}",
         "x".repeat(100_000)
     );
-    let big: &'static [u8] = Box::leak(big.into_bytes().into_boxed_slice());
     let server = RawServer::start(move |mut conn, n| {
         use std::io::Write;
         if n > 0 {
@@ -767,7 +766,7 @@ fn one_connection_carries_every_kind_of_answer_in_turn() {
         }
         // A body over what one receive holds, after the fourth answer.
         let mut script: Vec<&[&[u8]]> = KINDS_OF_ANSWER.to_vec();
-        let whole = [big];
+        let whole = [big.as_bytes()];
         script.insert(4, &whole);
         for writes in script {
             if read_request(&mut conn).is_none() {

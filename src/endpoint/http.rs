@@ -798,6 +798,27 @@ fn is_origin_form(path: &str) -> bool {
     true
 }
 
+/// [`Slot::send`] on `slot`, its parts (the quick path, then the general
+/// one where it left off) awaited by the caller itself: the engine's
+/// request loop so has an `async fn` level fewer a request.
+macro_rules! send_on {
+    ($slot:expr, $req:expr, $keep_body:expr, $due:expr) => {{
+        let slot: &mut $crate::endpoint::Slot = $slot;
+        let (req, keep_body, due) = ($req, $keep_body, $due);
+        'sent: {
+            let resume = match slot.quick() {
+                true => match slot.send_kept(req, keep_body, due).await {
+                    Ok(outcome) => break 'sent outcome,
+                    Err(resume) => resume,
+                },
+                false => $crate::endpoint::Resume::start(),
+            };
+            slot.send_from(req, keep_body, due, resume).await
+        }
+    }};
+}
+pub(crate) use send_on;
+
 /// One request in flight at a time on a link.
 pub struct Slot {
     link: Rc<Link>,
@@ -954,14 +975,7 @@ impl Slot {
     /// from it). Cancel safe: dropping the future loses the connection of
     /// an HTTP/1.1 slot, which reconnects on its next request.
     pub async fn send(&mut self, req: &Request, keep_body: bool, due: Option<Instant>) -> Outcome {
-        let resume = match self.quick() {
-            true => match self.send_kept(req, keep_body, due).await {
-                Ok(outcome) => return outcome,
-                Err(resume) => resume,
-            },
-            false => Resume::start(),
-        };
-        self.send_from(req, keep_body, due, resume).await
+        send_on!(self, req, keep_body, due)
     }
 
     /// Whether its next request can go by the quick path
@@ -1109,10 +1123,12 @@ impl Slot {
             _ => None,
         };
         loop {
-            let resumed = written.as_ref().map(|(_, head_request)| *head_request);
-            let kept = match written.take() {
-                Some((c, _)) => Some(c),
-                None => poll_fn(|cx| Poll::Ready(self.last_connection(refused, cx))).await,
+            let (kept, resumed) = match written.take() {
+                Some((c, head_request)) => (Some(c), Some(head_request)),
+                None => {
+                    let kept = poll_fn(|cx| Poll::Ready(self.last_connection(refused, cx)));
+                    (kept.await, None)
+                }
             };
             let (sender, opened, restart) = match kept {
                 Some(c) => (Sender::H1(c), None, false),

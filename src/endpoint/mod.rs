@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 pub use self::connect::{resolve, tls_config, TlsOptions};
+pub(crate) use self::http::send_on;
 pub use self::http::{Link, Prepared, Resume, Slot};
 pub use self::spec::{EndpointSpec, Scheme, SpecError, Style};
 pub use self::uring::{probe as probe_uring, IoDriver};

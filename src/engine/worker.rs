@@ -19,7 +19,7 @@ use super::timer::PreciseTimer;
 use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
-use crate::endpoint::{Link, Prepared, Resume, Slot};
+use crate::endpoint::{send_on, Link, Prepared, Slot};
 use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
@@ -945,16 +945,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                         core.stats.borrow_mut().endpoints[e].sent += 1;
                     }
                     // `Slot::send`, its parts awaited here: a level fewer.
-                    let outcome = 'sent: {
-                        let resume = match slot.quick() {
-                            true => match slot.send_kept(req, core.keep_body, due).await {
-                                Ok(outcome) => break 'sent outcome,
-                                Err(resume) => resume,
-                            },
-                            false => Resume::start(),
-                        };
-                        slot.send_from(req, core.keep_body, due, resume).await
-                    };
+                    let outcome = send_on!(&mut slot, req, core.keep_body, due);
                     let error = !warmup && record(&core, e, req, &outcome, None);
                     Done::One(Some(outcome), error)
                 }

@@ -82,7 +82,7 @@ impl Future for Kept<'_> {
             Some(f) => f,
             None => match slot.take_off(req, cx) {
                 Some(f) => flight.insert(f),
-                None => return Poll::Ready(Err(Resume(Point::Start))),
+                None => return Poll::Ready(Err(Resume::start())),
             },
         };
         let Slot { link, deadline, .. } = &mut **slot;
@@ -154,7 +154,6 @@ impl Slot {
         // (Called where `Slot::quick` said yes: on a stream that lends
         // nothing it would only be slower, every answer read on by the
         // general path.)
-        self.h1.as_ref()?;
         let start = Instant::now();
         let mut conn = self.last_connection(false, cx)?;
         let head_request = match self.link.build_h1(req, conn.request_buf()) {
