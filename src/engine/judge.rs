@@ -14,7 +14,9 @@ use crate::compare::sample::sample;
 use crate::model::Outcome;
 use crate::model::Request;
 use crate::plan::Plan;
-use crate::stats::{count_group, jsonrpc_error_name, part, part_index, RunStats, BATCH_ERROR};
+use crate::stats::{
+    count_group, jsonrpc_error_name, part, part_index, RunStats, Tallies, BATCH_ERROR,
+};
 
 use super::unit::FlowRun;
 
@@ -120,10 +122,11 @@ impl KindCache {
     }
 }
 
-/// Judge one request whose outcomes are all in, and record the verdict.
+/// Judge one request whose outcomes are all in, and record the verdict
+/// (its latencies per method counted in `tallies`).
 pub(crate) fn verdict(
     plan: &Plan,
-    stats: &mut RunStats,
+    (stats, tallies): (&mut RunStats, &mut Tallies),
     kinds: &mut KindCache,
     req: &Request,
     outcomes: &[Option<Outcome>],
@@ -156,14 +159,14 @@ pub(crate) fn verdict(
     {
         if let Some(o) = o {
             // The reference's is the one looked up; another's is checked.
-            let same = at
-                .and_then(|i| s.methods.get_mut(i))
-                .filter(|p| e == 0 || p.name == name);
-            match same {
-                Some(p) => p,
-                None => part(&mut s.methods, name),
+            let i = match at.filter(|&i| s.methods.get(i).is_some_and(|p| e == 0 || p.name == name))
+            {
+                Some(i) => i,
+                None => part_index(&mut s.methods, name),
+            };
+            if let Some(latency) = s.methods[i].count(o, *error) {
+                tallies.method(e, i, latency);
             }
-            .record(o, *error);
         }
     }
     let kind_of = || {

@@ -118,6 +118,9 @@ struct Core {
     /// Whether each of those outcomes was an error.
     judged_errors: RefCell<Vec<bool>>,
     stats: RefCell<RunStats>,
+    /// The answers' latencies not yet in `stats`' histograms (see
+    /// [`Core::take_stats`]).
+    tallies: RefCell<stats::Tallies>,
     /// Slots waiting for a request.
     work: Vec<Notify>,
     /// The feeder waiting for room in the window, or for the leading
@@ -295,6 +298,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         step_names,
         flow_names,
         stats: RefCell::new(first_stats),
+        tallies: RefCell::new(stats::Tallies::new(endpoints)),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
         space: Space::default(),
         done: Notify::new(),
@@ -357,8 +361,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let index = tick_index(ended.saturating_duration_since(started), core.plan.interval);
     // The counted run starts after the warm-up.
     let counted_from = core.counting_since.get().unwrap_or(ended);
-    core.take_handshakes();
-    let mut stats = core.stats.replace(core.fresh_stats());
+    let mut stats = core.take_stats();
     // Work is judged as soon as every endpoint finished it: what is left
     // was not finished everywhere.
     stats.verdicts.incomplete += core.window.borrow_mut().drain_rest();
@@ -418,13 +421,12 @@ async fn tick(
     for index in 0u64.. {
         let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
-        core.take_handshakes();
         if core.paused_since.get().is_none() {
             for link in &core.links {
                 link.trim_idle(every);
             }
         }
-        let stats = core.stats.replace(core.fresh_stats());
+        let stats = core.take_stats();
         if to
             .send(CoreMsg::Tick {
                 core: number,
@@ -520,14 +522,18 @@ impl Core {
     }
 
     /// Move the TLS handshake times the links recorded into the stats.
-    fn take_handshakes(&self) {
-        let mut stats = self.stats.borrow_mut();
+    /// The statistics recorded so far, whole (with the handshake times
+    /// and the latencies tallied), fresh ones left in their place.
+    fn take_stats(&self) -> RunStats {
+        let mut stats = self.stats.replace(self.fresh_stats());
         for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
             if let Some(h) = link.take_handshakes() {
                 // Same bounds everywhere, so adding cannot fail.
                 let _ = s.tls.add(h);
             }
         }
+        self.tallies.borrow_mut().settle(&mut stats);
+        stats
     }
 
     /// Whether the next request released belongs to the warm-up.
@@ -1066,7 +1072,9 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
         tap.outcome(plan, e, req, outcome);
     }
     let mut stats = core.stats.borrow_mut();
-    stats.endpoints[e].record(outcome);
+    if let Some(times) = stats.endpoints[e].count(outcome) {
+        core.tallies.borrow_mut().response(e, times);
+    }
     if let Some(ledger) = &core.ledgers[e] {
         ledger.blame(outcome, &mut stats.endpoints[e]);
     }
@@ -1189,10 +1197,11 @@ fn deliver(core: &Core, e: usize, place: usize, work: Work, done: Done) {
         match work {
             Work::Request(req) => {
                 let mut kinds = core.kinds.borrow_mut();
+                let mut tallies = core.tallies.borrow_mut();
                 if let [Some(Done::One(o, error))] = results {
                     // One endpoint: judged in place, not moved.
                     let (o, error) = (std::slice::from_ref(o), std::slice::from_ref(error));
-                    judge::verdict(plan, &mut stats, &mut kinds, req, o, error);
+                    judge::verdict(plan, (&mut stats, &mut tallies), &mut kinds, req, o, error);
                     return;
                 }
                 let mut errors = core.judged_errors.borrow_mut();
@@ -1206,7 +1215,14 @@ fn deliver(core: &Core, e: usize, place: usize, work: Work, done: Done) {
                     outcomes.push(o);
                     errors.push(error);
                 }
-                judge::verdict(plan, &mut stats, &mut kinds, req, &outcomes, &errors);
+                judge::verdict(
+                    plan,
+                    (&mut stats, &mut tallies),
+                    &mut kinds,
+                    req,
+                    &outcomes,
+                    &errors,
+                );
             }
             Work::Flow(f, _) => {
                 let runs = results.iter_mut().map(|r| match r {

@@ -10,6 +10,9 @@ use hdrhistogram::Histogram;
 
 use crate::model::{Failure, Outcome, TlsReason};
 
+mod tally;
+pub use tally::Tallies;
+
 /// The code under which a JSON-RPC batch answer holding errors is counted.
 pub const BATCH_ERROR: i64 = i64::MIN;
 
@@ -23,8 +26,14 @@ const MAX_MICROS: u64 = 3_600_000_000;
 /// memory follows the latencies seen, never the number of requests, and the
 /// many histograms a run keeps stay small when latencies are.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant figures are in range"))
+    Histogram::new(SIGFIG).unwrap_or_else(|_| unreachable!("3 significant figures are in range"))
 }
+
+/// The significant figures of [`new_histogram`].
+const SIGFIG: u8 = 3;
+
+/// The significant figures of [`new_part_histogram`].
+const PART_SIGFIG: u8 = 2;
 
 /// A latency histogram of one part of an endpoint's traffic (a flow step,
 /// a method), with 2 significant figures (1%): its tables show p50 and
@@ -32,7 +41,8 @@ pub fn new_histogram() -> Histogram<u64> {
 /// figures they cost eight times the memory for a precision no table
 /// shows. Grows like [`new_histogram`].
 pub fn new_part_histogram() -> Histogram<u64> {
-    Histogram::new(2).unwrap_or_else(|_| unreachable!("2 significant figures are in range"))
+    Histogram::new(PART_SIGFIG)
+        .unwrap_or_else(|_| unreachable!("2 significant figures are in range"))
 }
 
 /// Record a duration in µs (clamped to 1 µs ..= [`MAX_MICROS`]).
@@ -265,11 +275,18 @@ impl PartStats {
     /// Record one finished request; `error` as [`PartStats::errors`]
     /// counts it.
     pub fn record(&mut self, outcome: &Outcome, error: bool) {
+        if let Some(latency) = self.count(outcome, error) {
+            record(&mut self.latency, latency);
+        }
+    }
+
+    /// [`PartStats::record`] but for the latency of an answer, which it
+    /// returns: for a caller that counts it in a [`Tallies`].
+    #[inline(always)]
+    pub fn count(&mut self, outcome: &Outcome, error: bool) -> Option<Duration> {
         self.requests += 1;
         self.errors += u64::from(error);
-        if outcome.result.is_ok() {
-            record(&mut self.latency, outcome.latency);
-        }
+        outcome.result.is_ok().then_some(outcome.latency)
     }
 
     /// Add another record of the same part.
@@ -410,6 +427,17 @@ impl Default for EndpointStats {
 impl EndpointStats {
     /// Record one outcome.
     pub fn record(&mut self, outcome: &Outcome) {
+        if let Some((latency, ttfb)) = self.count(outcome) {
+            record(&mut self.latency, latency);
+            record(&mut self.ttfb, ttfb);
+        }
+    }
+
+    /// [`EndpointStats::record`] but for the latency and time to first
+    /// byte of an answer, which it returns: for a caller that counts them
+    /// in a [`Tallies`].
+    #[inline(always)]
+    pub fn count(&mut self, outcome: &Outcome) -> Option<(Duration, Duration)> {
         self.bytes_out += outcome.bytes_out;
         if let Some(c) = outcome.connect {
             record(&mut self.connect, c);
@@ -426,14 +454,14 @@ impl EndpointStats {
                 self.responses += 1;
                 self.status[usize::from(r.status).min(999)] += 1;
                 self.bytes_in += r.body_len;
-                record(&mut self.latency, outcome.latency);
-                record(&mut self.ttfb, r.ttfb);
+                Some((outcome.latency, r.ttfb))
             }
             Err(f) => {
                 self.failures[f.index()] += 1;
                 if let Failure::Tls(r) = f {
                     self.tls_reasons[r.index()] += 1;
                 }
+                None
             }
         }
     }

@@ -1,0 +1,230 @@
+//! Latencies counted on the hot path in a histogram's own buckets, and
+//! added to the histogram when the statistics leave the core (at each
+//! interval's end, and the run's). Every sample is kept at the
+//! histogram's precision: a [`Tally`] counts in exactly the buckets of
+//! the HDR histogram it settles into, and settling records each bucket's
+//! count at the bucket's lowest value, which the histogram files in the
+//! same bucket. Its count, minimum, maximum, mean and percentiles are
+//! then what recording each sample would have made them. What it saves
+//! is the histogram's own work on each sample (its checks, its resizing
+//! test, its minimum and maximum): a tally's record is a bucket index and
+//! an increment.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::{RunStats, MAX_MICROS};
+
+/// Counts of samples in the buckets of an HDR histogram with a lowest
+/// discernible value of 1 (as every histogram of [`super::new_histogram`]
+/// and [`super::new_part_histogram`]) and the given significant figures.
+#[derive(Clone, Debug)]
+pub struct Tally {
+    /// Count per bucket index, as the histogram indexes its counts; grown
+    /// to the largest index recorded.
+    counts: Vec<u64>,
+    /// log2 of half a bucket's sub-bucket count.
+    half: u32,
+    /// The values of the first bucket, as a mask.
+    first: u64,
+}
+
+impl Tally {
+    /// An empty tally for a histogram of `sigfig` significant figures.
+    pub fn new(sigfig: u8) -> Tally {
+        // The histogram's own sizing: unit resolution up to 2 * 10^sigfig,
+        // rounded up to a power of two sub-buckets.
+        let largest = 2 * 10_u64.pow(u32::from(sigfig));
+        let magnitude = u64::BITS - (largest - 1).leading_zeros();
+        Tally {
+            counts: Vec::new(),
+            half: magnitude - 1,
+            first: (1 << magnitude) - 1,
+        }
+    }
+
+    /// The histogram's bucket index of `value` (µs).
+    #[inline(always)]
+    fn index(&self, value: u64) -> usize {
+        // How many doublings `value` lies above the first bucket.
+        let bucket = (u64::BITS - self.half - 1) - (value | self.first).leading_zeros();
+        let sub = (value >> bucket) as usize;
+        ((bucket as usize + 1) << self.half) + sub - (1 << self.half)
+    }
+
+    /// The lowest value of bucket index `index`.
+    fn lowest(&self, index: usize) -> u64 {
+        let half = 1usize << self.half;
+        let bucket = (index >> self.half) as u32;
+        match bucket {
+            // The first bucket's two halves.
+            0 => index as u64,
+            _ => (((index & (half - 1)) + half) as u64) << (bucket - 1),
+        }
+    }
+
+    /// Count one sample of `d`, in µs clamped to 1 ..= [`MAX_MICROS`] as
+    /// [`super::record`] clamps it.
+    #[inline(always)]
+    pub fn record(&mut self, d: Duration) {
+        let us = d
+            .as_secs()
+            .saturating_mul(1_000_000)
+            .saturating_add(u64::from(d.subsec_micros()))
+            .clamp(1, MAX_MICROS);
+        let i = self.index(us);
+        match self.counts.get_mut(i) {
+            Some(c) => *c += 1,
+            None => self.grow(i),
+        }
+    }
+
+    /// Make room for index `i` and count one sample there.
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        // At least a bucket more, as the histogram grows.
+        let len = (i + 1).max(self.counts.len() + (1 << self.half));
+        self.counts.resize(len, 0);
+        self.counts[i] += 1;
+    }
+
+    /// Add the counts to `h` and start again from none: a look at each
+    /// bucket up to the largest value counted (some thousands, once an
+    /// interval).
+    pub fn settle(&mut self, h: &mut Histogram<u64>) {
+        for i in 0..self.counts.len() {
+            let n = std::mem::take(&mut self.counts[i]);
+            if n > 0 {
+                // The histogram resizes itself up to MAX_MICROS, so this
+                // cannot fail (see `super::record`).
+                let _ = h.record_n(self.lowest(i), n);
+            }
+        }
+    }
+}
+
+/// The tallies of a core's request stream, one set per endpoint: what
+/// the engine records each answer's latencies into, settled into the
+/// core's [`RunStats`] as it hands them on.
+#[derive(Debug)]
+pub struct Tallies {
+    endpoints: Vec<EndpointTallies>,
+}
+
+/// One endpoint's tallies.
+#[derive(Debug)]
+struct EndpointTallies {
+    /// Into [`super::EndpointStats::latency`].
+    latency: Tally,
+    /// Into [`super::EndpointStats::ttfb`].
+    ttfb: Tally,
+    /// Into the latency of [`super::EndpointStats::methods`], by index.
+    methods: Vec<Tally>,
+}
+
+impl Tallies {
+    /// Empty tallies for `endpoints` endpoints.
+    pub fn new(endpoints: usize) -> Tallies {
+        Tallies {
+            endpoints: (0..endpoints)
+                .map(|_| EndpointTallies {
+                    latency: Tally::new(super::SIGFIG),
+                    ttfb: Tally::new(super::SIGFIG),
+                    methods: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Count a response's latency and time to first byte at endpoint `e`.
+    #[inline(always)]
+    pub fn response(&mut self, e: usize, (latency, ttfb): (Duration, Duration)) {
+        let t = &mut self.endpoints[e];
+        t.latency.record(latency);
+        t.ttfb.record(ttfb);
+    }
+
+    /// Count a latency of endpoint `e`'s method (or route) at index `i`
+    /// of its [`super::EndpointStats::methods`].
+    #[inline(always)]
+    pub fn method(&mut self, e: usize, i: usize, latency: Duration) {
+        let methods = &mut self.endpoints[e].methods;
+        if methods.len() <= i {
+            methods.resize_with(i + 1, || Tally::new(super::PART_SIGFIG));
+        }
+        methods[i].record(latency);
+    }
+
+    /// Add every count to `stats`' histograms, and start again from none.
+    pub fn settle(&mut self, stats: &mut RunStats) {
+        for (t, s) in self.endpoints.iter_mut().zip(&mut stats.endpoints) {
+            t.latency.settle(&mut s.latency);
+            t.ttfb.settle(&mut s.ttfb);
+            for (m, p) in t.methods.iter_mut().zip(&mut s.methods) {
+                m.settle(&mut p.latency);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{new_histogram, new_part_histogram, record};
+
+    /// Latencies (µs) over every bucket a run can fill: each of the first
+    /// buckets' values, bucket edges up to the clamp, and beyond it.
+    fn samples() -> Vec<u64> {
+        let mut v: Vec<u64> = (0..5000).collect();
+        let mut x = 4096u64;
+        while x < 2 * MAX_MICROS {
+            v.extend([x - 1, x, x + 1, x + x / 3, x * 3 / 2]);
+            x *= 2;
+        }
+        v.push(u64::MAX / 1000);
+        v
+    }
+
+    /// A tally settled into a histogram leaves it as recording every
+    /// sample into it would have: count, minimum, maximum, mean, each
+    /// bucket's count.
+    fn settles_as_recorded(make: fn() -> Histogram<u64>) {
+        let mut direct = make();
+        let mut tallied = make();
+        let mut t = Tally::new(tallied.sigfig());
+        for (n, us) in samples().into_iter().enumerate() {
+            let d = Duration::from_micros(us);
+            record(&mut direct, d);
+            t.record(d);
+            // Settled several times over, as at every interval's end.
+            if n % 1777 == 0 {
+                t.settle(&mut tallied);
+            }
+        }
+        t.settle(&mut tallied);
+        assert_eq!(tallied.len(), direct.len());
+        assert_eq!(tallied.min(), direct.min());
+        assert_eq!(tallied.max(), direct.max());
+        assert_eq!(tallied.mean(), direct.mean());
+        let buckets = |h: &Histogram<u64>| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(buckets(&tallied), buckets(&direct));
+        // Settling again adds nothing.
+        t.settle(&mut tallied);
+        assert_eq!(tallied.len(), direct.len());
+    }
+
+    #[test]
+    fn a_tally_settles_into_an_endpoint_histogram_as_its_samples_recorded() {
+        settles_as_recorded(new_histogram);
+    }
+
+    #[test]
+    fn a_tally_settles_into_a_part_histogram_as_its_samples_recorded() {
+        settles_as_recorded(new_part_histogram);
+    }
+}
