@@ -802,18 +802,16 @@ fn is_origin_form(path: &str) -> bool {
 /// one where it left off) awaited by the caller itself: the engine's
 /// request loop so has an `async fn` level fewer a request.
 macro_rules! send_on {
-    ($slot:expr, $req:expr, $keep_body:expr, $due:expr) => {{
+    ($slot:expr, $req:expr, $keep_body:expr, $due:expr, $out:expr) => {{
         let slot: &mut $crate::endpoint::Slot = $slot;
         let (req, keep_body, due) = ($req, $keep_body, $due);
-        'sent: {
-            let resume = match slot.quick() {
-                true => match slot.send_kept(req, keep_body, due).await {
-                    Ok(outcome) => break 'sent outcome,
-                    Err(resume) => resume,
-                },
-                false => $crate::endpoint::Resume::start(),
-            };
-            slot.send_from(req, keep_body, due, resume).await
+        let out: &mut Option<$crate::model::Outcome> = $out;
+        let resume = match slot.quick() {
+            true => slot.send_kept(req, keep_body, due, out).await,
+            false => Err($crate::endpoint::Resume::start()),
+        };
+        if let Err(resume) = resume {
+            *out = Some(slot.send_from(req, keep_body, due, resume).await);
         }
     }};
 }
@@ -975,7 +973,9 @@ impl Slot {
     /// from it). Cancel safe: dropping the future loses the connection of
     /// an HTTP/1.1 slot, which reconnects on its next request.
     pub async fn send(&mut self, req: &Request, keep_body: bool, due: Option<Instant>) -> Outcome {
-        send_on!(self, req, keep_body, due)
+        let mut out = None;
+        send_on!(self, req, keep_body, due, &mut out);
+        out.unwrap_or_else(|| unreachable!("send_on! leaves an outcome"))
     }
 
     /// Whether its next request can go by the quick path
@@ -988,20 +988,24 @@ impl Slot {
     }
 
     /// [`Slot::send`]'s quick path: the request on the connection this
-    /// slot kept from its last one, when it can go there (see [`Kept`]);
-    /// where [`Slot::send_from`] is to take it up otherwise. The engine's
-    /// request loop awaits the two itself: a future level fewer.
+    /// slot kept from its last one, when it can go there (see [`Kept`]),
+    /// its outcome put in `out` (where its reader finds it: not moved
+    /// from future to future); where [`Slot::send_from`] is to take it up
+    /// otherwise. The engine's request loop awaits the two itself: a
+    /// future level fewer.
     pub fn send_kept<'a>(
         &'a mut self,
         req: &'a Request,
         keep_body: bool,
         due: Option<Instant>,
-    ) -> impl std::future::Future<Output = Result<Outcome, Resume>> + 'a {
+        out: &'a mut Option<Outcome>,
+    ) -> impl std::future::Future<Output = Result<(), Resume>> + 'a {
         Kept {
             slot: self,
             req,
             keep_body,
             due,
+            out,
             flight: None,
         }
     }

@@ -33,6 +33,17 @@ pub(crate) enum Done {
     Flow(FlowRun),
 }
 
+impl Done {
+    /// A request's result put in `done`, as the places of its outcome
+    /// (none yet) and its error flag (false), for it to be made in place.
+    pub(crate) fn one(done: &mut Option<Done>) -> (&mut Option<Outcome>, &mut bool) {
+        match done.insert(Done::One(None, false)) {
+            Done::One(outcome, error) => (outcome, error),
+            Done::Flow(_) => unreachable!("just made a request's"),
+        }
+    }
+}
+
 /// One flow instance at one endpoint.
 pub(crate) struct FlowRun {
     /// The steps that ran, in order; the last one failed when the

@@ -134,13 +134,14 @@ impl<W: Clone, D> Window<W, D> {
     /// Store endpoint `e`'s result for the work at `place` (and take back
     /// the work it claimed). When it was the last one missing, hand the
     /// work, every endpoint's result (in endpoint order) and whether it was
-    /// warm-up work to `judge`, free the place, and return true.
+    /// warm-up work to `judge`, free the place, and return true. With one
+    /// endpoint, `judge` is given the result where it lies, not moved.
     pub fn complete(
         &mut self,
         e: usize,
         place: usize,
         work: W,
-        result: D,
+        result: &mut Option<D>,
         judge: impl FnOnce(&W, &mut [Option<D>], bool),
     ) -> bool {
         let Some(entry) = &mut self.entries[place] else {
@@ -151,10 +152,10 @@ impl<W: Clone, D> Window<W, D> {
         if self.endpoints == 1 {
             // Not through the table: one write of a result less, to a
             // place that is cold when many units are open.
-            judge(work, &mut [Some(result)], entry.warmup);
+            judge(work, std::slice::from_mut(result), entry.warmup);
         } else {
             let at = place * self.endpoints;
-            self.results[at + e] = Some(result);
+            self.results[at + e] = result.take();
             if entry.pending > 0 {
                 return false;
             }
@@ -212,7 +213,11 @@ mod tests {
             let (place, work) = got(w.claim(0));
             assert_eq!(work, n);
             places.push(place);
-            assert!(!w.complete(0, place, work, "a", |_, _, _| panic!("judged early")));
+            assert!(
+                !w.complete(0, place, work, &mut Some("a"), |_, _, _| panic!(
+                    "judged early"
+                ))
+            );
         }
         assert!(matches!(w.claim(0), Claim::Wait));
         assert!(w.holds_back(0));
@@ -222,10 +227,12 @@ mod tests {
         let (place, work) = got(w.claim(1));
         assert_eq!((place, work), (places[0], 0));
         let mut seen = Vec::new();
-        assert!(w.complete(1, place, work, "b", |work, results, _| {
-            assert_eq!(results, [Some("a"), Some("b")]);
-            seen.push(*work)
-        }));
+        assert!(
+            w.complete(1, place, work, &mut Some("b"), |work, results, _| {
+                assert_eq!(results, [Some("a"), Some("b")]);
+                seen.push(*work)
+            })
+        );
         assert_eq!(seen, [0]);
         assert!(w.has_space());
         assert!(!w.holds_back(0));
@@ -248,16 +255,20 @@ mod tests {
             let (place, work) = got(w.claim(0));
             assert_eq!(work, n);
             assert_ne!(place, hung);
-            assert!(w.complete(0, place, work, "ok", |work, results, _| {
-                assert_eq!(results, [Some("ok")]);
-                judged.push(*work);
-            }));
+            assert!(
+                w.complete(0, place, work, &mut Some("ok"), |work, results, _| {
+                    assert_eq!(results, [Some("ok")]);
+                    judged.push(*work);
+                })
+            );
         }
         assert_eq!(judged, (1..100).collect::<Vec<_>>());
-        assert!(w.complete(0, hung, hung_work, "late", |work, results, _| {
-            assert_eq!(results, [Some("late")]);
-            judged.push(*work);
-        }));
+        assert!(
+            w.complete(0, hung, hung_work, &mut Some("late"), |work, results, _| {
+                assert_eq!(results, [Some("late")]);
+                judged.push(*work);
+            })
+        );
         assert_eq!(judged.last(), Some(&0));
     }
 
@@ -271,13 +282,13 @@ mod tests {
         let (p0, w0) = got(w.claim(0));
         let (p1, w1) = got(w.claim(0));
         w.finish_input();
-        w.complete(0, p0, w0, "a", |_, _, _| {});
-        w.complete(0, p1, w1, "a", |_, _, _| {});
+        w.complete(0, p0, w0, &mut Some("a"), |_, _, _| {});
+        w.complete(0, p1, w1, &mut Some("a"), |_, _, _| {});
         got(w.claim(1));
         let (_, w1) = got(w.claim(1));
         // Work 1 is finished everywhere and judged although 0 is not.
         let mut judged = Vec::new();
-        assert!(w.complete(1, p1, w1, "b", |work, _, _| judged.push(*work)));
+        assert!(w.complete(1, p1, w1, &mut Some("b"), |work, _, _| judged.push(*work)));
         assert_eq!(judged, [1]);
         // 0 started but unfinished; 2 never claimed: not counted.
         assert_eq!(w.drain_rest(), 1);
@@ -294,8 +305,8 @@ mod tests {
             assert_eq!(work, n);
             let (q, last) = got(w.claim(1));
             assert_eq!(p, q);
-            w.complete(1, q, last, "b", |_, _, _| panic!("judged early"));
-            assert!(w.complete(0, p, work, "a", |work, results, _| {
+            w.complete(1, q, last, &mut Some("b"), |_, _, _| panic!("judged early"));
+            assert!(w.complete(0, p, work, &mut Some("a"), |work, results, _| {
                 assert_eq!(*work, n);
                 assert_eq!(results, [Some("a"), Some("b")]);
             }));
@@ -318,9 +329,14 @@ mod tests {
             panic!()
         };
         assert_eq!(Rc::strong_count(&unit), 3);
-        assert!(!w.complete(1, p, last, "b", |_, _, _| panic!("judged early")));
+        assert!(!w.complete(1, p, last, &mut Some("b"), |_, _, _| panic!("judged early")));
         assert_eq!(Rc::strong_count(&unit), 3);
-        assert!(w.complete(0, p, first, "a", |work, _, _| assert_eq!(**work, 7)));
+        assert!(
+            w.complete(0, p, first, &mut Some("a"), |work, _, _| assert_eq!(
+                **work,
+                7
+            ))
+        );
         assert_eq!(Rc::strong_count(&unit), 1);
         let mut one: Window<Rc<u64>, &str> = Window::new(1, 1);
         one.push(unit.clone(), None, false);
@@ -328,7 +344,12 @@ mod tests {
             panic!()
         };
         assert_eq!(Rc::strong_count(&unit), 2);
-        assert!(one.complete(0, p, only, "a", |work, _, _| assert_eq!(**work, 7)));
+        assert!(
+            one.complete(0, p, only, &mut Some("a"), |work, _, _| assert_eq!(
+                **work,
+                7
+            ))
+        );
         assert_eq!(Rc::strong_count(&unit), 1);
     }
 }

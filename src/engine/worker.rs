@@ -945,15 +945,22 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 break;
             };
             core.inflight.borrow_mut()[e] += 1;
-            let done = match &work {
+            // Where the result is made and judged: a request's outcome is
+            // written here and not moved (unless to wait in the window for
+            // another endpoint's).
+            let mut done = None;
+            match &work {
                 Work::Request(req) => {
                     if !warmup {
                         core.stats.borrow_mut().endpoints[e].sent += 1;
                     }
+                    let (outcome, error) = Done::one(&mut done);
                     // `Slot::send`, its parts awaited here: a level fewer.
-                    let outcome = send_on!(&mut slot, req, core.keep_body, due);
-                    let error = !warmup && record(&core, e, req, &outcome, None);
-                    Done::One(Some(outcome), error)
+                    send_on!(&mut slot, req, core.keep_body, due, outcome);
+                    *error = !warmup
+                        && outcome
+                            .as_ref()
+                            .is_some_and(|o| record(&core, e, req, o, None));
                 }
                 Work::Flow(f, n) => {
                     let mix = core
@@ -999,11 +1006,11 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                             one.record(run.succeeded, run.duration);
                         }
                     }
-                    Done::Flow(run)
+                    done = Some(Done::Flow(run));
                 }
             };
             core.inflight.borrow_mut()[e] -= 1;
-            deliver(&core, e, place, work, done);
+            deliver(&core, e, place, work, &mut done);
         }
         core.live_slots.set(core.live_slots.get() - 1);
         core.done.notify_waiters();
@@ -1185,7 +1192,7 @@ fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
 /// Hand endpoint `e`'s result for the work at `place` (and the work it
 /// claimed) back to the window, and judge the work when it was the last
 /// one missing.
-fn deliver(core: &Core, e: usize, place: usize, work: Work, done: Done) {
+fn deliver(core: &Core, e: usize, place: usize, work: Work, done: &mut Option<Done>) {
     let plan = &core.plan;
     let mut w = core.window.borrow_mut();
     let judged = w.complete(e, place, work, done, |work, results, warmup| {

@@ -26,6 +26,8 @@ pub(super) struct Kept<'a> {
     pub(super) req: &'a Request,
     pub(super) keep_body: bool,
     pub(super) due: Option<Instant>,
+    /// Where its outcome goes.
+    pub(super) out: &'a mut Option<Outcome>,
     /// The request in flight, once started.
     pub(super) flight: Option<Flight>,
 }
@@ -68,7 +70,7 @@ pub(super) enum Point {
 }
 
 impl Future for Kept<'_> {
-    type Output = Result<Outcome, Resume>;
+    type Output = Result<(), Resume>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Kept {
@@ -76,6 +78,7 @@ impl Future for Kept<'_> {
             req,
             keep_body,
             due,
+            out,
             flight,
         } = self.get_mut();
         let f = match flight {
@@ -119,7 +122,8 @@ impl Future for Kept<'_> {
                 let timeout = Err(Failure::Timeout);
                 let times = (start, start, Instant::now());
                 let bytes_out = req.body.len() as u64;
-                return Poll::Ready(Ok(slot.finish(timeout, times, None, bytes_out, *due)));
+                **out = Some(slot.finish(timeout, times, None, bytes_out, *due));
+                return Poll::Ready(Ok(()));
             }
         };
         let r = slot.answered_h1(conn, r, start);
@@ -134,13 +138,8 @@ impl Future for Kept<'_> {
             _ => Instant::now(),
         };
         let bytes_out = req.body.len() as u64;
-        Poll::Ready(Ok(slot.finish(
-            r,
-            (start, start, end),
-            None,
-            bytes_out,
-            *due,
-        )))
+        **out = Some(slot.finish(r, (start, start, end), None, bytes_out, *due));
+        Poll::Ready(Ok(()))
     }
 }
 
