@@ -120,7 +120,7 @@ pub(crate) fn response(
     start: std::time::Instant,
 ) -> Result<Response, Failure> {
     let status = match a.grpc {
-        Some(s) => s,
+        Some(s) => *s,
         None if a.status == 200 => GrpcStatus {
             // An answer without trailers did not end as gRPC does.
             code: 13,
@@ -296,7 +296,7 @@ async fn ask_reflection(
                 ))
             })?
             .map_err(|_| ReflectError::Unreachable(format!("endpoint {label}: the reflection call failed")))?;
-        let status = answer.grpc.clone().unwrap_or(GrpcStatus {
+        let status = answer.grpc.map(|g| *g).unwrap_or(GrpcStatus {
             code: grpc::code_of_http(answer.status),
             message: None,
         });

@@ -450,7 +450,7 @@ impl Conn {
             body_len: s.len,
             // A stream ends, not its connection.
             keep_alive: true,
-            grpc: s.grpc,
+            grpc: s.grpc.map(Box::new),
             first_data: s.first_data,
             done_at: s.done_at,
         }))
@@ -1278,7 +1278,7 @@ mod tests {
         let a = answer_of(&conn, one).unwrap();
         assert_eq!(a.status, 200);
         assert_eq!(
-            a.grpc,
+            a.grpc.map(|g| *g),
             Some(GrpcStatus {
                 code: 14,
                 message: Some("try again".into())
@@ -1288,7 +1288,7 @@ mod tests {
         assert_eq!(&a.body[..], &[0, 0, 0, 0, 2, 8, 1]);
         let b = answer_of(&conn, three).unwrap();
         assert_eq!(
-            b.grpc,
+            b.grpc.map(|g| *g),
             Some(GrpcStatus {
                 code: 5,
                 message: None
