@@ -1052,18 +1052,19 @@ impl Slot {
             (Ok(_), Some(at)) => at,
             _ => Instant::now(),
         };
-        self.finish(result, (start, clock, end), connect, bytes_out, due)
+        let elapsed = end.saturating_duration_since(clock);
+        self.finish(result, (start, clock, elapsed), connect, bytes_out, due)
     }
 
     /// The outcome of a request begun at `start`, its clock begun at
-    /// `clock`, ended at `end`; the HTTP/1.1 connection it went on kept
+    /// `clock`, ended `elapsed` after it (`times`); the HTTP/1.1 connection it went on kept
     /// for this slot's next request when it can carry one, unless another
     /// slot waits for a connection.
     #[inline(always)]
     fn finish(
         &mut self,
         result: Result<Response, Failure>,
-        (start, clock, end): (Instant, Instant, Instant),
+        times: (Instant, Instant, Duration),
         connect: Option<Duration>,
         bytes_out: u64,
         due: Option<Instant>,
@@ -1087,7 +1088,7 @@ impl Slot {
         }
         Outcome {
             port,
-            ..Outcome::timed(result, start, clock, end, connect, bytes_out, due)
+            ..Outcome::timed(result, times, connect, bytes_out, due)
         }
     }
 

@@ -293,36 +293,32 @@ fn passed(
 impl Outcome {
     /// The outcome of an exchange that began at `start`, whose clock began
     /// at `clock` (later than `start` when a reconnect is not counted in the
-    /// latency) and that ended at `end` (when its answer was read). `due`
-    /// is the open model's scheduled time: latency and time to first byte
-    /// then count from it.
+    /// latency) and that ended `elapsed` after it (when its answer was
+    /// read). `due` is the open model's scheduled time: latency and time to
+    /// first byte then count from it.
     #[inline(always)]
     pub(crate) fn timed(
         result: Result<Response, Failure>,
-        start: Instant,
-        clock: Instant,
-        end: Instant,
+        (start, clock, elapsed): (Instant, Instant, Duration),
         connect: Option<Duration>,
         bytes_out: u64,
         due: Option<Instant>,
     ) -> Outcome {
         let origin = due.map_or(clock, |d| d.min(clock));
-        let uncorrected = end.saturating_duration_since(clock);
         // Closed model (or on time): both count from the clock.
         let from_clock = origin == clock;
+        // Open model: how long before the clock the request was due.
+        let late = match from_clock {
+            true => Duration::ZERO,
+            false => clock.saturating_duration_since(origin),
+        };
         Outcome {
             result: result.map(|mut r| {
-                if !from_clock {
-                    r.ttfb = (clock + r.ttfb).saturating_duration_since(origin);
-                }
+                r.ttfb = r.ttfb.saturating_add(late);
                 r
             }),
-            latency: if from_clock {
-                uncorrected
-            } else {
-                end.saturating_duration_since(origin)
-            },
-            uncorrected,
+            latency: elapsed.saturating_add(late),
+            uncorrected: elapsed,
             lag: due.map(|d| start.saturating_duration_since(d)),
             connect,
             bytes_out,
@@ -540,15 +536,21 @@ mod tests {
             ttfb: Duration::from_millis(10),
             grpc: None,
         };
-        let end = clock + Duration::from_millis(20);
-        let o = Outcome::timed(Ok(response()), start, clock, end, None, 0, None);
+        let elapsed = Duration::from_millis(20);
+        let o = Outcome::timed(Ok(response()), (start, clock, elapsed), None, 0, None);
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));
         assert_eq!(
             (o.latency, o.uncorrected),
             (Duration::from_millis(20), Duration::from_millis(20))
         );
         // In the open model it counts from the due time, like the latency.
-        let o = Outcome::timed(Ok(response()), start, clock, end, None, 0, Some(start));
+        let o = Outcome::timed(
+            Ok(response()),
+            (start, clock, elapsed),
+            None,
+            0,
+            Some(start),
+        );
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(60));
         assert_eq!(
             (o.latency, o.uncorrected),

@@ -193,14 +193,11 @@ impl WsSlot {
         if result.is_err() || !opts.keepalive {
             self.socket = None;
         }
-        let end = Instant::now();
         Outcome {
             port: self.port,
             ..Outcome::timed(
                 result,
-                start,
-                clock,
-                end,
+                (start, clock, clock.elapsed()),
                 connect,
                 req.body.len() as u64,
                 due,

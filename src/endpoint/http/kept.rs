@@ -120,7 +120,7 @@ impl Future for Kept<'_> {
                 // when the general path's future is dropped.
                 drop(conn);
                 let timeout = Err(Failure::Timeout);
-                let times = (start, start, Instant::now());
+                let times = (start, start, start.elapsed());
                 let bytes_out = req.body.len() as u64;
                 **out = Some(slot.finish(timeout, times, None, bytes_out, *due));
                 return Poll::Ready(Ok(()));
@@ -132,13 +132,15 @@ impl Future for Kept<'_> {
             slot.h1 = None;
             return Poll::Ready(Err(Resume(Point::Resend(start))));
         }
-        // Read when the answer was, or now.
-        let end = match (&r, slot.answered.take()) {
-            (Ok(_), Some(at)) => at,
-            _ => Instant::now(),
+        // An answer read here was whole when its head came (see
+        // `Conn::poll_plain_answer`): its time to first byte is its
+        // latency, counted once. A failure ended now.
+        let elapsed = match (&r, slot.answered.take()) {
+            (Ok(response), Some(_)) => response.ttfb,
+            _ => start.elapsed(),
         };
         let bytes_out = req.body.len() as u64;
-        **out = Some(slot.finish(r, (start, start, end), None, bytes_out, *due));
+        **out = Some(slot.finish(r, (start, start, elapsed), None, bytes_out, *due));
         Poll::Ready(Ok(()))
     }
 }
