@@ -483,9 +483,11 @@ impl<S: Io> Conn<S> {
         (keep, max_body, keep_body): (&[HeaderName], u64, bool),
     ) -> Poll<Result<Option<Answer>, Failure>> {
         self.release_read_buf();
-        let mut head = Head::default();
+        // Made where the bytes are: a poll that finds none (most requests'
+        // first) has nothing to drop.
         let mut read = None;
         let landed = self.io.poll_read_landed(cx, &mut |bytes, at| {
+            let mut head = Head::default();
             let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, &mut head) else {
                 return 0;
             };
@@ -504,11 +506,11 @@ impl<S: Io> Conn<S> {
             } else {
                 Bytes::new()
             };
-            read = Some((body, len, at));
+            read = Some((head, body, len, at));
             bytes.len()
         });
         ready!(landed).map_err(|e| classify_io(&e, Failure::Io))?;
-        let Some((body, body_len, at)) = read else {
+        let Some((head, body, body_len, at)) = read else {
             return Poll::Ready(Ok(None));
         };
         self.reached = Reached::Answered;
