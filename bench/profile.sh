@@ -5,9 +5,10 @@
 #
 #   bench/profile.sh [SECONDS [TOOL]]     # VERSUS=path; TOP=15
 #
-# TOOL: versus (the default), wrk, floor-epoll or floor-uring-dm (the floor
-# clients of bench/floor, built by setup.sh), to profile the others the same
-# way; versus-h2 and h2load profile the `h2` scenario instead (h2c, one
+# TOOL: versus (the default), wrk, floor-epoll, floor-uring-dm or
+# floor-uring-dmxT (the floor clients of bench/floor, built by setup.sh;
+# dmxT sends each request at once and times answers by the turn, as versus
+# does), to profile the others the same way; versus-h2 and h2load profile the `h2` scenario instead (h2c, one
 # connection of H2_STREAMS=50 streams, as run.sh h2).
 # Prints the split by binary/kernel (dso) and the top symbols by self time.
 # With hardware counters (perf stat -e instructions works) it also prints
@@ -31,9 +32,10 @@ case "$TOOL" in
   wrk) CMD=(wrk -t1 -c50 -d"${SECS}s" "$URL") ;;
   floor-epoll) CMD=(floor-epoll 50 "$SECS" 127.0.0.1 "$H1PORT") ;;
   floor-uring-dm) CMD=(floor-uring 50 "$SECS" 127.0.0.1 "$H1PORT" dm) ;;
+  floor-uring-dmxT) CMD=(floor-uring 50 "$SECS" 127.0.0.1 "$H1PORT" dmxT) ;;
   versus-h2) CMD=("$VERSUS" --http2 --method GET -c "$H2_STREAMS" --stop-after="${SECS}s" --threads 1 --compare none "http://127.0.0.1:$H2PORT/") ;;
   h2load) CMD=(h2load -t1 -c1 -m "$H2_STREAMS" -D "$SECS" "http://127.0.0.1:$H2PORT/") ;;
-  *) die "unknown tool '$TOOL' (versus wrk floor-epoll floor-uring-dm versus-h2 h2load)" ;;
+  *) die "unknown tool '$TOOL' (versus wrk floor-epoll floor-uring-dm floor-uring-dmxT versus-h2 h2load)" ;;
 esac
 command -v "${CMD[0]}" >/dev/null || die "${CMD[0]} missing (bench/setup.sh)"
 # Completed requests as the tool reports them.
