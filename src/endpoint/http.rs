@@ -1057,9 +1057,9 @@ impl Slot {
     }
 
     /// The outcome of a request begun at `start`, its clock begun at
-    /// `clock`, ended `elapsed` after it (`times`); the HTTP/1.1 connection it went on kept
-    /// for this slot's next request when it can carry one, unless another
-    /// slot waits for a connection.
+    /// `clock`, ended `elapsed` after it (`times`); the HTTP/1.1
+    /// connection it went on kept for this slot's next request when it can
+    /// carry one, unless another slot waits for a connection.
     #[inline(always)]
     fn finish(
         &mut self,
