@@ -521,9 +521,9 @@ impl Core {
         }
     }
 
-    /// Move the TLS handshake times the links recorded into the stats.
-    /// The statistics recorded so far, whole (with the handshake times
-    /// and the latencies tallied), fresh ones left in their place.
+    /// The statistics recorded so far, whole (with the TLS handshake times
+    /// the links recorded and the latencies tallied), fresh ones left in
+    /// their place.
     fn take_stats(&self) -> RunStats {
         let mut stats = self.stats.replace(self.fresh_stats());
         for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
@@ -1008,7 +1008,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     }
                     done = Some(Done::Flow(run));
                 }
-            };
+            }
             core.inflight.borrow_mut()[e] -= 1;
             deliver(&core, e, place, work, &mut done);
         }
