@@ -93,6 +93,11 @@ impl Tally {
     /// bucket up to the largest value counted (some thousands, once an
     /// interval).
     pub fn settle(&mut self, h: &mut Histogram<u64>) {
+        debug_assert_eq!(
+            (Tally::new(h.sigfig()).half, h.low()),
+            (self.half, 1),
+            "a tally settles into a histogram of its buckets"
+        );
         for i in 0..self.counts.len() {
             let n = std::mem::take(&mut self.counts[i]);
             if n > 0 {
