@@ -1479,23 +1479,40 @@ mod tests {
         assert_eq!(s.read(&mut [0; 8]).unwrap(), 0, "the socket stayed open");
     }
 
+    /// A ring with a receive of up to 8 bytes into `buf` (tagged
+    /// `user_data`) submitted on one end of a socket pair, and the two
+    /// ends; `None` where io_uring is unavailable.
+    fn ring_receiving(
+        buf: &mut [u8; 8],
+        user_data: u64,
+    ) -> Option<(
+        Ring,
+        std::os::unix::net::UnixStream,
+        std::os::unix::net::UnixStream,
+    )> {
+        let Ok(mut ring) = Ring::new() else {
+            eprintln!("skipped: io_uring is unavailable here");
+            return None;
+        };
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 8)
+            .build()
+            .user_data(user_data);
+        unsafe { ring.ring.submission().push(&e) }.unwrap();
+        ring.ring.submit().unwrap();
+        Some((ring, a, b))
+    }
+
     /// Why the driver watches an eventfd: with DEFER_TASKRUN a completion
     /// waiting as task work signals the registered eventfd (and raises
     /// IORING_SQ_TASKRUN); whether it makes the ring's own fd readable is
     /// printed, not relied on.
     #[test]
     fn deferred_work_signals_the_eventfd() {
-        let Ok(mut ring) = Ring::new() else {
-            eprintln!("skipped: io_uring is unavailable here");
+        let mut buf = [0u8; 8];
+        let Some((mut ring, _a, mut b)) = ring_receiving(&mut buf, 1) else {
             return;
         };
-        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
-        let mut buf = [0u8; 8];
-        let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 8)
-            .build()
-            .user_data(1);
-        unsafe { ring.ring.submission().push(&e) }.unwrap();
-        ring.ring.submit().unwrap();
         let readable = |fd: RawFd| {
             let mut p = libc::pollfd {
                 fd,
@@ -1533,17 +1550,10 @@ mod tests {
     /// nothing), and a turn that leaves no deferred work waiting says so.
     #[test]
     fn a_turn_does_not_signal_the_eventfd_with_its_own_completions() {
-        let Ok(mut ring) = Ring::new() else {
-            eprintln!("skipped: io_uring is unavailable here");
+        let mut buf = [0u8; 8];
+        let Some((mut ring, _a, mut b)) = ring_receiving(&mut buf, CANCEL) else {
             return;
         };
-        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
-        let mut buf = [0u8; 8];
-        let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 8)
-            .build()
-            .user_data(CANCEL);
-        unsafe { ring.ring.submission().push(&e) }.unwrap();
-        ring.ring.submit().unwrap();
         let signalled = |fd: RawFd| {
             let mut n = 0u64;
             // SAFETY: reads at most 8 bytes into `n`; the eventfd does not
