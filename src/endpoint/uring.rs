@@ -13,12 +13,7 @@
 //! which tokio's reactor watches (verified on this 6.18 kernel by the test
 //! `deferred_work_signals_the_eventfd`; the ring's own fd also polls
 //! readable then, but the eventfd's signal is the documented wake-up).
-//! The driver enters only when it queued requests or the flag is up. The
-//! eventfd is off while the driver turns (`IORING_CQ_EVENTFD_DISABLED`):
-//! the completions its own enter posted signalled it too, each signal an
-//! epoll wake-up for nothing (1.3 % of versus's CPU in `bench/profile.sh`);
-//! work that arrives meanwhile raises the flag, which the driver looks at
-//! after turning the eventfd back on, and turns again.
+//! The driver enters only when it queued requests or the flag is up.
 //!
 //! [`Stream`] is a byte stream over one TCP socket on that ring, what
 //! `h1::Conn` reads and writes. A write is first sent at once by a plain
@@ -340,14 +335,9 @@ impl Ring {
 
     /// Submit what is queued (running deferred completions when the kernel
     /// says some wait) and file every completion; the wakers of the tasks
-    /// to wake are left in `ready`. Returns whether deferred work arrived
-    /// meanwhile: the eventfd, which wakes the core when it sleeps, is off
-    /// during the turn (the completions its own enter posts signalled it,
-    /// and each signal woke epoll for nothing), so work that came then
-    /// signalled nothing and the caller turns again.
-    fn turn(&mut self) -> bool {
+    /// to wake are left in `ready`.
+    fn turn(&mut self) {
         self.kicked = false;
-        self.ring.completion().disable_eventfd();
         let pending = !self.ring.submission().is_empty() || self.ring.submission().taskrun();
         if pending {
             if let Err(e) = self.ring.submit() {
@@ -372,12 +362,6 @@ impl Ring {
         }
         self.cqes = cqes;
         self.feed();
-        self.ring.completion().enable_eventfd();
-        // The kernel raises the flag before it looks whether the eventfd is
-        // off; this looks at the flag after turning it on: one of the two
-        // sees the other.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        self.ring.submission().taskrun()
     }
 
     /// Arm the receives that found the pool empty this turn, as many as it
@@ -525,7 +509,7 @@ impl Drop for Ring {
             let ts = types::Timespec::new().nsec(100_000_000);
             let args = types::SubmitArgs::new().timespec(&ts);
             let _ = self.ring.submitter().submit_with_args(1, &args);
-            let _ = self.turn();
+            self.turn();
             if self.in_flight() == 0 {
                 let _ = self.ring.submitter().unregister_buf_ring(uring_bufs::GROUP);
                 return;
@@ -619,9 +603,7 @@ impl Future for Driver {
         }
         let ready = with_ring(self.id, |ring| {
             set_waker(&mut ring.driver, cx);
-            if ring.turn() {
-                cx.waker().wake_by_ref();
-            }
+            ring.turn();
             std::mem::take(&mut ring.ready)
         });
         // Woken with the ring released; the vector is kept for its memory.
@@ -1479,40 +1461,23 @@ mod tests {
         assert_eq!(s.read(&mut [0; 8]).unwrap(), 0, "the socket stayed open");
     }
 
-    /// A ring with a receive of up to 8 bytes into `buf` (tagged
-    /// `user_data`) submitted on one end of a socket pair, and the two
-    /// ends; `None` where io_uring is unavailable.
-    fn ring_receiving(
-        buf: &mut [u8; 8],
-        user_data: u64,
-    ) -> Option<(
-        Ring,
-        std::os::unix::net::UnixStream,
-        std::os::unix::net::UnixStream,
-    )> {
-        let Ok(mut ring) = Ring::new() else {
-            eprintln!("skipped: io_uring is unavailable here");
-            return None;
-        };
-        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-        let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 8)
-            .build()
-            .user_data(user_data);
-        unsafe { ring.ring.submission().push(&e) }.unwrap();
-        ring.ring.submit().unwrap();
-        Some((ring, a, b))
-    }
-
     /// Why the driver watches an eventfd: with DEFER_TASKRUN a completion
     /// waiting as task work signals the registered eventfd (and raises
     /// IORING_SQ_TASKRUN); whether it makes the ring's own fd readable is
     /// printed, not relied on.
     #[test]
     fn deferred_work_signals_the_eventfd() {
-        let mut buf = [0u8; 8];
-        let Some((mut ring, _a, mut b)) = ring_receiving(&mut buf, 1) else {
+        let Ok(mut ring) = Ring::new() else {
+            eprintln!("skipped: io_uring is unavailable here");
             return;
         };
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut buf = [0u8; 8];
+        let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 8)
+            .build()
+            .user_data(1);
+        unsafe { ring.ring.submission().push(&e) }.unwrap();
+        ring.ring.submit().unwrap();
         let readable = |fd: RawFd| {
             let mut p = libc::pollfd {
                 fd,
@@ -1543,37 +1508,6 @@ mod tests {
         );
         ring.ring.submit().unwrap();
         assert_eq!(ring.ring.completion().next().map(|c| c.result()), Some(1));
-    }
-
-    /// The completions a turn's own enter posts leave the eventfd alone
-    /// (it is for waking a core that sleeps; each signal woke epoll for
-    /// nothing), and a turn that leaves no deferred work waiting says so.
-    #[test]
-    fn a_turn_does_not_signal_the_eventfd_with_its_own_completions() {
-        let mut buf = [0u8; 8];
-        let Some((mut ring, _a, mut b)) = ring_receiving(&mut buf, CANCEL) else {
-            return;
-        };
-        let signalled = |fd: RawFd| {
-            let mut n = 0u64;
-            // SAFETY: reads at most 8 bytes into `n`; the eventfd does not
-            // block.
-            let r = unsafe { libc::read(fd, (&raw mut n).cast(), 8) };
-            r == 8 && n > 0
-        };
-        std::io::Write::write_all(&mut b, b"x").unwrap();
-        // The deferred work's arrival signals it (and the read takes it).
-        assert!(signalled(ring.eventfd.as_raw_fd()));
-        assert!(!ring.turn(), "deferred work left waiting");
-        assert!(
-            !signalled(ring.eventfd.as_raw_fd()),
-            "the turn's own completion signalled the eventfd"
-        );
-        assert!(
-            ring.ring.completion().is_empty(),
-            "the receive was not reaped"
-        );
-        assert_eq!(buf[0], b'x');
     }
 
     /// Where no current-thread runtime runs (the driver needs one per
