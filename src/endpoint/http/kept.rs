@@ -134,10 +134,11 @@ impl Future for Kept<'_> {
         }
         // An answer read here was whole when its head came (see
         // `Conn::poll_plain_answer`): its time to first byte is its
-        // latency, counted once. A failure ended now.
-        let elapsed = match (&r, slot.answered.take()) {
-            (Ok(response), Some(_)) => response.ttfb,
-            _ => start.elapsed(),
+        // latency, counted once. A failure ended now. (`Slot::answered`
+        // is the general path's, which clears it when it starts.)
+        let elapsed = match &r {
+            Ok(response) => response.ttfb,
+            Err(_) => start.elapsed(),
         };
         let bytes_out = req.body.len() as u64;
         **out = Some(slot.finish(r, (start, start, elapsed), None, bytes_out, *due));
@@ -164,9 +165,6 @@ impl Slot {
                 return None;
             }
         };
-        // Nothing of an earlier request whose future was dropped (a flow
-        // cut short) may stand for this one's.
-        self.answered = None;
         self.port = conn.port();
         // Not reused if the exchange fails or is cut.
         self.reuse = false;
