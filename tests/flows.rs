@@ -548,3 +548,56 @@ fn errors_by_method_count_json_rpc_error_answers() {
     );
     assert_eq!(s.errors(), 10);
 }
+
+/// Per interval: responses, requests counted under a method at the
+/// endpoint, and requests counted by method in the verdicts.
+#[derive(Default)]
+struct MethodsPerInterval(Vec<(u64, u64, u64)>);
+
+impl Observer for MethodsPerInterval {
+    fn interval(&mut self, _index: u64, delta: &RunStats, _total: &RunStats) {
+        let e = &delta.endpoints[0];
+        let parts = e.methods.iter().map(|p| p.requests).sum();
+        let judged = delta.verdicts.methods.iter().map(|(_, n)| n).sum();
+        self.0.push((e.responses, parts, judged));
+    }
+}
+
+/// Single-request mode judges the same request every time, and counts it
+/// where the last one was counted (`judge::KindCache`): across intervals,
+/// whose statistics start empty, every answer is still counted once under
+/// its method, in the interval it came in.
+#[test]
+fn a_repeated_request_is_counted_under_its_method_in_every_interval() {
+    let server = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(2)));
+    let url = server.url();
+    let mut cli = vec![
+        "versus",
+        "--method",
+        "GET",
+        "-c",
+        "2",
+        "--stop-after",
+        "300",
+    ];
+    cli.push(&url);
+    let cli = versus::cli::Cli::try_parse_from(cli).expect("arguments");
+    let mut plan = Plan::from_args(&cli.run, false).expect("plan");
+    plan.interval = Duration::from_millis(20);
+    let plan = Arc::new(plan);
+    let input = match &plan.mode {
+        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
+    };
+    let mut seen = MethodsPerInterval::default();
+    let out = run(&plan, input, &mut seen);
+    assert!(seen.0.len() >= 3, "too few intervals: {:?}", seen.0);
+    for (responses, parts, judged) in &seen.0 {
+        assert_eq!((parts, judged), (responses, responses), "{:?}", seen.0);
+    }
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.responses, 300);
+    assert_eq!((e.methods.len(), e.methods[0].requests), (1, 300));
+    assert_eq!(out.stats.verdicts.methods.len(), 1);
+    assert_eq!(out.stats.verdicts.method_count(&e.methods[0].name), 300);
+}

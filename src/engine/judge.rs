@@ -7,6 +7,7 @@
 //! scan.
 
 use std::cell::OnceCell;
+use std::rc::Rc;
 
 use crate::compare::jsonrpc::{classify_response, mentions_error, ResponseClass};
 use crate::compare::method::{self, Kind};
@@ -86,6 +87,33 @@ pub(crate) fn classify(
 #[derive(Default)]
 pub(crate) struct KindCache {
     last: Option<Cached>,
+    placed: Option<Placed>,
+}
+
+/// Where the last request judged has its method counted, while the
+/// statistics those places are in are the ones recorded into: the same
+/// request judged again (single-request mode) is counted there with no
+/// look at a name.
+struct Placed {
+    /// The request, kept alive so that its address names it alone.
+    req: Rc<Request>,
+    /// Its method's name (its buffer reused from one request to the next).
+    name: String,
+    /// Its part in every endpoint's `methods`.
+    part: usize,
+    /// Its place in the verdicts' method counts.
+    counted: usize,
+}
+
+impl Placed {
+    fn new(req: &Rc<Request>, name: &str, part: usize, counted: usize) -> Placed {
+        Placed {
+            req: req.clone(),
+            name: name.to_string(),
+            part,
+            counted,
+        }
+    }
 }
 
 /// A request (body, target, method) and its kind.
@@ -120,6 +148,11 @@ impl KindCache {
         });
         &cached.kind
     }
+
+    /// Forget where methods are counted: the statistics are new.
+    pub(crate) fn forget_places(&mut self) {
+        self.placed = None;
+    }
 }
 
 /// Judge one request whose outcomes are all in, and record the verdict
@@ -128,11 +161,40 @@ pub(crate) fn verdict(
     plan: &Plan,
     (stats, tallies): (&mut RunStats, &mut Tallies),
     kinds: &mut KindCache,
-    req: &Request,
+    req: &Rc<Request>,
     outcomes: &[Option<Outcome>],
     errors: &[bool],
 ) {
     let kind: OnceCell<Kind> = OnceCell::new();
+    let kind_of = || {
+        kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
+            .clone()
+    };
+    if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
+        for (e, ((s, o), error)) in stats
+            .endpoints
+            .iter_mut()
+            .zip(outcomes)
+            .zip(errors)
+            .enumerate()
+        {
+            if let Some(latency) = o.as_ref().and_then(|o| s.methods[p.part].count(o, *error)) {
+                tallies.method(e, p.part, latency);
+            }
+        }
+        judge(
+            plan,
+            stats,
+            req,
+            (&p.name, Some(p.counted)),
+            outcomes,
+            &kind_of,
+            None,
+        );
+        return;
+    }
+    // Taken out while the name, which may borrow the cache, is in use.
+    let mut placed = kinds.placed.take();
     let grpc_reference = plan
         .endpoints
         .first()
@@ -150,6 +212,7 @@ pub(crate) fn verdict(
         .endpoints
         .first_mut()
         .map(|s| part_index(&mut s.methods, name));
+    let mut same = at.is_some();
     for (e, ((s, o), error)) in stats
         .endpoints
         .iter_mut()
@@ -157,23 +220,32 @@ pub(crate) fn verdict(
         .zip(errors)
         .enumerate()
     {
+        // The reference's is the one looked up; another's is checked.
+        let i = match at.filter(|&i| s.methods.get(i).is_some_and(|p| e == 0 || p.name == name)) {
+            Some(i) => i,
+            None => part_index(&mut s.methods, name),
+        };
+        same &= at == Some(i);
         if let Some(o) = o {
-            // The reference's is the one looked up; another's is checked.
-            let i = match at.filter(|&i| s.methods.get(i).is_some_and(|p| e == 0 || p.name == name))
-            {
-                Some(i) => i,
-                None => part_index(&mut s.methods, name),
-            };
             if let Some(latency) = s.methods[i].count(o, *error) {
                 tallies.method(e, i, latency);
             }
         }
     }
-    let kind_of = || {
-        kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
-            .clone()
+    let counted = judge(plan, stats, req, (name, None), outcomes, &kind_of, None);
+    placed = match (same, at) {
+        (true, Some(part)) => placed.map_or_else(
+            || Some(Placed::new(req, name, part, counted)),
+            |mut p| {
+                p.name.clear();
+                p.name.push_str(name);
+                (p.req, p.part, p.counted) = (req.clone(), part, counted);
+                Some(p)
+            },
+        ),
+        _ => None,
     };
-    judge(plan, stats, req, name, outcomes, &kind_of, None);
+    kinds.placed = placed;
 }
 
 /// Judge one flow instance that every endpoint has finished (`runs`, in
@@ -212,27 +284,42 @@ pub(crate) fn flow_verdict(
             .and_then(|f| f.steps().get(k))
             .and_then(|s| s.paging())
             .map(|p| p.key());
-        judge(plan, stats, reference, name, outcomes, &kind, Some(key));
+        judge(
+            plan,
+            stats,
+            reference,
+            (name, None),
+            outcomes,
+            &kind,
+            Some(key),
+        );
     }
 }
 
 /// Judge the outcomes of one request (or, with `step`, one flow step,
 /// with the item key when it pages) named `name` at every endpoint, and
-/// record the verdict.
+/// record the verdict; `name` comes with its place in the verdicts'
+/// method counts when that is known. Returns that place.
 fn judge(
     plan: &Plan,
     stats: &mut RunStats,
     req: &Request,
-    name: &str,
+    (name, counted): (&str, Option<usize>),
     outcomes: &[Option<Outcome>],
     kind_of: &dyn Fn() -> Kind,
     step: Option<Option<&str>>,
-) {
+) -> usize {
     let v = &mut stats.verdicts;
     v.compared += 1;
-    v.count_method(name, 1);
+    let counted = match counted {
+        Some(i) => {
+            v.methods[i].1 += 1;
+            i
+        }
+        None => v.count_method(name, 1),
+    };
     if outcomes.len() < 2 {
-        return;
+        return counted;
     }
     let mut j = plan.comparer.judge(kind_of, outcomes);
     if let Some(Some(key)) = step {
@@ -260,7 +347,7 @@ fn judge(
         }
     }
     if !j.mismatched {
-        return;
+        return counted;
     }
     v.mismatched += 1;
     for (e, s) in stats.endpoints.iter_mut().enumerate().skip(1) {
@@ -291,6 +378,7 @@ fn judge(
     for tap in &plan.taps {
         tap.mismatch(plan, req, &group, outcomes, &j.findings);
     }
+    counted
 }
 
 /// The distinct strings of `items`, in first-seen order.

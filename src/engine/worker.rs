@@ -106,6 +106,10 @@ pub(crate) enum CoreMsg {
 struct Core {
     plan: Arc<Plan>,
     window: RefCell<Window<Work, Done>>,
+    /// One endpoint in the closed model with work made on the core (a
+    /// repeated request, flow instances): the slots take their work here
+    /// themselves, with no feeder and no window between (see [`look`]).
+    direct: Option<RefCell<Feed>>,
     /// The flows this core runs instances of, if any.
     mix: Option<Arc<Mix>>,
     /// The plan's taps that see every outcome (`-vv`); usually none.
@@ -277,10 +281,20 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         WorkerInput::Flow { mix, .. } => Some(mix.clone()),
         _ => None,
     };
+    // With one endpoint there is nothing to keep in step and nothing to
+    // wait for: work made on the core needs no feeder and no window.
+    let direct = endpoints == 1
+        && schedule.is_none()
+        && matches!(input, WorkerInput::Repeat { .. } | WorkerInput::Flow { .. });
+    let (direct, input) = match direct {
+        true => (Some(RefCell::new(Feed::new(input))), None),
+        false => (None, Some(input)),
+    };
     let core = Rc::new(Core {
         // Never smaller than the slots: --lead bounds how much work is
         // open, never how many requests are in flight.
         window: RefCell::new(Window::new(plan.window.max(2 * per_endpoint), endpoints)),
+        direct,
         mix,
         outcome_taps: plan
             .taps
@@ -325,7 +339,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         plan,
     });
 
-    local.block_on(&rt, async {
+    let slots_ended = local.block_on(&rt, async {
         stop.core_running(true);
         tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
         tokio::task::spawn_local(watch_stop(core.clone(), stop.clone()));
@@ -340,19 +354,33 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
                 drives.push(drive(core.clone(), e, slot));
             }
         }
-        tokio::task::spawn_local(drives);
-        match schedule {
-            Some(schedule) => tokio::task::spawn_local(feed_open(
-                core.clone(),
-                input,
-                schedule,
-                started,
-                stop.clone(),
-            )),
-            None => tokio::task::spawn_local(feed(core.clone(), input)),
-        };
-        wait_for_slots(&core).await;
+        let drives = tokio::task::spawn_local(drives);
+        match (input, schedule) {
+            (Some(input), Some(schedule)) => {
+                tokio::task::spawn_local(feed_open(
+                    core.clone(),
+                    input,
+                    schedule,
+                    started,
+                    stop.clone(),
+                ));
+            }
+            (Some(input), None) => {
+                tokio::task::spawn_local(feed(core.clone(), input));
+            }
+            (None, _) => {}
+        }
+        // A slot that panicked (a bug) ends the core with an error rather
+        // than leaving it waiting for the slot forever.
+        tokio::select! {
+            () = wait_for_slots(&core) => Ok(()),
+            Err(e) = drives => Err(std::io::Error::other(format!(
+                "a core's requests stopped: {}",
+                panic_message(e)
+            ))),
+        }
     });
+    slots_ended?;
     if core.paused_since.get().is_some() {
         stop.core_paused(false);
     }
@@ -402,6 +430,18 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         ended,
         paused,
     })
+}
+
+/// What a task that ended abnormally said.
+fn panic_message(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string()),
+        Err(e) => e.to_string(),
+    }
 }
 
 /// The interval a moment of the run falls in.
@@ -533,6 +573,7 @@ impl Core {
             }
         }
         self.tallies.borrow_mut().settle(&mut stats);
+        self.kinds.borrow_mut().forget_places();
         stats
     }
 
@@ -1010,7 +1051,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 }
             }
             core.inflight.borrow_mut()[e] -= 1;
-            deliver(&core, e, place, work, &mut done);
+            deliver(&core, e, place, work, warmup, &mut done);
         }
         core.live_slots.set(core.live_slots.get() - 1);
         core.done.notify_waiters();
@@ -1049,10 +1090,13 @@ fn look(core: &Core, e: usize) -> Claim<Work> {
     if core.stopping.get().is_some() {
         return Claim::Done;
     }
-    let claim = match core.paused_since.get() {
-        Some(_) => Claim::Wait,
-        None => core.window.borrow_mut().claim(e),
-    };
+    if core.paused_since.get().is_some() {
+        return Claim::Wait;
+    }
+    if let Some(feed) = &core.direct {
+        return take_direct(core, feed);
+    }
+    let claim = core.window.borrow_mut().claim(e);
     if let Claim::Got(..) = claim {
         if core.window.borrow().unclaimed() * 2 < core.prefetch {
             core.space.wake();
@@ -1062,6 +1106,25 @@ fn look(core: &Core, e: usize) -> Claim<Work> {
         }
     }
     claim
+}
+
+/// [`look`] without a window: the next unit made on the core, released
+/// as the feeder would release it. Its place is never read (see
+/// [`deliver`]).
+fn take_direct(core: &Core, feed: &RefCell<Feed>) -> Claim<Work> {
+    let warmup = core.is_warmup();
+    match feed.borrow_mut().take_now(!warmup) {
+        Some(work) => {
+            let warmup = core.warmup_of(&work, warmup);
+            core.released(warmup, None);
+            Claim::Got(0, work, None, warmup)
+        }
+        None => {
+            // The count ran out (`look` saw no stop).
+            core.input_ended.set(true);
+            Claim::Done
+        }
+    }
 }
 
 /// Record a counted request's outcome at endpoint `e` as it ends (its
@@ -1190,68 +1253,78 @@ fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
 }
 
 /// Hand endpoint `e`'s result for the work at `place` (and the work it
-/// claimed) back to the window, and judge the work when it was the last
-/// one missing.
-fn deliver(core: &Core, e: usize, place: usize, work: Work, done: &mut Option<Done>) {
-    let plan = &core.plan;
+/// claimed, and whether it was warm-up work) back to the window, and judge
+/// the work when it was the last one missing; without a window, judge it.
+fn deliver(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: &mut Option<Done>) {
+    if core.direct.is_some() {
+        judge_work(core, &work, std::slice::from_mut(done), warmup);
+        return;
+    }
     let mut w = core.window.borrow_mut();
     let judged = w.complete(e, place, work, done, |work, results, warmup| {
-        if warmup {
-            return;
-        }
-        let mut stats = core.stats.borrow_mut();
-        let mut outcomes = core.judged.borrow_mut();
-        match work {
-            Work::Request(req) => {
-                let mut kinds = core.kinds.borrow_mut();
-                let mut tallies = core.tallies.borrow_mut();
-                if let [Some(Done::One(o, error))] = results {
-                    // One endpoint: judged in place, not moved.
-                    let (o, error) = (std::slice::from_ref(o), std::slice::from_ref(error));
-                    judge::verdict(plan, (&mut stats, &mut tallies), &mut kinds, req, o, error);
-                    return;
-                }
-                let mut errors = core.judged_errors.borrow_mut();
-                outcomes.clear();
-                errors.clear();
-                for r in results.iter_mut() {
-                    let (o, error) = match r.take() {
-                        Some(Done::One(o, error)) => (o, error),
-                        _ => (None, false),
-                    };
-                    outcomes.push(o);
-                    errors.push(error);
-                }
-                judge::verdict(
-                    plan,
-                    (&mut stats, &mut tallies),
-                    &mut kinds,
-                    req,
-                    &outcomes,
-                    &errors,
-                );
-            }
-            Work::Flow(f, _) => {
-                let runs = results.iter_mut().map(|r| match r {
-                    Some(Done::Flow(run)) => Some(run),
-                    _ => None,
-                });
-                let flow = core.mix.as_deref().map(|m| &*m.flows()[*f]);
-                judge::flow_verdict(
-                    plan,
-                    &core.step_names[*f],
-                    flow,
-                    &mut stats,
-                    runs.collect(),
-                    &mut outcomes,
-                );
-            }
-        }
+        judge_work(core, work, results, warmup)
     });
     if core.inflight.borrow()[e] == 0 && w.holds_back(e) {
         core.held_since.borrow_mut()[e].get_or_insert_with(Instant::now);
     }
     if judged {
         core.space.wake();
+    }
+}
+
+/// Judge a unit of work every endpoint has finished (`results`, in
+/// endpoint order), unless it was warm-up work.
+fn judge_work(core: &Core, work: &Work, results: &mut [Option<Done>], warmup: bool) {
+    if warmup {
+        return;
+    }
+    let plan = &core.plan;
+    let mut stats = core.stats.borrow_mut();
+    let mut outcomes = core.judged.borrow_mut();
+    match work {
+        Work::Request(req) => {
+            let mut kinds = core.kinds.borrow_mut();
+            let mut tallies = core.tallies.borrow_mut();
+            if let [Some(Done::One(o, error))] = results {
+                // One endpoint: judged in place, not moved.
+                let (o, error) = (std::slice::from_ref(o), std::slice::from_ref(error));
+                judge::verdict(plan, (&mut stats, &mut tallies), &mut kinds, req, o, error);
+                return;
+            }
+            let mut errors = core.judged_errors.borrow_mut();
+            outcomes.clear();
+            errors.clear();
+            for r in results.iter_mut() {
+                let (o, error) = match r.take() {
+                    Some(Done::One(o, error)) => (o, error),
+                    _ => (None, false),
+                };
+                outcomes.push(o);
+                errors.push(error);
+            }
+            judge::verdict(
+                plan,
+                (&mut stats, &mut tallies),
+                &mut kinds,
+                req,
+                &outcomes,
+                &errors,
+            );
+        }
+        Work::Flow(f, _) => {
+            let runs = results.iter_mut().map(|r| match r {
+                Some(Done::Flow(run)) => Some(run),
+                _ => None,
+            });
+            let flow = core.mix.as_deref().map(|m| &*m.flows()[*f]);
+            judge::flow_verdict(
+                plan,
+                &core.step_names[*f],
+                flow,
+                &mut stats,
+                runs.collect(),
+                &mut outcomes,
+            );
+        }
     }
 }

@@ -816,11 +816,15 @@ impl VerdictStats {
         }
     }
 
-    /// Count `n` requests of `method`.
+    /// Count `n` requests of `method`; returns where it was counted in
+    /// [`VerdictStats::methods`].
     #[inline]
-    pub fn count_method(&mut self, method: &str, n: u64) {
-        match self.methods.iter_mut().find(|(m, _)| m == method) {
-            Some(m) => m.1 += n,
+    pub fn count_method(&mut self, method: &str, n: u64) -> usize {
+        match self.methods.iter().position(|(m, _)| m == method) {
+            Some(i) => {
+                self.methods[i].1 += n;
+                i
+            }
             None => self.count_new_method(method, n),
         }
     }
@@ -829,11 +833,12 @@ impl VerdictStats {
     /// rare case, kept out of line).
     #[cold]
     #[inline(never)]
-    fn count_new_method(&mut self, method: &str, n: u64) {
+    fn count_new_method(&mut self, method: &str, n: u64) -> usize {
         if self.methods.len() < MAX_METHODS || method == crate::model::OTHER {
             self.methods.push((method.to_string(), n));
+            self.methods.len() - 1
         } else {
-            self.count_method(crate::model::OTHER, n);
+            self.count_method(crate::model::OTHER, n)
         }
     }
 
