@@ -326,6 +326,14 @@ impl<S: Io> Conn<S> {
         }
     }
 
+    /// Begin an exchange whose request is all in what is given to
+    /// [`Conn::poll_send`] as `rest` (made once, elsewhere): no write
+    /// buffer is taken.
+    pub fn stage_nothing(&mut self) {
+        self.reached = Reached::Nothing;
+        self.wbuf.clear();
+    }
+
     /// Write the write buffer and then `rest` (what [`Conn::stage`]
     /// returned), `done` bytes of them written so far, and flush: a write
     /// to a socket that takes it all is done in its first poll. Once it is
@@ -356,7 +364,9 @@ impl<S: Io> Conn<S> {
         };
         written.map_err(|e| classify_io(&e, Failure::Io))?;
         self.reached = Reached::Written;
-        h1_bufs::give(std::mem::take(&mut self.wbuf));
+        if self.wbuf.capacity() > 0 {
+            h1_bufs::give(std::mem::take(&mut self.wbuf));
+        }
         Poll::Ready(Ok(()))
     }
 

@@ -570,13 +570,8 @@ impl Link {
             put_length_end(buf, req.body.len());
             return Ok((&req.body, false));
         }
-        if line
-            && style != Style::Get
-            && req.body.is_empty()
-            && req.method.as_ref() == Some(&Method::GET)
-        {
-            // What the general path below writes, prepared.
-            buf.extend_from_slice(&self.get_head_h1);
+        if let Some(head) = self.prepared_h1(req) {
+            buf.extend_from_slice(head);
             return Ok((&[], false));
         }
         let (method, path, body) = self.target(req)?;
@@ -601,6 +596,20 @@ impl Link {
             buf.extend_from_slice(b"\r\n");
         }
         Ok((body, *method == Method::HEAD))
+    }
+
+    /// The whole HTTP/1.1 request `req` is at this endpoint, when it is
+    /// one made once (a bodiless GET of the endpoint's own URL, what
+    /// single-request mode sends): [`Link::build_h1`] copies it, the quick
+    /// path sends it from here.
+    #[inline(always)]
+    pub(super) fn prepared_h1(&self, req: &Request) -> Option<&[u8]> {
+        let get = req.target.is_none()
+            && req.headers.is_empty()
+            && self.spec.style != Style::Get
+            && req.body.is_empty()
+            && req.method.as_ref() == Some(&Method::GET);
+        get.then_some(&self.get_head_h1[..])
     }
 
     /// The method of `req` at this endpoint: its own, or POST for a line
