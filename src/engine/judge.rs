@@ -233,7 +233,9 @@ pub(crate) fn verdict(
         }
     }
     let counted = judge(plan, stats, req, (name, None), outcomes, &kind_of, None);
-    placed = match (same, at) {
+    // Kept only for a request held elsewhere too (single-request mode's,
+    // which the feed keeps): a stream's requests come once each.
+    placed = match (same && Rc::strong_count(req) > 1, at) {
         (true, Some(part)) => placed.map_or_else(
             || Some(Placed::new(req, name, part, counted)),
             |mut p| {
