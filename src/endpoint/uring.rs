@@ -186,6 +186,11 @@ struct Ring {
     lent: usize,
 }
 
+/// `IORING_RECVSEND_POLL_FIRST` (Linux 5.19; the ring needs 6.1 for
+/// `DEFER_TASKRUN` anyway): a receive waits for readiness before its
+/// first try.
+const RECVSEND_POLL_FIRST: u16 = 1;
+
 impl Ring {
     fn new() -> io::Result<Ring> {
         let ring = IoUring::builder()
@@ -244,6 +249,12 @@ impl Ring {
         }
     }
 
+    /// Arm a receive on connection `idx`. It is armed when a read finds
+    /// nothing landed and the last receive did not fill its buffer (the
+    /// socket was drained then), mostly just after a request was sent, when
+    /// its answer cannot be there yet: so the kernel is told to wait for
+    /// the socket to be readable first (`IORING_RECVSEND_POLL_FIRST`)
+    /// rather than try a receive that fails before it arms that wait.
     fn arm_recv(&mut self, idx: usize) {
         let Some(c) = self.conns[idx].as_mut() else {
             return;
@@ -255,6 +266,7 @@ impl Ring {
             uring_bufs::SIZE as u32,
         )
         .buf_group(uring_bufs::GROUP)
+        .ioprio(RECVSEND_POLL_FIRST)
         .build()
         .flags(squeue::Flags::BUFFER_SELECT)
         .user_data(user_data(idx, Op::Recv));
