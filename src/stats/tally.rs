@@ -109,6 +109,25 @@ impl Tally {
     }
 }
 
+impl Tally {
+    /// Add to `h` what `base` counted, less what `less` counted (some of
+    /// `base`'s samples, replaced), plus what this tally counted (their
+    /// replacements), and start this tally and `less` again from none
+    /// (`base` settles on its own). A tally that is mostly another's
+    /// samples records only where it differs.
+    pub fn settle_beside(&mut self, base: &Tally, less: &mut Tally, h: &mut Histogram<u64>) {
+        debug_assert_eq!((base.half, less.half), (self.half, self.half));
+        let len = base.counts.len().max(self.counts.len());
+        for i in 0..len {
+            let taken = |t: &mut Tally| t.counts.get_mut(i).map_or(0, std::mem::take);
+            let n = base.counts.get(i).copied().unwrap_or(0) - taken(less) + taken(self);
+            if n > 0 {
+                let _ = h.record_n(self.lowest(i), n);
+            }
+        }
+    }
+}
+
 /// The tallies of a core's request stream, one set per endpoint: what
 /// the engine records each answer's latencies into, settled into the
 /// core's [`RunStats`] as it hands them on.
@@ -122,7 +141,11 @@ pub struct Tallies {
 struct EndpointTallies {
     /// Into [`super::EndpointStats::latency`].
     latency: Tally,
-    /// Into [`super::EndpointStats::ttfb`].
+    /// Into [`super::EndpointStats::ttfb`]: the latencies, less those of
+    /// answers whose time to first byte was not their latency (`parted`),
+    /// plus those times (`ttfb`). An answer read whole with its head, the
+    /// common case, has one time for both and is counted once.
+    parted: Tally,
     ttfb: Tally,
     /// Into the latency of [`super::EndpointStats::methods`], by index.
     methods: Vec<Tally>,
@@ -135,6 +158,7 @@ impl Tallies {
             endpoints: (0..endpoints)
                 .map(|_| EndpointTallies {
                     latency: Tally::new(super::SIGFIG),
+                    parted: Tally::new(super::SIGFIG),
                     ttfb: Tally::new(super::SIGFIG),
                     methods: Vec::new(),
                 })
@@ -147,7 +171,10 @@ impl Tallies {
     pub fn response(&mut self, e: usize, (latency, ttfb): (Duration, Duration)) {
         let t = &mut self.endpoints[e];
         t.latency.record(latency);
-        t.ttfb.record(ttfb);
+        if ttfb != latency {
+            t.parted.record(latency);
+            t.ttfb.record(ttfb);
+        }
     }
 
     /// Count a latency of endpoint `e`'s method (or route) at index `i`
@@ -164,8 +191,8 @@ impl Tallies {
     /// Add every count to `stats`' histograms, and start again from none.
     pub fn settle(&mut self, stats: &mut RunStats) {
         for (t, s) in self.endpoints.iter_mut().zip(&mut stats.endpoints) {
+            t.ttfb.settle_beside(&t.latency, &mut t.parted, &mut s.ttfb);
             t.latency.settle(&mut s.latency);
-            t.ttfb.settle(&mut s.ttfb);
             for (m, p) in t.methods.iter_mut().zip(&mut s.methods) {
                 m.settle(&mut p.latency);
             }
@@ -231,5 +258,44 @@ mod tests {
     #[test]
     fn a_tally_settles_into_a_part_histogram_as_its_samples_recorded() {
         settles_as_recorded(new_part_histogram);
+    }
+
+    /// An endpoint's times to first byte, counted only where they differ
+    /// from their answer's latency, settle as every one recorded would:
+    /// answers read whole with their head (one time) mixed with answers
+    /// whose body came later, over every bucket, settled many times over.
+    #[test]
+    fn times_to_first_byte_settle_as_recorded_when_counted_only_apart() {
+        let mut stats = RunStats::new(1);
+        let (mut latency, mut ttfb) = (new_histogram(), new_histogram());
+        let mut t = Tallies::new(1);
+        for (n, us) in samples().into_iter().enumerate() {
+            let l = Duration::from_micros(us);
+            // Every third answer's body came later: its first byte earlier.
+            let f = match n % 3 {
+                0 => l / 3,
+                _ => l,
+            };
+            record(&mut latency, l);
+            record(&mut ttfb, f);
+            t.response(0, (l, f));
+            if n % 1777 == 0 {
+                t.settle(&mut stats);
+            }
+        }
+        t.settle(&mut stats);
+        let e = &stats.endpoints[0];
+        let buckets = |h: &Histogram<u64>| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(buckets(&e.latency), buckets(&latency));
+        assert_eq!(buckets(&e.ttfb), buckets(&ttfb));
+        assert_eq!(
+            (e.ttfb.len(), e.ttfb.min(), e.ttfb.max()),
+            (ttfb.len(), ttfb.min(), ttfb.max())
+        );
+        assert_eq!(e.ttfb.mean(), ttfb.mean());
     }
 }
