@@ -171,17 +171,7 @@ pub(crate) fn verdict(
             .clone()
     };
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
-        for (e, ((s, o), error)) in stats
-            .endpoints
-            .iter_mut()
-            .zip(outcomes)
-            .zip(errors)
-            .enumerate()
-        {
-            if let Some(latency) = o.as_ref().and_then(|o| s.methods[p.part].count(o, *error)) {
-                tallies.method(e, p.part, latency);
-            }
-        }
+        count_parts((stats, tallies), outcomes, errors, |_, _| p.part);
         judge(
             plan,
             stats,
@@ -213,25 +203,15 @@ pub(crate) fn verdict(
         .first_mut()
         .map(|s| part_index(&mut s.methods, name));
     let mut same = at.is_some();
-    for (e, ((s, o), error)) in stats
-        .endpoints
-        .iter_mut()
-        .zip(outcomes)
-        .zip(errors)
-        .enumerate()
-    {
+    count_parts((stats, tallies), outcomes, errors, |e, s| {
         // The reference's is the one looked up; another's is checked.
         let i = match at.filter(|&i| s.methods.get(i).is_some_and(|p| e == 0 || p.name == name)) {
             Some(i) => i,
             None => part_index(&mut s.methods, name),
         };
         same &= at == Some(i);
-        if let Some(o) = o {
-            if let Some(latency) = s.methods[i].count(o, *error) {
-                tallies.method(e, i, latency);
-            }
-        }
-    }
+        i
+    });
     let counted = judge(plan, stats, req, (name, None), outcomes, &kind_of, None);
     // Kept only for a request held elsewhere too (single-request mode's,
     // which the feed keeps): a stream's requests come once each.
@@ -248,6 +228,30 @@ pub(crate) fn verdict(
         _ => None,
     };
     kinds.placed = placed;
+}
+
+/// Count each endpoint's outcome of one request under its method, at
+/// the part of the endpoint's `methods` that `part` gives (found at every
+/// endpoint, an outcome or not, so that the parts stand in the same order
+/// everywhere), its latency in `tallies`.
+fn count_parts(
+    (stats, tallies): (&mut RunStats, &mut Tallies),
+    outcomes: &[Option<Outcome>],
+    errors: &[bool],
+    mut part: impl FnMut(usize, &mut crate::stats::EndpointStats) -> usize,
+) {
+    for (e, ((s, o), error)) in stats
+        .endpoints
+        .iter_mut()
+        .zip(outcomes)
+        .zip(errors)
+        .enumerate()
+    {
+        let i = part(e, s);
+        if let Some(latency) = o.as_ref().and_then(|o| s.methods[i].count(o, *error)) {
+            tallies.method(e, i, latency);
+        }
+    }
 }
 
 /// Judge one flow instance that every endpoint has finished (`runs`, in
