@@ -98,6 +98,10 @@ pub enum RunError {
     /// The operating system refused a thread or runtime.
     #[error("cannot start the engine: {0}")]
     Start(#[from] std::io::Error),
+    /// A core could not run its share, or ended abnormally during the run
+    /// (a panic on it is a bug, reported here rather than left waiting).
+    #[error("a core of the engine failed: {0}")]
+    Core(std::io::Error),
 }
 
 /// Add one core's stats of interval `index` to the others' (the first
@@ -168,11 +172,11 @@ fn collect(
     }
     let finished = next.iter().filter(|n| n.is_none()).count();
     if let Some(e) = failure {
-        return Err(RunError::Start(e));
+        return Err(RunError::Core(e));
     }
     if finished < cores {
-        return Err(RunError::Start(std::io::Error::other(
-            "a core stopped unexpectedly",
+        return Err(RunError::Core(std::io::Error::other(
+            "it stopped unexpectedly",
         )));
     }
     let elapsed = span.map_or(Duration::ZERO, |(s, e)| e - s);

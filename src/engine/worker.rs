@@ -375,7 +375,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         tokio::select! {
             () = wait_for_slots(&core) => Ok(()),
             Err(e) = drives => Err(std::io::Error::other(format!(
-                "a core's requests stopped: {}",
+                "its requests stopped on a panic: {}",
                 panic_message(e)
             ))),
         }
