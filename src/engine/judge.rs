@@ -84,6 +84,7 @@ pub(crate) fn classify(
 /// The kind of the last request that was not JSON-RPC, kept because
 /// single-request mode (and many replays) send the same request again and
 /// again: naming it costs an allocation or two, comparing it a memcmp.
+/// With it, where the last request judged was counted ([`Placed`]).
 #[derive(Default)]
 pub(crate) struct KindCache {
     last: Option<Cached>,
@@ -97,23 +98,10 @@ pub(crate) struct KindCache {
 struct Placed {
     /// The request, kept alive so that its address names it alone.
     req: Rc<Request>,
-    /// Its method's name (its buffer reused from one request to the next).
-    name: String,
     /// Its part in every endpoint's `methods`.
     part: usize,
     /// Its place in the verdicts' method counts.
     counted: usize,
-}
-
-impl Placed {
-    fn new(req: &Rc<Request>, name: &str, part: usize, counted: usize) -> Placed {
-        Placed {
-            req: req.clone(),
-            name: name.to_string(),
-            part,
-            counted,
-        }
-    }
 }
 
 /// A request (body, target, method) and its kind.
@@ -172,19 +160,10 @@ pub(crate) fn verdict(
     };
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
         count_parts((stats, tallies), outcomes, errors, |_, _| p.part);
-        judge(
-            plan,
-            stats,
-            req,
-            (&p.name, Some(p.counted)),
-            outcomes,
-            &kind_of,
-            None,
-        );
+        stats.verdicts.methods[p.counted].1 += 1;
+        judge(plan, stats, req, outcomes, &kind_of, None);
         return;
     }
-    // Taken out while the name, which may borrow the cache, is in use.
-    let mut placed = kinds.placed.take();
     let grpc_reference = plan
         .endpoints
         .first()
@@ -212,22 +191,18 @@ pub(crate) fn verdict(
         same &= at == Some(i);
         i
     });
-    let counted = judge(plan, stats, req, (name, None), outcomes, &kind_of, None);
+    let counted = stats.verdicts.count_method(name, 1);
+    judge(plan, stats, req, outcomes, &kind_of, None);
     // Kept only for a request held elsewhere too (single-request mode's,
     // which the feed keeps): a stream's requests come once each.
-    placed = match (same && Rc::strong_count(req) > 1, at) {
-        (true, Some(part)) => placed.map_or_else(
-            || Some(Placed::new(req, name, part, counted)),
-            |mut p| {
-                p.name.clear();
-                p.name.push_str(name);
-                (p.req, p.part, p.counted) = (req.clone(), part, counted);
-                Some(p)
-            },
-        ),
+    kinds.placed = match (same && Rc::strong_count(req) > 1, at) {
+        (true, Some(part)) => Some(Placed {
+            req: req.clone(),
+            part,
+            counted,
+        }),
         _ => None,
     };
-    kinds.placed = placed;
 }
 
 /// Count each endpoint's outcome of one request under its method, at
@@ -290,45 +265,29 @@ pub(crate) fn flow_verdict(
             .and_then(|f| f.steps().get(k))
             .and_then(|s| s.paging())
             .map(|p| p.key());
-        judge(
-            plan,
-            stats,
-            reference,
-            (name, None),
-            outcomes,
-            &kind,
-            Some(key),
-        );
+        stats.verdicts.count_method(name, 1);
+        judge(plan, stats, reference, outcomes, &kind, Some((name, key)));
     }
 }
 
-/// Judge the outcomes of one request (or, with `step`, one flow step,
-/// with the item key when it pages) named `name` at every endpoint, and
-/// record the verdict; `name` comes with its place in the verdicts'
-/// method counts when that is known. Returns that place.
+/// Judge the outcomes of one request (or, with `step`, one flow step:
+/// its name, and the item key when it pages) at every endpoint, and
+/// record the verdict (the caller counts it under its method).
 fn judge(
     plan: &Plan,
     stats: &mut RunStats,
     req: &Request,
-    (name, counted): (&str, Option<usize>),
     outcomes: &[Option<Outcome>],
     kind_of: &dyn Fn() -> Kind,
-    step: Option<Option<&str>>,
-) -> usize {
+    step: Option<(&str, Option<&str>)>,
+) {
     let v = &mut stats.verdicts;
     v.compared += 1;
-    let counted = match counted {
-        Some(i) => {
-            v.methods[i].1 += 1;
-            i
-        }
-        None => v.count_method(name, 1),
-    };
     if outcomes.len() < 2 {
-        return counted;
+        return;
     }
     let mut j = plan.comparer.judge(kind_of, outcomes);
-    if let Some(Some(key)) = step {
+    if let Some((_, Some(key))) = step {
         for f in &mut j.findings {
             crate::paginate::regroup(f, key);
         }
@@ -353,13 +312,13 @@ fn judge(
         }
     }
     if !j.mismatched {
-        return counted;
+        return;
     }
     v.mismatched += 1;
     for (e, s) in stats.endpoints.iter_mut().enumerate().skip(1) {
         if j.findings.iter().any(|f| f.endpoint == e) {
             s.mismatched += 1;
-            if step.is_some() {
+            if let Some((name, _)) = step {
                 part(&mut s.steps, name).mismatched += 1;
             }
         }
@@ -367,7 +326,7 @@ fn judge(
     let v = &mut stats.verdicts;
     let group = kind_of().group;
     // A field counts once per request; a paged step's, once per item.
-    let per_item = matches!(step, Some(Some(_)));
+    let per_item = matches!(step, Some((_, Some(_))));
     for (n, f) in j.findings.iter().enumerate() {
         let seen_before = j.findings[..n]
             .iter()
@@ -384,7 +343,6 @@ fn judge(
     for tap in &plan.taps {
         tap.mismatch(plan, req, &group, outcomes, &j.findings);
     }
-    counted
 }
 
 /// The distinct strings of `items`, in first-seen order.
