@@ -42,9 +42,6 @@ pub(super) struct Flight {
     head_request: bool,
     /// Bytes of the request written so far; `None` once all are.
     writing: Option<usize>,
-    /// The request is the endpoint's prepared one, written from where it
-    /// was made (`Link::prepared_h1`), not copied to a buffer first.
-    prepared: bool,
 }
 
 /// Where [`Slot::send_from`] takes up a request the quick path did not
@@ -96,10 +93,9 @@ impl Future for Kept<'_> {
         let keep = (&opts.keep_headers[..], opts.max_body, *keep_body);
         let polled = deadline.poll(&mut f.watch, cx, |cx| {
             if let Some(done) = &mut f.writing {
-                let prepared = match f.prepared {
-                    true => link.prepared_h1(req).unwrap_or_default(),
-                    false => &[],
-                };
+                // The endpoint's prepared request is written from where it
+                // was made (nothing was staged); any other was staged whole.
+                let prepared = link.prepared_h1(req).unwrap_or_default();
                 ready!(f.conn.poll_send(cx, done, prepared))?;
                 f.writing = None;
             }
@@ -165,13 +161,12 @@ impl Slot {
         // general path.)
         let start = Instant::now();
         let mut conn = self.last_connection(false, cx)?;
-        let prepared = self.link.prepared_h1(req).is_some();
-        let head_request = match prepared {
-            true => {
+        let head_request = match self.link.prepared_h1(req) {
+            Some(_) => {
                 conn.stage_nothing();
                 false
             }
-            false => match self.link.build_h1(req, conn.request_buf()) {
+            None => match self.link.build_h1(req, conn.request_buf()) {
                 Ok((body, head_request)) if conn.stage(body).is_empty() => head_request,
                 _ => {
                     self.h1 = Some(conn);
@@ -189,7 +184,6 @@ impl Slot {
             watch,
             head_request,
             writing: Some(0),
-            prepared,
         })
     }
 }
