@@ -249,13 +249,15 @@ impl Ring {
         }
     }
 
-    /// Arm a receive on connection `idx`. It is armed when a read finds
-    /// nothing landed and the last receive did not fill its buffer (the
-    /// socket was drained then), mostly just after a request was sent, when
-    /// its answer cannot be there yet: so the kernel is told to wait for
-    /// the socket to be readable first (`IORING_RECVSEND_POLL_FIRST`)
-    /// rather than try a receive that fails before it arms that wait.
-    fn arm_recv(&mut self, idx: usize) {
+    /// Arm a receive on connection `idx`. `wait_first`: nothing is known
+    /// to be waiting (a read found nothing landed and the socket was
+    /// drained, mostly just after a request was sent, when its answer
+    /// cannot be there yet), so the kernel is told to wait for the socket
+    /// to be readable first (`IORING_RECVSEND_POLL_FIRST`) rather than try
+    /// a receive that fails before it arms that wait. A starved receive,
+    /// armed again when buffers come back, has bytes waiting: it tries at
+    /// once.
+    fn arm_recv(&mut self, idx: usize, wait_first: bool) {
         let Some(c) = self.conns[idx].as_mut() else {
             return;
         };
@@ -266,7 +268,7 @@ impl Ring {
             uring_bufs::SIZE as u32,
         )
         .buf_group(uring_bufs::GROUP)
-        .ioprio(RECVSEND_POLL_FIRST)
+        .ioprio(if wait_first { RECVSEND_POLL_FIRST } else { 0 })
         .build()
         .flags(squeue::Flags::BUFFER_SELECT)
         .user_data(user_data(idx, Op::Recv));
@@ -304,7 +306,7 @@ impl Ring {
             Recv::Idle if c.more => Poll::Ready(Ok(())),
             Recv::Idle => {
                 set_waker(&mut c.reader, cx);
-                self.arm_recv(idx);
+                self.arm_recv(idx, true);
                 Poll::Pending
             }
             Recv::InFlight | Recv::Starved => {
@@ -396,7 +398,7 @@ impl Ring {
                 .as_ref()
                 .is_some_and(|c| c.recv == Recv::Starved)
             {
-                self.arm_recv(idx);
+                self.arm_recv(idx, false);
                 free -= 1;
             }
         }
@@ -755,7 +757,7 @@ impl super::connect::Io for Stream {
     /// failed.
     fn watch_idle(&mut self) {
         if self.unwatched() {
-            let _ = self.with(|ring, idx| ring.arm_recv(idx));
+            let _ = self.with(|ring, idx| ring.arm_recv(idx, true));
         }
     }
 
@@ -846,7 +848,7 @@ impl AsyncRead for Stream {
                         }
                     }
                     set_waker(&mut c.reader, cx);
-                    ring.arm_recv(idx);
+                    ring.arm_recv(idx, true);
                     Poll::Pending
                 }
             }
@@ -921,7 +923,7 @@ fn queue_send(ring: &mut Ring, idx: usize, buf: &[u8], cx: &Context<'_>) {
     let arm = c.recv == Recv::Idle && c.held.is_none();
     ring.arm_send(idx);
     if arm {
-        ring.arm_recv(idx);
+        ring.arm_recv(idx, true);
     }
 }
 
