@@ -290,10 +290,14 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         true => (Some(RefCell::new(Feed::new(input))), None),
         false => (None, Some(input)),
     };
+    // Never smaller than the slots: --lead bounds how much work is open,
+    // never how many requests are in flight. Unused with the direct feed.
+    let limit = match direct {
+        Some(_) => 1,
+        None => plan.window.max(2 * per_endpoint),
+    };
     let core = Rc::new(Core {
-        // Never smaller than the slots: --lead bounds how much work is
-        // open, never how many requests are in flight.
-        window: RefCell::new(Window::new(plan.window.max(2 * per_endpoint), endpoints)),
+        window: RefCell::new(Window::new(limit, endpoints)),
         direct,
         mix,
         outcome_taps: plan
