@@ -43,11 +43,24 @@ impl Observer for PerInterval {
     }
 }
 
-fn plan(args: &[&str]) -> Arc<Plan> {
+/// The plan of `args`, to adjust before it runs.
+fn parse(args: &[&str]) -> Plan {
     let mut argv = vec!["versus"];
     argv.extend_from_slice(args);
     let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
-    Arc::new(Plan::from_args(&cli.run, false).expect("plan"))
+    Plan::from_args(&cli.run, false).expect("plan")
+}
+
+fn plan(args: &[&str]) -> Arc<Plan> {
+    Arc::new(parse(args))
+}
+
+/// Single-request mode's input: the plan's request, over and over.
+fn repeated(plan: &Plan) -> Input {
+    match &plan.mode {
+        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
+    }
 }
 
 fn run(plan: &Arc<Plan>, input: Input, observer: &mut dyn Observer) -> RunOutput {
@@ -59,11 +72,7 @@ fn single(args: &[&str], observer: &mut dyn Observer) -> (Arc<Plan>, RunOutput) 
     let mut all = vec!["--method", "GET"];
     all.extend_from_slice(args);
     let plan = plan(&all);
-    let input = match &plan.mode {
-        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
-        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
-    };
-    let out = run(&plan, input, observer);
+    let out = run(&plan, repeated(&plan), observer);
     (plan, out)
 }
 
@@ -571,26 +580,11 @@ impl Observer for MethodsPerInterval {
 fn a_repeated_request_is_counted_under_its_method_in_every_interval() {
     let server = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(2)));
     let url = server.url();
-    let mut cli = vec![
-        "versus",
-        "--method",
-        "GET",
-        "-c",
-        "2",
-        "--stop-after",
-        "300",
-    ];
-    cli.push(&url);
-    let cli = versus::cli::Cli::try_parse_from(cli).expect("arguments");
-    let mut plan = Plan::from_args(&cli.run, false).expect("plan");
+    let mut plan = parse(&["--method", "GET", "-c", "2", "--stop-after", "300", &url]);
     plan.interval = Duration::from_millis(20);
     let plan = Arc::new(plan);
-    let input = match &plan.mode {
-        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
-        versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
-    };
     let mut seen = MethodsPerInterval::default();
-    let out = run(&plan, input, &mut seen);
+    let out = run(&plan, repeated(&plan), &mut seen);
     assert!(seen.0.len() >= 3, "too few intervals: {:?}", seen.0);
     for (responses, parts, judged) in &seen.0 {
         assert_eq!((parts, judged), (responses, responses), "{:?}", seen.0);

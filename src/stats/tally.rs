@@ -107,9 +107,7 @@ impl Tally {
             }
         }
     }
-}
 
-impl Tally {
     /// Add to `h` what `base` counted, less what `less` counted (some of
     /// `base`'s samples, replaced), plus what this tally counted (their
     /// replacements), and start this tally and `less` again from none
