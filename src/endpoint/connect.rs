@@ -38,9 +38,10 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     /// sees it. By default nothing: tokio's reactor watches every socket.
     fn watch_idle(&mut self) {}
 
-    /// True when nothing can have come since the last read, and nothing
-    /// is asked to notice it: a poll for readiness would only start to
-    /// watch. By default false.
+    /// True when nothing has come since the last read, as far as the
+    /// stream can know without a system call: a poll for readiness could
+    /// only find nothing (and start to watch, where nothing watches yet).
+    /// By default false.
     fn unwatched(&mut self) -> bool {
         false
     }

@@ -279,9 +279,9 @@ impl<S: Io> Conn<S> {
             return false;
         }
         if self.io.unwatched() {
-            // Nothing can have come since the last read (a connection a
-            // slot kept from its last request on the ring): a poll would
-            // only start a receive, which the answer's read starts anyway.
+            // Nothing has come since the last read (on the ring: nothing
+            // landed, the connection's receive armed or not): a poll could
+            // only find nothing.
             return false;
         }
         // Nothing came: alive. The end, an error, or bytes nobody asked
