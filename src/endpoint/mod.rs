@@ -266,7 +266,9 @@ impl<F: std::future::Future> std::future::Future for Run<'_, F> {
 /// deadline is set to `at` and polled again (so it wakes the task then).
 /// A timer still in the wheel with this task's waker (`armed`) is not
 /// polled: it has not fired, and will wake the task when it does; nor is it
-/// looked at when it is due after `now` (a time in this poll, when known).
+/// looked at when it is due after `now` (a time in this poll, when known):
+/// that look, made for every request, is inlined; the rest is not.
+#[inline(always)]
 fn passed(
     timer: &mut Timer,
     armed: &mut Option<std::task::Waker>,
@@ -279,6 +281,18 @@ fn passed(
     {
         return false;
     }
+    poll_timer(timer, armed, at, cx)
+}
+
+/// [`passed`] past its first look: the timer polled, and set to `at` if
+/// it fired at an earlier deadline.
+#[inline(never)]
+fn poll_timer(
+    timer: &mut Timer,
+    armed: &mut Option<std::task::Waker>,
+    at: tokio::time::Instant,
+    cx: &mut std::task::Context<'_>,
+) -> bool {
     *armed = None;
     if !timer.poll(armed, cx) {
         return false;
@@ -298,7 +312,7 @@ impl Outcome {
     /// first byte then count from it.
     #[inline(always)]
     pub(crate) fn timed(
-        result: Result<Response, Failure>,
+        mut result: Result<Response, Failure>,
         (start, clock, elapsed): (Instant, Instant, Duration),
         connect: Option<Duration>,
         bytes_out: u64,
@@ -312,11 +326,12 @@ impl Outcome {
             true => Duration::ZERO,
             false => clock.saturating_duration_since(origin),
         };
+        // Changed where it lies: a `map` moved the response out and back.
+        if let Ok(r) = &mut result {
+            r.ttfb = r.ttfb.saturating_add(late);
+        }
         Outcome {
-            result: result.map(|mut r| {
-                r.ttfb = r.ttfb.saturating_add(late);
-                r
-            }),
+            result,
             latency: elapsed.saturating_add(late),
             uncorrected: elapsed,
             lag: due.map(|d| start.saturating_duration_since(d)),
