@@ -322,10 +322,10 @@ impl Ring {
         self.push(&e.user_data(user_data(idx, Op::Recv)));
     }
 
-    /// Cancel connection `idx`'s armed receive; its last completion says
-    /// when it is over.
-    fn cancel_recv(&mut self, idx: usize) {
-        let e = opcode::AsyncCancel::new(user_data(idx, Op::Recv))
+    /// Cancel connection `idx`'s operation `op` in flight; its last
+    /// completion says when it is over.
+    fn cancel(&mut self, idx: usize, op: Op) {
+        let e = opcode::AsyncCancel::new(user_data(idx, op))
             .build()
             .user_data(CANCEL);
         self.push(&e);
@@ -543,7 +543,7 @@ impl Ring {
                 c.landed = Some(*landed.get_or_insert_with(Instant::now));
                 self.ready.extend(c.reader.take());
                 if cancel {
-                    self.cancel_recv(idx);
+                    self.cancel(idx, Op::Recv);
                 }
             }
             Op::Send => {
@@ -1106,10 +1106,7 @@ impl Drop for Stream {
             let send = c.send == Send::InFlight;
             for (op, busy) in [(Op::Recv, recv), (Op::Send, send)] {
                 if busy {
-                    let e = opcode::AsyncCancel::new(user_data(self.idx, op))
-                        .build()
-                        .user_data(CANCEL);
-                    ring.push(&e);
+                    ring.cancel(self.idx, op);
                 }
             }
             ring.free_if_done(self.idx);
@@ -1526,6 +1523,25 @@ mod tests {
         }
         let lent = RING.with(|r| r.borrow().as_ref().map_or(0, |r| r.lent));
         assert_eq!(lent, 0, "a buffer stayed lent");
+    }
+
+    /// A read that waits on a receive armed earlier (a multishot receive
+    /// queues nothing when it is read again) still has the driver turn
+    /// after it: without that turn its answer would wait in the kernel
+    /// until the runtime next asked epoll, and be timed late.
+    #[tokio::test]
+    async fn a_read_waiting_on_an_armed_receive_has_the_driver_turn() {
+        let Some((mut c, mut s)) = pair().await else {
+            return;
+        };
+        let kicked = || RING.with(|r| r.borrow().as_ref().is_some_and(|r| r.kicked));
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(c.poll_read_ready(&mut cx).is_pending());
+        until(|| !kicked()).await;
+        assert!(c.poll_read_ready(&mut cx).is_pending());
+        assert!(kicked(), "the driver was not asked to turn");
+        s.write_all(b"ping").await.unwrap();
+        until(|| c.read_at().is_some()).await;
     }
 
     /// The receive stays armed: bursts that land before the reader reads
