@@ -42,7 +42,7 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     /// stream can know without a system call: a poll for readiness could
     /// only find nothing (and start to watch, where nothing watches yet).
     /// By default false.
-    fn unwatched(&mut self) -> bool {
+    fn quiet(&mut self) -> bool {
         false
     }
 
@@ -92,8 +92,8 @@ impl<T: Io + ?Sized> Io for Box<T> {
         (**self).watch_idle();
     }
 
-    fn unwatched(&mut self) -> bool {
-        (**self).unwatched()
+    fn quiet(&mut self) -> bool {
+        (**self).quiet()
     }
 
     fn read_at(&self) -> Option<std::time::Instant> {

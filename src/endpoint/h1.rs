@@ -278,7 +278,7 @@ impl<S: Io> Conn<S> {
             // Bytes are already waiting: the connection is alive (pipelined).
             return false;
         }
-        if self.io.unwatched() {
+        if self.io.quiet() {
             // Nothing has come since the last read (on the ring: nothing
             // landed, the connection's receive armed or not): a poll could
             // only find nothing.

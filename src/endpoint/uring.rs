@@ -841,7 +841,7 @@ impl super::connect::Io for Stream {
     /// idle connection came to light only when a request written on it
     /// failed.
     fn watch_idle(&mut self) {
-        if self.unwatched() {
+        if self.quiet() {
             let _ = self.with(|ring, idx| ring.arm_recv(idx, true));
         }
     }
@@ -849,7 +849,7 @@ impl super::connect::Io for Stream {
     /// Nothing landed since the last read (no receive armed, or one armed
     /// that brought nothing): since then the ring has been told nothing, a
     /// close included.
-    fn unwatched(&mut self) -> bool {
+    fn quiet(&mut self) -> bool {
         self.with(|ring, idx| {
             ring.conns[idx].as_ref().is_some_and(|c| {
                 matches!(c.recv, Recv::Idle | Recv::InFlight) && c.held.is_none() && !c.more
