@@ -1120,6 +1120,20 @@ mod tests {
         })
     }
 
+    /// `f` of the first connection on this thread's ring.
+    fn first_conn<T>(f: impl FnOnce(&Conn) -> T) -> T {
+        RING.with(|r| {
+            f(r.borrow()
+                .as_ref()
+                .unwrap()
+                .conns
+                .iter()
+                .flatten()
+                .next()
+                .unwrap())
+        })
+    }
+
     /// A connected pair: the client on the ring, the server's side as it is.
     async fn pair() -> Option<(Box<dyn super::super::connect::Io>, TcpStream)> {
         if let Err(e) = probe() {
@@ -1182,14 +1196,16 @@ mod tests {
         let mut buf = [0u8; 4];
         let mut rb = ReadBuf::new(&mut buf);
         assert!(Pin::new(&mut c).poll_read(&mut cx, &mut rb).is_pending());
-        let single = RING.with(|r| {
-            let r = r.borrow();
-            let c = r.as_ref().unwrap().conns.iter().flatten().next().unwrap();
-            (c.large, c.recv)
-        });
-        assert_eq!(single, (true, Recv::InFlight));
+        assert_eq!(first_conn(|c| (c.large, c.recv)), (true, Recv::InFlight));
         s.write_all(b"pong").await.unwrap();
         until(|| c.read_at().is_some()).await;
+        // Single-shot: the receive ended with its one completion (a
+        // multishot one would stay armed).
+        assert_eq!(
+            first_conn(|c| c.recv),
+            Recv::Idle,
+            "the receive stayed armed"
+        );
         c.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"pong");
         assert!(c.read_at().is_some_and(|at| at >= seen));
@@ -1523,13 +1539,7 @@ mod tests {
         let Some((mut c, mut s)) = pair().await else {
             return;
         };
-        let landed = |n: usize| {
-            RING.with(|r| {
-                let r = r.borrow();
-                let c = r.as_ref().unwrap().conns.iter().flatten().next().unwrap();
-                c.held.iter().count() + c.queued.len() == n
-            })
-        };
+        let landed = |n: usize| first_conn(|c| c.held.iter().count() + c.queued.len() == n);
         let mut cx = Context::from_waker(std::task::Waker::noop());
         assert!(c.poll_read_ready(&mut cx).is_pending());
         for (k, part) in [&b"one,"[..], b"two,", b"three"].into_iter().enumerate() {
