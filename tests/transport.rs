@@ -819,3 +819,147 @@ fn a_request_out_of_time_on_a_kept_connection_takes_it_along() {
     );
     assert_eq!(server.connections(), 2, "{report}");
 }
+
+#[test]
+fn one_request_repeated_meets_every_kind_of_answer_in_turn() {
+    // Single-request mode: from its second request on, a slot's request
+    // repeated on its kept connection goes by a lane on the ring (each
+    // answer taken, and the next request sent, in the driver's turn where
+    // the answer landed); an answer a lane cannot take is read by the
+    // slot, from where the lane left it. Both I/O drivers run this.
+    let big = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}",
+        "x".repeat(100_000)
+    );
+    let server = RawServer::start(move |mut conn, n| {
+        use std::io::Write;
+        let plain: &[&[u8]] = &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"];
+        if n > 0 {
+            while read_request(&mut conn).is_some() {
+                let _ = conn.write_all(plain[0]);
+            }
+            return;
+        }
+        // Three plain answers before and after each other kind.
+        let whole = [big.as_bytes()];
+        let mut kinds: Vec<&[&[u8]]> = KINDS_OF_ANSWER.to_vec();
+        kinds.insert(4, &whole);
+        let mut script = Vec::new();
+        for kind in kinds {
+            script.extend([plain; 3]);
+            script.push(kind);
+        }
+        for writes in script {
+            if read_request(&mut conn).is_none() {
+                return;
+            }
+            for w in writes {
+                conn.write_all(w).unwrap();
+            }
+        }
+    });
+    let url = format!("http://{}/", server.addr);
+    let args = ["--method", "GET", "-c", "1", "--stop-after", "42", &url];
+    let (out, report) = run_lib(&args, b"");
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.sent, s.responses), (42, 42), "{report}");
+    assert_eq!(s.errors(), 0, "{report}");
+    assert_eq!(
+        (s.status[200], s.status[201], s.status[204]),
+        (40, 1, 1),
+        "{report}"
+    );
+    let plain = 2 * (42 - 8);
+    assert_eq!(
+        s.bytes_in,
+        plain + 2 + 3 + 4 + 5 + 100_000 + 2 + 3,
+        "{report}"
+    );
+    // Thirty-two on the first connection, the rest on the next.
+    assert_eq!(server.connections(), 2, "{report}");
+}
+
+#[test]
+fn a_repeated_request_out_of_time_is_a_timeout_and_the_next_goes_on() {
+    // The first connection answers three requests and holds the fourth:
+    // on the ring the lane carrying them ends at the fourth's deadline,
+    // which times it out; the fifth goes on a new connection.
+    let server = RawServer::start(|mut conn, n| {
+        use std::io::Write;
+        let mut answered = 0;
+        while read_request(&mut conn).is_some() {
+            if n == 0 && answered == 3 {
+                continue;
+            }
+            answered += 1;
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let url = format!("http://{}/", server.addr);
+    let args = [
+        "--method",
+        "GET",
+        "-c",
+        "1",
+        "--timeout",
+        "300ms",
+        "--stop-after",
+        "5",
+        &url,
+    ];
+    let (out, report) = run_lib(&args, b"");
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.sent, s.responses), (5, 4), "{report}");
+    assert_eq!(
+        s.failures[versus::endpoint::Failure::Timeout.index()],
+        1,
+        "{report}"
+    );
+    assert_eq!(server.connections(), 2, "{report}");
+}
+
+#[test]
+fn a_repeated_request_stops_on_time_with_every_request_accounted_for() {
+    // Stopped by its duration while the lanes carry the requests: every
+    // request sent is answered and counted once, none is left out.
+    let server = Server::start(|_| Reply::ok("{}"));
+    let args = [
+        "--method",
+        "GET",
+        "-c",
+        "4",
+        "--stop-after",
+        "300ms",
+        &server.url(),
+    ];
+    let (out, report) = run_lib(&args, b"");
+    let s = &out.stats.endpoints[0];
+    assert!(s.responses > 100, "{report}");
+    assert_eq!((s.sent, s.errors()), (s.responses, 0), "{report}");
+    assert_eq!(server.requests(), s.responses, "{report}");
+    assert_eq!(out.stats.verdicts.compared, s.responses, "{report}");
+}
+
+#[test]
+fn a_repeated_request_shares_few_connections_in_turn() {
+    // Three slots over one connection: a lane gives its connection up to
+    // a slot that waits for one, as the quick path does.
+    let server = Server::start(|_| Reply::ok("{}"));
+    let args = [
+        "--method",
+        "GET",
+        "-c",
+        "3",
+        "--threads",
+        "1",
+        "--max-connections",
+        "1",
+        "--stop-after",
+        "300",
+        &server.url(),
+    ];
+    let (out, report) = run_lib(&args, b"");
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.sent, s.responses, s.errors()), (300, 300, 0), "{report}");
+    assert_eq!(server.connections(), 1, "{report}");
+}

@@ -81,6 +81,18 @@ pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send
     fn lends(&self) -> bool {
         false
     }
+
+    /// Hand the answers that land from now on to `relay` (see
+    /// [`super::uring::Relay`]), the task of `cx` woken when it ends;
+    /// `None` takes it off. False when the stream has no relays (by
+    /// default), or is not in a state to start one.
+    fn relay(
+        &mut self,
+        _relay: Option<std::rc::Rc<dyn super::uring::Relay>>,
+        _cx: &std::task::Context<'_>,
+    ) -> bool {
+        false
+    }
 }
 
 impl<T: Io + ?Sized> Io for Box<T> {
@@ -110,6 +122,14 @@ impl<T: Io + ?Sized> Io for Box<T> {
 
     fn lends(&self) -> bool {
         (**self).lends()
+    }
+
+    fn relay(
+        &mut self,
+        relay: Option<std::rc::Rc<dyn super::uring::Relay>>,
+        cx: &std::task::Context<'_>,
+    ) -> bool {
+        (**self).relay(relay, cx)
     }
 }
 

@@ -185,6 +185,50 @@ fn parse_new_head(
     Ok(Some((head, n)))
 }
 
+/// The answer `bytes` hold, landed at `at` (or now), when they are all of
+/// one plain answer (see [`Conn::poll_plain_answer`]); `None` otherwise.
+#[inline(always)]
+pub(crate) fn plain_answer(
+    bytes: &[u8],
+    at: Option<Instant>,
+    heads: &Heads,
+    head_request: bool,
+    (keep, max_body, keep_body): (&[HeaderName], u64, bool),
+) -> Option<Answer> {
+    let mut head = Head::default();
+    let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, &mut head) else {
+        return None;
+    };
+    let len = match head.framing {
+        _ if head.status < 200 => return None,
+        _ if head_request || head.status == 204 || head.status == 304 => 0,
+        Framing::Length(len) if len <= max_body => len,
+        _ => return None,
+    };
+    let body = &bytes[n..];
+    if body.len() as u64 != len {
+        return None;
+    }
+    let body = if keep_body {
+        Bytes::copy_from_slice(body)
+    } else {
+        Bytes::new()
+    };
+    // Whole in hand: it ended when its head came.
+    let head_at = at.unwrap_or_else(Instant::now);
+    Some(Answer {
+        grpc: None,
+        first_data: None,
+        status: head.status,
+        head_at,
+        headers: head.headers,
+        body,
+        body_len: len,
+        keep_alive: head.keep_alive,
+        done_at: Some(head_at),
+    })
+}
+
 /// How far the last exchange on a connection got before it ended: whether
 /// a failed request may be sent again (see `http.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -490,53 +534,35 @@ impl<S: Io> Conn<S> {
         cx: &mut Context<'_>,
         heads: &Heads,
         head_request: bool,
-        (keep, max_body, keep_body): (&[HeaderName], u64, bool),
+        keep: (&[HeaderName], u64, bool),
     ) -> Poll<Result<Option<Answer>, Failure>> {
         self.release_read_buf();
         // Made where the bytes are: a poll that finds none (most requests'
         // first) has nothing to drop.
         let mut read = None;
         let landed = self.io.poll_read_landed(cx, &mut |bytes, at| {
-            let mut head = Head::default();
-            let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, &mut head) else {
-                return 0;
-            };
-            let len = match head.framing {
-                _ if head.status < 200 => return 0,
-                _ if head_request || head.status == 204 || head.status == 304 => 0,
-                Framing::Length(len) if len <= max_body => len,
-                _ => return 0,
-            };
-            let body = &bytes[n..];
-            if body.len() as u64 != len {
-                return 0;
-            }
-            let body = if keep_body {
-                Bytes::copy_from_slice(body)
+            read = plain_answer(bytes, at, heads, head_request, keep);
+            if read.is_some() {
+                bytes.len()
             } else {
-                Bytes::new()
-            };
-            read = Some((head, body, len, at));
-            bytes.len()
+                0
+            }
         });
         ready!(landed).map_err(|e| classify_io(&e, Failure::Io))?;
-        let Some((head, body, body_len, at)) = read else {
-            return Poll::Ready(Ok(None));
-        };
-        self.reached = Reached::Answered;
-        // Whole in hand: it ended when its head came.
-        let head_at = at.unwrap_or_else(Instant::now);
-        Poll::Ready(Ok(Some(Answer {
-            grpc: None,
-            first_data: None,
-            status: head.status,
-            head_at,
-            headers: head.headers,
-            body,
-            body_len,
-            keep_alive: head.keep_alive,
-            done_at: Some(head_at),
-        })))
+        if read.is_some() {
+            self.reached = Reached::Answered;
+        }
+        Poll::Ready(Ok(read))
+    }
+
+    /// Hand the answers that land from now on to `relay` (see
+    /// [`Io::relay`]); `None` takes it off. False when none can be set.
+    pub fn relay(
+        &mut self,
+        relay: Option<std::rc::Rc<dyn super::uring::Relay>>,
+        cx: &Context<'_>,
+    ) -> bool {
+        (relay.is_none() || self.rbuf.is_empty()) && self.io.relay(relay, cx)
     }
 
     /// Read more bytes into the read buffer, room for at least `want`;

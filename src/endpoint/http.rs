@@ -43,10 +43,12 @@ use super::{
     TransportOptions,
 };
 use crate::model::Request;
-pub use kept::Resume;
+pub use kept::{Flight, Resume};
 use kept::{Kept, Point};
+pub use lane::{Laned, Rounds};
 
 mod kept;
+mod lane;
 
 /// The parts of a [`Link`] prepared before its core's thread starts: how to
 /// connect, and each protocol's request parts built once.
@@ -1016,6 +1018,25 @@ impl Slot {
             due,
             out,
             flight: None,
+        }
+    }
+
+    /// [`Slot::send_kept`] for a request a lane left in flight (see
+    /// [`Slot::lane`]): taken up where it stands.
+    pub fn send_kept_from<'a>(
+        &'a mut self,
+        req: &'a Request,
+        keep_body: bool,
+        out: &'a mut Option<Outcome>,
+        flight: Flight,
+    ) -> impl std::future::Future<Output = Result<(), Resume>> + 'a {
+        Kept {
+            slot: self,
+            req,
+            keep_body,
+            due: None,
+            out,
+            flight: Some(flight),
         }
     }
 

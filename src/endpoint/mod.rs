@@ -28,7 +28,7 @@ use bytes::Bytes;
 
 pub use self::connect::{resolve, tls_config, TlsOptions};
 pub(crate) use self::http::send_on;
-pub use self::http::{Link, Prepared, Resume, Slot};
+pub use self::http::{Flight, Laned, Link, Prepared, Resume, Rounds, Slot};
 pub use self::spec::{EndpointSpec, Scheme, SpecError, Style};
 pub use self::uring::{probe as probe_uring, IoDriver};
 
@@ -192,6 +192,15 @@ impl Deadline {
             at,
             polls: 0,
         }
+    }
+
+    /// Whether the deadline `watch` set has passed, the timer polled (with
+    /// the waker of `cx`) when it may have fired.
+    pub(crate) fn fired(&mut self, watch: &Watch, cx: &mut std::task::Context<'_>) -> bool {
+        let Deadline { timer, armed } = self;
+        timer
+            .as_mut()
+            .is_some_and(|timer| passed(timer, armed, watch.at, None, cx))
     }
 
     /// Poll an exchange (`poll`) within the deadline `watch` set: `None`

@@ -53,6 +53,7 @@ use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -109,6 +110,30 @@ static RING_REFUSED: AtomicBool = AtomicBool::new(false);
 thread_local! {
     /// This thread's ring, made by the first stream that needs it.
     static RING: RefCell<Option<Ring>> = const { RefCell::new(None) };
+}
+
+/// What takes a connection's answers in the driver's turn, as they land,
+/// and gives the next request to send at once: a slot's requests on its
+/// kept connection carried on with no task woken between them (see
+/// `http::lane`). It sees only bursts that land alone (nothing unread
+/// before them, no send in flight, the buffer not filled), and must not
+/// touch the ring.
+pub(crate) trait Relay {
+    /// The burst `bytes` landed at `at`: taken or not, and what follows.
+    fn landed(&self, bytes: &[u8], at: Instant) -> Relayed<'_>;
+    /// The request [`Relayed::Next`] gave was not all sent at once:
+    /// `written` bytes of it went. The relay is then over.
+    fn unsent(&self, written: usize);
+}
+
+/// What a [`Relay`] did with a burst that landed.
+pub(crate) enum Relayed<'a> {
+    /// Not taken: the bytes are read as any others, and the relay is over.
+    Declined,
+    /// Taken, and the relay is over.
+    Ended,
+    /// Taken, and these bytes are to be sent now.
+    Next(&'a [u8]),
 }
 
 /// How a connection's receive stands.
@@ -176,6 +201,8 @@ struct Conn {
     writer: Option<Waker>,
     /// The stream is gone: free the connection when nothing is in flight.
     dropped: bool,
+    /// Takes the answers that land, while set (see [`Relay`]).
+    relay: Option<Rc<dyn Relay>>,
     /// When the last receive ran: the clock read once in the turn that
     /// filed it, right after the enter (see [`Ring::turn`]); `None` after a
     /// read by a plain `recv`, which is its own arrival. One time for all
@@ -475,6 +502,11 @@ impl Ring {
                 self.give_back(id);
             }
         }
+        if let (Some(id), true) = (buf, res > 0) {
+            if self.relay(idx, id, res as usize, flags, landed) {
+                return;
+            }
+        }
         let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
             return;
         };
@@ -486,6 +518,7 @@ impl Ring {
                 // Not the last completion of the armed receive: it stays
                 // armed.
                 let armed = cqueue::more(flags);
+
                 let mut cancel = false;
                 c.recv = match (res, buf) {
                     (0, _) => Recv::Eof,
@@ -554,6 +587,88 @@ impl Ring {
         if dropped {
             self.free_if_done(idx);
         }
+    }
+
+    /// Hand the `n` bytes that landed in buffer `id` for connection `idx`
+    /// to its relay, if it has one and they landed alone (see [`Relay`]),
+    /// and send what it gives at once: true when it took them (the buffer
+    /// is back in the pool). The relay ends when it says so, or when its
+    /// request is not all sent at once; the reader is woken then.
+    fn relay(
+        &mut self,
+        idx: usize,
+        id: u16,
+        n: usize,
+        flags: u32,
+        landed: &mut Option<Instant>,
+    ) -> bool {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return false;
+        };
+        let alone =
+            n < uring_bufs::SIZE && cqueue::more(flags) && c.held.is_none() && c.send == Send::Idle;
+        let Some(relay) = c.relay.clone().filter(|_| alone) else {
+            return false;
+        };
+        let at = *landed.get_or_insert_with(Instant::now);
+        let fd = c.fd.as_raw_fd();
+        let next = match relay.landed(&self.bufs.get(id)[..n], at) {
+            Relayed::Declined => {
+                c.relay = None;
+                return false;
+            }
+            Relayed::Ended => None,
+            Relayed::Next(bytes) => Some(bytes),
+        };
+        c.landed = Some(at);
+        let sent = next.map(|bytes| match send_now(fd, bytes) {
+            Ok(Some(k)) if k == bytes.len() => true,
+            Ok(Some(k)) => {
+                relay.unsent(k);
+                false
+            }
+            // Nothing went: the slot's own write meets the full socket,
+            // or the error, again.
+            Ok(None) | Err(_) => {
+                relay.unsent(0);
+                false
+            }
+        });
+        if sent != Some(true) {
+            c.relay = None;
+            self.ready.extend(c.reader.take());
+        }
+        self.give_back(id);
+        true
+    }
+
+    /// Set connection `idx`'s relay (see [`Relay`]), its reader woken
+    /// when it ends; false, with none set, when the connection is not in
+    /// the state a relay starts from (its multishot receive armed or to
+    /// be armed, nothing unread, no send in flight). `None` takes it off.
+    fn set_relay(&mut self, idx: usize, relay: Option<Rc<dyn Relay>>, cx: &Context<'_>) -> bool {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return false;
+        };
+        let Some(relay) = relay else {
+            c.relay = None;
+            return true;
+        };
+        let fit = !c.large
+            && !c.more
+            && !c.cancelling
+            && c.held.is_none()
+            && c.send == Send::Idle
+            && matches!(c.recv, Recv::Idle | Recv::InFlight);
+        if !fit {
+            return false;
+        }
+        c.relay = Some(relay);
+        set_waker(&mut c.reader, cx);
+        if c.recv == Recv::Idle {
+            self.arm_recv(idx, false);
+        }
+        true
     }
 
     /// Free a dropped connection once nothing of it is in flight (its
@@ -804,6 +919,7 @@ impl Stream {
             reader: None,
             writer: None,
             dropped: false,
+            relay: None,
             landed: None,
         };
         let idx = with_ring(id, |ring| match ring.free.pop() {
@@ -882,6 +998,11 @@ impl super::connect::Io for Stream {
 
     fn lends(&self) -> bool {
         true
+    }
+
+    fn relay(&mut self, relay: Option<Rc<dyn Relay>>, cx: &Context<'_>) -> bool {
+        self.with(|ring, idx| ring.set_relay(idx, relay, cx))
+            .unwrap_or(false)
     }
 }
 
@@ -1089,6 +1210,7 @@ impl Drop for Stream {
                 return;
             };
             c.dropped = true;
+            c.relay = None;
             c.reader = None;
             c.writer = None;
             let recv = c.recv == Recv::InFlight;
@@ -1106,6 +1228,7 @@ impl Drop for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
@@ -1209,6 +1332,102 @@ mod tests {
         c.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"pong");
         assert!(c.read_at().is_some_and(|at| at >= seen));
+    }
+
+    /// A relay for the tests: takes `takes` bursts (keeping them, with
+    /// their times), asking for `next` to be sent after each but the last,
+    /// and declines the one after.
+    struct Echo {
+        takes: usize,
+        next: &'static [u8],
+        seen: RefCell<Vec<(Vec<u8>, Instant)>>,
+        unsent: std::cell::Cell<Option<usize>>,
+    }
+
+    impl Relay for Echo {
+        fn landed(&self, bytes: &[u8], at: Instant) -> Relayed<'_> {
+            let mut seen = self.seen.borrow_mut();
+            if seen.len() == self.takes {
+                return Relayed::Declined;
+            }
+            seen.push((bytes.to_vec(), at));
+            if seen.len() == self.takes {
+                Relayed::Ended
+            } else {
+                Relayed::Next(self.next)
+            }
+        }
+
+        fn unsent(&self, written: usize) {
+            self.unsent.set(Some(written));
+        }
+    }
+
+    /// A relay takes each answer in the driver's turn, where it landed,
+    /// and the request it gives is sent at once, with no task woken
+    /// between: the reader is woken only when the relay ends. An answer it
+    /// declines is read as any other.
+    #[tokio::test]
+    async fn a_relay_takes_answers_in_the_turn_and_sends_the_next_at_once() {
+        let Some((mut c, mut s)) = pair().await else {
+            return;
+        };
+        let echo = Rc::new(Echo {
+            takes: 3,
+            next: b"next",
+            seen: RefCell::new(Vec::new()),
+            unsent: std::cell::Cell::new(None),
+        });
+        let woken = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(woken.clone());
+        let cx = Context::from_waker(&waker);
+        assert!(c.relay(Some(echo.clone()), &cx));
+        let mut buf = [0u8; 4];
+        for answer in [&b"one"[..], b"two"] {
+            s.write_all(answer).await.unwrap();
+            // The next request comes back with no read by any task.
+            s.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"next");
+            assert!(!woken.0.load(Ordering::Relaxed), "the reader was woken");
+        }
+        s.write_all(b"three").await.unwrap();
+        until(|| woken.0.load(Ordering::Relaxed)).await;
+        let seen = echo.seen.borrow().clone();
+        let bursts: Vec<&[u8]> = seen.iter().map(|(b, _)| &b[..]).collect();
+        assert_eq!(bursts, [&b"one"[..], b"two", b"three"]);
+        assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1));
+        assert_eq!(echo.unsent.get(), None);
+        // Over: nothing more is relayed, and every buffer is back.
+        assert!(first_conn(|c| c.relay.is_none()));
+        assert_eq!(RING.with(|r| r.borrow().as_ref().map_or(9, |r| r.lent)), 0);
+        s.write_all(b"four").await.unwrap();
+        c.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"four");
+
+        // Set again, a relay that declines its first answer leaves it to
+        // the reader, whole.
+        let declines = Rc::new(Echo {
+            takes: 0,
+            next: b"",
+            seen: RefCell::new(Vec::new()),
+            unsent: std::cell::Cell::new(None),
+        });
+        woken.0.store(false, Ordering::Relaxed);
+        assert!(c.relay(Some(declines), &cx));
+        s.write_all(b"five").await.unwrap();
+        until(|| woken.0.load(Ordering::Relaxed)).await;
+        assert!(first_conn(|c| c.relay.is_none() && c.held.is_some()));
+        c.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"five");
+    }
+
+    /// A waker that raises a flag.
+    struct Flag(AtomicBool);
+
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Landed bytes are lent to a reader where they lie, with when they

@@ -19,7 +19,7 @@ use super::timer::PreciseTimer;
 use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
-use crate::endpoint::{send_on, Link, Prepared, Slot};
+use crate::endpoint::{send_on, Laned, Link, Prepared, Rounds, Slot};
 use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
@@ -986,22 +986,57 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 Claim::Done => None,
                 Claim::Wait => claim(&core, e, &mut slot).await,
             };
-            let Some((place, work, due, warmup)) = claimed else {
+            let Some((mut place, mut work, mut due, mut warmup)) = claimed else {
                 break;
             };
             core.inflight.borrow_mut()[e] += 1;
+            // Whether its request was counted as sent (by a lane).
+            let mut counted = false;
+            let mut flight = None;
+            if let Some(req) = lane_for(&core, &slot, &work, due, warmup) {
+                core.stats.borrow_mut().endpoints[e].sent += 1;
+                let turns = Rc::new(Turns {
+                    core: core.clone(),
+                    e,
+                    req: req.clone(),
+                    unit: RefCell::new(Some(Unit {
+                        place,
+                        work,
+                        due,
+                        warmup,
+                        counted: true,
+                    })),
+                });
+                let laned = slot.lane(&req, core.keep_body, turns.clone()).await;
+                // What the lane left claimed: in flight, or not begun.
+                let Some(unit) = turns.unit.take() else {
+                    continue;
+                };
+                (place, work, due, warmup, counted) =
+                    (unit.place, unit.work, unit.due, unit.warmup, unit.counted);
+                if let Laned::Flight(f) = laned {
+                    flight = Some(f);
+                }
+            }
             // Where the result is made and judged: a request's outcome is
             // written here and not moved (unless to wait in the window for
             // another endpoint's).
             let mut done = None;
             match &work {
                 Work::Request(req) => {
-                    if !warmup {
+                    if !warmup && !counted {
                         core.stats.borrow_mut().endpoints[e].sent += 1;
                     }
                     let (outcome, error) = Done::one(&mut done);
-                    // `Slot::send`, its parts awaited here: a level fewer.
-                    send_on!(&mut slot, req, core.keep_body, due, outcome);
+                    if let Some(f) = flight {
+                        let kept = slot.send_kept_from(req, core.keep_body, outcome, f).await;
+                        if let Err(resume) = kept {
+                            let from = slot.send_from(req, core.keep_body, due, resume);
+                            *outcome = Some(from.await);
+                        }
+                    } else {
+                        send_on!(&mut slot, req, core.keep_body, due, outcome);
+                    }
                     *error = !warmup
                         && outcome
                             .as_ref()
@@ -1059,6 +1094,85 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
         }
         core.live_slots.set(core.live_slots.get() - 1);
         core.done.notify_waiters();
+    }
+}
+
+/// Whether `work` goes by a lane (see `Slot::lane`): a request made once,
+/// repeated (single-request mode), on a core that records nothing but its
+/// statistics (no outcome taps, no fault ledger), in the closed model and
+/// past the warm-up. Its request, if so.
+fn lane_for(
+    core: &Core,
+    slot: &Slot,
+    work: &Work,
+    due: Option<Instant>,
+    warmup: bool,
+) -> Option<Rc<Request>> {
+    let Work::Request(req) = work else {
+        return None;
+    };
+    let fits = core.direct.is_some()
+        && due.is_none()
+        && !warmup
+        && core.outcome_taps.is_empty()
+        && core.ledgers.iter().all(Option::is_none)
+        && slot.lane_fits(req);
+    fits.then(|| req.clone())
+}
+
+/// A lane's rounds at endpoint `e`: each answer recorded and delivered as
+/// [`drive`] records and delivers a request's, and the next unit claimed.
+struct Turns {
+    core: Rc<Core>,
+    e: usize,
+    /// The request the lane sends.
+    req: Rc<Request>,
+    /// The unit in flight on the lane, or claimed for the slot to take up.
+    unit: RefCell<Option<Unit>>,
+}
+
+/// A unit of work claimed (see [`look`]), and whether its request was
+/// counted as sent.
+struct Unit {
+    place: usize,
+    work: Work,
+    due: Option<Instant>,
+    warmup: bool,
+    counted: bool,
+}
+
+impl Rounds for Turns {
+    fn answered(&self, outcome: Outcome) -> bool {
+        let (core, e) = (&*self.core, self.e);
+        let Some(unit) = self.unit.take() else {
+            return false;
+        };
+        let mut done = None;
+        let (o, error) = Done::one(&mut done);
+        let o = o.insert(outcome);
+        if let Work::Request(req) = &unit.work {
+            *error = !unit.warmup && record(core, e, req, o, None);
+        }
+        core.inflight.borrow_mut()[e] -= 1;
+        deliver(core, e, unit.place, unit.work, unit.warmup, &mut done);
+        let Claim::Got(place, work, due, warmup) = look(core, e) else {
+            return false;
+        };
+        core.inflight.borrow_mut()[e] += 1;
+        let again = due.is_none()
+            && !warmup
+            && matches!(&work, Work::Request(r) if Rc::ptr_eq(r, &self.req));
+        if again {
+            core.stats.borrow_mut().endpoints[e].sent += 1;
+        }
+        *self.unit.borrow_mut() = Some(Unit {
+            place,
+            work,
+            due,
+            warmup,
+            counted: again,
+        });
+        again
     }
 }
 

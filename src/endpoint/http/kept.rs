@@ -33,15 +33,15 @@ pub(super) struct Kept<'a> {
 }
 
 /// A request in flight on the kept connection.
-pub(super) struct Flight {
-    conn: Held,
+pub struct Flight {
+    pub(super) conn: Held,
     /// When it began, which its latency and deadline count from.
-    start: Instant,
-    watch: Watch,
+    pub(super) start: Instant,
+    pub(super) watch: Watch,
     /// A `HEAD` request: the answer has no body whatever its head says.
     head_request: bool,
     /// Bytes of the request written so far; `None` once all are.
-    writing: Option<usize>,
+    pub(super) writing: Option<usize>,
 }
 
 /// Where [`Slot::send_from`] takes up a request the quick path did not
@@ -155,7 +155,7 @@ impl Slot {
     /// slot as it was (a closed connection dropped), when the quick path
     /// does not apply.
     #[inline(always)]
-    fn take_off(&mut self, req: &Request, cx: &mut Context<'_>) -> Option<Flight> {
+    pub(super) fn take_off(&mut self, req: &Request, cx: &mut Context<'_>) -> Option<Flight> {
         // (Called where `Slot::quick` said yes: on a stream that lends
         // nothing it would only be slower, every answer read on by the
         // general path.)
