@@ -13,7 +13,16 @@
 //! which tokio's reactor watches (verified on this 6.18 kernel by the test
 //! `deferred_work_signals_the_eventfd`; the ring's own fd also polls
 //! readable then, but the eventfd's signal is the documented wake-up).
-//! The driver enters only when it queued requests or the flag is up.
+//! The driver enters only when it queued requests or the flag is up. A
+//! pass of the driver turns again at once while answers keep coming (at
+//! most a few turns), with the eventfd off meanwhile: its own enters'
+//! completions would signal it, each signal an epoll wake-up for nothing
+//! (see `Ring::pass`).
+//!
+//! A connection can hand its answers to a [`Relay`] instead of a reader:
+//! the relay takes each answer in the turn that filed it and gives the next
+//! request, sent at once (a slot's lane, `http::lane`: no task is woken
+//! between one request and the next).
 //!
 //! [`Stream`] is a byte stream over one TCP socket on that ring, what
 //! `h1::Conn` reads and writes. A write is first sent at once by a plain
@@ -430,7 +439,7 @@ impl Ring {
     /// Submit what is queued (running deferred completions when the kernel
     /// says some wait) and file every completion; the wakers of the tasks
     /// to wake are left in `ready`.
-    fn turn(&mut self) {
+    fn turn(&mut self) -> usize {
         self.kicked = false;
         let pending = !self.ring.submission().is_empty() || self.ring.submission().taskrun();
         if pending {
@@ -451,11 +460,43 @@ impl Ring {
         // (under DEFER_TASKRUN, as its task work): one clock read after it
         // is when they all arrived, whatever order their tasks then run in.
         let mut landed = None;
+        let filed = cqes.len();
         for (data, res, flags) in cqes.drain(..) {
             self.complete(data, res, flags, &mut landed);
         }
         self.cqes = cqes;
         self.feed();
+        filed
+    }
+
+    /// The driver's pass: turns while answers keep coming, at most
+    /// [`TURNS`], with the eventfd off. With lanes (see [`Relay`]) a turn
+    /// does a request's whole work, and answers land meanwhile: taken in
+    /// another turn at once, they cost an enter, where left to the
+    /// runtime they cost an `epoll_wait` and an enter. And the
+    /// completions the pass's own enters post would signal the eventfd
+    /// (which is there to wake a sleeping core), each signal an epoll
+    /// wake-up for nothing. Work that came after the last turn, while the
+    /// eventfd was off, raised the taskrun flag: with the eventfd on
+    /// again, one more turn takes it (the kernel may leave the flag up
+    /// after running work that came while it ran, so the flag alone is
+    /// no reason to keep turning).
+    fn pass(&mut self) {
+        self.ring.completion().disable_eventfd();
+        for _ in 0..TURNS {
+            let filed = self.turn();
+            if filed == 0 || !self.ready.is_empty() || !self.ring.submission().taskrun() {
+                break;
+            }
+        }
+        self.ring.completion().enable_eventfd();
+        // The kernel raises the flag before it looks whether the eventfd
+        // is off; this looks at the flag after turning it on: one of the
+        // two sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.ring.submission().taskrun() {
+            self.turn();
+        }
     }
 
     /// Arm the receives that found the pool empty this turn, as many as it
@@ -797,6 +838,10 @@ fn prefetch_task(w: &Waker) {
     let _ = w;
 }
 
+/// The most turns in one pass of the driver (see `Ring::pass`): a few,
+/// so that the runtime's other tasks and timers are not held up.
+const TURNS: usize = 4;
+
 /// The driver task: one per thread's ring and runtime.
 struct Driver {
     id: u64,
@@ -814,7 +859,7 @@ impl Future for Driver {
         }
         let ready = with_ring(self.id, |ring| {
             set_waker(&mut ring.driver, cx);
-            ring.turn();
+            ring.pass();
             std::mem::take(&mut ring.ready)
         });
         // Woken with the ring released; the vector is kept for its memory.
@@ -1893,6 +1938,55 @@ mod tests {
         );
         ring.ring.submit().unwrap();
         assert_eq!(ring.ring.completion().next().map(|c| c.result()), Some(1));
+    }
+
+    /// The completions a pass's own enters post leave the eventfd alone
+    /// (it is for waking a core that sleeps: each signal woke epoll for
+    /// nothing), and work that came while the eventfd was off is taken by
+    /// the pass, not left waiting unsignalled.
+    #[test]
+    fn a_pass_takes_its_work_without_signalling_the_eventfd() {
+        let Ok(mut ring) = Ring::new() else {
+            eprintln!("skipped: io_uring is unavailable here");
+            return;
+        };
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut buf = [0u8; 8];
+        let mut recv = |ring: &mut Ring, at: usize| {
+            let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf[at..].as_mut_ptr(), 1)
+                .build()
+                .user_data(CANCEL);
+            unsafe { ring.ring.submission().push(&e) }.unwrap();
+            ring.ring.submit().unwrap();
+        };
+        let signalled = |fd: RawFd| {
+            let mut n = 0u64;
+            // SAFETY: reads at most 8 bytes into `n`; the eventfd does not
+            // block.
+            let r = unsafe { libc::read(fd, (&raw mut n).cast(), 8) };
+            r == 8 && n > 0
+        };
+        recv(&mut ring, 0);
+        std::io::Write::write_all(&mut b, b"x").unwrap();
+        // The deferred work's arrival signals it (and the read takes it).
+        assert!(signalled(ring.eventfd.as_raw_fd()));
+        ring.pass();
+        assert!(
+            !signalled(ring.eventfd.as_raw_fd()),
+            "the pass's own completion signalled the eventfd"
+        );
+        assert!(!ring.ring.submission().taskrun(), "work left waiting");
+
+        // Work that comes while the eventfd is off signals nothing; the
+        // pass takes it all the same.
+        recv(&mut ring, 1);
+        ring.ring.completion().disable_eventfd();
+        std::io::Write::write_all(&mut b, b"y").unwrap();
+        assert!(!signalled(ring.eventfd.as_raw_fd()));
+        ring.ring.completion().enable_eventfd();
+        ring.pass();
+        assert!(!ring.ring.submission().taskrun(), "work left waiting");
+        assert_eq!(&buf[..2], b"xy");
     }
 
     /// Where no current-thread runtime runs (the driver needs one per
