@@ -963,3 +963,54 @@ fn a_repeated_request_shares_few_connections_in_turn() {
     assert_eq!((s.sent, s.responses, s.errors()), (300, 300, 0), "{report}");
     assert_eq!(server.connections(), 1, "{report}");
 }
+
+#[test]
+fn a_repeated_request_meets_a_large_answer_and_a_closed_connection() {
+    // A lane's connection brings an answer larger than a receive buffer,
+    // then closes after taking a request (no answer, no notice): the slot
+    // reads the one and sends the other again on a new connection (a GET
+    // that got no byte of answer), with no request lost or timed out.
+    let big = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}",
+        "x".repeat(100_000)
+    );
+    let server = RawServer::start(move |mut conn, n| {
+        use std::io::Write;
+        let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut answered = 0;
+        while read_request(&mut conn).is_some() {
+            if n == 0 && answered == 11 {
+                return;
+            }
+            let answer = if n == 0 && answered == 5 {
+                big.as_bytes()
+            } else {
+                plain
+            };
+            conn.write_all(answer).unwrap();
+            answered += 1;
+        }
+    });
+    let url = format!("http://{}/", server.addr);
+    let args = [
+        "--method",
+        "GET",
+        "-c",
+        "1",
+        "--timeout",
+        "5s",
+        "--stop-after",
+        "20",
+        &url,
+    ];
+    let (out, report) = run_lib(&args, b"");
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.sent, s.responses, s.errors()), (20, 20, 0), "{report}");
+    assert_eq!(s.bytes_in, 19 * 2 + 100_000, "{report}");
+    // Nothing waited for a request's deadline to be read: a lane left
+    // asleep with its answer in hand would hold the run for the whole
+    // timeout (the answer's latency, timed when it landed, would not
+    // show it).
+    assert!(out.elapsed < Duration::from_secs(5), "{report}");
+    assert_eq!(server.connections(), 2, "{report}");
+}

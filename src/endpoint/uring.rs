@@ -133,6 +133,10 @@ pub(crate) trait Relay {
     /// The request [`Relayed::Next`] gave was not all sent at once:
     /// `written` bytes of it went. The relay is then over.
     fn unsent(&self, written: usize);
+    /// The relay is over without a word from it: what came (bytes that
+    /// did not land alone, the end of the stream, an error) is the
+    /// reader's, who is woken.
+    fn left(&self);
 }
 
 /// What a [`Relay`] did with a burst that landed.
@@ -601,6 +605,9 @@ impl Ring {
                     c.cancelling = false;
                 }
                 c.landed = Some(*landed.get_or_insert_with(Instant::now));
+                if let Some(relay) = c.relay.take() {
+                    relay.left();
+                }
                 self.ready.extend(c.reader.take());
                 if cancel {
                     self.cancel(idx, Op::Recv);
@@ -1387,6 +1394,19 @@ mod tests {
         next: &'static [u8],
         seen: RefCell<Vec<(Vec<u8>, Instant)>>,
         unsent: std::cell::Cell<Option<usize>>,
+        left: std::cell::Cell<bool>,
+    }
+
+    impl Echo {
+        fn new(takes: usize, next: &'static [u8]) -> Rc<Echo> {
+            Rc::new(Echo {
+                takes,
+                next,
+                seen: RefCell::new(Vec::new()),
+                unsent: std::cell::Cell::new(None),
+                left: std::cell::Cell::new(false),
+            })
+        }
     }
 
     impl Relay for Echo {
@@ -1406,6 +1426,10 @@ mod tests {
         fn unsent(&self, written: usize) {
             self.unsent.set(Some(written));
         }
+
+        fn left(&self) {
+            self.left.set(true);
+        }
     }
 
     /// A relay takes each answer in the driver's turn, where it landed,
@@ -1417,12 +1441,7 @@ mod tests {
         let Some((mut c, mut s)) = pair().await else {
             return;
         };
-        let echo = Rc::new(Echo {
-            takes: 3,
-            next: b"next",
-            seen: RefCell::new(Vec::new()),
-            unsent: std::cell::Cell::new(None),
-        });
+        let echo = Echo::new(3, b"next");
         let woken = Arc::new(Flag(AtomicBool::new(false)));
         let waker = Waker::from(woken.clone());
         let cx = Context::from_waker(&waker);
@@ -1451,19 +1470,41 @@ mod tests {
 
         // Set again, a relay that declines its first answer leaves it to
         // the reader, whole.
-        let declines = Rc::new(Echo {
-            takes: 0,
-            next: b"",
-            seen: RefCell::new(Vec::new()),
-            unsent: std::cell::Cell::new(None),
-        });
+        let declines = Echo::new(0, b"");
         woken.0.store(false, Ordering::Relaxed);
-        assert!(c.relay(Some(declines), &cx));
+        assert!(c.relay(Some(declines.clone()), &cx));
         s.write_all(b"five").await.unwrap();
         until(|| woken.0.load(Ordering::Relaxed)).await;
         assert!(first_conn(|c| c.relay.is_none() && c.held.is_some()));
+        assert!(!declines.left.get(), "it said it declined");
         c.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"five");
+
+        // Bytes that do not land alone (a full buffer: more is coming) are
+        // never shown to the relay: it is over, and told so, and the
+        // reader reads them; so is the end of the stream.
+        for big in [true, false] {
+            let Some((mut c, mut s)) = pair().await else {
+                return;
+            };
+            let told = Echo::new(9, b"next");
+            woken.0.store(false, Ordering::Relaxed);
+            assert!(c.relay(Some(told.clone()), &cx));
+            if big {
+                s.write_all(&[b'z'; uring_bufs::SIZE * 2]).await.unwrap();
+            } else {
+                s.shutdown().await.unwrap();
+            }
+            until(|| woken.0.load(Ordering::Relaxed)).await;
+            assert!(told.left.get() && told.seen.borrow().is_empty());
+            let mut got = vec![0u8; uring_bufs::SIZE * 2];
+            if big {
+                c.read_exact(&mut got).await.unwrap();
+                assert!(got.iter().all(|&b| b == b'z'));
+            } else {
+                assert_eq!(c.read(&mut got).await.unwrap(), 0);
+            }
+        }
     }
 
     /// A waker that raises a flag.

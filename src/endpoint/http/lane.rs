@@ -103,6 +103,10 @@ impl Relay for Lane {
     fn unsent(&self, written: usize) {
         self.end.set(Some(End::Unsent(written)));
     }
+
+    fn left(&self) {
+        self.end.set(Some(End::Declined));
+    }
 }
 
 impl Slot {
