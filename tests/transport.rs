@@ -747,28 +747,29 @@ const KINDS_OF_ANSWER: &[&[&[u8]]] = &[
     &[b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nbye"],
 ];
 
-#[test]
-fn one_connection_carries_every_kind_of_answer_in_turn() {
-    // On a kept connection a request goes by the quick path, which reads
-    // only a plain answer, whole where it landed; every other kind is read
-    // on from where the quick path left it. Both I/O drivers run this.
-    let big = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}",
-        "x".repeat(100_000)
-    );
-    let server = RawServer::start(move |mut conn, n| {
+/// A plain answer, read where it landed on the ring.
+const PLAIN: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+/// An answer whose body is more than one receive holds.
+fn big_answer() -> Vec<u8> {
+    let mut big = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
+    big.resize(big.len() + 100_000, b'x');
+    big
+}
+
+/// A server whose first connection answers one request with each entry of
+/// `script` in turn (in the writes listed) and then closes; every later
+/// connection answers every request plainly.
+fn scripted(script: Vec<Vec<Vec<u8>>>) -> RawServer {
+    RawServer::start(move |mut conn, n| {
         use std::io::Write;
         if n > 0 {
             while read_request(&mut conn).is_some() {
-                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                let _ = conn.write_all(PLAIN);
             }
             return;
         }
-        // A body over what one receive holds, after the fourth answer.
-        let mut script: Vec<&[&[u8]]> = KINDS_OF_ANSWER.to_vec();
-        let whole = [big.as_bytes()];
-        script.insert(4, &whole);
-        for writes in script {
+        for writes in &script {
             if read_request(&mut conn).is_none() {
                 return;
             }
@@ -776,7 +777,58 @@ fn one_connection_carries_every_kind_of_answer_in_turn() {
                 conn.write_all(w).unwrap();
             }
         }
-    });
+    })
+}
+
+/// Every kind of answer in [`KINDS_OF_ANSWER`], with a body over what one
+/// receive holds after the fourth, each after `plain` plain answers.
+fn kinds_after(plain: usize) -> Vec<Vec<Vec<u8>>> {
+    let mut kinds: Vec<Vec<Vec<u8>>> = KINDS_OF_ANSWER
+        .iter()
+        .map(|writes| writes.iter().map(|w| w.to_vec()).collect())
+        .collect();
+    kinds.insert(4, vec![big_answer()]);
+    let mut script = Vec::new();
+    for kind in kinds {
+        script.extend(std::iter::repeat_n(vec![PLAIN.to_vec()], plain));
+        script.push(kind);
+    }
+    script
+}
+
+/// A server whose first connection answers `answered` requests and holds
+/// the next until the client gives the connection up; every later
+/// connection answers every request.
+fn holding_after(answered: usize) -> RawServer {
+    RawServer::start(move |mut conn, n| {
+        use std::io::Write;
+        let mut done = 0;
+        while read_request(&mut conn).is_some() {
+            if n == 0 && done == answered {
+                continue;
+            }
+            done += 1;
+            let _ = conn.write_all(PLAIN);
+        }
+    })
+}
+
+/// Single-request mode on one connection to `server`: `--method GET -c 1`,
+/// then `args`.
+fn repeat_get(server: &RawServer, args: &[&str]) -> (versus::engine::RunOutput, String) {
+    let url = format!("http://{}/", server.addr);
+    let mut all = vec!["--method", "GET", "-c", "1"];
+    all.extend_from_slice(args);
+    all.push(&url);
+    run_lib(&all, b"")
+}
+
+#[test]
+fn one_connection_carries_every_kind_of_answer_in_turn() {
+    // On a kept connection a request goes by the quick path, which reads
+    // only a plain answer, whole where it landed; every other kind is read
+    // on from where the quick path left it. Both I/O drivers run this.
+    let server = scripted(kinds_after(0));
     let url = format!("http+get://{}/", server.addr);
     let (out, report) = run_lib(&["-c", "1", &url], b"a\nb\nc\nd\ne\nf\ng\nh\ni\n");
     let s = &out.stats.endpoints[0];
@@ -796,18 +848,7 @@ fn one_connection_carries_every_kind_of_answer_in_turn() {
 fn a_request_out_of_time_on_a_kept_connection_takes_it_along() {
     // The server answers the first request on its first connection and
     // never the second; the third goes on a new connection.
-    let server = RawServer::start(|mut conn, n| {
-        use std::io::Write;
-        let mut answered = 0;
-        while read_request(&mut conn).is_some() {
-            if n == 0 && answered == 1 {
-                // Held until the client gives the connection up.
-                continue;
-            }
-            answered += 1;
-            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-        }
-    });
+    let server = holding_after(1);
     let url = format!("http+get://{}/", server.addr);
     let (out, report) = run_lib(&["-c", "1", "--timeout", "300ms", &url], b"a\nb\nc\n");
     let s = &out.stats.endpoints[0];
@@ -826,41 +867,10 @@ fn one_request_repeated_meets_every_kind_of_answer_in_turn() {
     // repeated on its kept connection goes by a lane on the ring (each
     // answer taken, and the next request sent, in the driver's turn where
     // the answer landed); an answer a lane cannot take is read by the
-    // slot, from where the lane left it. Both I/O drivers run this.
-    let big = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}",
-        "x".repeat(100_000)
-    );
-    let server = RawServer::start(move |mut conn, n| {
-        use std::io::Write;
-        let plain: &[&[u8]] = &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"];
-        if n > 0 {
-            while read_request(&mut conn).is_some() {
-                let _ = conn.write_all(plain[0]);
-            }
-            return;
-        }
-        // Three plain answers before and after each other kind.
-        let whole = [big.as_bytes()];
-        let mut kinds: Vec<&[&[u8]]> = KINDS_OF_ANSWER.to_vec();
-        kinds.insert(4, &whole);
-        let mut script = Vec::new();
-        for kind in kinds {
-            script.extend([plain; 3]);
-            script.push(kind);
-        }
-        for writes in script {
-            if read_request(&mut conn).is_none() {
-                return;
-            }
-            for w in writes {
-                conn.write_all(w).unwrap();
-            }
-        }
-    });
-    let url = format!("http://{}/", server.addr);
-    let args = ["--method", "GET", "-c", "1", "--stop-after", "42", &url];
-    let (out, report) = run_lib(&args, b"");
+    // slot, from where the lane left it. Three plain answers before each
+    // other kind. Both I/O drivers run this.
+    let server = scripted(kinds_after(3));
+    let (out, report) = repeat_get(&server, &["--stop-after", "42"]);
     let s = &out.stats.endpoints[0];
     assert_eq!((s.sent, s.responses), (42, 42), "{report}");
     assert_eq!(s.errors(), 0, "{report}");
@@ -884,30 +894,8 @@ fn a_repeated_request_out_of_time_is_a_timeout_and_the_next_goes_on() {
     // The first connection answers three requests and holds the fourth:
     // on the ring the lane carrying them ends at the fourth's deadline,
     // which times it out; the fifth goes on a new connection.
-    let server = RawServer::start(|mut conn, n| {
-        use std::io::Write;
-        let mut answered = 0;
-        while read_request(&mut conn).is_some() {
-            if n == 0 && answered == 3 {
-                continue;
-            }
-            answered += 1;
-            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-        }
-    });
-    let url = format!("http://{}/", server.addr);
-    let args = [
-        "--method",
-        "GET",
-        "-c",
-        "1",
-        "--timeout",
-        "300ms",
-        "--stop-after",
-        "5",
-        &url,
-    ];
-    let (out, report) = run_lib(&args, b"");
+    let server = holding_after(3);
+    let (out, report) = repeat_get(&server, &["--timeout", "300ms", "--stop-after", "5"]);
     let s = &out.stats.endpoints[0];
     assert_eq!((s.sent, s.responses), (5, 4), "{report}");
     assert_eq!(
@@ -970,40 +958,12 @@ fn a_repeated_request_meets_a_large_answer_and_a_closed_connection() {
     // then closes after taking a request (no answer, no notice): the slot
     // reads the one and sends the other again on a new connection (a GET
     // that got no byte of answer), with no request lost or timed out.
-    let big = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{}",
-        "x".repeat(100_000)
-    );
-    let server = RawServer::start(move |mut conn, n| {
-        use std::io::Write;
-        let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-        let mut answered = 0;
-        while read_request(&mut conn).is_some() {
-            if n == 0 && answered == 11 {
-                return;
-            }
-            let answer = if n == 0 && answered == 5 {
-                big.as_bytes()
-            } else {
-                plain
-            };
-            conn.write_all(answer).unwrap();
-            answered += 1;
-        }
-    });
-    let url = format!("http://{}/", server.addr);
-    let args = [
-        "--method",
-        "GET",
-        "-c",
-        "1",
-        "--timeout",
-        "5s",
-        "--stop-after",
-        "20",
-        &url,
-    ];
-    let (out, report) = run_lib(&args, b"");
+    let mut script = vec![vec![PLAIN.to_vec()]; 11];
+    script[5] = vec![big_answer()];
+    // The twelfth request read, the connection closes.
+    script.push(Vec::new());
+    let server = scripted(script);
+    let (out, report) = repeat_get(&server, &["--timeout", "5s", "--stop-after", "20"]);
     let s = &out.stats.endpoints[0];
     assert_eq!((s.sent, s.responses, s.errors()), (20, 20, 0), "{report}");
     assert_eq!(s.bytes_in, 19 * 2 + 100_000, "{report}");
