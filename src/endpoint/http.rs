@@ -811,14 +811,20 @@ fn is_origin_form(path: &str) -> bool {
 
 /// [`Slot::send`] on `slot`, its parts (the quick path, then the general
 /// one where it left off) awaited by the caller itself: the engine's
-/// request loop so has an `async fn` level fewer a request.
+/// request loop so has an `async fn` level fewer a request. With a
+/// `flight` (a request a lane left in flight, see [`Slot::lane`]) the
+/// quick path takes it up where it stands.
 macro_rules! send_on {
-    ($slot:expr, $req:expr, $keep_body:expr, $due:expr, $out:expr) => {{
+    ($slot:expr, $req:expr, $keep_body:expr, $due:expr, $out:expr) => {
+        $crate::endpoint::send_on!($slot, $req, $keep_body, $due, $out, None)
+    };
+    ($slot:expr, $req:expr, $keep_body:expr, $due:expr, $out:expr, $flight:expr) => {{
         let slot: &mut $crate::endpoint::Slot = $slot;
         let (req, keep_body, due) = ($req, $keep_body, $due);
         let out: &mut Option<$crate::model::Outcome> = $out;
-        let resume = match slot.quick() {
-            true => slot.send_kept(req, keep_body, due, out).await,
+        let flight: Option<$crate::endpoint::Flight> = $flight;
+        let resume = match flight.is_some() || slot.quick() {
+            true => slot.send_kept(req, keep_body, due, out, flight).await,
             false => Err($crate::endpoint::Resume::start()),
         };
         if let Err(resume) = resume {
@@ -1000,16 +1006,18 @@ impl Slot {
 
     /// [`Slot::send`]'s quick path: the request on the connection this
     /// slot kept from its last one, when it can go there (see [`Kept`]),
-    /// its outcome put in `out` (where its reader finds it: not moved
-    /// from future to future); where [`Slot::send_from`] is to take it up
-    /// otherwise. The engine's request loop awaits the two itself: a
-    /// future level fewer.
+    /// or the request in `flight` there (a lane's, see [`Slot::lane`]),
+    /// taken up where it stands; its outcome put in `out` (where its
+    /// reader finds it: not moved from future to future); where
+    /// [`Slot::send_from`] is to take it up otherwise. The engine's request
+    /// loop awaits the two itself: a future level fewer.
     pub fn send_kept<'a>(
         &'a mut self,
         req: &'a Request,
         keep_body: bool,
         due: Option<Instant>,
         out: &'a mut Option<Outcome>,
+        flight: Option<Flight>,
     ) -> impl std::future::Future<Output = Result<(), Resume>> + 'a {
         Kept {
             slot: self,
@@ -1017,26 +1025,7 @@ impl Slot {
             keep_body,
             due,
             out,
-            flight: None,
-        }
-    }
-
-    /// [`Slot::send_kept`] for a request a lane left in flight (see
-    /// [`Slot::lane`]): taken up where it stands.
-    pub fn send_kept_from<'a>(
-        &'a mut self,
-        req: &'a Request,
-        keep_body: bool,
-        out: &'a mut Option<Outcome>,
-        flight: Flight,
-    ) -> impl std::future::Future<Output = Result<(), Resume>> + 'a {
-        Kept {
-            slot: self,
-            req,
-            keep_body,
-            due: None,
-            out,
-            flight: Some(flight),
+            flight,
         }
     }
 

@@ -563,7 +563,6 @@ impl Ring {
                 // Not the last completion of the armed receive: it stays
                 // armed.
                 let armed = cqueue::more(flags);
-
                 let mut cancel = false;
                 c.recv = match (res, buf) {
                     (0, _) => Recv::Eof,

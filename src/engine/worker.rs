@@ -989,12 +989,9 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
             let Some((mut place, mut work, mut due, mut warmup)) = claimed else {
                 break;
             };
-            core.inflight.borrow_mut()[e] += 1;
-            // Whether its request was counted as sent (by a lane).
-            let mut counted = false;
+            begin(&core, e, &work, warmup);
             let mut flight = None;
-            if let Some(req) = lane_for(&core, &slot, &work, due, warmup) {
-                core.stats.borrow_mut().endpoints[e].sent += 1;
+            if let Some(req) = lane_for(&core, &slot, &work, due) {
                 let turns = Rc::new(Turns {
                     core: core.clone(),
                     e,
@@ -1004,7 +1001,6 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                         work,
                         due,
                         warmup,
-                        counted: true,
                     })),
                 });
                 let laned = slot.lane(&req, core.keep_body, turns.clone()).await;
@@ -1012,8 +1008,12 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 let Some(unit) = turns.unit.take() else {
                     continue;
                 };
-                (place, work, due, warmup, counted) =
-                    (unit.place, unit.work, unit.due, unit.warmup, unit.counted);
+                Unit {
+                    place,
+                    work,
+                    due,
+                    warmup,
+                } = unit;
                 if let Laned::Flight(f) = laned {
                     flight = Some(f);
                 }
@@ -1024,23 +1024,9 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
             let mut done = None;
             match &work {
                 Work::Request(req) => {
-                    if !warmup && !counted {
-                        core.stats.borrow_mut().endpoints[e].sent += 1;
-                    }
-                    let (outcome, error) = Done::one(&mut done);
-                    if let Some(f) = flight {
-                        let kept = slot.send_kept_from(req, core.keep_body, outcome, f).await;
-                        if let Err(resume) = kept {
-                            let from = slot.send_from(req, core.keep_body, due, resume);
-                            *outcome = Some(from.await);
-                        }
-                    } else {
-                        send_on!(&mut slot, req, core.keep_body, due, outcome);
-                    }
-                    *error = !warmup
-                        && outcome
-                            .as_ref()
-                            .is_some_and(|o| record(&core, e, req, o, None));
+                    let (outcome, _) = Done::one(&mut done);
+                    // `Slot::send`, its parts awaited here: a level fewer.
+                    send_on!(&mut slot, req, core.keep_body, due, outcome, flight);
                 }
                 Work::Flow(f, n) => {
                     let mix = core
@@ -1089,39 +1075,46 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     done = Some(Done::Flow(run));
                 }
             }
-            core.inflight.borrow_mut()[e] -= 1;
-            deliver(&core, e, place, work, warmup, &mut done);
+            settle(&core, e, place, work, warmup, &mut done);
         }
         core.live_slots.set(core.live_slots.get() - 1);
         core.done.notify_waiters();
     }
 }
 
-/// Whether `work` goes by a lane (see `Slot::lane`): a request made once,
-/// repeated (single-request mode), on a core that records nothing but its
-/// statistics (no outcome taps, no fault ledger), in the closed model and
-/// past the warm-up. Its request, if so.
-fn lane_for(
-    core: &Core,
-    slot: &Slot,
-    work: &Work,
-    due: Option<Instant>,
-    warmup: bool,
-) -> Option<Rc<Request>> {
+/// A unit of work claimed at endpoint `e`: in flight, and a counted
+/// request counted as sent (a flow's steps are counted as they are sent).
+fn begin(core: &Core, e: usize, work: &Work, warmup: bool) {
+    core.inflight.borrow_mut()[e] += 1;
+    if !warmup && matches!(work, Work::Request(_)) {
+        core.stats.borrow_mut().endpoints[e].sent += 1;
+    }
+}
+
+/// A unit of work done at endpoint `e` (its result in `done`): a counted
+/// request's outcome recorded (and whether it was an error noted with
+/// it), the unit no longer in flight, and delivered.
+fn settle(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: &mut Option<Done>) {
+    if let (Work::Request(req), Some(Done::One(Some(o), error))) = (&work, done.as_mut()) {
+        *error = !warmup && record(core, e, req, o, None);
+    }
+    core.inflight.borrow_mut()[e] -= 1;
+    deliver(core, e, place, work, warmup, done);
+}
+
+/// Whether `work` goes by a lane (see `Slot::lane`): a request made once
+/// and repeated (single-request mode, its work made on the core), in the
+/// closed model. Its request, if so.
+fn lane_for(core: &Core, slot: &Slot, work: &Work, due: Option<Instant>) -> Option<Rc<Request>> {
     let Work::Request(req) = work else {
         return None;
     };
-    let fits = core.direct.is_some()
-        && due.is_none()
-        && !warmup
-        && core.outcome_taps.is_empty()
-        && core.ledgers.iter().all(Option::is_none)
-        && slot.lane_fits(req);
+    let fits = core.direct.is_some() && due.is_none() && slot.lane_fits(req);
     fits.then(|| req.clone())
 }
 
-/// A lane's rounds at endpoint `e`: each answer recorded and delivered as
-/// [`drive`] records and delivers a request's, and the next unit claimed.
+/// A lane's rounds at endpoint `e`: each answer settled as [`drive`]
+/// settles a request's, and the next unit claimed.
 struct Turns {
     core: Rc<Core>,
     e: usize,
@@ -1131,46 +1124,38 @@ struct Turns {
     unit: RefCell<Option<Unit>>,
 }
 
-/// A unit of work claimed (see [`look`]), and whether its request was
-/// counted as sent.
+/// A unit of work claimed (see [`look`]).
 struct Unit {
     place: usize,
     work: Work,
     due: Option<Instant>,
     warmup: bool,
-    counted: bool,
 }
 
 impl Rounds for Turns {
     fn answered(&self, outcome: Outcome) -> bool {
         let (core, e) = (&*self.core, self.e);
-        let Some(unit) = self.unit.take() else {
+        let Some(Unit {
+            place,
+            work,
+            warmup,
+            ..
+        }) = self.unit.take()
+        else {
             return false;
         };
-        let mut done = None;
-        let (o, error) = Done::one(&mut done);
-        let o = o.insert(outcome);
-        if let Work::Request(req) = &unit.work {
-            *error = !unit.warmup && record(core, e, req, o, None);
-        }
-        core.inflight.borrow_mut()[e] -= 1;
-        deliver(core, e, unit.place, unit.work, unit.warmup, &mut done);
+        let mut done = Some(Done::One(Some(outcome), false));
+        settle(core, e, place, work, warmup, &mut done);
         let Claim::Got(place, work, due, warmup) = look(core, e) else {
             return false;
         };
-        core.inflight.borrow_mut()[e] += 1;
-        let again = due.is_none()
-            && !warmup
-            && matches!(&work, Work::Request(r) if Rc::ptr_eq(r, &self.req));
-        if again {
-            core.stats.borrow_mut().endpoints[e].sent += 1;
-        }
+        begin(core, e, &work, warmup);
+        let again = due.is_none() && matches!(&work, Work::Request(r) if Rc::ptr_eq(r, &self.req));
         *self.unit.borrow_mut() = Some(Unit {
             place,
             work,
             due,
             warmup,
-            counted: again,
         });
         again
     }
