@@ -19,7 +19,7 @@ use super::timer::PreciseTimer;
 use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
 use super::Stop;
-use crate::endpoint::{send_on, Laned, Link, Prepared, Rounds, Slot};
+use crate::endpoint::{send_on, wait_in_ring, Laned, Link, Prepared, Rounds, Slot};
 use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
@@ -169,6 +169,8 @@ struct Core {
     /// Per flow of the mix, its name (empty unless there are several).
     flow_names: Vec<String>,
     live_slots: Cell<usize>,
+    /// Slots whose work a lane carries (see [`OnLane`]).
+    lanes: Cell<usize>,
     inflight: RefCell<Vec<u32>>,
     /// Slots per endpoint waiting for a request (open model: a request
     /// released when none is free starts late).
@@ -186,6 +188,7 @@ const WARM_WAVE: usize = 256;
 pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(before_sleep)
         .build()?;
     let local = tokio::task::LocalSet::new();
     let WorkerJob {
@@ -326,6 +329,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         pause_changed: Notify::new(),
         input_ended: Cell::new(false),
         live_slots: Cell::new(endpoints * per_endpoint),
+        lanes: Cell::new(0),
         inflight: RefCell::new(vec![0; endpoints]),
         idle: RefCell::new(vec![0; endpoints]),
         held_since: RefCell::new(vec![None; endpoints]),
@@ -545,6 +549,13 @@ fn fresh_stats(endpoints: usize, steps: &[Vec<String>], flows: &[String]) -> Run
 }
 
 impl Core {
+    /// Tell the runtime's hook ([`before_sleep`]) whether lanes carry all
+    /// of this core's work now.
+    fn lanes_changed(&self) {
+        let lanes = self.lanes.get();
+        ALL_LANED.set(lanes > 0 && lanes == self.live_slots.get());
+    }
+
     /// Empty statistics for the next interval.
     fn fresh_stats(&self) -> RunStats {
         fresh_stats(self.labels.len(), &self.step_names, &self.flow_names)
@@ -1003,7 +1014,9 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                         warmup,
                     })),
                 });
+                let on_lane = OnLane::new(&core);
                 let laned = slot.lane(&req, core.keep_body, turns.clone()).await;
+                drop(on_lane);
                 // What the lane left claimed: in flight, or not begun.
                 let Some(unit) = turns.unit.take() else {
                     continue;
@@ -1078,6 +1091,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
             settle(&core, e, place, work, warmup, &mut done);
         }
         core.live_slots.set(core.live_slots.get() - 1);
+        core.lanes_changed();
         core.done.notify_waiters();
     }
 }
@@ -1100,6 +1114,41 @@ fn settle(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: &
     }
     core.inflight.borrow_mut()[e] -= 1;
     deliver(core, e, place, work, warmup, done);
+}
+
+thread_local! {
+    /// Lanes carry all the work of this thread's core: every live slot's
+    /// work is on one.
+    static ALL_LANED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The core's runtime is about to sleep: while lanes carry all of its
+/// work, nothing waits on the runtime's reactor but its timers (a slot's
+/// deadline, the run's end, the ticks) and other threads' wake-ups, so the
+/// core waits in its ring instead (`endpoint::wait_in_ring`, where a
+/// timer is late by a millisecond at most, the runtime's own tick).
+fn before_sleep() {
+    if ALL_LANED.get() {
+        wait_in_ring();
+    }
+}
+
+/// A slot on a lane, counted in its core's lanes while it lives.
+struct OnLane<'a>(&'a Core);
+
+impl<'a> OnLane<'a> {
+    fn new(core: &'a Core) -> Self {
+        core.lanes.set(core.lanes.get() + 1);
+        core.lanes_changed();
+        OnLane(core)
+    }
+}
+
+impl Drop for OnLane<'_> {
+    fn drop(&mut self) {
+        self.0.lanes.set(self.0.lanes.get() - 1);
+        self.0.lanes_changed();
+    }
 }
 
 /// Whether `work` goes by a lane (see `Slot::lane`): a request made once
