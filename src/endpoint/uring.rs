@@ -70,7 +70,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
@@ -85,19 +85,17 @@ const ENTRIES: u32 = 256;
 const SEND_MAX: usize = 64 * 1024;
 /// The user data of cancel requests, whose completions are not looked at.
 const CANCEL: u64 = u64::MAX;
-/// How long a wait in the ring goes on taking answers (see
-/// [`Ring::wait`]): the runtime's timer tick (its timers are kept in
-/// milliseconds), so that while answers come a timer or another thread's
-/// wake-up is seen about as soon as the runtime would see it.
-const WAIT_AT_MOST: Duration = Duration::from_millis(1);
 /// The user data of the ring's alarm (see [`Ring::wait`]).
 const ALARM: u64 = u64::MAX - 1;
 /// How long after it is armed the ring's alarm rings: the longest a wait
-/// in the ring sleeps while no answer comes. Longer than
-/// [`WAIT_AT_MOST`] because each alarm costs two reprogrammings of the
-/// CPU's timer (in a VM, two exits to the hypervisor): at one millisecond
-/// the alarm cost 3 % more CPU a request, where one in every enter that
-/// sleeps cost 9 %. The kernel reads it when the alarm is submitted.
+/// in the ring lasts, so the longest the runtime's timers and other
+/// threads' wake-ups wait while lanes carry a core's work. Each wait that
+/// ends costs the runtime a look at its timers and wake-ups (an
+/// `epoll_wait` that does not sleep, the driver task's poll): at one
+/// millisecond that was 4-8 % more CPU a request where answers come 100 ms
+/// late on 1,000 connections, and the alarm itself, a timer armed and
+/// fired, 3 % more under full load (a timer in every enter that sleeps
+/// instead cost 9 %). The kernel reads it when the alarm is submitted.
 static ALARM_AFTER: types::Timespec = types::Timespec::new().nsec(10_000_000);
 
 /// Which I/O driver a run's plain-TCP HTTP/1.1 connections use.
@@ -544,11 +542,11 @@ impl Ring {
 
     /// Wait in the ring's own enter for its completions and take each as
     /// it comes (see [`wait_in_ring`]), turn after turn, until one wakes a
-    /// task, [`WAIT_AT_MOST`] has passed, the alarm rings, or an enter
-    /// files nothing (a signal). The alarm, armed here unless it already
-    /// is, bounds a wait that no answer ends ([`ALARM_AFTER`]); no timer is
-    /// armed for each enter (one in every enter that sleeps measured 9 %
-    /// more CPU a request). The eventfd is off meanwhile, as in a pass.
+    /// task, the alarm rings, or an enter files nothing (a signal; the
+    /// runtime then sleeps in its own wait). The alarm, armed here unless
+    /// it already is, rings [`ALARM_AFTER`] after it was armed; no timer
+    /// is armed for each enter. The eventfd is off meanwhile, as in a
+    /// pass.
     fn wait(&mut self) {
         if !self.alarm {
             let e = opcode::Timeout::new(&ALARM_AFTER).build().user_data(ALARM);
@@ -561,14 +559,20 @@ impl Ring {
             self.alarm = true;
         }
         self.rang = false;
-        let began = Instant::now();
         self.ring.completion().disable_eventfd();
-        while self.ready.is_empty() && !self.rang && began.elapsed() < WAIT_AT_MOST {
+        while self.ready.is_empty() && !self.rang {
             if self.turn_after(true) == 0 {
                 break;
             }
         }
         self.eventfd_on();
+        if self.rang {
+            // The runtime looks at its timers and wake-ups without
+            // sleeping (the driver task is work to do), then comes back
+            // here; left to sleep in its `epoll_wait`, it would be woken
+            // by the eventfd for the next answer, a wake-up more.
+            self.kick();
+        }
     }
 
     /// Arm the receives that found the pool empty this turn, as many as it
@@ -922,8 +926,7 @@ fn prefetch_task(w: &Waker) {
 /// thread's ring for its completions, not in the runtime's `epoll_wait`,
 /// and take them there ([`Ring::wait`]), then wake the tasks they are for.
 /// The runtime's timers and other threads' wake-ups wait meanwhile, at
-/// most [`WAIT_AT_MOST`] while answers come and [`ALARM_AFTER`] while none
-/// do; work that needs the
+/// most [`ALARM_AFTER`]; work that needs the
 /// runtime's reactor (a connect, a stream on epoll) must not be waiting
 /// then, which is why the engine asks only while lanes carry everything.
 /// For the runtime's `on_thread_park` hook: a task woken here runs before
