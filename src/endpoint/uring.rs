@@ -2159,14 +2159,18 @@ mod tests {
             // block.
             unsafe { libc::read(fd, (&raw mut n).cast(), 8) == 8 }
         };
-        // Taken in the wait's first enter.
+        // Taken in the wait's first enter; then nothing comes, and the
+        // wait sleeps in its enter until the alarm.
         std::io::Write::write_all(&mut b, b"x").unwrap();
         let _ = readable(ring.eventfd.as_raw_fd());
         ring.wait();
         assert_eq!(&buf, b"x");
         assert!(!ring.ring.submission().taskrun(), "work left waiting");
-        // Nothing comes: the wait sleeps in its enter until the alarm
-        // (armed by the first wait if that one ended sooner).
+        assert!(
+            ring.rang && !ring.alarm,
+            "the wait did not end by its alarm"
+        );
+        // The next wait arms the alarm again.
         ring.wait();
         assert!(
             ring.rang && !ring.alarm,
