@@ -2100,21 +2100,7 @@ mod tests {
         };
         let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
         let mut buf = [0u8; 8];
-        let mut recv = |ring: &mut Ring, at: usize| {
-            let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf[at..].as_mut_ptr(), 1)
-                .build()
-                .user_data(CANCEL);
-            unsafe { ring.ring.submission().push(&e) }.unwrap();
-            ring.ring.submit().unwrap();
-        };
-        let signalled = |fd: RawFd| {
-            let mut n = 0u64;
-            // SAFETY: reads at most 8 bytes into `n`; the eventfd does not
-            // block.
-            let r = unsafe { libc::read(fd, (&raw mut n).cast(), 8) };
-            r == 8 && n > 0
-        };
-        recv(&mut ring, 0);
+        recv_into(&mut ring, a.as_raw_fd(), &mut buf[0..1]);
         std::io::Write::write_all(&mut b, b"x").unwrap();
         // The deferred work's arrival signals it (and the read takes it).
         assert!(signalled(ring.eventfd.as_raw_fd()));
@@ -2127,7 +2113,7 @@ mod tests {
 
         // Work that comes while the eventfd is off signals nothing; the
         // pass takes it all the same.
-        recv(&mut ring, 1);
+        recv_into(&mut ring, a.as_raw_fd(), &mut buf[1..2]);
         ring.ring.completion().disable_eventfd();
         std::io::Write::write_all(&mut b, b"y").unwrap();
         assert!(!signalled(ring.eventfd.as_raw_fd()));
@@ -2135,6 +2121,27 @@ mod tests {
         ring.pass();
         assert!(!ring.ring.submission().taskrun(), "work left waiting");
         assert_eq!(&buf[..2], b"xy");
+    }
+
+    /// Arm a receive of `buf` on `fd` on the ring (its completion not
+    /// looked at) and submit it. `buf` must outlive the receive.
+    fn recv_into(ring: &mut Ring, fd: RawFd, buf: &mut [u8]) {
+        let e = opcode::Recv::new(types::Fd(fd), buf.as_mut_ptr(), buf.len() as u32)
+            .build()
+            .user_data(CANCEL);
+        // SAFETY: the caller keeps `buf` alive while the receive is armed.
+        unsafe { ring.ring.submission().push(&e) }.unwrap();
+        ring.ring.submit().unwrap();
+    }
+
+    /// Whether the eventfd `fd` was signalled since this last looked (the
+    /// read takes the signal).
+    fn signalled(fd: RawFd) -> bool {
+        let mut n = 0u64;
+        // SAFETY: reads at most 8 bytes into `n`; the eventfd does not
+        // block.
+        let r = unsafe { libc::read(fd, (&raw mut n).cast(), 8) };
+        r == 8 && n > 0
     }
 
     /// A wait in the ring takes the completions that come, with the
@@ -2148,21 +2155,11 @@ mod tests {
         };
         let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
         let mut buf = [0u8; 1];
-        let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 1)
-            .build()
-            .user_data(CANCEL);
-        unsafe { ring.ring.submission().push(&e) }.unwrap();
-        ring.ring.submit().unwrap();
-        let readable = |fd: RawFd| {
-            let mut n = 0u64;
-            // SAFETY: reads at most 8 bytes into `n`; the eventfd does not
-            // block.
-            unsafe { libc::read(fd, (&raw mut n).cast(), 8) == 8 }
-        };
+        recv_into(&mut ring, a.as_raw_fd(), &mut buf);
         // Taken in the wait's first enter; then nothing comes, and the
         // wait sleeps in its enter until the alarm.
         std::io::Write::write_all(&mut b, b"x").unwrap();
-        let _ = readable(ring.eventfd.as_raw_fd());
+        let _ = signalled(ring.eventfd.as_raw_fd());
         ring.wait();
         assert_eq!(&buf, b"x");
         assert!(!ring.ring.submission().taskrun(), "work left waiting");
@@ -2177,7 +2174,7 @@ mod tests {
             "the wait did not end by its alarm"
         );
         assert!(
-            !readable(ring.eventfd.as_raw_fd()),
+            !signalled(ring.eventfd.as_raw_fd()),
             "a completion the wait took signalled the eventfd"
         );
     }
