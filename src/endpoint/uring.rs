@@ -932,24 +932,28 @@ fn prefetch_task(w: &Waker) {
 /// For the runtime's `on_thread_park` hook: a task woken here runs before
 /// the runtime would sleep.
 pub(crate) fn wait_in_ring() {
-    let ready = RING.try_with(|r| {
+    let waited = RING.try_with(|r| {
         let mut r = r.borrow_mut();
         let ring = r.as_mut()?;
         ring.wait();
-        Some(std::mem::take(&mut ring.ready))
+        Some((ring.id, std::mem::take(&mut ring.ready)))
     });
-    let Ok(Some(mut ready)) = ready else {
-        return;
-    };
+    if let Ok(Some((id, ready))) = waited {
+        wake_ready(id, ready);
+    }
+}
+
+/// Wake the tasks whose operations ring `id` completed (`ready`, taken
+/// from it while it was borrowed), with the ring released, their memory
+/// asked for first; the vector goes back to the ring for its memory.
+fn wake_ready(id: u64, mut ready: Vec<Waker>) {
+    for w in &ready {
+        prefetch_task(w);
+    }
     for w in ready.drain(..) {
         w.wake();
     }
-    // The vector is kept for its memory.
-    let _ = RING.try_with(|r| {
-        if let Some(ring) = r.borrow_mut().as_mut() {
-            ring.ready = ready;
-        }
-    });
+    let _ = with_ring(id, |ring| ring.ready = ready);
 }
 
 /// The most turns in one pass of the driver (see `Ring::pass`): a few,
@@ -976,17 +980,10 @@ impl Future for Driver {
             ring.pass();
             std::mem::take(&mut ring.ready)
         });
-        // Woken with the ring released; the vector is kept for its memory.
-        let Some(mut ready) = ready else {
+        let Some(ready) = ready else {
             return Poll::Ready(());
         };
-        for w in &ready {
-            prefetch_task(w);
-        }
-        for w in ready.drain(..) {
-            w.wake();
-        }
-        let _ = with_ring(self.id, |ring| ring.ready = ready);
+        wake_ready(self.id, ready);
         Poll::Pending
     }
 }
