@@ -92,6 +92,35 @@ fn latency_on_one_endpoint_adds_its_setting_and_leaves_the_other_alone() {
     assert!(report.contains("latency 100ms"), "{report}");
 }
 
+/// A repeated request (single-request mode, where lanes carry the slots'
+/// work) through a latency fault: the proxy runs on the same core, so the
+/// core must not sleep where the proxy's sockets go unseen (the wait in
+/// the ring): the fault adds its setting and versus adds nothing.
+#[test]
+fn latency_on_a_repeated_request_adds_its_setting_and_no_more() {
+    let _alone = alone();
+    let server = Server::start(|_| Reply::ok("ok"));
+    let (out, report) = run_lib(
+        &[
+            "--method",
+            "GET",
+            "--stop-after=100",
+            "-c",
+            "2",
+            "--threads",
+            "1",
+            "--fault",
+            "0=latency 20ms",
+            &server.url(),
+        ],
+        b"",
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 100, "{report}");
+    let median = ms(&out, 0, 0.5);
+    assert!((median - 20.0).abs() <= 5.0, "median {median} ms\n{report}");
+    assert!(acted(&out, 0, "latency 20ms") >= 1);
+}
+
 #[test]
 fn jitter_spreads_latency_around_its_setting() {
     let _alone = alone();

@@ -550,10 +550,13 @@ fn fresh_stats(endpoints: usize, steps: &[Vec<String>], flows: &[String]) -> Run
 
 impl Core {
     /// Tell the runtime's hook ([`before_sleep`]) whether lanes carry all
-    /// of this core's work now.
+    /// of this core's work now, and nothing else of it waits on the
+    /// runtime's reactor: a core with fault proxies (one per endpoint with
+    /// a ledger) serves their sockets there, so it never waits in its ring.
     fn lanes_changed(&self) {
         let lanes = self.lanes.get();
-        ALL_LANED.set(lanes > 0 && lanes == self.live_slots.get());
+        let proxied = self.ledgers.iter().any(Option::is_some);
+        ALL_LANED.set(!proxied && lanes > 0 && lanes == self.live_slots.get());
     }
 
     /// Empty statistics for the next interval.
@@ -1117,8 +1120,9 @@ fn settle(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: &
 }
 
 thread_local! {
-    /// Lanes carry all the work of this thread's core: every live slot's
-    /// work is on one.
+    /// Lanes carry all the work of this thread's core (every live slot's
+    /// work is on one), and no fault proxy runs on it (see
+    /// `Core::lanes_changed`).
     static ALL_LANED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -1126,7 +1130,7 @@ thread_local! {
 /// work, nothing waits on the runtime's reactor but its timers (a slot's
 /// deadline, the run's end, the ticks) and other threads' wake-ups, so the
 /// core waits in its ring instead (`endpoint::wait_in_ring`, where a
-/// timer is late by a millisecond at most, the runtime's own tick).
+/// timer is late by the ring's alarm at most, 10 ms).
 fn before_sleep() {
     if ALL_LANED.get() {
         wait_in_ring();
