@@ -80,3 +80,29 @@ nginx_stop() {
     log "nginx stopped"
   fi
 }
+
+# profile_cmd TOOL SECS: the command that runs TOOL for SECS seconds in the
+# `single` scenario (the `h2` scenario for versus-h2 and h2load), pinned as
+# run.sh pins it, into the array CMD. Needs VERSUS, H1PORT and H2PORT; the
+# tools of bench/profile.sh and bench/profdiff.sh.
+PROFILE_TOOLS="versus wrk floor-epoll floor-uring-dm floor-uring-dmT floor-uring-dmxT versus-h2 h2load"
+profile_cmd() {
+  local tool="$1" secs="$2" streams="${H2_STREAMS:-50}"
+  local h1="http://127.0.0.1:$H1PORT/" h2="http://127.0.0.1:$H2PORT/"
+  case "$tool" in
+    versus) CMD=("$VERSUS" --method GET -c 50 --stop-after="${secs}s" --threads 1 --compare none "$h1") ;;
+    wrk) CMD=(wrk -t1 -c50 -d"${secs}s" "$h1") ;;
+    floor-epoll) CMD=(floor-epoll 50 "$secs" 127.0.0.1 "$H1PORT") ;;
+    floor-uring-*) CMD=(floor-uring 50 "$secs" 127.0.0.1 "$H1PORT" "${tool#floor-uring-}") ;;
+    versus-h2) CMD=("$VERSUS" --http2 --method GET -c "$streams" --stop-after="${secs}s" --threads 1 --compare none "$h2") ;;
+    h2load) CMD=(h2load -t1 -c1 -m "$streams" -D "$secs" "$h2") ;;
+    *) die "unknown tool '$tool' ($PROFILE_TOOLS)" ;;
+  esac
+  command -v "${CMD[0]}" >/dev/null || die "${CMD[0]} missing (bench/setup.sh)"
+}
+
+# completed FILE: the requests a tool's output (in FILE) says it completed.
+completed() {
+  awk '/Completed:/ { print $5 } /requests in/ { print $1 } /^requests:/ { print $8 }
+       / responses, / { for (i = 1; i < NF; i++) if ($(i+1) == "responses,") print $i }' "$1" | head -1
+}

@@ -5,10 +5,11 @@
 #
 #   bench/profile.sh [SECONDS [TOOL]]     # VERSUS=path; TOP=15
 #
-# TOOL: versus (the default), wrk, floor-epoll, floor-uring-dm or
-# floor-uring-dmxT (the floor clients of bench/floor, built by setup.sh;
-# dmxT sends each request at once and times answers by the turn, as versus
-# does), to profile the others the same way; versus-h2 and h2load profile the `h2` scenario instead (h2c, one
+# TOOL: versus (the default), wrk, floor-epoll or floor-uring-OPTS (the
+# floor clients of bench/floor, built by setup.sh, floor-uring with its
+# option letters: dm the latency-faithful floor, dmxT the same sending each
+# request at once and timing answers by the turn, as versus does), to
+# profile the others the same way; versus-h2 and h2load profile the `h2` scenario instead (h2c, one
 # connection of H2_STREAMS=50 streams, as run.sh h2).
 # Prints the split by binary/kernel (dso) and the top symbols by self time.
 # With hardware counters (perf stat -e instructions works) it also prints
@@ -25,24 +26,7 @@ mkdir -p "$WORK"
 trap nginx_stop EXIT
 trap 'exit 130' INT TERM
 nginx_start "$WORK/nginx"
-URL="http://127.0.0.1:$H1PORT/"
-H2_STREAMS="${H2_STREAMS:-50}"
-case "$TOOL" in
-  versus) CMD=("$VERSUS" --method GET -c 50 --stop-after="${SECS}s" --threads 1 --compare none "$URL") ;;
-  wrk) CMD=(wrk -t1 -c50 -d"${SECS}s" "$URL") ;;
-  floor-epoll) CMD=(floor-epoll 50 "$SECS" 127.0.0.1 "$H1PORT") ;;
-  floor-uring-dm) CMD=(floor-uring 50 "$SECS" 127.0.0.1 "$H1PORT" dm) ;;
-  floor-uring-dmxT) CMD=(floor-uring 50 "$SECS" 127.0.0.1 "$H1PORT" dmxT) ;;
-  versus-h2) CMD=("$VERSUS" --http2 --method GET -c "$H2_STREAMS" --stop-after="${SECS}s" --threads 1 --compare none "http://127.0.0.1:$H2PORT/") ;;
-  h2load) CMD=(h2load -t1 -c1 -m "$H2_STREAMS" -D "$SECS" "http://127.0.0.1:$H2PORT/") ;;
-  *) die "unknown tool '$TOOL' (versus wrk floor-epoll floor-uring-dm floor-uring-dmxT versus-h2 h2load)" ;;
-esac
-command -v "${CMD[0]}" >/dev/null || die "${CMD[0]} missing (bench/setup.sh)"
-# Completed requests as the tool reports them.
-completed() {
-  awk '/Completed:/ { print $5 } /requests in/ { print $1 } /^requests:/ { print $8 }
-       / responses, / { for (i = 1; i < NF; i++) if ($(i+1) == "responses,") print $i }' "$1" | head -1
-}
+profile_cmd "$TOOL" "$SECS"
 
 log "perf record: ${CMD[*]}"
 perf record -q -e cpu-clock -F 4999 -o "$WORK/perf.data" -- taskset -c 1 "${CMD[@]}" > "$WORK/tool.out" 2> "$WORK/perf.err" \
@@ -50,7 +34,7 @@ perf record -q -e cpu-clock -F 4999 -o "$WORK/perf.data" -- taskset -c 1 "${CMD[
 reqs="$(completed "$WORK/tool.out")"
 samples="$(perf report -i "$WORK/perf.data" --stdio --sort dso 2>/dev/null | awk '/^# Samples:/ { print $3 }')"
 
-echo "# perf profile: $TOOL, $(case "$TOOL" in versus-h2|h2load) echo "HTTP/2 (h2c, 1 connection x $H2_STREAMS streams)" ;; *) echo "single-request mode" ;; esac)"
+echo "# perf profile: $TOOL, $(case "$TOOL" in versus-h2|h2load) echo "HTTP/2 (h2c, 1 connection x ${H2_STREAMS:-50} streams)" ;; *) echo "single-request mode" ;; esac)"
 echo
 echo "command: perf record -e cpu-clock -F 4999 -- taskset -c 1 $(echo "${CMD[*]}" | sed "s|$VERSUS|versus|")"
 echo "requests completed: $reqs; samples: $samples (one per 200 µs of CPU)"
