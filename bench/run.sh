@@ -101,6 +101,7 @@ function to_ms(v,   n, u) {
   if (u == "us" || u == "µs") return n / 1000
   if (u == "ns") return n / 1000000
   if (u == "m") return n * 60000
+  if (u == "h") return n * 3600000
   return n * 1000
 }'
 parse_wrk() {
@@ -174,7 +175,8 @@ parse_h2load() {
 parse_versus() {
   awk "$AWK_UNITS"'
     /Completed:/ { total = $5 }
-    /total run time/ { for (i = 1; i <= NF; i++) if ($(i+1) == "total") run = to_ms($i) / 1000 }
+    # "…avg, 1m 17.1s total run time": every part of the duration counts.
+    /total run time/ { run = 0; for (i = 1; i <= NF; i++) if ($i == "avg,") for (j = i + 1; $j != "total"; j++) run += to_ms($j) / 1000 }
     /^ *Timing:.* avg, / && mean == "" { mean = to_ms($2) }
     /^ *99% in/ && p99 == "" { p99 = to_ms($3) }
     /^ *Errors: *[0-9]+ \(/ { errs = $2 }
