@@ -733,8 +733,15 @@ fn where_io_uring_is_refused_auto_runs_on_epoll_and_uring_is_an_error() {
 const KINDS_OF_ANSWER: &[&[&[u8]]] = &[
     // Plain: read where it landed, on the ring.
     &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"],
-    // Chunked.
+    // Chunked: read where it landed too, when it is whole there.
     &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"],
+    // Chunked, with an extension, two chunks and a trailer.
+    &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: t\r\n\r\n"],
+    // Chunked, its last chunk in a write of its own (one receive or two).
+    &[
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nsplit\r\n",
+        b"0\r\n\r\n",
+    ],
     // An interim answer before the final one.
     &[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 4\r\n\r\nabcd"],
     // The head and the body in two writes (one receive or two).
@@ -830,17 +837,23 @@ fn one_connection_carries_every_kind_of_answer_in_turn() {
     // on from where the quick path left it. Both I/O drivers run this.
     let server = scripted(kinds_after(0));
     let url = format!("http+get://{}/", server.addr);
-    let (out, report) = run_lib(&["-c", "1", &url], b"a\nb\nc\nd\ne\nf\ng\nh\ni\n");
+    let lines = b"a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\n";
+    let (out, report) = run_lib(&["-c", "1", &url], lines);
     let s = &out.stats.endpoints[0];
-    assert_eq!(s.responses, 9, "{report}");
+    assert_eq!(s.responses, 11, "{report}");
     assert_eq!(s.errors(), 0, "{report}");
     assert_eq!(
         (s.status[200], s.status[201], s.status[204]),
-        (7, 1, 1),
+        (9, 1, 1),
         "{report}"
     );
-    assert_eq!(s.bytes_in, 2 + 3 + 4 + 5 + 100_000 + 2 + 3 + 2, "{report}");
-    // The first eight on one connection, the last on the next.
+    let chunked = 3 + 11 + 5;
+    assert_eq!(
+        s.bytes_in,
+        2 + chunked + 4 + 5 + 100_000 + 2 + 3 + 2,
+        "{report}"
+    );
+    // The first ten on one connection, the last on the next.
     assert_eq!(server.connections(), 2, "{report}");
 }
 
@@ -879,13 +892,13 @@ fn one_request_repeated_meets_every_kind_of_answer_in_turn() {
         (40, 1, 1),
         "{report}"
     );
-    let plain = 2 * (42 - 8);
+    let (plain, chunked) = (2 * (42 - 10), 3 + 11 + 5);
     assert_eq!(
         s.bytes_in,
-        plain + 2 + 3 + 4 + 5 + 100_000 + 2 + 3,
+        plain + 2 + chunked + 4 + 5 + 100_000 + 2 + 3,
         "{report}"
     );
-    // Thirty-two on the first connection, the rest on the next.
+    // Forty on the first connection, the rest on the next.
     assert_eq!(server.connections(), 2, "{report}");
 }
 

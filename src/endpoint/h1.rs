@@ -199,20 +199,22 @@ pub(crate) fn plain_answer(
     let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, &mut head) else {
         return None;
     };
-    let len = match head.framing {
+    let rest = &bytes[n..];
+    let (body, len) = match head.framing {
         _ if head.status < 200 => return None,
-        _ if head_request || head.status == 204 || head.status == 304 => 0,
-        Framing::Length(len) if len <= max_body => len,
+        _ if head_request || head.status == 204 || head.status == 304 => {
+            (rest.is_empty().then(Bytes::new)?, 0)
+        }
+        Framing::Length(len) if len <= max_body && rest.len() as u64 == len => {
+            let body = if keep_body {
+                Bytes::copy_from_slice(rest)
+            } else {
+                Bytes::new()
+            };
+            (body, len)
+        }
+        Framing::Chunked => whole_chunked(rest, max_body, keep_body)?,
         _ => return None,
-    };
-    let body = &bytes[n..];
-    if body.len() as u64 != len {
-        return None;
-    }
-    let body = if keep_body {
-        Bytes::copy_from_slice(body)
-    } else {
-        Bytes::new()
     };
     // Whole in hand: it ended when its head came.
     let head_at = at.unwrap_or_else(Instant::now);
@@ -227,6 +229,49 @@ pub(crate) fn plain_answer(
         keep_alive: head.keep_alive,
         done_at: Some(head_at),
     })
+}
+
+/// A chunked body whole in `bytes`, and nothing after it: its bytes (when
+/// `keep_body`, the chunks joined) and its length, as
+/// [`Conn::read_chunked`] reads them. `None` when it is incomplete,
+/// malformed, longer than `max_body` or followed by other bytes: the
+/// answer is then read as any other, which says what is wrong with it.
+/// Not inlined into [`plain_answer`], whose common case it is not.
+#[inline(never)]
+fn whole_chunked(mut rest: &[u8], max_body: u64, keep_body: bool) -> Option<(Bytes, u64)> {
+    // The next line's length, within `MAX_LINE`.
+    let line = |rest: &[u8]| {
+        let n = rest.windows(2).position(|w| w == b"\r\n")?;
+        (n <= MAX_LINE).then_some(n)
+    };
+    let mut kept = keep_body.then(BytesMut::new);
+    let mut len: u64 = 0;
+    loop {
+        let n = line(rest)?;
+        let size = rest[..n].split(|&b| b == b';').next().unwrap_or(&[]);
+        let size = parse_hex(size.trim_ascii())?;
+        rest = &rest[n + 2..];
+        if size == 0 {
+            break;
+        }
+        len = len.checked_add(size).filter(|&len| len <= max_body)?;
+        let size = usize::try_from(size).ok()?;
+        let (data, after) = rest.split_at_checked(size)?;
+        rest = after.strip_prefix(b"\r\n")?;
+        if let Some(k) = &mut kept {
+            k.extend_from_slice(data);
+        }
+    }
+    // Trailers, ignored, up to the empty line.
+    loop {
+        let n = line(rest)?;
+        rest = &rest[n + 2..];
+        if n == 0 {
+            break;
+        }
+    }
+    rest.is_empty()
+        .then(|| (kept.map_or_else(Bytes::new, BytesMut::freeze), len))
 }
 
 /// How far the last exchange on a connection got before it ended: whether
@@ -524,8 +569,9 @@ impl<S: Io> Conn<S> {
     /// [`Io::poll_read_landed`]), wait for them, holding no read buffer,
     /// and read the answer where they landed when they are all of it: a
     /// head (with the headers in `keep`) that is no interim one, and the
-    /// whole body its length (or the request, or the status) says, no
-    /// longer than `max_body`, copied out when `keep_body`. `None`, with
+    /// whole body its length (or the request, or the status) says, or a
+    /// whole chunked body, no longer than `max_body`, copied out when
+    /// `keep_body`. `None`, with
     /// nothing read, otherwise (the bytes are then read into the read
     /// buffer as any others, and parsed there). For an empty read buffer.
     #[inline(always)]
@@ -1218,6 +1264,57 @@ mod tests {
                 assert!(a.keep_alive);
                 assert!(c.rbuf.is_empty());
             }
+        }
+    }
+
+    /// [`chunked_split_at_every_byte`]'s answer.
+    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\nTrailer: t\r\n\r\n";
+
+    /// [`plain_answer`] of `bytes`, at most `max_body` bytes of body,
+    /// kept or not.
+    fn in_place(bytes: &[u8], max_body: u64, keep_body: bool) -> Option<Answer> {
+        plain_answer(
+            bytes,
+            None,
+            &Heads::default(),
+            false,
+            (&[], max_body, keep_body),
+        )
+    }
+
+    #[test]
+    fn a_whole_chunked_answer_is_read_where_it_landed() {
+        for keep in [true, false] {
+            let a = in_place(CHUNKED, 11, keep).expect("whole");
+            assert_eq!((a.status, a.body_len, a.keep_alive), (200, 11, true));
+            assert_eq!(&a.body[..], if keep { &b"hello world"[..] } else { b"" });
+        }
+        let one = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        let a = in_place(one, 100, true).expect("whole");
+        assert_eq!((a.body_len, &a.body[..]), (3, &b"abc"[..]));
+    }
+
+    #[test]
+    fn a_chunked_answer_not_whole_and_alone_where_it_landed_is_read_as_any_other() {
+        // Every part of it short of the whole.
+        for at in 0..CHUNKED.len() {
+            assert!(in_place(&CHUNKED[..at], 100, true).is_none(), "{at} bytes");
+        }
+        // Followed by other bytes.
+        let mut more = CHUNKED.to_vec();
+        more.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        assert!(in_place(&more, 100, true).is_none());
+        // Longer than the most kept.
+        assert!(in_place(CHUNKED, 10, false).is_none());
+        // Malformed: a size that is no number, a chunk longer than its
+        // size, a line longer than any accepted.
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let long = format!("3;{}\r\nabc\r\n0\r\n\r\n", "x".repeat(MAX_LINE));
+        for body in ["zz\r\nabc\r\n0\r\n\r\n", "3\r\nabcd\r\n0\r\n\r\n", &long] {
+            assert!(
+                in_place(format!("{head}{body}").as_bytes(), u64::MAX, true).is_none(),
+                "{body}"
+            );
         }
     }
 
