@@ -21,7 +21,7 @@
 #   GRPC_MEM_SMALL=100000 GRPC_MEM_BIG=1000000   unary call counts of grpc's memory runs
 #   OUT=file           also write the markdown report here
 #   QUICK_SECS=3 QUICK_REPEAT=5          quick: seconds per run, rounds
-#   VERSUS_BASE=path   quick: a second versus binary (e.g. before a change) in the same rounds
+#   VERSUS_BASE=path   quick, sleep100: a second versus binary (e.g. before a change) in the same rounds
 #   QUICK_IO="uring epoll"  quick: versus also with each --io driver named, as versus-io-<driver>
 # Raw tool outputs go to bench/.work/run-<time>/.
 set -euo pipefail
@@ -544,6 +544,9 @@ sc_sleep100() {
     have wrk && measure wrk parse_wrk 1 -- wrk -t1 -c "$c" -d"${DURATION}s" --timeout 10s --latency "$BASE/sleep"
     have oha && measure oha parse_oha 1 -- oha -c "$c" -z "${DURATION}s" --no-tui "$BASE/sleep"
     measure versus parse_versus 1 -- "$VERSUS" --method GET -c "$c" --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/sleep"
+    if [ -n "${VERSUS_BASE:-}" ]; then
+      measure versus-base parse_versus 1 -- "$VERSUS_BASE" --method GET -c "$c" --stop-after="${DURATION}s" --threads 1 --compare none "$BASE/sleep"
+    fi
     # A check that --lead (default 1024) does not cap requests in flight:
     # the window is never smaller than twice the connections, so both runs
     # keep every connection busy.
