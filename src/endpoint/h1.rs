@@ -571,9 +571,9 @@ impl<S: Io> Conn<S> {
     /// head (with the headers in `keep`) that is no interim one, and the
     /// whole body its length (or the request, or the status) says, or a
     /// whole chunked body, no longer than `max_body`, copied out when
-    /// `keep_body`. `None`, with
-    /// nothing read, otherwise (the bytes are then read into the read
-    /// buffer as any others, and parsed there). For an empty read buffer.
+    /// `keep_body`. `None`, with nothing read, otherwise (the bytes are
+    /// then read into the read buffer as any others, and parsed there).
+    /// For an empty read buffer.
     #[inline(always)]
     pub fn poll_plain_answer(
         &mut self,
