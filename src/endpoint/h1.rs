@@ -240,16 +240,12 @@ pub(crate) fn plain_answer(
 #[inline(never)]
 fn whole_chunked(mut rest: &[u8], max_body: u64, keep_body: bool) -> Option<(Bytes, u64)> {
     // The next line's length, within `MAX_LINE`.
-    let line = |rest: &[u8]| {
-        let n = rest.windows(2).position(|w| w == b"\r\n")?;
-        (n <= MAX_LINE).then_some(n)
-    };
+    let line = |rest: &[u8]| crlf(rest).filter(|&n| n <= MAX_LINE);
     let mut kept = keep_body.then(BytesMut::new);
     let mut len: u64 = 0;
     loop {
         let n = line(rest)?;
-        let size = rest[..n].split(|&b| b == b';').next().unwrap_or(&[]);
-        let size = parse_hex(size.trim_ascii())?;
+        let size = chunk_size(&rest[..n])?;
         rest = &rest[n + 2..];
         if size == 0 {
             break;
@@ -731,7 +727,7 @@ impl<S: Io> Conn<S> {
     async fn line(&mut self) -> Result<usize, Failure> {
         let mut from = 0;
         loop {
-            if let Some(i) = self.rbuf[from..].windows(2).position(|w| w == b"\r\n") {
+            if let Some(i) = crlf(&self.rbuf[from..]) {
                 return Ok(from + i);
             }
             if self.rbuf.len() > MAX_LINE {
@@ -751,9 +747,7 @@ impl<S: Io> Conn<S> {
         let mut len: u64 = 0;
         loop {
             let n = self.line().await?;
-            let line = &self.rbuf[..n];
-            let size = line.split(|&b| b == b';').next().unwrap_or(&[]);
-            let size = parse_hex(size.trim_ascii()).ok_or(Failure::Protocol)?;
+            let size = chunk_size(&self.rbuf[..n]).ok_or(Failure::Protocol)?;
             self.rbuf.advance(n + 2);
             if size == 0 {
                 break;
@@ -881,6 +875,18 @@ fn parse_decimal(v: &[u8]) -> Option<u64> {
     v.iter().try_fold(0u64, |n, &b| {
         b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0'))
     })
+}
+
+/// Where the first CRLF in `buf` starts.
+fn crlf(buf: &[u8]) -> Option<usize> {
+    buf.windows(2).position(|w| w == b"\r\n")
+}
+
+/// The size a chunk-size line (without its CRLF) gives, its extensions
+/// after `;` ignored.
+fn chunk_size(line: &[u8]) -> Option<u64> {
+    let size = line.split(|&b| b == b';').next().unwrap_or(&[]);
+    parse_hex(size.trim_ascii())
 }
 
 fn parse_hex(v: &[u8]) -> Option<u64> {
