@@ -65,4 +65,5 @@ pub mod plan;
 pub mod report;
 pub mod results;
 pub mod scenario;
+pub mod slab;
 pub mod stats;

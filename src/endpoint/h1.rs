@@ -207,7 +207,7 @@ pub(crate) fn plain_answer(
         }
         Framing::Length(len) if len <= max_body && rest.len() as u64 == len => {
             let body = if keep_body {
-                Bytes::copy_from_slice(rest)
+                h1_bufs::keep(rest)
             } else {
                 Bytes::new()
             };
@@ -679,7 +679,7 @@ impl<S: Io> Conn<S> {
     /// without a copy.
     fn take_body(&mut self, n: usize) -> Bytes {
         if n < INITIAL.max(self.rbuf.capacity() / 4) {
-            let body = Bytes::copy_from_slice(&self.rbuf[..n]);
+            let body = h1_bufs::keep(&self.rbuf[..n]);
             bytes::Buf::advance(&mut self.rbuf, n);
             body
         } else {

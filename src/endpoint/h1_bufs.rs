@@ -10,10 +10,16 @@
 //! write. The few buffers that cycle are the ones last used, still in
 //! cache: the pool is last in, first out, so an answer is read into the
 //! buffer its request was just written from.
+//!
+//! A body kept for the comparison is copied out of the read buffer into
+//! the thread's [`Slab`] ([`keep`]), so the buffer goes back to the pool
+//! and the body costs no allocation of its own.
 
 use std::cell::RefCell;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+
+use crate::slab::Slab;
 
 /// A buffer's size when the pool makes one: a small answer, head and body,
 /// comes in one read.
@@ -27,6 +33,12 @@ const LARGEST_KEPT: usize = 4 * INITIAL;
 
 thread_local! {
     static POOL: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+    static BODIES: RefCell<Slab> = RefCell::new(Slab::new());
+}
+
+/// A copy of a kept body, made in this thread's slab.
+pub(crate) fn keep(body: &[u8]) -> Bytes {
+    BODIES.with_borrow_mut(|slab| slab.copy(body))
 }
 
 /// An empty buffer with room for at least [`INITIAL`] bytes: the one last

@@ -6,9 +6,8 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 
-use bytes::Bytes;
-
 use super::{Malformed, Next, Request, Source};
+use crate::slab::Slab;
 
 /// Reads one request per line.
 pub struct LinesSource<R> {
@@ -16,6 +15,8 @@ pub struct LinesSource<R> {
     max_line: usize,
     line_no: u64,
     buf: Vec<u8>,
+    /// Where the bodies are copied: one allocation per chunk of lines.
+    slab: Slab,
 }
 
 impl<R: Read + Send> LinesSource<R> {
@@ -32,6 +33,7 @@ impl<R: Read + Send> LinesSource<R> {
             max_line,
             line_no: 0,
             buf: Vec::new(),
+            slab: Slab::new(),
         }
     }
 
@@ -114,10 +116,7 @@ impl<R: Read + Send> Source for LinesSource<R> {
                     reason: format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
                 }));
             }
-            return Ok(Next::Request(Request::line(
-                0,
-                Bytes::copy_from_slice(&self.buf),
-            )));
+            return Ok(Next::Request(Request::line(0, self.slab.copy(&self.buf))));
         }
     }
 }
