@@ -20,9 +20,14 @@ pub fn mentions_error(body: &[u8]) -> bool {
     ERROR_KEY.find(body).is_some()
 }
 
-/// Where the key `"jsonrpc"` first occurs in a body.
-pub(crate) fn find_jsonrpc_key(body: &[u8]) -> Option<usize> {
-    JSONRPC_KEY.find(body)
+/// Whether a body holds the key `"jsonrpc"` anywhere, looked for first
+/// where a request has it (`{"jsonrpc"`, or `[{"jsonrpc"` in a batch, at
+/// `start`, the first byte that is not white space), so that the common
+/// body is not searched whole.
+pub(crate) fn has_jsonrpc_key(body: &[u8], start: usize) -> bool {
+    let at = &body[start..];
+    let first = at.strip_prefix(b"[").unwrap_or(at);
+    first.starts_with(b"{\"jsonrpc\"") || JSONRPC_KEY.find(body).is_some()
 }
 
 /// Where the key `"method"` first occurs in a body.
@@ -152,6 +157,30 @@ impl<'de> Deserialize<'de> for Present {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_jsonrpc_key_is_found_wherever_it_is() {
+        let bodies: [(&[u8], bool); 8] = [
+            (br#"{"jsonrpc":"2.0","id":1,"method":"eth_call"}"#, true),
+            (br#"[{"jsonrpc":"2.0","method":"a"}]"#, true),
+            (br#"{"method":"m","jsonrpc":"2.0"}"#, true),
+            (br#"[{"id":1,"jsonrpc":"2.0"}]"#, true),
+            (br#"{"jsonrpcx":1}"#, false),
+            (br#"{"jsonrpc:1}"#, false),
+            (br#"{"method":"m"}"#, false),
+            (br#"["#, false),
+        ];
+        for (body, has) in bodies {
+            assert_eq!(
+                has_jsonrpc_key(body, 0),
+                has,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+            let spaced = [b"  ".as_slice(), body].concat();
+            assert_eq!(has_jsonrpc_key(&spaced, 2), has);
+        }
+    }
 
     #[test]
     fn methods_of_single_and_batch_requests() {

@@ -2,7 +2,7 @@
 //! method, or its HTTP method and path. Cheap: a JSON-RPC method is read by
 //! a byte scan, not a parse.
 
-use super::jsonrpc::{find_jsonrpc_key, find_method_key};
+use super::jsonrpc::{find_method_key, has_jsonrpc_key};
 use crate::endpoint::{EndpointSpec, Style};
 use crate::model::Request;
 
@@ -13,12 +13,17 @@ pub use crate::model::OTHER;
 /// a batch, `None` when the body is not a JSON-RPC call.
 pub fn quick_jsonrpc_method(body: &[u8]) -> Option<&str> {
     let start = body.iter().position(|b| !b.is_ascii_whitespace())?;
-    match body[start] {
-        b'[' => return find_jsonrpc_key(body).map(|_| "batch"),
-        b'{' => {}
+    let batch = match body[start] {
+        b'[' => true,
+        b'{' => false,
         _ => return None,
+    };
+    if !has_jsonrpc_key(body, start) {
+        return None;
     }
-    find_jsonrpc_key(body)?;
+    if batch {
+        return Some("batch");
+    }
     let at = find_method_key(body)? + 8;
     let rest = &body[at..];
     let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
