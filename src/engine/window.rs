@@ -134,8 +134,10 @@ impl<W: Clone, D> Window<W, D> {
     /// Store endpoint `e`'s result for the work at `place` (and take back
     /// the work it claimed). When it was the last one missing, hand the
     /// work, every endpoint's result (in endpoint order) and whether it was
-    /// warm-up work to `judge`, free the place, and return true. With one
-    /// endpoint, `judge` is given the result where it lies, not moved.
+    /// warm-up work to `judge`, free the place, and return the work (its
+    /// copies dropped, for the caller to reuse what it holds); `None` while
+    /// it waits for others. With one endpoint, `judge` is given the result
+    /// where it lies, not moved.
     pub fn complete(
         &mut self,
         e: usize,
@@ -143,9 +145,9 @@ impl<W: Clone, D> Window<W, D> {
         work: W,
         result: &mut Option<D>,
         judge: impl FnOnce(&W, &mut [Option<D>], bool),
-    ) -> bool {
+    ) -> Option<W> {
         let Some(entry) = &mut self.entries[place] else {
-            return false;
+            return None;
         };
         let work = entry.work.get_or_insert(work);
         entry.pending -= 1;
@@ -157,15 +159,15 @@ impl<W: Clone, D> Window<W, D> {
             let at = place * self.endpoints;
             self.results[at + e] = result.take();
             if entry.pending > 0 {
-                return false;
+                return None;
             }
             let results = &mut self.results[at..at + self.endpoints];
             judge(work, results, entry.warmup);
             results.iter_mut().for_each(|r| *r = None);
         }
-        self.entries[place] = None;
+        let entry = self.entries[place].take();
         self.free.push(place);
-        true
+        entry.and_then(|e| e.work)
     }
 
     /// At the end of the run: how many counted units some endpoint started
@@ -213,11 +215,11 @@ mod tests {
             let (place, work) = got(w.claim(0));
             assert_eq!(work, n);
             places.push(place);
-            assert!(
-                !w.complete(0, place, work, &mut Some("a"), |_, _, _| panic!(
+            assert!(w
+                .complete(0, place, work, &mut Some("a"), |_, _, _| panic!(
                     "judged early"
                 ))
-            );
+                .is_none());
         }
         assert!(matches!(w.claim(0), Claim::Wait));
         assert!(w.holds_back(0));
@@ -227,12 +229,12 @@ mod tests {
         let (place, work) = got(w.claim(1));
         assert_eq!((place, work), (places[0], 0));
         let mut seen = Vec::new();
-        assert!(
-            w.complete(1, place, work, &mut Some("b"), |work, results, _| {
+        assert!(w
+            .complete(1, place, work, &mut Some("b"), |work, results, _| {
                 assert_eq!(results, [Some("a"), Some("b")]);
                 seen.push(*work)
             })
-        );
+            .is_some());
         assert_eq!(seen, [0]);
         assert!(w.has_space());
         assert!(!w.holds_back(0));
@@ -259,7 +261,7 @@ mod tests {
                 w.complete(0, place, work, &mut Some("ok"), |work, results, _| {
                     assert_eq!(results, [Some("ok")]);
                     judged.push(*work);
-                })
+                }) == Some(n)
             );
         }
         assert_eq!(judged, (1..100).collect::<Vec<_>>());
@@ -267,7 +269,7 @@ mod tests {
             w.complete(0, hung, hung_work, &mut Some("late"), |work, results, _| {
                 assert_eq!(results, [Some("late")]);
                 judged.push(*work);
-            })
+            }) == Some(0)
         );
         assert_eq!(judged.last(), Some(&0));
     }
@@ -288,7 +290,8 @@ mod tests {
         let (_, w1) = got(w.claim(1));
         // Work 1 is finished everywhere and judged although 0 is not.
         let mut judged = Vec::new();
-        assert!(w.complete(1, p1, w1, &mut Some("b"), |work, _, _| judged.push(*work)));
+        let back = w.complete(1, p1, w1, &mut Some("b"), |work, _, _| judged.push(*work));
+        assert_eq!(back, Some(1));
         assert_eq!(judged, [1]);
         // 0 started but unfinished; 2 never claimed: not counted.
         assert_eq!(w.drain_rest(), 1);
@@ -306,10 +309,11 @@ mod tests {
             let (q, last) = got(w.claim(1));
             assert_eq!(p, q);
             w.complete(1, q, last, &mut Some("b"), |_, _, _| panic!("judged early"));
-            assert!(w.complete(0, p, work, &mut Some("a"), |work, results, _| {
+            let back = w.complete(0, p, work, &mut Some("a"), |work, results, _| {
                 assert_eq!(*work, n);
                 assert_eq!(results, [Some("a"), Some("b")]);
-            }));
+            });
+            assert_eq!(back, Some(n));
         }
     }
 
@@ -329,14 +333,15 @@ mod tests {
             panic!()
         };
         assert_eq!(Rc::strong_count(&unit), 3);
-        assert!(!w.complete(1, p, last, &mut Some("b"), |_, _, _| panic!("judged early")));
+        assert!(w
+            .complete(1, p, last, &mut Some("b"), |_, _, _| panic!("judged early"))
+            .is_none());
         assert_eq!(Rc::strong_count(&unit), 3);
-        assert!(
-            w.complete(0, p, first, &mut Some("a"), |work, _, _| assert_eq!(
-                **work,
-                7
-            ))
-        );
+        // The judged work is handed back, its copies dropped.
+        let back = w.complete(0, p, first, &mut Some("a"), |work, _, _| {
+            assert_eq!(**work, 7)
+        });
+        assert!(back.is_some_and(|b| Rc::ptr_eq(&b, &unit)));
         assert_eq!(Rc::strong_count(&unit), 1);
         let mut one: Window<Rc<u64>, &str> = Window::new(1, 1);
         one.push(unit.clone(), None, false);
@@ -344,12 +349,10 @@ mod tests {
             panic!()
         };
         assert_eq!(Rc::strong_count(&unit), 2);
-        assert!(
-            one.complete(0, p, only, &mut Some("a"), |work, _, _| assert_eq!(
-                **work,
-                7
-            ))
-        );
+        let back = one.complete(0, p, only, &mut Some("a"), |work, _, _| {
+            assert_eq!(**work, 7)
+        });
+        assert!(back.is_some_and(|b| Rc::ptr_eq(&b, &unit)));
         assert_eq!(Rc::strong_count(&unit), 1);
     }
 }

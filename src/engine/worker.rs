@@ -141,6 +141,9 @@ struct Core {
     ledgers: Vec<Option<crate::fault::Ledger>>,
     /// The kind of the last request, for the per-method counts.
     kinds: RefCell<judge::KindCache>,
+    /// Judged stream requests no one else holds: their allocations, kept
+    /// for the next requests the feeder takes (see [`Core::share`]).
+    spare: RefCell<Vec<Rc<Request>>>,
     /// Warm-up requests this core still has to release.
     warmup_left: Cell<u64>,
     /// A stream's requests numbered below this are warm-up.
@@ -338,6 +341,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         keep_body,
         prefetch: (2 * per_endpoint).max(8),
         kinds: RefCell::new(judge::KindCache::default()),
+        spare: RefCell::new(Vec::new()),
         links: links.clone(),
         ledgers,
         warmup_left: Cell::new(warmup.count.unwrap_or(0)),
@@ -559,6 +563,34 @@ impl Core {
         ALL_LANED.set(!proxied && lanes > 0 && lanes == self.live_slots.get());
     }
 
+    /// A stream's request, to be shared by the endpoints: in the
+    /// allocation of one judged before it when one is spare (a `malloc`
+    /// and a `free` a request fewer).
+    fn share(&self, request: Request) -> Rc<Request> {
+        match self.spare.borrow_mut().pop() {
+            Some(mut rc) => match Rc::get_mut(&mut rc) {
+                Some(r) => {
+                    *r = request;
+                    rc
+                }
+                None => Rc::new(request),
+            },
+            None => Rc::new(request),
+        }
+    }
+
+    /// Keep a judged unit's request for [`Core::share`] when no one else
+    /// holds it.
+    fn spare(&self, work: Work) {
+        const KEPT: usize = 256;
+        if let Work::Request(rc) = work {
+            let mut spare = self.spare.borrow_mut();
+            if Rc::strong_count(&rc) == 1 && Rc::weak_count(&rc) == 0 && spare.len() < KEPT {
+                spare.push(rc);
+            }
+        }
+    }
+
     /// Empty statistics for the next interval.
     fn fresh_stats(&self) -> RunStats {
         fresh_stats(self.labels.len(), &self.step_names, &self.flow_names)
@@ -745,13 +777,13 @@ impl Feed {
     /// The next unit of work if one is at hand, without waiting.
     /// `counted`: the unit is counted (a repeated request's or a flow's
     /// quota counts only those; warm-up units come on top).
-    fn take_now(&mut self, counted: bool) -> Option<Work> {
+    fn take_now(&mut self, core: &Core, counted: bool) -> Option<Work> {
         match &mut self.input {
             WorkerInput::Repeat { remaining, .. } => match take_quota(remaining, counted) {
                 true => self.repeat.clone().map(Work::Request),
                 false => None,
             },
-            WorkerInput::Batches(_) => self.batch.next().map(|r| Work::Request(Rc::new(r))),
+            WorkerInput::Batches(_) => self.batch.next().map(|r| Work::Request(core.share(r))),
             WorkerInput::Flow {
                 mix,
                 next,
@@ -792,7 +824,7 @@ impl Feed {
     /// The next unit of work, waiting for input if needed.
     async fn next(&mut self, core: &Core, counted: bool) -> Option<Work> {
         loop {
-            if let Some(r) = self.take_now(counted) {
+            if let Some(r) = self.take_now(core, counted) {
                 return Some(r);
             }
             if !self.refill(core).await {
@@ -846,7 +878,7 @@ async fn feed(core: Rc<Core>, input: WorkerInput) {
             let mut w = core.window.borrow_mut();
             while w.has_space() && w.unclaimed() < core.prefetch {
                 let warmup = core.is_warmup();
-                match feed.take_now(!warmup) {
+                match feed.take_now(&core, !warmup) {
                     Some(r) => {
                         let warmup = core.warmup_of(&r, warmup);
                         core.released(warmup, None);
@@ -1269,7 +1301,7 @@ fn look(core: &Core, e: usize) -> Claim<Work> {
 /// [`deliver`]).
 fn take_direct(core: &Core, feed: &RefCell<Feed>) -> Claim<Work> {
     let warmup = core.is_warmup();
-    match feed.borrow_mut().take_now(!warmup) {
+    match feed.borrow_mut().take_now(core, !warmup) {
         Some(work) => {
             let warmup = core.warmup_of(&work, warmup);
             core.released(warmup, None);
@@ -1423,8 +1455,10 @@ fn deliver(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: 
     if core.inflight.borrow()[e] == 0 && w.holds_back(e) {
         core.held_since.borrow_mut()[e].get_or_insert_with(Instant::now);
     }
-    if judged {
+    drop(w);
+    if let Some(work) = judged {
         core.space.wake();
+        core.spare(work);
     }
 }
 
@@ -1450,13 +1484,18 @@ fn judge_work(core: &Core, work: &Work, results: &mut [Option<Done>], warmup: bo
             let mut errors = core.judged_errors.borrow_mut();
             outcomes.clear();
             errors.clear();
+            // Each outcome moved once, out of its place (left empty).
             for r in results.iter_mut() {
-                let (o, error) = match r.take() {
-                    Some(Done::One(o, error)) => (o, error),
-                    _ => (None, false),
-                };
-                outcomes.push(o);
-                errors.push(error);
+                match r {
+                    Some(Done::One(o, error)) => {
+                        outcomes.push(o.take());
+                        errors.push(*error);
+                    }
+                    _ => {
+                        outcomes.push(None);
+                        errors.push(false);
+                    }
+                }
             }
             judge::verdict(
                 plan,
