@@ -987,3 +987,119 @@ fn a_repeated_request_meets_a_large_answer_and_a_closed_connection() {
     assert!(out.elapsed < Duration::from_secs(5), "{report}");
     assert_eq!(server.connections(), 2, "{report}");
 }
+
+/// `n` distinct JSON-RPC lines, the `i`th with `"id":i`.
+fn rpc_lines(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"m{}\",\"params\":[]}}\n",
+                i % 3
+            )
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[test]
+fn a_compared_stream_of_lines_goes_on_with_each_answer_judged_against_its_own_request() {
+    // A stream's plain POST lines go by lanes on the ring: each answer is
+    // taken, and the next line formed and sent, where the answer landed.
+    // Each endpoint echoes the body it got, one changing every seventh:
+    // every line reaches both once, whole, and exactly those lines differ
+    // (an answer put down to another unit would differ elsewhere). Both
+    // I/O drivers run this.
+    let seen: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let log = seen.clone();
+    let a = Server::start(move |req| {
+        log.lock().unwrap().push(req.body.to_vec());
+        Reply::ok(req.body.clone())
+    });
+    let b = Server::start(|req| {
+        let body = String::from_utf8_lossy(&req.body).to_string();
+        let id: u64 = body
+            .split("\"id\":")
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        match id % 7 {
+            0 => Reply::ok(body.replace("\"params\"", "\"other\"")),
+            _ => Reply::ok(req.body.clone()),
+        }
+    });
+    let lines = rpc_lines(700);
+    let (ra, rb) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let (out, report) = run_lib(&["-c", "4", "--threads", "1", &ra, &rb], &lines);
+    for s in &out.stats.endpoints {
+        assert_eq!((s.sent, s.responses, s.errors()), (700, 700, 0), "{report}");
+    }
+    let v = &out.stats.verdicts;
+    assert_eq!((v.compared, v.mismatched), (700, 100), "{report}");
+    let mut got = seen.lock().unwrap().clone();
+    got.sort();
+    let mut want: Vec<Vec<u8>> = lines
+        .split(|&c| c == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "{report}");
+    // Few connections: the lanes kept theirs.
+    assert_eq!((a.connections(), b.connections()), (4, 4), "{report}");
+}
+
+#[test]
+fn a_stream_line_a_lane_cannot_form_is_sent_by_its_slot() {
+    // Every third line is over 64 KiB, which a lane does not form: the
+    // lane ends with it claimed, the slot sends it as any other request
+    // (its body written from the request itself), and a lane goes on
+    // with the lines after it.
+    let seen: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let log = seen.clone();
+    let server = Server::start(move |req| {
+        log.lock().unwrap().push(req.body.to_vec());
+        Reply::ok("{}")
+    });
+    let line = |i: usize| match i % 3 {
+        0 => format!("{i} {}", "x".repeat(70_000)),
+        _ => format!("{i}"),
+    };
+    let lines: String = (0..60).map(|i| line(i) + "\n").collect();
+    let url = server.url();
+    let (out, report) = run_lib(&["-c", "2", "--max-line", "100000", &url], lines.as_bytes());
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.sent, s.responses, s.errors()), (60, 60, 0), "{report}");
+    let mut got = seen.lock().unwrap().clone();
+    got.sort();
+    let mut want: Vec<Vec<u8>> = (0..60).map(|i| line(i).into_bytes()).collect();
+    want.sort();
+    assert!(got == want, "the server got other bodies\n{report}");
+}
+
+#[test]
+fn a_stream_of_lines_meets_every_kind_of_answer_in_turn() {
+    // As a repeated request does: a lane carrying a stream's lines ends
+    // at an answer it cannot take, the slot reads that one, and a lane
+    // takes up the lines after it.
+    let server = scripted(kinds_after(3));
+    let lines = rpc_lines(42);
+    let url = server.url();
+    let (out, report) = run_lib(&["-c", "1", &url], &lines);
+    let s = &out.stats.endpoints[0];
+    assert_eq!((s.sent, s.responses), (42, 42), "{report}");
+    assert_eq!(s.errors(), 0, "{report}");
+    assert_eq!(
+        (s.status[200], s.status[201], s.status[204]),
+        (40, 1, 1),
+        "{report}"
+    );
+    let (plain, chunked) = (2 * (42 - 10), 3 + 11 + 5);
+    assert_eq!(
+        s.bytes_in,
+        plain + 2 + chunked + 4 + 5 + 100_000 + 2 + 3,
+        "{report}"
+    );
+    assert_eq!(server.connections(), 2, "{report}");
+}

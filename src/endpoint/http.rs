@@ -565,13 +565,12 @@ impl Link {
         req: &'r Request,
         buf: &mut BytesMut,
     ) -> Result<(&'r [u8], bool), Failure> {
-        let style = self.spec.style;
-        let line = req.target.is_none() && req.headers.is_empty();
-        if line && style == Style::Post && req.method.as_ref().is_none_or(|m| *m == Method::POST) {
+        if self.is_post_line(req) {
             buf.extend_from_slice(&self.post_head_h1);
             put_length_end(buf, req.body.len());
             return Ok((&req.body, false));
         }
+        let line = req.target.is_none() && req.headers.is_empty();
         if let Some(head) = self.prepared_h1(req) {
             buf.extend_from_slice(head);
             return Ok((&[], false));
@@ -598,6 +597,34 @@ impl Link {
             buf.extend_from_slice(b"\r\n");
         }
         Ok((body, *method == Method::HEAD))
+    }
+
+    /// Whether `req` is a plain POST line: a stream's line posted to this
+    /// endpoint's own URL, with no headers of its own (its head is the
+    /// prepared one and its length).
+    fn is_post_line(&self, req: &Request) -> bool {
+        req.target.is_none()
+            && req.headers.is_empty()
+            && self.spec.style == Style::Post
+            && req.method.as_ref().is_none_or(|m| *m == Method::POST)
+    }
+
+    /// Whether [`Link::post_line_h1`] forms `req`.
+    pub(super) fn forms_post_line(&self, req: &Request) -> bool {
+        self.is_post_line(req) && req.body.len() <= 64 * 1024
+    }
+
+    /// Append the whole HTTP/1.1 request of a plain POST line (see
+    /// [`Link::is_post_line`]) with a body of at most 64 KiB to `buf`:
+    /// false, with nothing written, for any other request.
+    pub(super) fn post_line_h1(&self, req: &Request, buf: &mut BytesMut) -> bool {
+        let fits = self.forms_post_line(req);
+        if fits {
+            buf.extend_from_slice(&self.post_head_h1);
+            put_length_end(buf, req.body.len());
+            buf.extend_from_slice(&req.body);
+        }
+        fits
     }
 
     /// The whole HTTP/1.1 request `req` is at this endpoint, when it is

@@ -146,10 +146,10 @@ thread_local! {
 /// touch the ring.
 pub(crate) trait Relay {
     /// The burst `bytes` landed at `at`: taken or not, and what follows.
-    fn landed(&self, bytes: &[u8], at: Instant) -> Relayed<'_>;
-    /// The request [`Relayed::Next`] gave was not all sent at once:
-    /// `written` bytes of it went. The relay is then over.
-    fn unsent(&self, written: usize);
+    /// The next request, if any, is given to `send`, which sends it at
+    /// once and returns how many of its bytes went (none when the socket
+    /// took none or failed: the slot's own write meets that again).
+    fn landed(&self, bytes: &[u8], at: Instant, send: &mut dyn FnMut(&[u8]) -> usize) -> Relayed;
     /// The relay is over without a word from it: what came (bytes that
     /// did not land alone, the end of the stream, an error) is the
     /// reader's, who is woken.
@@ -157,13 +157,14 @@ pub(crate) trait Relay {
 }
 
 /// What a [`Relay`] did with a burst that landed.
-pub(crate) enum Relayed<'a> {
+pub(crate) enum Relayed {
     /// Not taken: the bytes are read as any others, and the relay is over.
     Declined,
-    /// Taken, and the relay is over.
+    /// Taken, and the relay is over: nothing more was sent, or the next
+    /// request not all of it.
     Ended,
-    /// Taken, and these bytes are to be sent now.
-    Next(&'a [u8]),
+    /// Taken, and the next request sent whole: the relay goes on.
+    Sent,
 }
 
 /// How a connection's receive stands.
@@ -736,29 +737,19 @@ impl Ring {
         };
         let at = *landed.get_or_insert_with(Instant::now);
         let fd = c.fd.as_raw_fd();
-        let next = match relay.landed(&self.bufs.get(id)[..n], at) {
+        // Nothing went: the slot's own write meets the full socket, or the
+        // error, again.
+        let mut send = |bytes: &[u8]| send_now(fd, bytes).ok().flatten().unwrap_or(0);
+        let sent = match relay.landed(&self.bufs.get(id)[..n], at, &mut send) {
             Relayed::Declined => {
                 c.relay = None;
                 return false;
             }
-            Relayed::Ended => None,
-            Relayed::Next(bytes) => Some(bytes),
+            Relayed::Ended => false,
+            Relayed::Sent => true,
         };
         c.landed = Some(at);
-        let sent = next.map(|bytes| match send_now(fd, bytes) {
-            Ok(Some(k)) if k == bytes.len() => true,
-            Ok(Some(k)) => {
-                relay.unsent(k);
-                false
-            }
-            // Nothing went: the slot's own write meets the full socket,
-            // or the error, again.
-            Ok(None) | Err(_) => {
-                relay.unsent(0);
-                false
-            }
-        });
-        if sent != Some(true) {
+        if !sent {
             c.relay = None;
             self.ready.extend(c.reader.take());
         }
@@ -1514,21 +1505,26 @@ mod tests {
     }
 
     impl Relay for Echo {
-        fn landed(&self, bytes: &[u8], at: Instant) -> Relayed<'_> {
+        fn landed(
+            &self,
+            bytes: &[u8],
+            at: Instant,
+            send: &mut dyn FnMut(&[u8]) -> usize,
+        ) -> Relayed {
             let mut seen = self.seen.borrow_mut();
             if seen.len() == self.takes {
                 return Relayed::Declined;
             }
             seen.push((bytes.to_vec(), at));
             if seen.len() == self.takes {
-                Relayed::Ended
-            } else {
-                Relayed::Next(self.next)
+                return Relayed::Ended;
             }
-        }
-
-        fn unsent(&self, written: usize) {
-            self.unsent.set(Some(written));
+            let went = send(self.next);
+            if went < self.next.len() {
+                self.unsent.set(Some(went));
+                return Relayed::Ended;
+            }
+            Relayed::Sent
         }
 
         fn left(&self) {

@@ -1037,11 +1037,10 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
             };
             begin(&core, e, &work, warmup);
             let mut flight = None;
-            if let Some(req) = lane_for(&core, &slot, &work, due) {
+            if let Some(req) = lane_for(&slot, &work, due) {
                 let turns = Rc::new(Turns {
                     core: core.clone(),
                     e,
-                    req: req.clone(),
                     unit: RefCell::new(Some(Unit {
                         place,
                         work,
@@ -1187,14 +1186,14 @@ impl Drop for OnLane<'_> {
     }
 }
 
-/// Whether `work` goes by a lane (see `Slot::lane`): a request made once
-/// and repeated (single-request mode, its work made on the core), in the
-/// closed model. Its request, if so.
-fn lane_for(core: &Core, slot: &Slot, work: &Work, due: Option<Instant>) -> Option<Rc<Request>> {
+/// Whether `work` goes by a lane (see `Slot::lane`): a request the lane
+/// forms (single-request mode's, made once and repeated, or a stream's
+/// plain POST line), in the closed model. Its request, if so.
+fn lane_for(slot: &Slot, work: &Work, due: Option<Instant>) -> Option<Rc<Request>> {
     let Work::Request(req) = work else {
         return None;
     };
-    let fits = core.direct.is_some() && due.is_none() && slot.lane_fits(req);
+    let fits = due.is_none() && slot.lane_fits(req);
     fits.then(|| req.clone())
 }
 
@@ -1203,8 +1202,6 @@ fn lane_for(core: &Core, slot: &Slot, work: &Work, due: Option<Instant>) -> Opti
 struct Turns {
     core: Rc<Core>,
     e: usize,
-    /// The request the lane sends.
-    req: Rc<Request>,
     /// The unit in flight on the lane, or claimed for the slot to take up.
     unit: RefCell<Option<Unit>>,
 }
@@ -1218,31 +1215,31 @@ struct Unit {
 }
 
 impl Rounds for Turns {
-    fn answered(&self, outcome: Outcome) -> bool {
+    fn answered(&self, outcome: Outcome) -> Option<Rc<Request>> {
         let (core, e) = (&*self.core, self.e);
-        let Some(Unit {
+        let Unit {
             place,
             work,
             warmup,
             ..
-        }) = self.unit.take()
-        else {
-            return false;
-        };
+        } = self.unit.take()?;
         let mut done = Some(Done::One(Some(outcome), false));
         settle(core, e, place, work, warmup, &mut done);
         let Claim::Got(place, work, due, warmup) = look(core, e) else {
-            return false;
+            return None;
         };
         begin(core, e, &work, warmup);
-        let again = due.is_none() && matches!(&work, Work::Request(r) if Rc::ptr_eq(r, &self.req));
+        let next = match (&work, due) {
+            (Work::Request(r), None) => Some(r.clone()),
+            _ => None,
+        };
         *self.unit.borrow_mut() = Some(Unit {
             place,
             work,
             due,
             warmup,
         });
-        again
+        next
     }
 }
 

@@ -10,29 +10,35 @@
 //! the request in flight up where the lane left it ([`Laned`]), as the
 //! quick path does.
 //!
-//! For HTTP/1.1 on the ring only, for a request made once (the prepared
-//! GET), with no headers of its answers kept.
+//! For HTTP/1.1 on the ring only, with no headers of its answers kept,
+//! for requests the lane forms itself: the endpoint's prepared one (a
+//! request made once, repeated), or a plain POST line of a stream
+//! (`Link::post_line_h1`: the prepared head, the length, the body). A
+//! claimed request of any other kind ends the lane unsent, and the slot
+//! sends it.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::Instant;
 
+use bytes::BytesMut;
+
 use super::kept::Flight;
 use super::{Link, Slot};
-use crate::endpoint::h1;
 use crate::endpoint::uring::{Relay, Relayed};
 use crate::endpoint::Outcome;
+use crate::endpoint::{h1, h1_bufs};
 use crate::model::Request;
 
 /// The engine's side of a lane: what it does with each answer.
 pub trait Rounds {
     /// The request in flight was answered with `outcome`: record it as any
-    /// other, and claim the next unit of work. True when that is the same
-    /// request again, to be sent now; false when the lane is to end (the
-    /// engine then holds whatever it claimed).
-    fn answered(&self, outcome: Outcome) -> bool;
+    /// other, and claim the next unit of work. Its request when it is to be
+    /// sent now; `None` when the lane is to end (the engine then holds
+    /// whatever it claimed).
+    fn answered(&self, outcome: Outcome) -> Option<Rc<Request>>;
 }
 
 /// How a lane ended, for the slot to take up.
@@ -59,7 +65,12 @@ enum End {
 /// A lane's relay on the ring.
 struct Lane {
     link: Rc<Link>,
-    req: Rc<Request>,
+    /// The request in flight (let go once it is answered, so that the
+    /// engine holds the only reference when it judges it).
+    req: RefCell<Option<Rc<Request>>>,
+    /// Where a request that is not the endpoint's prepared one is formed,
+    /// lent by the pool once one is.
+    buf: RefCell<BytesMut>,
     rounds: Rc<dyn Rounds>,
     /// Whether answers' bodies are kept.
     keep_body: bool,
@@ -70,8 +81,48 @@ struct Lane {
     end: Cell<Option<End>>,
 }
 
+impl Drop for Lane {
+    fn drop(&mut self) {
+        let buf = std::mem::take(self.buf.get_mut());
+        if buf.capacity() > 0 {
+            h1_bufs::give(buf);
+        }
+    }
+}
+
+impl Lane {
+    /// Send `next` as the request now in flight: true when it went whole.
+    /// One the lane cannot form is not sent (`End::Answered`: the slot
+    /// sends it); one not all sent is `End::Unsent`.
+    fn send(&self, next: Rc<Request>, send: &mut dyn FnMut(&[u8]) -> usize) -> bool {
+        let link = &*self.link;
+        self.start.set(Instant::now());
+        let (went, len) = match link.prepared_h1(&next) {
+            Some(prepared) => (send(prepared), prepared.len()),
+            None => {
+                let mut buf = self.buf.borrow_mut();
+                if buf.capacity() == 0 {
+                    *buf = h1_bufs::take();
+                }
+                buf.clear();
+                if !link.post_line_h1(&next, &mut buf) {
+                    self.end.set(Some(End::Answered));
+                    return false;
+                }
+                (send(&buf), buf.len())
+            }
+        };
+        *self.req.borrow_mut() = Some(next);
+        if went < len {
+            self.end.set(Some(End::Unsent(went)));
+            return false;
+        }
+        true
+    }
+}
+
 impl Relay for Lane {
-    fn landed(&self, bytes: &[u8], at: Instant) -> Relayed<'_> {
+    fn landed(&self, bytes: &[u8], at: Instant, send: &mut dyn FnMut(&[u8]) -> usize) -> Relayed {
         let link = &*self.link;
         let keep = (&[][..], link.opts.max_body, self.keep_body);
         let answer = h1::plain_answer(bytes, Some(at), &link.heads, false, keep);
@@ -87,21 +138,19 @@ impl Relay for Lane {
         // Whole when its head came: its time to first byte is its latency
         // (as in `Kept`).
         let elapsed = response.ttfb;
-        let bytes_out = self.req.body.len() as u64;
+        let bytes_out = self.req.take().map_or(0, |r| r.body.len() as u64);
         let outcome = Outcome {
             port: self.port,
             ..Outcome::timed(Ok(response), (start, start, elapsed), None, bytes_out, None)
         };
-        if !self.rounds.answered(outcome) {
+        let Some(next) = self.rounds.answered(outcome) else {
             self.end.set(Some(End::Answered));
             return Relayed::Ended;
+        };
+        match self.send(next, send) {
+            true => Relayed::Sent,
+            false => Relayed::Ended,
         }
-        self.start.set(Instant::now());
-        Relayed::Next(link.prepared_h1(&self.req).unwrap_or_default())
-    }
-
-    fn unsent(&self, written: usize) {
-        self.end.set(Some(End::Unsent(written)));
     }
 
     fn left(&self) {
@@ -111,12 +160,12 @@ impl Relay for Lane {
 
 impl Slot {
     /// Whether `req` can go by a lane: the quick path's kept connection
-    /// on the ring, the endpoint's prepared request, no headers of its
-    /// answers kept.
+    /// on the ring, a request the lane forms (the endpoint's prepared one,
+    /// or a plain POST line), no headers of its answers kept.
     pub fn lane_fits(&self, req: &Request) -> bool {
         self.quick()
             && self.link.opts.keep_headers.is_empty()
-            && self.link.prepared_h1(req).is_some()
+            && (self.link.prepared_h1(req).is_some() || self.link.forms_post_line(req))
     }
 
     /// Send `req` on the kept connection and go on sending it by a lane
@@ -141,7 +190,8 @@ impl Slot {
                     let f = flight.insert(f);
                     let new = Rc::new(Lane {
                         link: self.link.clone(),
-                        req: req.clone(),
+                        req: RefCell::new(Some(req.clone())),
+                        buf: RefCell::new(BytesMut::new()),
                         rounds: rounds.clone(),
                         keep_body,
                         port: self.port,
@@ -189,8 +239,17 @@ impl Slot {
             f.start = start;
             f.watch = self.deadline.watch(start, self.link.opts.timeout);
             if let End::Unsent(written) = end {
-                // Not all written: taken up where the write stands.
-                f.conn.stage_nothing();
+                // Not all written: taken up where the write stands, from
+                // the same bytes (the prepared ones, or formed again).
+                // (The request the lane sent: it holds it while in flight.)
+                let sent = lane.req.borrow();
+                match sent.as_deref() {
+                    Some(req) if self.link.prepared_h1(req).is_none() => {
+                        self.link.post_line_h1(req, f.conn.request_buf());
+                        f.conn.stage(&[]);
+                    }
+                    _ => f.conn.stage_nothing(),
+                }
                 f.writing = Some(written);
             }
             Poll::Ready(Laned::Flight(f))
