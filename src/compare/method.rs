@@ -36,7 +36,7 @@ pub fn quick_jsonrpc_method(body: &[u8]) -> Option<&str> {
         return None;
     }
     let name = &rest[quote + 1..];
-    let end = name.iter().position(|b| *b == b'"' || *b == b'\\')?;
+    let end = memchr::memchr2(b'"', b'\\', name)?;
     if name[end] == b'\\' {
         return None;
     }
