@@ -5,6 +5,9 @@
 #
 #   bench/callgrind.sh            # VERSUS=path, SMALL=5000, BIG=25000
 #   bench/callgrind.sh h2         # HTTP/2 (h2c): versus --http2 vs h2load
+#   bench/callgrind.sh stream2    # run.sh stream2's compared stream: SMALL and
+#                                 # BIG `versus gen ethereum` lines POSTed to two
+#                                 # endpoints, per request SENT; no peer
 #   PEER_RUNS=0 STRACE_RUNS=0 bench/callgrind.sh   # versus's instructions alone
 #                                 # (a before/after check of a hot-path change)
 #
@@ -31,7 +34,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MODE="${1:-h1}"
-case "$MODE" in h1|h2) ;; *) die "unknown mode '$MODE' (h1 h2)" ;; esac
+case "$MODE" in h1|h2|stream2) ;; *) die "unknown mode '$MODE' (h1 h2 stream2)" ;; esac
 H2_STREAMS="${H2_STREAMS:-50}"
 SMALL="${SMALL:-5000}"
 BIG="${BIG:-25000}"
@@ -68,9 +71,17 @@ versus_reqs() { awk '/Completed:/ { print $5 }' "$1"; }
 wrk_reqs() { awk '/requests in/ { print $1 }' "$1"; }
 h2load_reqs() { awk '/^requests:/ { print $8 }' "$1"; }
 
+TARGETS=("$URL")
 if [ "$MODE" = h2 ]; then
   V=("$VERSUS" --http2 --method GET -c "$H2_STREAMS" --threads 1 --compare none)
   PEER=h2load
+elif [ "$MODE" = stream2 ]; then
+  # The lines from a file (--stop-after takes SMALL or BIG of them); each
+  # is sent to both endpoints and compared, as in run.sh stream2.
+  "$VERSUS" gen ethereum -n "$BIG" > "$WORK/ethereum.txt"
+  V=("$VERSUS" -c 50 --threads 1 --input lines --input-file "$WORK/ethereum.txt")
+  TARGETS=("a=$URL" "b=$URL")
+  PEER=none
 else
   V=("$VERSUS" --method GET -c 50 --threads 1 --compare none)
   PEER=wrk
@@ -78,8 +89,8 @@ fi
 W=(wrk -t1 -c50)
 H=(h2load -t1 -c1 -m "$H2_STREAMS")
 
-vs_ir1="$(cg versus-small "${V[@]}" --stop-after="$SMALL" "$URL")"; vs_n1="$(versus_reqs "$WORK/versus-small.out")"
-vs_ir2="$(cg versus-big "${V[@]}" --stop-after="$BIG" "$URL")";     vs_n2="$(versus_reqs "$WORK/versus-big.out")"
+vs_ir1="$(cg versus-small "${V[@]}" --stop-after="$SMALL" "${TARGETS[@]}")"; vs_n1="$(versus_reqs "$WORK/versus-small.out")"
+vs_ir2="$(cg versus-big "${V[@]}" --stop-after="$BIG" "${TARGETS[@]}")";     vs_n2="$(versus_reqs "$WORK/versus-big.out")"
 # The peer (wrk, or h2load in h2 mode): its short and long runs, under
 # callgrind (peer_cg) or strace (peer_sc); sets the count and requests.
 peer_run() {
@@ -101,8 +112,8 @@ fi
 have_strace=0
 if [ "${STRACE_RUNS:-1}" != 0 ] && command -v strace >/dev/null; then
   have_strace=1
-  vs_sc1="$(sc versus-small-strace "${V[@]}" --stop-after="$SMALL" "$URL")"; vs_sn1="$(versus_reqs "$WORK/versus-small-strace.out")"
-  vs_sc2="$(sc versus-big-strace "${V[@]}" --stop-after="$BIG" "$URL")";     vs_sn2="$(versus_reqs "$WORK/versus-big-strace.out")"
+  vs_sc1="$(sc versus-small-strace "${V[@]}" --stop-after="$SMALL" "${TARGETS[@]}")"; vs_sn1="$(versus_reqs "$WORK/versus-small-strace.out")"
+  vs_sc2="$(sc versus-big-strace "${V[@]}" --stop-after="$BIG" "${TARGETS[@]}")";     vs_sn2="$(versus_reqs "$WORK/versus-big-strace.out")"
   if [ "$have_peer" = 1 ]; then
     peer_run sc "$PEER-short-strace" 1; wk_sc1="$count"; wk_sn1="$reqs"
     peer_run sc "$PEER-long-strace" 0;  wk_sc2="$count"; wk_sn2="$reqs"
@@ -112,10 +123,16 @@ fi
 per() { awk -v a="$1" -v b="$2" -v n="$3" -v m="$4" 'BEGIN { if (m - n > 0) printf "%.0f", (b - a) / (m - n); else print "-" }'; }
 per2() { awk -v a="$1" -v b="$2" -v n="$3" -v m="$4" 'BEGIN { if (m - n > 0) printf "%.2f", (b - a) / (m - n); else print "-" }'; }
 
-echo "# callgrind: instructions per request, versus vs $PEER"
+if [ "$PEER" = none ]; then
+  echo "# callgrind: instructions per request sent, versus's compared stream"
+else
+  echo "# callgrind: instructions per request, versus vs $PEER"
+fi
 echo
 if [ "$MODE" = h2 ]; then
   echo "GET $URL (nginx, bench/nginx.conf), HTTP/2 cleartext (prior knowledge), 1 connection x $H2_STREAMS streams, one client thread."
+elif [ "$MODE" = stream2 ]; then
+  echo "versus gen ethereum lines POSTed to two endpoints (both $URL), compared, 50 connections each, one client thread; requests = requests sent (both endpoints')."
 else
   echo "GET $URL (nginx, bench/nginx.conf), HTTP/1.1, 50 connections, one client thread."
 fi
@@ -136,8 +153,10 @@ if [ "$have_peer" = 1 ]; then
 fi
 echo
 echo "Commands:"
-echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no $(echo "${V[*]}" | sed "s|$VERSUS|versus|") --stop-after={$SMALL,$BIG} $URL"
-if [ "$PEER" = h2load ]; then
+echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no $(echo "${V[*]}" | sed "s|$VERSUS|versus|") --stop-after={$SMALL,$BIG} ${TARGETS[*]}"
+if [ "$PEER" = none ]; then
+  :
+elif [ "$PEER" = h2load ]; then
   echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no ${H[*]} -n {$SMALL,$BIG} $URL"
 else
   echo "    valgrind --tool=callgrind --dump-instr=no --collect-systime=no ${W[*]} -d{$WRK_SHORT,$WRK_LONG}s $URL"
