@@ -884,6 +884,12 @@ fn one_request_repeated_meets_every_kind_of_answer_in_turn() {
     // other kind. Both I/O drivers run this.
     let server = scripted(kinds_after(3));
     let (out, report) = repeat_get(&server, &["--stop-after", "42"]);
+    every_kind_answered(&out, &report, &server);
+}
+
+/// 42 requests answered by [`kinds_after`]`(3)`'s script, every one
+/// counted: forty on the first connection, the rest on the next.
+fn every_kind_answered(out: &versus::engine::RunOutput, report: &str, server: &RawServer) {
     let s = &out.stats.endpoints[0];
     assert_eq!((s.sent, s.responses), (42, 42), "{report}");
     assert_eq!(s.errors(), 0, "{report}");
@@ -898,7 +904,6 @@ fn one_request_repeated_meets_every_kind_of_answer_in_turn() {
         plain + 2 + chunked + 4 + 5 + 100_000 + 2 + 3,
         "{report}"
     );
-    // Forty on the first connection, the rest on the next.
     assert_eq!(server.connections(), 2, "{report}");
 }
 
@@ -1087,19 +1092,5 @@ fn a_stream_of_lines_meets_every_kind_of_answer_in_turn() {
     let lines = rpc_lines(42);
     let url = server.url();
     let (out, report) = run_lib(&["-c", "1", &url], &lines);
-    let s = &out.stats.endpoints[0];
-    assert_eq!((s.sent, s.responses), (42, 42), "{report}");
-    assert_eq!(s.errors(), 0, "{report}");
-    assert_eq!(
-        (s.status[200], s.status[201], s.status[204]),
-        (40, 1, 1),
-        "{report}"
-    );
-    let (plain, chunked) = (2 * (42 - 10), 3 + 11 + 5);
-    assert_eq!(
-        s.bytes_in,
-        plain + 2 + chunked + 4 + 5 + 100_000 + 2 + 3,
-        "{report}"
-    );
-    assert_eq!(server.connections(), 2, "{report}");
+    every_kind_answered(&out, &report, &server);
 }
