@@ -31,7 +31,8 @@ pub(crate) fn has_jsonrpc_key(body: &[u8], start: usize) -> bool {
 
 /// Where the key `"method"` first occurs in a body, found from its
 /// `m`s (in a JSON-RPC request the first is the key's, as hex digits have
-/// none): on a short body a `memmem` search cost six times as much.
+/// none): a `memmem` search's set-up cost more than this on a short body
+/// (a request's method named in 354 instructions against 484, callgrind).
 pub(crate) fn find_method_key(body: &[u8]) -> Option<usize> {
     memchr::memchr_iter(b'm', body)
         .find(|&i| i > 0 && body[i - 1] == b'"' && body[i..].starts_with(b"method\""))
