@@ -566,8 +566,7 @@ impl Link {
         buf: &mut BytesMut,
     ) -> Result<(&'r [u8], bool), Failure> {
         if self.is_post_line(req) {
-            buf.extend_from_slice(&self.post_head_h1);
-            put_length_end(buf, req.body.len());
+            self.put_post_line_head(req, buf);
             return Ok((&req.body, false));
         }
         let line = req.target.is_none() && req.headers.is_empty();
@@ -620,11 +619,32 @@ impl Link {
     pub(super) fn post_line_h1(&self, req: &Request, buf: &mut BytesMut) -> bool {
         let fits = self.forms_post_line(req);
         if fits {
-            buf.extend_from_slice(&self.post_head_h1);
-            put_length_end(buf, req.body.len());
+            self.put_post_line_head(req, buf);
             buf.extend_from_slice(&req.body);
         }
         fits
+    }
+
+    /// A plain POST line's head: the prepared one and the body's length.
+    fn put_post_line_head(&self, req: &Request, buf: &mut BytesMut) {
+        buf.extend_from_slice(&self.post_head_h1);
+        put_length_end(buf, req.body.len());
+    }
+
+    /// Stage `req` whole on `conn` for the quick path's write, as
+    /// [`Link::build_h1`] forms it (nothing staged for the prepared
+    /// request, written from where it was made): whether it is a `HEAD`
+    /// request, or `None` when it cannot be formed or its body is over
+    /// 64 KiB (the general path writes it).
+    fn stage_h1(&self, conn: &mut Held, req: &Request) -> Option<bool> {
+        if self.prepared_h1(req).is_some() {
+            conn.stage_nothing();
+            return Some(false);
+        }
+        match self.build_h1(req, conn.request_buf()) {
+            Ok((body, head_request)) if conn.stage(body).is_empty() => Some(head_request),
+            _ => None,
+        }
     }
 
     /// The whole HTTP/1.1 request `req` is at this endpoint, when it is

@@ -161,18 +161,9 @@ impl Slot {
         // general path.)
         let start = Instant::now();
         let mut conn = self.last_connection(false, cx)?;
-        let head_request = match self.link.prepared_h1(req) {
-            Some(_) => {
-                conn.stage_nothing();
-                false
-            }
-            None => match self.link.build_h1(req, conn.request_buf()) {
-                Ok((body, head_request)) if conn.stage(body).is_empty() => head_request,
-                _ => {
-                    self.h1 = Some(conn);
-                    return None;
-                }
-            },
+        let Some(head_request) = self.link.stage_h1(&mut conn, req) else {
+            self.h1 = Some(conn);
+            return None;
         };
         self.port = conn.port();
         // Not reused if the exchange fails or is cut.

@@ -240,15 +240,10 @@ impl Slot {
             f.watch = self.deadline.watch(start, self.link.opts.timeout);
             if let End::Unsent(written) = end {
                 // Not all written: taken up where the write stands, from
-                // the same bytes (the prepared ones, or formed again).
-                // (The request the lane sent: it holds it while in flight.)
-                let sent = lane.req.borrow();
-                match sent.as_deref() {
-                    Some(req) if self.link.prepared_h1(req).is_none() => {
-                        self.link.post_line_h1(req, f.conn.request_buf());
-                        f.conn.stage(&[]);
-                    }
-                    _ => f.conn.stage_nothing(),
+                // the same bytes, staged as the quick path stages them (the
+                // request the lane sent, which it holds while in flight).
+                if let Some(req) = lane.req.borrow().as_deref() {
+                    self.link.stage_h1(&mut f.conn, req);
                 }
                 f.writing = Some(written);
             }
