@@ -580,12 +580,17 @@ impl Core {
     }
 
     /// Keep a judged unit's request for [`Core::share`] when no one else
-    /// holds it.
+    /// holds it, emptied: a spare holds no body (nor the slab chunk it
+    /// shares) while it waits, however long.
     fn spare(&self, work: Work) {
         const KEPT: usize = 256;
-        if let Work::Request(rc) = work {
-            let mut spare = self.spare.borrow_mut();
-            if Rc::strong_count(&rc) == 1 && Rc::weak_count(&rc) == 0 && spare.len() < KEPT {
+        let Work::Request(mut rc) = work else {
+            return;
+        };
+        let mut spare = self.spare.borrow_mut();
+        if spare.len() < KEPT {
+            if let Some(r) = Rc::get_mut(&mut rc) {
+                *r = Request::line(0, bytes::Bytes::new());
                 spare.push(rc);
             }
         }
