@@ -595,3 +595,79 @@ fn a_repeated_request_is_counted_under_its_method_in_every_interval() {
     assert_eq!(out.stats.verdicts.methods.len(), 1);
     assert_eq!(out.stats.verdicts.method_count(&e.methods[0].name), 300);
 }
+
+/// Per interval: for each endpoint, responses and requests counted under
+/// a method; and requests counted by method in the verdicts.
+#[derive(Default)]
+struct PartsPerInterval(Vec<(Vec<(u64, u64)>, u64)>);
+
+impl Observer for PartsPerInterval {
+    fn interval(&mut self, _index: u64, delta: &RunStats, _total: &RunStats) {
+        let endpoints = delta.endpoints.iter().map(|e| {
+            let parts = e.methods.iter().map(|p| p.requests).sum();
+            (e.responses, parts)
+        });
+        let judged = delta.verdicts.methods.iter().map(|(_, n)| n).sum();
+        self.0.push((endpoints.collect(), judged));
+    }
+}
+
+/// A compared stream of JSON-RPC calls is counted where each method was
+/// counted before (`judge::KindCache`'s names, found by the method's
+/// bytes): across intervals, whose statistics start empty, with more
+/// methods than an endpoint names in one (the rest are `(other)`), every
+/// answer is counted once under its method at each endpoint, alike at
+/// both, and every request once in the verdicts.
+#[test]
+fn a_stream_of_many_methods_is_counted_under_each_in_every_interval() {
+    let a = Server::start(|_| {
+        Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#).after(Duration::from_millis(1))
+    });
+    let b = Server::start(|_| Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#));
+    let (methods, rounds) = (60, 20);
+    let mut plan = parse(&["-c", "4", &a.url(), &b.url()]);
+    plan.interval = Duration::from_millis(20);
+    let plan = Arc::new(plan);
+    let mut lines = Vec::new();
+    for i in 0..methods * rounds {
+        let call = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"m_{}\",\"params\":[]}}\n",
+            i % methods
+        );
+        lines.extend_from_slice(call.as_bytes());
+    }
+    let source = versus::input::lines::LinesSource::new(std::io::Cursor::new(lines), 1 << 20);
+    let mut seen = PartsPerInterval::default();
+    let out = run(&plan, Input::Stream(Box::new(source)), &mut seen);
+    assert!(seen.0.len() >= 3, "too few intervals: {:?}", seen.0);
+    // An answer is counted under its method when its request is judged,
+    // with the other endpoint's (a fast endpoint's answers come first).
+    for (endpoints, judged) in &seen.0 {
+        for &(_, parts) in endpoints {
+            assert_eq!(parts, *judged, "{:?}", seen.0);
+        }
+    }
+    let total = (methods * rounds) as u64;
+    let judged: u64 = seen.0.iter().map(|(_, judged)| judged).sum();
+    assert_eq!(judged, total, "{:?}", seen.0);
+    let v = &out.stats.verdicts;
+    assert_eq!(v.compared, total);
+    assert_eq!(v.methods.len(), methods);
+    for m in 0..methods {
+        assert_eq!(v.method_count(&format!("m_{m}")), rounds as u64, "m_{m}");
+    }
+    let reference = &out.stats.endpoints[0].methods;
+    for e in &out.stats.endpoints {
+        assert_eq!(e.responses, total);
+        assert_eq!(e.methods.iter().map(|p| p.requests).sum::<u64>(), total);
+        let by = |name: &str| {
+            e.methods
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.requests)
+        };
+        for p in reference {
+            assert_eq!(by(&p.name), Some(p.requests), "{}", p.name);
+        }
+    }
+}

@@ -10,8 +10,15 @@ use crate::model::Request;
 pub use crate::model::OTHER;
 
 /// The JSON-RPC method of a request body, read by a byte scan: `batch` for
-/// a batch, `None` when the body is not a JSON-RPC call.
+/// a batch, `None` when the body is not a JSON-RPC call (or the name is
+/// not UTF-8).
 pub fn quick_jsonrpc_method(body: &[u8]) -> Option<&str> {
+    std::str::from_utf8(quick_jsonrpc_name(body)?).ok()
+}
+
+/// [`quick_jsonrpc_method`]'s name as the body has it, not checked to be
+/// UTF-8: what a name is looked up by among names that are.
+pub fn quick_jsonrpc_name(body: &[u8]) -> Option<&[u8]> {
     let start = body.iter().position(|b| !b.is_ascii_whitespace())?;
     let batch = match body[start] {
         b'[' => true,
@@ -22,7 +29,7 @@ pub fn quick_jsonrpc_method(body: &[u8]) -> Option<&str> {
         return None;
     }
     if batch {
-        return Some("batch");
+        return Some(b"batch");
     }
     let at = find_method_key(body)? + 8;
     let rest = &body[at..];
@@ -40,7 +47,7 @@ pub fn quick_jsonrpc_method(body: &[u8]) -> Option<&str> {
     if name[end] == b'\\' {
         return None;
     }
-    std::str::from_utf8(&name[..end]).ok()
+    Some(&name[..end])
 }
 
 /// How a request is named in groups, and the selector its per-method rules
@@ -175,6 +182,10 @@ mod tests {
             None
         );
         assert_eq!(quick_jsonrpc_method(b"hello"), None);
+        // A name that is not UTF-8 is no name; its bytes are found.
+        let body = b"{\"jsonrpc\":\"2.0\",\"method\":\"a\xff\"}";
+        assert_eq!(quick_jsonrpc_method(body), None);
+        assert_eq!(quick_jsonrpc_name(body), Some(&b"a\xff"[..]));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::model::Outcome;
 use crate::model::Request;
 use crate::plan::Plan;
 use crate::stats::{
-    count_group, jsonrpc_error_name, part, part_index, RunStats, Tallies, BATCH_ERROR,
+    count_group, jsonrpc_error_name, part, part_index, RunStats, Tallies, BATCH_ERROR, MAX_PARTS,
 };
 
 use super::unit::FlowRun;
@@ -84,24 +84,42 @@ pub(crate) fn classify(
 /// The kind of the last request that was not JSON-RPC, kept because
 /// single-request mode (and many replays) send the same request again and
 /// again: naming it costs an allocation or two, comparing it a memcmp.
-/// With it, where the last request judged was counted ([`Placed`]).
+/// With it, where the last request judged was counted ([`Placed`]), and
+/// where each JSON-RPC method is ([`Named`]).
 #[derive(Default)]
 pub(crate) struct KindCache {
     last: Option<Cached>,
     placed: Option<Placed>,
+    named: Vec<Named>,
 }
 
-/// Where the last request judged has its method counted, while the
-/// statistics those places are in are the ones recorded into: the same
-/// request judged again (single-request mode) is counted there with no
-/// look at a name.
+/// Where a request is counted: its part in every endpoint's `methods`
+/// (the same at each), and its place in the verdicts' method counts.
+/// Good while the statistics those places are in are the ones recorded
+/// into.
+#[derive(Clone, Copy)]
+struct Places {
+    part: usize,
+    counted: usize,
+}
+
+/// Where the last request judged has its method counted: the same request
+/// judged again (single-request mode) is counted there with no look at a
+/// name.
 struct Placed {
     /// The request, kept alive so that its address names it alone.
     req: Rc<Request>,
-    /// Its part in every endpoint's `methods`.
-    part: usize,
-    /// Its place in the verdicts' method counts.
-    counted: usize,
+    at: Places,
+}
+
+/// Where the requests of one JSON-RPC method are counted: a stream's
+/// request is found there by its method's bytes, with no name checked to
+/// be UTF-8 or looked up in three lists (a third of its judging, at 300
+/// instructions a request; callgrind, `bench/callgrind.sh stream2`).
+struct Named {
+    /// The method, as requests have it.
+    name: Box<[u8]>,
+    at: Places,
 }
 
 /// A request (body, target, method) and its kind.
@@ -140,6 +158,7 @@ impl KindCache {
     /// Forget where methods are counted: the statistics are new.
     pub(crate) fn forget_places(&mut self) {
         self.placed = None;
+        self.named.clear();
     }
 }
 
@@ -159,8 +178,7 @@ pub(crate) fn verdict(
             .clone()
     };
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
-        count_parts((stats, tallies), outcomes, errors, |_, _| p.part);
-        stats.verdicts.methods[p.counted].1 += 1;
+        count_at((stats, tallies), outcomes, errors, p.at);
         judge(plan, stats, req, outcomes, &kind_of, None);
         return;
     }
@@ -168,10 +186,16 @@ pub(crate) fn verdict(
         .endpoints
         .first()
         .is_some_and(|e| e.style == crate::endpoint::Style::Grpc);
-    let name = match (req.target.is_none() && !grpc_reference)
-        .then(|| method::quick_jsonrpc_method(&req.body))
-        .flatten()
-    {
+    let quick = (req.target.is_none() && !grpc_reference)
+        .then(|| method::quick_jsonrpc_name(&req.body))
+        .flatten();
+    if let Some(n) = quick.and_then(|m| kinds.named.iter().find(|n| *n.name == *m)) {
+        count_at((stats, tallies), outcomes, errors, n.at);
+        judge(plan, stats, req, outcomes, &kind_of, None);
+        return;
+    }
+    let quick = quick.and_then(|m| std::str::from_utf8(m).ok());
+    let name = match quick {
         Some(m) => m,
         None => &kinds.kind(plan, req).group,
     };
@@ -193,16 +217,34 @@ pub(crate) fn verdict(
     });
     let counted = stats.verdicts.count_method(name, 1);
     judge(plan, stats, req, outcomes, &kind_of, None);
+    let places = at.filter(|_| same).map(|part| Places { part, counted });
+    if let (Some(at), Some(m)) = (places, quick) {
+        if kinds.named.len() < MAX_PARTS {
+            kinds.named.push(Named {
+                name: m.as_bytes().into(),
+                at,
+            });
+        }
+    }
     // Kept only for a request held elsewhere too (single-request mode's,
     // which the feed keeps): a stream's requests come once each.
-    kinds.placed = match (same && Rc::strong_count(req) > 1, at) {
-        (true, Some(part)) => Some(Placed {
+    kinds.placed = places
+        .filter(|_| Rc::strong_count(req) > 1)
+        .map(|at| Placed {
             req: req.clone(),
-            part,
-            counted,
-        }),
-        _ => None,
-    };
+            at,
+        });
+}
+
+/// Count each endpoint's outcome of one request at `at`, its places.
+fn count_at(
+    (stats, tallies): (&mut RunStats, &mut Tallies),
+    outcomes: &[Option<Outcome>],
+    errors: &[bool],
+    at: Places,
+) {
+    count_parts((stats, tallies), outcomes, errors, |_, _| at.part);
+    stats.verdicts.methods[at.counted].1 += 1;
 }
 
 /// Count each endpoint's outcome of one request under its method, at
