@@ -20,7 +20,7 @@ const DIFF_LINES: usize = 40;
 /// sides (the reference's and the differing endpoint's labels).
 pub fn sample(
     req: &Request,
-    outcomes: &[Option<Outcome>],
+    outcomes: &[Option<&Outcome>],
     finding: &Finding,
     labels: (&str, &str),
 ) -> MismatchSample {
@@ -56,11 +56,11 @@ pub fn sample(
 /// answers hold every item of a traversal: the diff is of the two items).
 fn item_sample(
     req: &Request,
-    outcomes: &[Option<Outcome>],
+    outcomes: &[Option<&Outcome>],
     finding: &Finding,
     labels: (&str, &str),
 ) -> MismatchSample {
-    let item = |o: &Option<Outcome>| -> Option<String> {
+    let item = |o: &Option<&Outcome>| -> Option<String> {
         let path = finding.path.as_deref()?;
         match &o.as_ref()?.result {
             Ok(r) => value_at(&r.body, &path[..path.len().min(2)]),
@@ -183,6 +183,7 @@ mod tests {
             jsonrpc: false,
             step: false,
         };
+        let outcomes = [outcomes[0].as_ref(), outcomes[1].as_ref()];
         let j = c.judge(&kind, &outcomes);
         let s = sample(
             &Request::line(7, "{\"q\":1}".into()),

@@ -154,7 +154,7 @@ impl Comparer {
 
     /// Judge one request. `kind` names it (computed only when answers
     /// differ); `outcomes` are in endpoint order, the first the reference.
-    pub fn judge(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<Outcome>]) -> Judgement {
+    pub fn judge(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<&Outcome>]) -> Judgement {
         let mut j = Judgement::default();
         if !self.enabled() {
             return j;
@@ -165,7 +165,7 @@ impl Comparer {
         let twin = self
             .twin
             .and_then(|t| outcomes.get(t)?.as_ref().map(|o| (t, o)));
-        let differs = |i: usize, o: &Option<Outcome>| {
+        let differs = |i: usize, o: &Option<&Outcome>| {
             Some(i) != self.twin && i > 0 && o.as_ref().is_some_and(|o| !self.same(reference, o))
         };
         let twin_differs = twin.is_some_and(|(_, o)| !self.same(reference, o));
@@ -313,6 +313,18 @@ mod tests {
     use super::*;
     use crate::model::Failure;
 
+    /// [`Comparer::judge`] of outcomes held here.
+    trait JudgeHeld {
+        fn judge_held(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<Outcome>]) -> Judgement;
+    }
+
+    impl JudgeHeld for Comparer {
+        fn judge_held(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<Outcome>]) -> Judgement {
+            let refs: Vec<Option<&Outcome>> = outcomes.iter().map(Option::as_ref).collect();
+            self.judge(kind, &refs)
+        }
+    }
+
     fn resp(status: u16, body: &str) -> Option<Outcome> {
         Some(Outcome::test_response(status, body))
     }
@@ -345,7 +357,7 @@ mod tests {
             called.set(true);
             rpc()
         };
-        let j = c.judge(
+        let j = c.judge_held(
             &kind,
             &[resp(200, "{}"), resp(200, "{}"), fail(Failure::Timeout)].map(|o| o)[..2],
         );
@@ -356,7 +368,7 @@ mod tests {
     #[test]
     fn findings_name_the_endpoint_field_and_kind() {
         let c = Comparer::new(CompareMode::Auto);
-        let j = c.judge(
+        let j = c.judge_held(
             &rpc,
             &[
                 resp(200, r#"{"id":1,"result":{"a":1,"b":[1,2]}}"#),
@@ -378,7 +390,7 @@ mod tests {
         );
         assert!(j.fell_back);
         // JSON-RPC awareness: result against error is its own kind.
-        let j = c.judge(&rpc, &[
+        let j = c.judge_held(&rpc, &[
             resp(200, r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#),
             resp(200, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"header not found"}}"#),
         ]);
@@ -392,7 +404,7 @@ mod tests {
     #[test]
     fn noise_seen_between_the_reference_twins_is_not_a_mismatch() {
         let c = Comparer::new(CompareMode::Auto).with_twin(Some(1));
-        let j = c.judge(
+        let j = c.judge_held(
             &rpc,
             &[
                 resp(200, r#"{"result":{"ts":1,"v":"a","n":{"x":1}}}"#),
@@ -408,7 +420,7 @@ mod tests {
         assert_eq!(j.reference_pair, ["$.result.n.x", "$.result.ts"]);
         assert_eq!(j.cancelled, ["$.result.n.x", "$.result.ts"]);
         // Only noise: not mismatched, still counted as noise.
-        let j = c.judge(
+        let j = c.judge_held(
             &rpc,
             &[
                 resp(200, r#"{"ts":1}"#),
@@ -437,23 +449,23 @@ mod tests {
         let c =
             Comparer::new(CompareMode::Auto).with_headers(vec![HeaderName::from_static("etag")]);
         assert_eq!(
-            fields(&c.judge(&rpc, &[a.clone(), b.clone()])),
+            fields(&c.judge_held(&rpc, &[a.clone(), b.clone()])),
             [(1, "header etag".to_string(), "changed".to_string())]
         );
         let status_only = Comparer::new(CompareMode::Status);
         assert!(
             !status_only
-                .judge(&rpc, &[resp(200, "a"), resp(200, "b")])
+                .judge_held(&rpc, &[resp(200, "a"), resp(200, "b")])
                 .mismatched
         );
         assert!(
             !Comparer::new(CompareMode::None)
-                .judge(&rpc, &[resp(200, "a"), resp(500, "b")])
+                .judge_held(&rpc, &[resp(200, "a"), resp(500, "b")])
                 .mismatched
         );
         assert!(
             Comparer::new(CompareMode::Bytes)
-                .judge(
+                .judge_held(
                     &rpc,
                     &[resp(200, r#"{"a":1,"b":2}"#), resp(200, r#"{"b":2,"a":1}"#)]
                 )

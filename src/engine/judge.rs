@@ -169,7 +169,7 @@ pub(crate) fn verdict(
     (stats, tallies): (&mut RunStats, &mut Tallies),
     kinds: &mut KindCache,
     req: &Rc<Request>,
-    outcomes: &[Option<Outcome>],
+    outcomes: &[Option<&Outcome>],
     errors: &[bool],
 ) {
     let kind: OnceCell<Kind> = OnceCell::new();
@@ -239,7 +239,7 @@ pub(crate) fn verdict(
 /// Count each endpoint's outcome of one request at `at`, its places.
 fn count_at(
     (stats, tallies): (&mut RunStats, &mut Tallies),
-    outcomes: &[Option<Outcome>],
+    outcomes: &[Option<&Outcome>],
     errors: &[bool],
     at: Places,
 ) {
@@ -253,7 +253,7 @@ fn count_at(
 /// everywhere), its latency in `tallies`.
 fn count_parts(
     (stats, tallies): (&mut RunStats, &mut Tallies),
-    outcomes: &[Option<Outcome>],
+    outcomes: &[Option<&Outcome>],
     errors: &[bool],
     mut part: impl FnMut(usize, &mut crate::stats::EndpointStats) -> usize,
 ) {
@@ -275,42 +275,64 @@ fn count_parts(
 /// endpoint order), step by step: the answers of step k are compared
 /// wherever the reference and another endpoint both have one; a step an
 /// endpoint never reached (its instance failed earlier there) is counted
-/// as skipped at that endpoint. `outcomes` is a buffer for the outcomes
-/// of one step.
+/// as skipped at that endpoint.
 pub(crate) fn flow_verdict(
     plan: &Plan,
     steps: &[String],
     flow: Option<&crate::flow::Flow>,
     stats: &mut RunStats,
-    mut runs: Vec<Option<&mut FlowRun>>,
-    outcomes: &mut Vec<Option<Outcome>>,
+    runs: &[Option<&FlowRun>],
 ) {
     for (k, name) in steps.iter().enumerate() {
-        outcomes.clear();
-        for (e, run) in runs.iter_mut().enumerate() {
-            let step = run.as_mut().and_then(|r| r.steps.get_mut(k));
-            if step.is_none() {
+        let step = |e: usize| runs[e].and_then(|r| r.steps.get(k));
+        for e in 0..runs.len() {
+            if step(e).is_none() {
                 part(&mut stats.endpoints[e].steps, name).skipped += 1;
             }
-            outcomes.push(step.and_then(|s| s.outcome.take()));
         }
-        // Without the reference's answer, or any other where there are
-        // other endpoints, there is nothing to compare.
-        let others = outcomes.len() == 1 || outcomes[1..].iter().any(Option::is_some);
-        let reference = match runs.first() {
-            Some(Some(run)) if outcomes[0].is_some() && others => &run.steps[k].request,
-            _ => continue,
-        };
-        let kind = || Kind::step(name);
-        // A paged step's answers are its items: findings name them by key.
-        let key = flow
-            .and_then(|f| f.steps().get(k))
-            .and_then(|s| s.paging())
-            .map(|p| p.key());
-        stats.verdicts.count_method(name, 1);
-        judge(plan, stats, reference, outcomes, &kind, Some((name, key)));
+        on_stack(
+            (0..runs.len()).map(|e| step(e)?.outcome.as_ref()),
+            |outcomes| {
+                // Without the reference's answer, or any other where there are
+                // other endpoints, there is nothing to compare.
+                let others = outcomes.len() == 1 || outcomes[1..].iter().any(Option::is_some);
+                let reference = match step(0) {
+                    Some(s) if outcomes[0].is_some() && others => &s.request,
+                    _ => return,
+                };
+                let kind = || Kind::step(name);
+                // A paged step's answers are its items: findings name them by key.
+                let key = flow
+                    .and_then(|f| f.steps().get(k))
+                    .and_then(|s| s.paging())
+                    .map(|p| p.key());
+                stats.verdicts.count_method(name, 1);
+                judge(plan, stats, reference, outcomes, &kind, Some((name, key)));
+            },
+        );
     }
 }
+
+/// `f` given `items` as a slice: on the stack for as many as
+/// [`ON_STACK`] (every endpoint's outcome of a unit, judged where it lies
+/// with no allocation), in a vector beyond.
+pub(crate) fn on_stack<T: Copy + Default, R>(
+    items: impl ExactSizeIterator<Item = T>,
+    f: impl FnOnce(&[T]) -> R,
+) -> R {
+    let n = items.len();
+    if n > ON_STACK {
+        return f(&items.collect::<Vec<T>>());
+    }
+    let mut stack = [T::default(); ON_STACK];
+    for (slot, item) in stack.iter_mut().zip(items) {
+        *slot = item;
+    }
+    f(&stack[..n])
+}
+
+/// How many items [`on_stack`] holds on the stack.
+const ON_STACK: usize = 8;
 
 /// Judge the outcomes of one request (or, with `step`, one flow step:
 /// its name, and the item key when it pages) at every endpoint, and
@@ -319,7 +341,7 @@ fn judge(
     plan: &Plan,
     stats: &mut RunStats,
     req: &Request,
-    outcomes: &[Option<Outcome>],
+    outcomes: &[Option<&Outcome>],
     kind_of: &dyn Fn() -> Kind,
     step: Option<(&str, Option<&str>)>,
 ) {

@@ -30,7 +30,7 @@ pub trait Tap: Send + Sync + std::fmt::Debug {
         plan: &Plan,
         req: &Request,
         group: &str,
-        outcomes: &[Option<Outcome>],
+        outcomes: &[Option<&Outcome>],
         findings: &[Finding],
     ) {
         let _ = (plan, req, group, outcomes, findings);

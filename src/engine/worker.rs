@@ -116,11 +116,6 @@ struct Core {
     outcome_taps: Vec<Arc<dyn super::Tap>>,
     /// Endpoint labels, for flow steps.
     labels: Vec<Rc<str>>,
-    /// The outcomes of one request or step, moved here to be judged: one
-    /// buffer for the run, so judging allocates nothing.
-    judged: RefCell<Vec<Option<Outcome>>>,
-    /// Whether each of those outcomes was an error.
-    judged_errors: RefCell<Vec<bool>>,
     stats: RefCell<RunStats>,
     /// The answers' latencies not yet in `stats`' histograms (see
     /// [`Core::take_stats`]).
@@ -317,8 +312,6 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             .iter()
             .map(|e| Rc::from(e.label.as_str()))
             .collect(),
-        judged: RefCell::new(Vec::with_capacity(endpoints)),
-        judged_errors: RefCell::new(Vec::with_capacity(endpoints)),
         step_names,
         flow_names,
         stats: RefCell::new(first_stats),
@@ -1447,7 +1440,7 @@ fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
 /// the work when it was the last one missing; without a window, judge it.
 fn deliver(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: &mut Option<Done>) {
     if core.direct.is_some() {
-        judge_work(core, &work, std::slice::from_mut(done), warmup);
+        judge_work(core, &work, std::slice::from_ref(done), warmup);
         return;
     }
     let mut w = core.window.borrow_mut();
@@ -1465,51 +1458,34 @@ fn deliver(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: 
 }
 
 /// Judge a unit of work every endpoint has finished (`results`, in
-/// endpoint order), unless it was warm-up work.
-fn judge_work(core: &Core, work: &Work, results: &mut [Option<Done>], warmup: bool) {
+/// endpoint order), unless it was warm-up work. The outcomes are judged
+/// where they lie, by reference: moved out to be judged, each was copied
+/// twice more (a `memcpy` of 200 bytes each time).
+fn judge_work(core: &Core, work: &Work, results: &[Option<Done>], warmup: bool) {
     if warmup {
         return;
     }
     let plan = &core.plan;
     let mut stats = core.stats.borrow_mut();
-    let mut outcomes = core.judged.borrow_mut();
     match work {
         Work::Request(req) => {
             let mut kinds = core.kinds.borrow_mut();
             let mut tallies = core.tallies.borrow_mut();
-            if let [Some(Done::One(o, error))] = results {
-                // One endpoint: judged in place, not moved.
-                let (o, error) = (std::slice::from_ref(o), std::slice::from_ref(error));
-                judge::verdict(plan, (&mut stats, &mut tallies), &mut kinds, req, o, error);
-                return;
-            }
-            let mut errors = core.judged_errors.borrow_mut();
-            outcomes.clear();
-            errors.clear();
-            // Each outcome moved once, out of its place (left empty).
-            for r in results.iter_mut() {
+            fn each(r: &Option<Done>) -> (Option<&Outcome>, bool) {
                 match r {
-                    Some(Done::One(o, error)) => {
-                        outcomes.push(o.take());
-                        errors.push(*error);
-                    }
-                    _ => {
-                        outcomes.push(None);
-                        errors.push(false);
-                    }
+                    Some(Done::One(o, error)) => (o.as_ref(), *error),
+                    _ => (None, false),
                 }
             }
-            judge::verdict(
-                plan,
-                (&mut stats, &mut tallies),
-                &mut kinds,
-                req,
-                &outcomes,
-                &errors,
-            );
+            judge::on_stack(results.iter().map(|r| each(r).0), |outcomes| {
+                judge::on_stack(results.iter().map(|r| each(r).1), |errors| {
+                    let stats = (&mut *stats, &mut *tallies);
+                    judge::verdict(plan, stats, &mut kinds, req, outcomes, errors);
+                })
+            });
         }
         Work::Flow(f, _) => {
-            let runs = results.iter_mut().map(|r| match r {
+            let runs = results.iter().map(|r| match r {
                 Some(Done::Flow(run)) => Some(run),
                 _ => None,
             });
@@ -1519,8 +1495,7 @@ fn judge_work(core: &Core, work: &Work, results: &mut [Option<Done>], warmup: bo
                 &core.step_names[*f],
                 flow,
                 &mut stats,
-                runs.collect(),
-                &mut outcomes,
+                &runs.collect::<Vec<_>>(),
             );
         }
     }

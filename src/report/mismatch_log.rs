@@ -80,7 +80,7 @@ impl crate::engine::Tap for MismatchLog {
         plan: &Plan,
         req: &Request,
         method: &str,
-        outcomes: &[Option<Outcome>],
+        outcomes: &[Option<&Outcome>],
         findings: &[Finding],
     ) {
         if self.seen.fetch_add(1, Ordering::Relaxed) >= self.limit {
@@ -102,7 +102,7 @@ fn line(
     plan: &Plan,
     req: &Request,
     method: &str,
-    outcomes: &[Option<Outcome>],
+    outcomes: &[Option<&Outcome>],
     findings: &[Finding],
 ) -> Value {
     let headers: Map<String, Value> = req

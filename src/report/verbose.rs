@@ -36,7 +36,7 @@ impl crate::engine::Tap for Printer {
         plan: &Plan,
         req: &Request,
         _group: &str,
-        outcomes: &[Option<Outcome>],
+        outcomes: &[Option<&Outcome>],
         _findings: &[crate::compare::Finding],
     ) {
         let mut err = std::io::stderr().lock();
@@ -46,7 +46,7 @@ impl crate::engine::Tap for Printer {
 }
 
 /// Print one mismatched request and every endpoint's answer.
-pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Option<Outcome>]) {
+pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Option<&Outcome>]) {
     let _ = writeln!(out, "--- mismatch: request {}", req.seq);
     if let Some(m) = &req.method {
         let target = req.target.as_deref().unwrap_or("");
