@@ -131,20 +131,20 @@ impl<W: Clone, D> Window<W, D> {
         self.free.is_empty() && self.queues[e].is_empty()
     }
 
-    /// Store endpoint `e`'s result for the work at `place` (and take back
-    /// the work it claimed). When it was the last one missing, hand the
-    /// work, every endpoint's result (in endpoint order) and whether it was
-    /// warm-up work to `judge`, free the place, and return the work (its
-    /// copies dropped, for the caller to reuse what it holds); `None` while
-    /// it waits for others. With one endpoint, `judge` is given the result
-    /// where it lies, not moved.
+    /// Store endpoint `e`'s result for the work at `place`, taken from
+    /// `result` (left empty), and take back the work it claimed. When it
+    /// was the last one missing, hand the work, every endpoint's result (in
+    /// endpoint order) and whether it was warm-up work to `judge`, free the
+    /// place, and return the work (its copies dropped, for the caller to
+    /// reuse what it holds); `None` while it waits for others. With one
+    /// endpoint, `judge` is given the result where it lies, not moved.
     pub fn complete(
         &mut self,
         e: usize,
         place: usize,
         work: W,
         result: &mut Option<D>,
-        judge: impl FnOnce(&W, &mut [Option<D>], bool),
+        judge: impl FnOnce(&W, &[Option<D>], bool),
     ) -> Option<W> {
         let Some(entry) = &mut self.entries[place] else {
             return None;
@@ -154,10 +154,12 @@ impl<W: Clone, D> Window<W, D> {
         if self.endpoints == 1 {
             // Not through the table: one write of a result less, to a
             // place that is cold when many units are open.
-            judge(work, std::slice::from_mut(result), entry.warmup);
+            judge(work, std::slice::from_ref(result), entry.warmup);
         } else {
             let at = place * self.endpoints;
-            self.results[at + e] = result.take();
+            // Swapped with the empty place: taken and then stored, the
+            // result was copied twice (a `memcpy` call each).
+            std::mem::swap(&mut self.results[at + e], result);
             if entry.pending > 0 {
                 return None;
             }
