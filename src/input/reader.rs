@@ -170,6 +170,9 @@ pub fn spawn(
                     if tx.send_blocking(full).is_err() {
                         return;
                     }
+                    while let Some(inner) = source.settled() {
+                        source = inner;
+                    }
                 }
             };
             let summary = source.summary();
@@ -294,6 +297,58 @@ mod tests {
             want.push(1000 % max);
             assert_eq!(sizes, want);
         }
+    }
+
+    /// A wrapper that is settled after a batch goes is taken out of the
+    /// chain: the records after it come from its source directly, all of
+    /// them, in order.
+    #[test]
+    fn a_settled_wrapper_is_passed_by() {
+        struct Counting(u64, u64);
+        impl Source for Counting {
+            fn next(&mut self) -> std::io::Result<Next> {
+                if self.0 == self.1 {
+                    return Ok(Next::End);
+                }
+                self.0 += 1;
+                Ok(Next::Request(Request::line(0, self.0.to_string().into())))
+            }
+            fn buffered(&self) -> bool {
+                true
+            }
+        }
+        /// Counts the records it hands on; settled after its first.
+        struct Wrapper(Option<Box<dyn Source>>, Arc<Mutex<u64>>);
+        impl Source for Wrapper {
+            fn next(&mut self) -> std::io::Result<Next> {
+                *self.1.lock().unwrap() += 1;
+                self.0.as_mut().map_or(Ok(Next::End), |s| s.next())
+            }
+            fn settled(&mut self) -> Option<Box<dyn Source>> {
+                self.0.take()
+            }
+        }
+        let passed = Arc::new(Mutex::new(0));
+        let inner = Box::new(Counting(0, 100));
+        let source = Box::new(Wrapper(
+            Some(Box::new(Wrapper(Some(inner), passed.clone()))),
+            passed.clone(),
+        ));
+        // An empty channel: the first record goes as a batch of its own.
+        let (tx, rx) = async_channel::bounded(100);
+        let state = Arc::new(Mutex::new(InputState::default()));
+        spawn(source, None, false, MAX_BATCH, tx, state)
+            .unwrap()
+            .join()
+            .unwrap();
+        let bodies: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .flatten()
+            .map(|r| String::from_utf8(r.body.to_vec()).unwrap())
+            .collect();
+        let want: Vec<String> = (1..=100).map(|i: u64| i.to_string()).collect();
+        assert_eq!(bodies, want);
+        // The first record through both wrappers, and nothing after it.
+        assert_eq!(*passed.lock().unwrap(), 2);
     }
 
     /// A stream of requests and malformed records read by N sharded

@@ -95,16 +95,20 @@ impl Files {
 }
 
 /// A stream that creates the output files as it hands on its first
-/// request.
+/// request; then it is settled, and hands on its source.
 struct Creating {
-    source: Box<dyn Source>,
+    /// `None` once taken by [`Source::settled`].
+    source: Option<Box<dyn Source>>,
     files: Arc<Files>,
     created: bool,
 }
 
 impl Source for Creating {
     fn next(&mut self) -> std::io::Result<Next> {
-        let next = self.source.next()?;
+        let Some(source) = self.source.as_mut() else {
+            return Ok(Next::End);
+        };
+        let next = source.next()?;
         if !self.created && matches!(next, Next::Request(_)) {
             self.files.create().map_err(std::io::Error::other)?;
             self.created = true;
@@ -113,11 +117,19 @@ impl Source for Creating {
     }
 
     fn buffered(&self) -> bool {
-        self.source.buffered()
+        self.source.as_ref().is_some_and(|s| s.buffered())
     }
 
     fn summary(&self) -> Option<String> {
-        self.source.summary()
+        self.source.as_ref()?.summary()
+    }
+
+    fn location(&self) -> Option<String> {
+        self.source.as_ref()?.location()
+    }
+
+    fn settled(&mut self) -> Option<Box<dyn Source>> {
+        self.source.take_if(|_| self.created)
     }
 }
 
@@ -230,7 +242,7 @@ impl Live {
                     None => source,
                 };
                 Ok(Input::Stream(Box::new(Creating {
-                    source,
+                    source: Some(source),
                     files: self.files.clone(),
                     created: false,
                 })))
