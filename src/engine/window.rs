@@ -137,7 +137,8 @@ impl<W: Clone, D> Window<W, D> {
     /// endpoint order) and whether it was warm-up work to `judge`, free the
     /// place, and return the work (its copies dropped, for the caller to
     /// reuse what it holds); `None` while it waits for others. With one
-    /// endpoint, `judge` is given the result where it lies, not moved.
+    /// endpoint, `judge` is given the result where it lies, in `result`,
+    /// which keeps it.
     pub fn complete(
         &mut self,
         e: usize,
