@@ -229,4 +229,9 @@ impl Source for Checked {
     fn location(&self) -> Option<String> {
         self.source.location()
     }
+
+    fn settled(&mut self) -> Option<Box<dyn Source>> {
+        crate::input::settle(&mut self.source);
+        None
+    }
 }

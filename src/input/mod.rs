@@ -74,10 +74,21 @@ pub trait Source: Send {
     /// format found, the output files created): the one it wraps, taken
     /// out, so that records no longer pass through it (each a copy of the
     /// record and a call; 100 instructions a line for two such layers).
-    /// The reader takes it between batches. `None` while the wrapper still
-    /// has work, and for any other source (the default).
+    /// The reader takes it between batches ([`settle`]). `None` while the
+    /// wrapper still has work (one with lasting work, recording or
+    /// checking each record, settles what it wraps instead), and for any
+    /// other source (the default).
     fn settled(&mut self) -> Option<Box<dyn Source>> {
         None
+    }
+}
+
+/// Take every settled wrapper out of `source`'s chain, the outer ones
+/// here and the inner ones through the wrappers that stay
+/// ([`Source::settled`]).
+pub fn settle(source: &mut Box<dyn Source>) {
+    while let Some(inner) = source.settled() {
+        *source = inner;
     }
 }
 

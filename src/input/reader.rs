@@ -106,6 +106,11 @@ impl Source for Sharded {
     fn location(&self) -> Option<String> {
         self.source.location()
     }
+
+    fn settled(&mut self) -> Option<Box<dyn Source>> {
+        super::settle(&mut self.source);
+        None
+    }
 }
 
 /// Start the input thread, sending batches of up to `max_batch` requests.
@@ -170,9 +175,7 @@ pub fn spawn(
                     if tx.send_blocking(full).is_err() {
                         return;
                     }
-                    while let Some(inner) = source.settled() {
-                        source = inner;
-                    }
+                    super::settle(&mut source);
                 }
             };
             let summary = source.summary();
@@ -300,8 +303,8 @@ mod tests {
     }
 
     /// A wrapper that is settled after a batch goes is taken out of the
-    /// chain: the records after it come from its source directly, all of
-    /// them, in order.
+    /// chain, outside a wrapper that stays or inside one: the records after
+    /// it come from its source directly, all of them, in order.
     #[test]
     fn a_settled_wrapper_is_passed_by() {
         struct Counting(u64, u64);
@@ -328,12 +331,24 @@ mod tests {
                 self.0.take()
             }
         }
-        let passed = Arc::new(Mutex::new(0));
+        /// Counts the records it hands on, and stays: it settles what it
+        /// wraps.
+        struct Staying(Box<dyn Source>, Arc<Mutex<u64>>);
+        impl Source for Staying {
+            fn next(&mut self) -> std::io::Result<Next> {
+                *self.1.lock().unwrap() += 1;
+                self.0.next()
+            }
+            fn settled(&mut self) -> Option<Box<dyn Source>> {
+                super::super::settle(&mut self.0);
+                None
+            }
+        }
+        let (passed, stayed) = (Arc::new(Mutex::new(0)), Arc::new(Mutex::new(0)));
         let inner = Box::new(Counting(0, 100));
-        let source = Box::new(Wrapper(
-            Some(Box::new(Wrapper(Some(inner), passed.clone()))),
-            passed.clone(),
-        ));
+        let inner = Box::new(Wrapper(Some(inner), passed.clone()));
+        let staying = Box::new(Staying(inner, stayed.clone()));
+        let source = Box::new(Wrapper(Some(staying), passed.clone()));
         // An empty channel: the first record goes as a batch of its own.
         let (tx, rx) = async_channel::bounded(100);
         let state = Arc::new(Mutex::new(InputState::default()));
@@ -347,8 +362,10 @@ mod tests {
             .collect();
         let want: Vec<String> = (1..=100).map(|i: u64| i.to_string()).collect();
         assert_eq!(bodies, want);
-        // The first record through both wrappers, and nothing after it.
+        // The first record through both settling wrappers, and nothing
+        // after it; every record (and the end) through the one that stays.
         assert_eq!(*passed.lock().unwrap(), 2);
+        assert_eq!(*stayed.lock().unwrap(), 101);
     }
 
     /// A stream of requests and malformed records read by N sharded

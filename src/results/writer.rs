@@ -369,6 +369,15 @@ impl Source for Recording {
     fn summary(&self) -> Option<String> {
         self.source.summary()
     }
+
+    fn location(&self) -> Option<String> {
+        self.source.location()
+    }
+
+    fn settled(&mut self) -> Option<Box<dyn Source>> {
+        crate::input::settle(&mut self.source);
+        None
+    }
 }
 
 #[cfg(test)]
