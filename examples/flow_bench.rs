@@ -24,7 +24,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let result = ctx.last()?.json_str("/result")?;
             Ok(Call::get(format!("/?r={result}")))
         });
-    let run = engine::run(&plan, Input::Flow(Arc::new(flow)), &Stop::new(), &mut Quiet)?;
-    versus::report::text::write(&mut std::io::stdout(), &plan, &run)?;
+    let run = engine::run(
+        &plan.engine,
+        Input::Flow(Arc::new(flow)),
+        &Stop::new(),
+        &mut Quiet,
+    )?;
+    versus::report::text::write(&mut std::io::stdout(), &plan.run_info(), &run)?;
     Ok(())
 }

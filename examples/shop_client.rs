@@ -78,11 +78,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ])?;
     let plan = Arc::new(Plan::from_args(&cli.run, false)?);
     let run = engine::run(
-        &plan,
+        &plan.engine,
         Input::Flow(Arc::new(walk())),
         &Stop::new(),
         &mut Quiet,
     )?;
-    versus::report::text::write(&mut std::io::stdout(), &plan, &run)?;
+    versus::report::text::write(&mut std::io::stdout(), &plan.run_info(), &run)?;
     Ok(())
 }

@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use crate::cli::ScenarioArgs;
 use crate::cli::{GenArgs, Generator, RunArgs};
+use crate::commands::Live;
 use crate::engine::{self, Input, RunOutput, Stop};
 use crate::exit::Exit;
-use crate::input::generate::{self, GenOptions};
+use crate::gen::{self, GenOptions};
 use crate::input::Source;
 use crate::live;
 use crate::plan::{Plan, RequestMode};
 use crate::report;
-use crate::results::commands::Live;
 use crate::scenario::Suite;
 
 /// What a run takes from the process around it.
@@ -100,13 +100,14 @@ fn try_run(
     // A scenario run never takes its requests from stdin.
     let mut plan = Plan::from_args(args, env.stdin_is_terminal && env.suite.is_none())
         .map_err(|e| usage(e.to_string()))?;
-    plan.interval = mode.interval(plan.interval);
+    let interval = mode.interval(plan.engine.interval);
+    plan.engine_mut().interval = interval;
     if let Some(suite) = &env.suite {
-        suite.fit(&mut plan).map_err(|e| usage(e.to_string()))?;
+        crate::plan::scenario::fit(suite, &mut plan).map_err(|e| usage(e.to_string()))?;
     }
-    crate::grpc::setup(&mut plan).map_err(|e| match e {
-        crate::grpc::SetupError::Usage(m) => usage(m),
-        crate::grpc::SetupError::Failed(m) => failed(m),
+    crate::plan::grpc::setup(&mut plan).map_err(|e| match e {
+        crate::plan::grpc::SetupError::Usage(m) => usage(m),
+        crate::plan::grpc::SetupError::Failed(m) => failed(m),
     })?;
     let plan = Arc::new(plan);
     let mut outputs = Live::prepare(args, &plan, env.argv).map_err(usage)?;
@@ -129,8 +130,9 @@ fn try_run(
             .map_err(|e| failed(format!("cannot read the input: {e}")))?,
     };
     let flows = matches!(input, Input::Mix(_));
-    let resolved = engine::resolve(&plan).map_err(|e| failed(e.to_string()))?;
-    let mut view = live::Session::start(mode, &plan, stop).map_err(|e| failed(e.to_string()))?;
+    let resolved = engine::resolve(&plan.engine).map_err(|e| failed(e.to_string()))?;
+    let mut view = live::Session::start(mode, &plan.engine, plan.input_gauge(), stop)
+        .map_err(|e| failed(e.to_string()))?;
     let input = match outputs.check().and_then(|()| outputs.attach(input)) {
         Ok(input) => input,
         Err(e) => {
@@ -139,7 +141,7 @@ fn try_run(
         }
     };
     let ran = outputs.observe(&mut view, |o| {
-        engine::run_resolved(&plan, resolved, input, stop, o)
+        engine::run_resolved(&plan.engine, resolved, input, stop, o)
     });
     view.finish();
     let ran = ran.map_err(|e| failed(e.to_string()))?;
@@ -170,6 +172,7 @@ fn try_run(
         )));
     }
     let failing: Vec<&str> = plan
+        .engine
         .endpoints
         .iter()
         .zip(&ran.stats.endpoints)
@@ -244,7 +247,7 @@ pub fn scenario(
         Ok(s) => s,
         Err(exit) => return exit,
     };
-    let run_args = suite.run_args(&args.run);
+    let run_args = crate::plan::scenario::run_args(&suite, &args.run);
     run(
         &run_args,
         Env {
@@ -263,12 +266,13 @@ pub fn scenario(
 /// `optional`: then the suite is read again without it, noting why.
 fn preflight(args: &ScenarioArgs, suite: Suite, err: &mut dyn Write) -> Result<Suite, Exit> {
     // A plan that cannot be made is the run's to report.
-    let Ok(plan) = Plan::from_args(&suite.run_args(&args.run), false) else {
+    let Ok(plan) = Plan::from_args(&crate::plan::scenario::run_args(&suite, &args.run), false)
+    else {
         return Ok(suite);
     };
-    let failed: Vec<(String, String, String)> = crate::engine::preflight::check(&plan)
+    let failed: Vec<(String, String, String)> = crate::engine::preflight::check(&plan.engine)
         .into_iter()
-        .zip(&plan.endpoints)
+        .zip(&plan.engine.endpoints)
         .filter_map(|(why, spec)| Some((spec.label.clone(), spec.display_url.clone(), why?)))
         .collect();
     if failed.is_empty() {
@@ -319,7 +323,7 @@ pub fn gen(args: &GenArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     };
     // A bad option is a usage error; a failure while generating (a write
     // error, the node for --rpc) is a failure.
-    let config = match generate::ethereum_config(&opts) {
+    let config = match gen::ethereum_config(&opts) {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(err, "versus: gen: {e}");
@@ -328,7 +332,7 @@ pub fn gen(args: &GenArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
     let warn = Arc::new(|w| eprintln!("versus: warning: {w}"));
-    match generate::ethereum(&opts, config, &mut out, warn) {
+    match gen::ethereum(&opts, config, &mut out, warn) {
         Ok(()) => Exit::Done,
         Err(e) => {
             let _ = writeln!(err, "versus: gen: {e}");

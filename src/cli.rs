@@ -410,11 +410,11 @@ pub struct RunArgs {
 
     /// Longest input line, in bytes (K, M, G suffixes: 16M). Longer lines
     /// are skipped and reported.
-    #[arg(long, default_value = "16M", value_parser = parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = "16M", value_parser = crate::model::parse_size, value_name = "SIZE")]
     pub max_line: u64,
 
     /// Largest response body accepted; larger ones fail as "body too large".
-    #[arg(long, default_value = "64M", value_parser = parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = "64M", value_parser = crate::model::parse_size, value_name = "SIZE")]
     pub max_body: u64,
 
     /// Stop at the first malformed input record instead of skipping it.
@@ -494,45 +494,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 30s, 500ms, 2m)"))
 }
 
-/// Parse a size such as `1024`, `64K`, `16M`, `1G` (powers of 1024).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (digits, mult) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        None => (t, 1),
-        Some((i, _)) => {
-            let unit = t[i..].trim().to_ascii_uppercase();
-            let m = match unit.trim_end_matches("IB").trim_end_matches('B') {
-                "" => 1,
-                "K" => 1 << 10,
-                "M" => 1 << 20,
-                "G" => 1 << 30,
-                _ => return Err(format!("bad size {s:?}: use a number with K, M or G")),
-            };
-            (&t[..i], m)
-        }
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("bad size {s:?}: use a positive number with K, M or G"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("1024"), Ok(1024));
-        assert_eq!(parse_size("16M"), Ok(16 << 20));
-        assert_eq!(parse_size("2KiB"), Ok(2048));
-        assert_eq!(parse_size("1g"), Ok(1 << 30));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("12Q").is_err());
-        assert!(parse_size("").is_err());
-    }
 
     #[test]
     fn the_command_line_is_consistent() {

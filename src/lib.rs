@@ -25,8 +25,8 @@
 //!     });
 //! let cli = Cli::parse_from(["versus", "-c", "8", "--stop-after=1000", "old=http://127.0.0.1:8080/", "new=http://127.0.0.1:8081/"]);
 //! let plan = Arc::new(Plan::from_args(&cli.run, false)?);
-//! let run = engine::run(&plan, engine::Input::Flow(Arc::new(flow)), &engine::Stop::new(), &mut engine::Quiet)?;
-//! versus::report::text::write(&mut std::io::stdout(), &plan, &run)?;
+//! let run = engine::run(&plan.engine, engine::Input::Flow(Arc::new(flow)), &engine::Stop::new(), &mut engine::Quiet)?;
+//! versus::report::text::write(&mut std::io::stdout(), &plan.run_info(), &run)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -41,26 +41,28 @@
 //! let plan = Arc::new(Plan::from_args(&cli.run, false)?);
 //! let lines = &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}\n"[..];
 //! let input = engine::Input::Stream(Box::new(LinesSource::new(lines, plan.max_line)));
-//! let run = engine::run(&plan, input, &engine::Stop::new(), &mut engine::Quiet)?;
-//! versus::report::text::write(&mut std::io::stdout(), &plan, &run)?;
+//! let run = engine::run(&plan.engine, input, &engine::Stop::new(), &mut engine::Quiet)?;
+//! versus::report::text::write(&mut std::io::stdout(), &plan.run_info(), &run)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod app;
 pub mod cli;
+pub mod commands;
 pub mod compare;
 pub mod demo;
+pub mod display;
 pub mod endpoint;
 pub mod engine;
 pub mod exit;
 pub mod fault;
 pub mod flow;
+pub mod gen;
 pub mod grpc;
 pub mod input;
 pub mod json_path;
 pub mod live;
 pub mod model;
-pub mod paginate;
 pub mod plan;
 pub mod report;
 pub mod results;

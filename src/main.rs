@@ -9,10 +9,10 @@ use std::time::Duration;
 use clap::Parser;
 use versus::app::{self, Env};
 use versus::cli::{Cli, Command};
+use versus::commands;
 use versus::engine::Stop;
 use versus::exit::Exit;
 use versus::report;
-use versus::results::commands;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

@@ -14,11 +14,11 @@ use clap::Parser;
 use common::{Reply, Server};
 use hdrhistogram::Histogram;
 use versus::cli::{Cli, CompareArgs, ReportArgs};
+use versus::commands::{self, Live};
 use versus::engine::{self, Input, RunOutput, Stop};
 use versus::flow::{Call, Flow};
 use versus::plan::Plan;
 use versus::report::{csv, html, markdown};
-use versus::results::commands::{self, Live};
 use versus::stats::RunStats;
 
 /// The step whose name needs escaping in HTML and Markdown.
@@ -130,7 +130,7 @@ fn save_flow_run(shops: &(Server, Server), file: &Path) -> RunOutput {
         .expect("output files");
     let out = live
         .observe(&mut engine::Quiet, |o| {
-            engine::run(&plan, input, &Stop::new(), o)
+            engine::run(&plan.engine, input, &Stop::new(), o)
         })
         .expect("run");
     live.finish(&mut Vec::new(), &out).expect("finish");

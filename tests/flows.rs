@@ -64,7 +64,7 @@ fn repeated(plan: &Plan) -> Input {
 }
 
 fn run(plan: &Arc<Plan>, input: Input, observer: &mut dyn Observer) -> RunOutput {
-    engine::run(plan, input, &engine::Stop::new(), observer).expect("run")
+    engine::run(&plan.engine, input, &engine::Stop::new(), observer).expect("run")
 }
 
 /// A single-request run (`--method GET`) of `args`, watched by `observer`.
@@ -499,7 +499,7 @@ fn held_back_time_is_shown_beside_a_rate_over_the_whole_run() {
     let s = &out.stats.endpoints[0];
     assert!(s.held > Duration::from_millis(500), "held {:?}", s.held);
     let mut text = Vec::new();
-    versus::report::text::write(&mut text, &plan, &out).unwrap();
+    versus::report::text::write(&mut text, &plan.run_info(), &out).unwrap();
     let text = String::from_utf8(text).unwrap();
     let line = text
         .lines()
@@ -581,7 +581,7 @@ fn a_repeated_request_is_counted_under_its_method_in_every_interval() {
     let server = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(2)));
     let url = server.url();
     let mut plan = parse(&["--method", "GET", "-c", "2", "--stop-after", "300", &url]);
-    plan.interval = Duration::from_millis(20);
+    plan.engine_mut().interval = Duration::from_millis(20);
     let plan = Arc::new(plan);
     let mut seen = MethodsPerInterval::default();
     let out = run(&plan, repeated(&plan), &mut seen);
@@ -626,7 +626,7 @@ fn a_stream_of_many_methods_is_counted_under_each_in_every_interval() {
     let b = Server::start(|_| Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#));
     let (methods, rounds) = (60, 20);
     let mut plan = parse(&["-c", "4", &a.url(), &b.url()]);
-    plan.interval = Duration::from_millis(20);
+    plan.engine_mut().interval = Duration::from_millis(20);
     let plan = Arc::new(plan);
     let mut lines = Vec::new();
     for i in 0..methods * rounds {

@@ -538,7 +538,7 @@ fn a_library_flow_calls_grpc_methods_json_in_json_and_status_out() {
     ])
     .unwrap();
     let mut plan = versus::plan::Plan::from_args(&cli.run, false).unwrap();
-    versus::grpc::setup(&mut plan).unwrap();
+    versus::plan::grpc::setup(&mut plan).unwrap();
     let plan = std::sync::Arc::new(plan);
     let flow = Flow::new("pages")
         .step("first", |_| async {
@@ -573,7 +573,7 @@ fn a_library_flow_calls_grpc_methods_json_in_json_and_status_out() {
     let input =
         versus::engine::Input::Mix(std::sync::Arc::new(Mix::one(std::sync::Arc::new(flow))));
     let out = versus::engine::run(
-        &plan,
+        &plan.engine,
         input,
         &versus::engine::Stop::new(),
         &mut versus::engine::Quiet,

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use versus::cli::{Cli, CompareArgs};
+use versus::commands::{self, Live};
 use versus::engine::{self, RunOutput, Stop};
 use versus::plan::Plan;
-use versus::results::commands::{self, Live};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("versus-results-{}", std::process::id()));
@@ -29,7 +29,7 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(&argv).expect("arguments");
     let mut plan = Plan::from_args(&cli.run, false).expect("plan");
-    plan.interval = interval;
+    plan.engine_mut().interval = interval;
     let plan = Arc::new(plan);
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
     let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
@@ -39,7 +39,7 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
     let input = live.attach(input).expect("output files");
     let out = live
         .observe(&mut engine::Quiet, |o| {
-            engine::run(&plan, input, &Stop::new(), o)
+            engine::run(&plan.engine, input, &Stop::new(), o)
         })
         .expect("run");
     let mut report = Vec::new();

@@ -3,8 +3,7 @@
 //! a byte scan, not a parse.
 
 use super::jsonrpc::{find_method_key, has_jsonrpc_key};
-use crate::endpoint::{EndpointSpec, Style};
-use crate::model::Request;
+use crate::model::{Request, Style};
 
 /// Requests whose kind could not be named (beyond the method cap).
 pub use crate::model::OTHER;
@@ -77,11 +76,12 @@ impl Kind {
     }
 }
 
-/// Name a request as the reference endpoint would receive it.
-pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
-    if req.target.is_none() && reference.style == Style::Grpc {
+/// Name a request as the reference endpoint would receive it: the
+/// endpoint's `style` and the path of its URL (`base_path`).
+pub fn kind(req: &Request, style: Style, base_path: &str) -> Kind {
+    if req.target.is_none() && style == Style::Grpc {
         // A gRPC method by its name: `items.Items/GetItem`.
-        let name = reference.base_path.trim_start_matches('/').to_string();
+        let name = base_path.trim_start_matches('/').to_string();
         return Kind {
             group: name.clone(),
             selector: name,
@@ -99,7 +99,7 @@ pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
             };
         }
     }
-    let (method, path) = match (&req.target, reference.style) {
+    let (method, path) = match (&req.target, style) {
         (Some(t), _) => (
             req.method.as_ref().map_or("GET", |m| m.as_str()),
             path_of(t).to_string(),
@@ -108,13 +108,13 @@ pub fn kind(req: &Request, reference: &EndpointSpec) -> Kind {
             req.method.as_ref().map_or("GET", |m| m.as_str()),
             format!(
                 "{}{}",
-                reference.base_path.split('?').next().unwrap_or("/"),
+                base_path.split('?').next().unwrap_or("/"),
                 String::from_utf8_lossy(&req.body)
             ),
         ),
         (None, Style::Post | Style::WebSocket | Style::Grpc) => (
             req.method.as_ref().map_or("POST", |m| m.as_str()),
-            reference.base_path.clone(),
+            base_path.to_string(),
         ),
     };
     let path = path.split('?').next().unwrap_or("/").to_string();
@@ -195,11 +195,11 @@ mod tests {
             "/users/{id}/orders/{id}"
         );
         assert_eq!(normalize("/api/v1/items"), "/api/v1/items");
-        let spec = EndpointSpec::parse("http://h/v1/", false).unwrap();
+        let spec = (Style::Post, "/v1/");
         let mut r = Request::line(0, bytes::Bytes::new());
         r.target = Some("https://old.example/users/7?x=1".into());
         r.method = Some(http::Method::DELETE);
-        let k = kind(&r, &spec);
+        let k = kind(&r, spec.0, spec.1);
         assert_eq!(
             (k.group.as_str(), k.selector.as_str(), k.jsonrpc),
             ("DELETE /users/{id}", "DELETE /users/7", false)
@@ -208,9 +208,9 @@ mod tests {
             0,
             bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","method":"eth_chainId"}"#),
         );
-        assert_eq!(kind(&line, &spec).group, "eth_chainId");
+        assert_eq!(kind(&line, spec.0, spec.1).group, "eth_chainId");
         assert_eq!(
-            kind(&Request::line(0, "plain".into()), &spec).group,
+            kind(&Request::line(0, "plain".into()), spec.0, spec.1).group,
             "POST /v1/"
         );
     }

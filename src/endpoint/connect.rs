@@ -9,7 +9,6 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -21,127 +20,8 @@ use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
+use super::io::{classify_io, Io};
 use super::{Failure, HttpVersion, Protocol, Scheme, TlsReason};
-
-/// A byte stream, TCP or TLS.
-pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {
-    /// Ready when a read would not wait: bytes, the end of the stream or
-    /// an error are there to read. A reader waits for this before it takes
-    /// a buffer to read into (`h1_bufs`), so a connection waiting on its
-    /// answer holds none. By default ready at once: the read waits.
-    fn poll_read_ready(&mut self, _cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    /// Start noticing, while the stream sits idle, that the peer closed it
-    /// (or sent something unasked), so that the check before its next use
-    /// sees it. By default nothing: tokio's reactor watches every socket.
-    fn watch_idle(&mut self) {}
-
-    /// True when nothing has come since the last read, as far as the
-    /// stream can know without a system call: a poll for readiness could
-    /// only find nothing (and start to watch, where nothing watches yet).
-    /// By default false.
-    fn quiet(&mut self) -> bool {
-        false
-    }
-
-    /// When the bytes last read arrived, if the stream knows it better than
-    /// a clock read by its reader would: on the ring, the receive ran in
-    /// the kernel during the driver's enter, and the answers of one turn
-    /// are handled one after another after it (each sending its next
-    /// request), so a clock read while handling one would count the
-    /// handling of those before it as its latency. By default `None`: the
-    /// read itself is the arrival, and the reader reads the clock.
-    fn read_at(&self) -> Option<std::time::Instant> {
-        None
-    }
-
-    /// For a stream that holds the bytes it receives in memory of its own
-    /// (the ring's receive buffers): wait as [`Io::poll_read_ready`] does,
-    /// then hand the bytes that arrived and were not yet read to `read`,
-    /// with when they arrived (as [`Io::read_at`] says); `read` returns how
-    /// many of them it used (marked read). True when `read` was handed
-    /// bytes; false when the stream holds none, or holds no bytes of its
-    /// own at all (its bytes are read by `poll_read`). A reader may so take
-    /// an answer that arrived whole where it landed, without copying it
-    /// into a buffer of its own first. By default false at once, without
-    /// waiting: the read that follows waits.
-    fn poll_read_landed(
-        &mut self,
-        _cx: &mut std::task::Context<'_>,
-        _read: &mut dyn FnMut(&[u8], Option<std::time::Instant>) -> usize,
-    ) -> Poll<io::Result<bool>> {
-        Poll::Ready(Ok(false))
-    }
-
-    /// Whether the stream lends the bytes it receives (see
-    /// [`Io::poll_read_landed`]), so that an answer can be read where it
-    /// landed. By default false.
-    fn lends(&self) -> bool {
-        false
-    }
-
-    /// Hand the answers that land from now on to `relay` (see
-    /// [`super::uring::Relay`]), the task of `cx` woken when it ends;
-    /// `None` takes it off. False when the stream has no relays (by
-    /// default), or is not in a state to start one.
-    fn relay(
-        &mut self,
-        _relay: Option<std::rc::Rc<dyn super::uring::Relay>>,
-        _cx: &std::task::Context<'_>,
-    ) -> bool {
-        false
-    }
-}
-
-impl<T: Io + ?Sized> Io for Box<T> {
-    fn poll_read_ready(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
-        (**self).poll_read_ready(cx)
-    }
-
-    fn watch_idle(&mut self) {
-        (**self).watch_idle();
-    }
-
-    fn quiet(&mut self) -> bool {
-        (**self).quiet()
-    }
-
-    fn read_at(&self) -> Option<std::time::Instant> {
-        (**self).read_at()
-    }
-
-    fn poll_read_landed(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-        read: &mut dyn FnMut(&[u8], Option<std::time::Instant>) -> usize,
-    ) -> Poll<io::Result<bool>> {
-        (**self).poll_read_landed(cx, read)
-    }
-
-    fn lends(&self) -> bool {
-        (**self).lends()
-    }
-
-    fn relay(
-        &mut self,
-        relay: Option<std::rc::Rc<dyn super::uring::Relay>>,
-        cx: &std::task::Context<'_>,
-    ) -> bool {
-        (**self).relay(relay, cx)
-    }
-}
-
-impl Io for TcpStream {
-    fn poll_read_ready(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
-        TcpStream::poll_read_ready(self, cx)
-    }
-}
-
-/// TLS may hold decrypted bytes the socket no longer shows: its reads
-/// take a buffer at once.
-impl Io for tokio_rustls::client::TlsStream<TcpStream> {}
 
 /// An HTTP/1.1 connection on versus's codec, TCP or TLS.
 pub(crate) type H1Conn = super::h1::Conn<Box<dyn Io>>;
@@ -398,17 +278,6 @@ impl Backoff {
         if let Some(d) = delay {
             tokio::time::sleep(d).await;
         }
-    }
-}
-
-/// Map an I/O error to a failure kind; `fallback` for the rest.
-pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
-    use io::ErrorKind::*;
-    match e.kind() {
-        ConnectionRefused => Failure::Refused,
-        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Failure::Reset,
-        TimedOut => Failure::Timeout,
-        _ => fallback,
     }
 }
 

@@ -120,7 +120,7 @@ impl AsyncRead for Scripted {
     }
 }
 
-impl super::connect::Io for Scripted {
+impl super::io::Io for Scripted {
     fn poll_read_landed(
         &mut self,
         _: &mut Context<'_>,

@@ -22,9 +22,9 @@ use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderName, HeaderValue};
 use tokio::io::ReadBuf;
 
-use super::connect::{classify_io, Io};
 use super::h1_bufs::{self, INITIAL};
 use super::h1_head::{self, Field};
+use super::io::{classify_io, Io};
 use super::{Answer, Failure};
 /// Room asked for when streaming through a body (discarded, chunked or
 /// read to the end of the stream).
@@ -601,7 +601,7 @@ impl<S: Io> Conn<S> {
     /// [`Io::relay`]); `None` takes it off. False when none can be set.
     pub fn relay(
         &mut self,
-        relay: Option<std::rc::Rc<dyn super::uring::Relay>>,
+        relay: Option<std::rc::Rc<dyn super::io::Relay>>,
         cx: &Context<'_>,
     ) -> bool {
         (relay.is_none() || self.rbuf.is_empty()) && self.io.relay(relay, cx)

@@ -29,9 +29,9 @@ use std::time::Instant;
 use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderName, HeaderValue};
 
-use super::connect::classify_io;
 use super::h2_socket::Socket;
 use super::hpack;
+use super::io::classify_io;
 use super::{Answer, Failure};
 use crate::model::GrpcStatus;
 

@@ -22,7 +22,7 @@ use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::connect::Io;
+use super::io::Io;
 
 /// A connection's socket.
 pub(crate) enum Socket {

@@ -39,10 +39,9 @@ use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
 use super::{
-    Answer, Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, Style,
-    TransportOptions,
+    Answer, Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, TransportOptions,
 };
-use crate::model::Request;
+use crate::model::{Request, Style};
 pub use kept::{Flight, Resume};
 use kept::{Kept, Point};
 pub use lane::{Laned, Rounds};

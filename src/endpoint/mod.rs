@@ -16,7 +16,7 @@ mod h2;
 mod h2_socket;
 mod hpack;
 mod http;
-pub mod secret;
+mod io;
 pub mod spec;
 mod uring;
 mod uring_bufs;
@@ -29,9 +29,10 @@ use bytes::Bytes;
 pub use self::connect::{resolve, tls_config, TlsOptions};
 pub(crate) use self::http::send_on;
 pub use self::http::{Flight, Laned, Link, Prepared, Resume, Rounds, Slot};
-pub use self::spec::{EndpointSpec, Scheme, SpecError, Style};
+pub use self::spec::{EndpointSpec, Scheme, SpecError};
 pub(crate) use self::uring::wait_in_ring;
 pub use self::uring::{probe as probe_uring, IoDriver};
+use crate::model::Style;
 
 /// Which HTTP version to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

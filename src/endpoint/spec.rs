@@ -6,23 +6,7 @@ use std::fmt;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::secret;
-
-/// How an endpoint turns an input line into an HTTP request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Style {
-    /// POST the line as the body (`http://`, `https://`, `http+post://`).
-    Post,
-    /// GET the base URL joined with the line (`http+get://`, `https+get://`).
-    Get,
-    /// Send the body as a message on a WebSocket opened at the URL and take
-    /// the JSON-RPC answer with the same `id` (`ws://`, `wss://`).
-    WebSocket,
-    /// Call a gRPC method with the line as its request message in the
-    /// proto3 JSON mapping (`grpc://`, `grpcs://`); the method is the URL's
-    /// path (`/package.Service/Method`) or a flow step's.
-    Grpc,
-}
+use crate::model::{secret, Style};
 
 /// Transport security of an endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -76,6 +76,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::io::{Relay, Relayed};
 use super::uring_bufs::{self, Bufs};
 
 /// Submission queue entries per ring (the completion queue has twice as
@@ -136,35 +137,6 @@ static RING_REFUSED: AtomicBool = AtomicBool::new(false);
 thread_local! {
     /// This thread's ring, made by the first stream that needs it.
     static RING: RefCell<Option<Ring>> = const { RefCell::new(None) };
-}
-
-/// What takes a connection's answers in the driver's turn, as they land,
-/// and gives the next request to send at once: a slot's requests on its
-/// kept connection carried on with no task woken between them (see
-/// `http::lane`). It sees only bursts that land alone (nothing unread
-/// before them, no send in flight, the buffer not filled), and must not
-/// touch the ring.
-pub(crate) trait Relay {
-    /// The burst `bytes` landed at `at`: taken or not, and what follows.
-    /// The next request, if any, is given to `send`, which sends it at
-    /// once and returns how many of its bytes went (none when the socket
-    /// took none or failed: the slot's own write meets that again).
-    fn landed(&self, bytes: &[u8], at: Instant, send: &mut dyn FnMut(&[u8]) -> usize) -> Relayed;
-    /// The relay is over without a word from it: what came (bytes that
-    /// did not land alone, the end of the stream, an error) is the
-    /// reader's, who is woken.
-    fn left(&self);
-}
-
-/// What a [`Relay`] did with a burst that landed.
-pub(crate) enum Relayed {
-    /// Not taken: the bytes are read as any others, and the relay is over.
-    Declined,
-    /// Taken, and the relay is over: nothing more was sent, or the next
-    /// request not all of it.
-    Ended,
-    /// Taken, and the next request sent whole: the relay goes on.
-    Sent,
 }
 
 /// How a connection's receive stands.
@@ -1046,7 +1018,7 @@ impl Stream {
     ///
     /// # Errors
     /// When the socket cannot be taken from tokio's reactor.
-    pub(crate) fn wrap(tcp: tokio::net::TcpStream) -> io::Result<Box<dyn super::connect::Io>> {
+    pub(crate) fn wrap(tcp: tokio::net::TcpStream) -> io::Result<Box<dyn super::io::Io>> {
         let Some(id) = ring_here() else {
             return Ok(Box::new(tcp));
         };
@@ -1094,7 +1066,7 @@ fn gone() -> io::Error {
     io::Error::other("io_uring ring gone")
 }
 
-impl super::connect::Io for Stream {
+impl super::io::Io for Stream {
     fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.with(|ring, idx| ring.poll_read_ready(idx, cx))?
     }
@@ -1405,7 +1377,7 @@ mod tests {
     }
 
     /// A connected pair: the client on the ring, the server's side as it is.
-    async fn pair() -> Option<(Box<dyn super::super::connect::Io>, TcpStream)> {
+    async fn pair() -> Option<(Box<dyn super::super::io::Io>, TcpStream)> {
         if let Err(e) = probe() {
             eprintln!("skipped: io_uring is unavailable here ({e})");
             return None;
@@ -1702,7 +1674,7 @@ mod tests {
         let e = c.read(&mut [0; 8]).await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
         assert_eq!(
-            super::super::connect::classify_io(&e, crate::model::Failure::Io),
+            super::super::io::classify_io(&e, crate::model::Failure::Io),
             crate::model::Failure::Reset
         );
     }
@@ -1837,7 +1809,7 @@ mod tests {
     /// `BURST` connections whose answers all land in one turn of the ring
     /// (turned by the test, no await between), which finds the tests' pool
     /// of 2 dry. `None` where io_uring is unavailable.
-    async fn dry_burst() -> Option<(Vec<Box<dyn super::super::connect::Io>>, Vec<TcpStream>)> {
+    async fn dry_burst() -> Option<(Vec<Box<dyn super::super::io::Io>>, Vec<TcpStream>)> {
         let mut clients = Vec::new();
         let mut servers = Vec::new();
         for _ in 0..BURST {

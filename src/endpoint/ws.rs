@@ -48,7 +48,8 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
-use super::connect::{classify_io, Backoff, Dialer, Io};
+use super::connect::{Backoff, Dialer};
+use super::io::{classify_io, Io};
 use super::{Deadline, EndpointSpec, Failure, Outcome, Response, Scheme, TransportOptions};
 use crate::model::Request;
 

@@ -9,12 +9,12 @@
 use std::cell::OnceCell;
 use std::rc::Rc;
 
+use super::Settings;
 use crate::compare::jsonrpc::{classify_response, mentions_error, ResponseClass};
 use crate::compare::method::{self, Kind};
 use crate::compare::sample::sample;
 use crate::model::Outcome;
 use crate::model::Request;
-use crate::plan::Plan;
 use crate::stats::{
     count_group, jsonrpc_error_name, part, part_index, RunStats, Tallies, BATCH_ERROR, MAX_PARTS,
 };
@@ -26,7 +26,7 @@ use super::unit::FlowRun;
 /// flow step's name (`step`) or else the request's method. Returns whether
 /// it is an error: the one decision every count of errors follows.
 pub(crate) fn classify(
-    plan: &Plan,
+    settings: &Settings,
     stats: &mut RunStats,
     e: usize,
     req: &Request,
@@ -41,7 +41,7 @@ pub(crate) fn classify(
             Some(crate::grpc::error_name(g.code))
         }
         Ok(r)
-            if plan.comparer.jsonrpc()
+            if settings.comparer.jsonrpc()
                 && r.grpc.is_none()
                 && r.status < 300
                 && mentions_error(&r.body) =>
@@ -63,7 +63,11 @@ pub(crate) fn classify(
         let group = match step {
             Some(name) => name,
             None => {
-                kind = method::kind(req, &plan.endpoints[0]);
+                kind = method::kind(
+                    req,
+                    settings.endpoints[0].style,
+                    &settings.endpoints[0].base_path,
+                );
                 &kind.group
             }
         };
@@ -72,7 +76,7 @@ pub(crate) fn classify(
             group,
             &error,
             "error",
-            &plan.endpoints[e].label,
+            &settings.endpoints[e].label,
             1,
             Vec::new,
         );
@@ -135,7 +139,7 @@ struct Cached {
 impl KindCache {
     /// The kind of `req`, from the cache when `req` has the last one's
     /// body, target and method.
-    fn kind(&mut self, plan: &Plan, req: &Request) -> &Kind {
+    fn kind(&mut self, settings: &Settings, req: &Request) -> &Kind {
         let same = |c: &Cached| {
             let body = (c.body.as_ptr() == req.body.as_ptr() && c.body.len() == req.body.len())
                 || c.body == req.body;
@@ -150,7 +154,11 @@ impl KindCache {
             body: req.body.clone(),
             target: req.target.clone(),
             method: req.method.clone(),
-            kind: method::kind(req, &plan.endpoints[0]),
+            kind: method::kind(
+                req,
+                settings.endpoints[0].style,
+                &settings.endpoints[0].base_path,
+            ),
         });
         &cached.kind
     }
@@ -165,7 +173,7 @@ impl KindCache {
 /// Judge one request whose outcomes are all in, and record the verdict
 /// (its latencies per method counted in `tallies`).
 pub(crate) fn verdict(
-    plan: &Plan,
+    settings: &Settings,
     (stats, tallies): (&mut RunStats, &mut Tallies),
     kinds: &mut KindCache,
     req: &Rc<Request>,
@@ -174,30 +182,36 @@ pub(crate) fn verdict(
 ) {
     let kind: OnceCell<Kind> = OnceCell::new();
     let kind_of = || {
-        kind.get_or_init(|| method::kind(req, &plan.endpoints[0]))
-            .clone()
+        kind.get_or_init(|| {
+            method::kind(
+                req,
+                settings.endpoints[0].style,
+                &settings.endpoints[0].base_path,
+            )
+        })
+        .clone()
     };
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
         count_at((stats, tallies), outcomes, errors, p.at);
-        judge(plan, stats, req, outcomes, &kind_of, None);
+        judge(settings, stats, req, outcomes, &kind_of, None);
         return;
     }
-    let grpc_reference = plan
+    let grpc_reference = settings
         .endpoints
         .first()
-        .is_some_and(|e| e.style == crate::endpoint::Style::Grpc);
+        .is_some_and(|e| e.style == crate::model::Style::Grpc);
     let quick = (req.target.is_none() && !grpc_reference)
         .then(|| method::quick_jsonrpc_name(&req.body))
         .flatten();
     if let Some(n) = quick.and_then(|m| kinds.named.iter().find(|n| *n.name == *m)) {
         count_at((stats, tallies), outcomes, errors, n.at);
-        judge(plan, stats, req, outcomes, &kind_of, None);
+        judge(settings, stats, req, outcomes, &kind_of, None);
         return;
     }
     let quick = quick.and_then(|m| std::str::from_utf8(m).ok());
     let name = match quick {
         Some(m) => m,
-        None => &kinds.kind(plan, req).group,
+        None => &kinds.kind(settings, req).group,
     };
     // Every endpoint's methods are recorded together, so they stand in
     // the same order: the name is looked up once, at the reference.
@@ -216,7 +230,7 @@ pub(crate) fn verdict(
         i
     });
     let counted = stats.verdicts.count_method(name, 1);
-    judge(plan, stats, req, outcomes, &kind_of, None);
+    judge(settings, stats, req, outcomes, &kind_of, None);
     let places = at.filter(|_| same).map(|part| Places { part, counted });
     if let (Some(at), Some(m)) = (places, quick) {
         if kinds.named.len() < MAX_PARTS {
@@ -277,7 +291,7 @@ fn count_parts(
 /// endpoint never reached (its instance failed earlier there) is counted
 /// as skipped at that endpoint.
 pub(crate) fn flow_verdict(
-    plan: &Plan,
+    settings: &Settings,
     steps: &[String],
     flow: Option<&crate::flow::Flow>,
     stats: &mut RunStats,
@@ -307,7 +321,14 @@ pub(crate) fn flow_verdict(
                     .and_then(|s| s.paging())
                     .map(|p| p.key());
                 stats.verdicts.count_method(name, 1);
-                judge(plan, stats, reference, outcomes, &kind, Some((name, key)));
+                judge(
+                    settings,
+                    stats,
+                    reference,
+                    outcomes,
+                    &kind,
+                    Some((name, key)),
+                );
             },
         );
     }
@@ -338,7 +359,7 @@ const ON_STACK: usize = 8;
 /// its name, and the item key when it pages) at every endpoint, and
 /// record the verdict (the caller counts it under its method).
 fn judge(
-    plan: &Plan,
+    settings: &Settings,
     stats: &mut RunStats,
     req: &Request,
     outcomes: &[Option<&Outcome>],
@@ -350,16 +371,16 @@ fn judge(
     if outcomes.len() < 2 {
         return;
     }
-    let mut j = plan.comparer.judge(kind_of, outcomes);
+    let mut j = settings.comparer.judge(kind_of, outcomes);
     if let Some((_, Some(key))) = step {
         for f in &mut j.findings {
-            crate::paginate::regroup(f, key);
+            crate::flow::paginate::regroup(f, key);
         }
     }
     if j.fell_back {
         v.fell_back += 1;
     }
-    if plan.comparer.twin().is_some() {
+    if settings.comparer.twin().is_some() {
         for f in unique(j.reference_pair.iter()) {
             v.noise_field(f).reference_pair += 1;
         }
@@ -398,14 +419,14 @@ fn judge(
         if seen_before && !per_item {
             continue;
         }
-        let label = &plan.endpoints[f.endpoint].label;
+        let label = &settings.endpoints[f.endpoint].label;
         count_group(&mut v.groups, &group, &f.field, &f.kind, label, 1, || {
-            let reference = plan.endpoints[0].label.as_str();
+            let reference = settings.endpoints[0].label.as_str();
             vec![sample(req, outcomes, f, (reference, label))]
         });
     }
-    for tap in &plan.taps {
-        tap.mismatch(plan, req, &group, outcomes, &j.findings);
+    for tap in &settings.taps {
+        tap.mismatch(settings, req, &group, outcomes, &j.findings);
     }
 }
 

@@ -8,6 +8,7 @@
 mod judge;
 pub mod pace;
 pub mod preflight;
+pub mod settings;
 mod slots;
 mod stop;
 mod tap;
@@ -20,6 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+pub use self::settings::{Settings, StopAfter};
 pub use self::stop::Stop;
 pub use self::tap::Tap;
 use self::worker::{CoreMsg, WorkerInput, WorkerJob};
@@ -27,14 +29,13 @@ use crate::endpoint::{self, Prepared};
 use crate::input::reader::{self, InputError, InputState};
 use crate::input::Source;
 use crate::model::Request;
-use crate::plan::Plan;
 pub use crate::stats::jsonrpc_error_name;
 use crate::stats::{InputStats, RunStats};
 
 /// Watches a run as it goes: called on the thread that called [`run`],
 /// never on a core, so it cannot slow requests down.
 pub trait Observer {
-    /// One interval of the run (`plan.interval` long, from the start;
+    /// One interval of the run (`settings.interval` long, from the start;
     /// the last may be shorter), merged over cores, and the totals so far
     /// (including it).
     fn interval(&mut self, index: u64, delta: &RunStats, total: &RunStats) {
@@ -118,13 +119,13 @@ fn gather(pending: &mut BTreeMap<u64, RunStats>, index: u64, stats: RunStats) {
 /// Merge the cores' intervals in order as they complete, show each to the
 /// observer, and return the totals and the run's wall time.
 fn collect(
-    plan: &Plan,
+    settings: &Settings,
     cores: usize,
     from: &std::sync::mpsc::Receiver<CoreMsg>,
     faults: Option<&crate::fault::Running>,
     observer: &mut dyn Observer,
 ) -> Result<(RunStats, Duration), RunError> {
-    let n = plan.endpoints.len();
+    let n = settings.endpoints.len();
     let mut total = RunStats::new(n);
     // Interval index -> merged stats so far.
     let mut pending: BTreeMap<u64, RunStats> = BTreeMap::new();
@@ -194,7 +195,7 @@ fn wait_until(at: std::time::SystemTime, stop: &Stop) {
     }
 }
 
-/// The endpoints of a plan, resolved (once per run) and checked: what can
+/// The endpoints of a settings, resolved (once per run) and checked: what can
 /// fail before a run starts, so a caller can check it before it creates
 /// its output files. An endpoint with faults gets its faults' shared
 /// state here; each core opens its own proxy in front of it.
@@ -210,9 +211,9 @@ pub struct Resolved {
 /// # Errors
 /// When an endpoint does not resolve or cannot be prepared, or a proxy
 /// cannot listen.
-pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
-    let mut addrs = Vec::with_capacity(plan.endpoints.len());
-    for spec in &plan.endpoints {
+pub fn resolve(settings: &Settings) -> Result<Resolved, RunError> {
+    let mut addrs = Vec::with_capacity(settings.endpoints.len());
+    for spec in &settings.endpoints {
         let a = endpoint::resolve(&spec.host, spec.port).map_err(|e| RunError::Resolve {
             label: spec.label.clone(),
             host: spec.host.clone(),
@@ -221,17 +222,17 @@ pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
         Prepared::new(
             spec.clone(),
             a.clone(),
-            plan.tls.clone(),
-            plan.transport.clone(),
+            settings.tls.clone(),
+            settings.transport.clone(),
         )
         .map_err(RunError::Endpoint)?;
         addrs.push(a);
     }
-    let faults = plan
+    let faults = settings
         .faults
         .iter()
         .any(|f| !f.is_empty())
-        .then(|| crate::fault::start(&plan.faults, &addrs, plan.interval));
+        .then(|| crate::fault::start(&settings.faults, &addrs, settings.interval));
     Ok(Resolved { addrs, faults })
 }
 
@@ -242,12 +243,12 @@ pub fn resolve(plan: &Plan) -> Result<Resolved, RunError> {
 /// When an endpoint does not resolve or the engine's threads cannot start;
 /// faults of requests are counted, never returned.
 pub fn run(
-    plan: &Arc<Plan>,
+    settings: &Arc<Settings>,
     input: Input,
     stop: &Stop,
     observer: &mut dyn Observer,
 ) -> Result<RunOutput, RunError> {
-    run_resolved(plan, resolve(plan)?, input, stop, observer)
+    run_resolved(settings, resolve(settings)?, input, stop, observer)
 }
 
 /// [`run`] with the endpoints already resolved by [`resolve`].
@@ -256,7 +257,7 @@ pub fn run(
 /// When the engine's threads cannot start (preparing an endpoint cannot
 /// fail once [`resolve`] has checked it).
 pub fn run_resolved(
-    plan: &Arc<Plan>,
+    settings: &Arc<Settings>,
     Resolved { addrs, faults }: Resolved,
     input: Input,
     stop: &Stop,
@@ -264,23 +265,23 @@ pub fn run_resolved(
 ) -> Result<RunOutput, RunError> {
     // Closed model: no more cores than requests in flight. Open model:
     // every core shares the schedule, up to --max-in-flight.
-    let in_flight = match plan.rate {
-        Some(_) => plan.max_in_flight,
-        None => plan.concurrency,
+    let in_flight = match settings.rate {
+        Some(_) => settings.max_in_flight,
+        None => settings.concurrency,
     };
-    let cores = plan.threads.min(in_flight).max(1);
+    let cores = settings.threads.min(in_flight).max(1);
     let state = Arc::new(Mutex::new(InputState::default()));
     let mut inputs: Vec<WorkerInput> = Vec::with_capacity(cores);
     // The quota counts counted units only; warm-up ones come on top (see
     // `Feed::take_now`).
-    let core = |c: usize| crate::plan::Shard::new(c, cores);
-    let quota = |c: usize| plan.stop_after.count.map(|n| core(c).share(n));
+    let core = |c: usize| crate::model::Shard::new(c, cores);
+    let quota = |c: usize| settings.stop_after.count.map(|n| core(c).share(n));
     // Core c of shard I of N numbers its flow instances c·N + I, then
     // every (cores·N)th: together, over cores and shards, 0, 1, 2, ...
     // with no number twice.
     let flows = |mix: Arc<crate::flow::Mix>| {
         (0..cores).map(move |c| {
-            let part = plan.shard.part(c, cores);
+            let part = settings.shard.part(c, cores);
             WorkerInput::Flow {
                 mix: mix.clone(),
                 next: part.index,
@@ -306,10 +307,11 @@ pub fn run_resolved(
             // ends; it is not joined and ends with the process.
             drop(reader::spawn(
                 source,
-                plan.stop_after
+                settings
+                    .stop_after
                     .count
-                    .map(|n| n + plan.warmup.count.unwrap_or(0)),
-                plan.strict,
+                    .map(|n| n + settings.warmup.count.unwrap_or(0)),
+                settings.strict,
                 if cores == 1 {
                     reader::MAX_BATCH_ONE_CORE
                 } else {
@@ -331,7 +333,7 @@ pub fn run_resolved(
     for (c, input) in inputs.into_iter().enumerate() {
         let share = |n: usize| core(c).share_of(n);
         let by_position = matches!(input, WorkerInput::Batches(_));
-        let mut transport = plan.transport.clone();
+        let mut transport = settings.transport.clone();
         transport.max_connections = transport.max_connections.map(|n| share(n).max(1));
         // An endpoint with faults: this core's own proxy in front of it.
         let (proxies, proxied, ledgers) = match &faults {
@@ -340,45 +342,45 @@ pub fn run_resolved(
                 (Some(l.proxies), l.addrs, l.ledgers)
             }
             None => {
-                let n = plan.endpoints.len();
+                let n = settings.endpoints.len();
                 (None, vec![None; n], (0..n).map(|_| None).collect())
             }
         };
-        let mut links = Vec::with_capacity(plan.endpoints.len());
-        for ((spec, a), p) in plan.endpoints.iter().zip(&addrs).zip(proxied) {
+        let mut links = Vec::with_capacity(settings.endpoints.len());
+        for ((spec, a), p) in settings.endpoints.iter().zip(&addrs).zip(proxied) {
             links.push(
                 Prepared::new(
                     spec.clone(),
                     p.map_or_else(|| a.clone(), |p| vec![p]),
-                    plan.tls.clone(),
+                    settings.tls.clone(),
                     transport.clone(),
                 )
                 .map_err(RunError::Endpoint)?,
             );
         }
         let slots = share(in_flight).max(1);
-        let warm = share(plan.concurrency).clamp(1, slots);
+        let warm = share(settings.concurrency).clamp(1, slots);
         let done = ticks.clone();
         let job = WorkerJob {
-            plan: plan.clone(),
+            settings: settings.clone(),
             links,
             slots,
             warm,
-            schedule: plan
+            schedule: settings
                 .rate
-                .map(|r| pace::Schedule::new(r, plan.shard, c, cores)),
+                .map(|r| pace::Schedule::new(r, settings.shard, c, cores)),
             // A stream's warm-up goes by position in the input, since the
             // cores take its batches unevenly; anything else each core
             // makes itself, in equal shares.
-            warmup: crate::plan::StopAfter {
-                count: plan
+            warmup: StopAfter {
+                count: settings
                     .warmup
                     .count
                     .filter(|_| !by_position)
                     .map(|n| share(n as usize) as u64),
-                duration: plan.warmup.duration,
+                duration: settings.warmup.duration,
             },
-            warmup_below: plan.warmup.count.filter(|_| by_position),
+            warmup_below: settings.warmup.count.filter(|_| by_position),
             input,
             stop: stop.clone(),
             start_barrier: barrier.clone(),
@@ -395,14 +397,14 @@ pub fn run_resolved(
             })?;
     }
     drop(ticks);
-    if let Some(at) = plan.start_at {
+    if let Some(at) = settings.start_at {
         wait_until(at, stop);
     }
     barrier.wait();
     if let Some(f) = &faults {
         f.clock_started();
     }
-    let (mut stats, elapsed) = collect(plan, cores, &collector, faults.as_ref(), observer)?;
+    let (mut stats, elapsed) = collect(settings, cores, &collector, faults.as_ref(), observer)?;
     if let Some(f) = &faults {
         // What the faults did after the last interval.
         f.take_into(&mut stats, u64::MAX);

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::plan::Shard;
+use crate::model::Shard;
 
 /// A rate in requests per second per endpoint, parsed from `500`, `500/s`,
 /// `30000/m`, `2/ms`, `1000/h`.

@@ -6,30 +6,32 @@
 
 use std::rc::Rc;
 
+use super::Settings;
 use crate::endpoint::{self, Link, Prepared, Slot};
 use crate::model::Failure;
-use crate::plan::Plan;
 
-/// Check every endpoint of `plan`: per endpoint, in order, why it cannot
+/// Check every endpoint of `settings`: per endpoint, in order, why it cannot
 /// be reached (`None` when it answered the handshake).
-pub fn check(plan: &Plan) -> Vec<Option<String>> {
+pub fn check(settings: &Settings) -> Vec<Option<String>> {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(r) => r,
-        Err(e) => return vec![Some(format!("cannot start the check: {e}")); plan.endpoints.len()],
+        Err(e) => {
+            return vec![Some(format!("cannot start the check: {e}")); settings.endpoints.len()]
+        }
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
-        let checks = plan.endpoints.iter().map(|spec| async move {
+        let checks = settings.endpoints.iter().map(|spec| async move {
             let addrs = endpoint::resolve(&spec.host, spec.port)
                 .map_err(|e| format!("{}: {e}", Failure::Dns))?;
             let prepared = Prepared::new(
                 spec.clone(),
                 addrs,
-                plan.tls.clone(),
-                plan.transport.clone(),
+                settings.tls.clone(),
+                settings.transport.clone(),
             )
             .map_err(|e| e.to_string())?;
             let mut slot = Slot::new(Rc::new(Link::new(prepared)));

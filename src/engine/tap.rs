@@ -1,14 +1,14 @@
 //! Taps: what sees each request as a core carries it out. The engine never
 //! prints or writes files itself; `-v`/`-vv` (`report::verbose::Printer`)
 //! and `--mismatches` (`report::mismatch_log::MismatchLog`) are taps the
-//! plan holds, called on the core where the request ran. A tap must be
+//! settings holds, called on the core where the request ran. A tap must be
 //! cheap when it has nothing to do: `outcome` is called only for taps that
 //! ask for every outcome, `mismatch` only on a mismatch.
 
+use super::Settings;
 use crate::compare::Finding;
 use crate::model::Outcome;
 use crate::model::Request;
-use crate::plan::Plan;
 
 /// Sees requests as the cores carry them out. Shared by every core.
 pub trait Tap: Send + Sync + std::fmt::Debug {
@@ -19,20 +19,20 @@ pub trait Tap: Send + Sync + std::fmt::Debug {
     }
 
     /// One counted request's outcome at endpoint `endpoint`.
-    fn outcome(&self, plan: &Plan, endpoint: usize, req: &Request, outcome: &Outcome) {
-        let _ = (plan, endpoint, req, outcome);
+    fn outcome(&self, settings: &Settings, endpoint: usize, req: &Request, outcome: &Outcome) {
+        let _ = (settings, endpoint, req, outcome);
     }
 
     /// One mismatched request (or flow step) named `group`: every
     /// endpoint's outcome, in endpoint order, and the differences found.
     fn mismatch(
         &self,
-        plan: &Plan,
+        settings: &Settings,
         req: &Request,
         group: &str,
         outcomes: &[Option<&Outcome>],
         findings: &[Finding],
     ) {
-        let _ = (plan, req, group, outcomes, findings);
+        let _ = (settings, req, group, outcomes, findings);
     }
 }

@@ -7,10 +7,10 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::endpoint::Slot;
+use crate::flow::paginate::{Paging, Traversal, Turn, Walk};
 use crate::flow::{Call, Context, Flow, Reply, Step, StepError, Vars};
 use crate::model::Outcome;
 use crate::model::Request;
-use crate::paginate::{Paging, Traversal, Turn, Walk};
 
 /// What one place of the lead window asks every endpoint to do.
 #[derive(Clone, Debug)]

@@ -18,12 +18,12 @@ use super::slots::Slots;
 use super::timer::PreciseTimer;
 use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
 use super::window::{Claim, Window};
+use super::Settings;
 use super::Stop;
 use crate::endpoint::{send_on, wait_in_ring, Laned, Link, Prepared, Rounds, Slot};
 use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
-use crate::plan::Plan;
 use crate::stats::{self, RunStats};
 
 /// Where a core's requests come from.
@@ -47,7 +47,7 @@ pub(crate) enum WorkerInput {
 
 /// Everything a core needs, moved into its thread.
 pub(crate) struct WorkerJob {
-    pub plan: Arc<Plan>,
+    pub settings: Arc<Settings>,
     pub links: Vec<Prepared>,
     /// Slots per endpoint on this core.
     pub slots: usize,
@@ -56,7 +56,7 @@ pub(crate) struct WorkerJob {
     /// Open model: this core's share of the schedule.
     pub schedule: Option<Schedule>,
     /// This core's warm-up: requests or time not counted.
-    pub warmup: crate::plan::StopAfter,
+    pub warmup: super::StopAfter,
     /// A request stream's warm-up by position: the requests numbered below
     /// this (the input's first ones, whichever core takes them) are not
     /// counted. The cores do not take equal shares of a stream.
@@ -104,7 +104,7 @@ pub(crate) enum CoreMsg {
 }
 
 struct Core {
-    plan: Arc<Plan>,
+    settings: Arc<Settings>,
     window: RefCell<Window<Work, Done>>,
     /// One endpoint in the closed model with work made on the core (a
     /// repeated request, flow instances): the slots take their work here
@@ -112,7 +112,7 @@ struct Core {
     direct: Option<RefCell<Feed>>,
     /// The flows this core runs instances of, if any.
     mix: Option<Arc<Mix>>,
-    /// The plan's taps that see every outcome (`-vv`); usually none.
+    /// The settings's taps that see every outcome (`-vv`); usually none.
     outcome_taps: Vec<Arc<dyn super::Tap>>,
     /// Endpoint labels, for flow steps.
     labels: Vec<Rc<str>>,
@@ -190,7 +190,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         .build()?;
     let local = tokio::task::LocalSet::new();
     let WorkerJob {
-        plan,
+        settings,
         links,
         slots: per_endpoint,
         warm,
@@ -271,13 +271,13 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     // JSON-RPC error answers are found in the bodies; gRPC answers carry
     // their status apart, so a run of gRPC endpoints alone keeps (and
     // decodes) bodies only to compare them.
-    let jsonrpc_bodies = plan.comparer.jsonrpc()
-        && plan
+    let jsonrpc_bodies = settings.comparer.jsonrpc()
+        && settings
             .endpoints
             .iter()
-            .any(|e| e.style != crate::endpoint::Style::Grpc);
-    let keep_body =
-        jsonrpc_bodies || endpoints > 1 && (plan.comparer.needs_body() || plan.verbose >= 1);
+            .any(|e| e.style != crate::model::Style::Grpc);
+    let keep_body = jsonrpc_bodies
+        || endpoints > 1 && (settings.comparer.needs_body() || settings.verbose >= 1);
     let mix = match &input {
         WorkerInput::Flow { mix, .. } => Some(mix.clone()),
         _ => None,
@@ -295,19 +295,19 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     // never how many requests are in flight. Unused with the direct feed.
     let limit = match direct {
         Some(_) => 1,
-        None => plan.window.max(2 * per_endpoint),
+        None => settings.window.max(2 * per_endpoint),
     };
     let core = Rc::new(Core {
         window: RefCell::new(Window::new(limit, endpoints)),
         direct,
         mix,
-        outcome_taps: plan
+        outcome_taps: settings
             .taps
             .iter()
             .filter(|t| t.wants_outcomes())
             .cloned()
             .collect(),
-        labels: plan
+        labels: settings
             .endpoints
             .iter()
             .map(|e| Rc::from(e.label.as_str()))
@@ -341,7 +341,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         warmup_below,
         warmup_until: warmup.duration.map(|d| started + d),
         counting_since: Cell::new(None),
-        plan,
+        settings,
     });
 
     let slots_ended = local.block_on(&rt, async {
@@ -391,7 +391,10 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     }
     stop.core_running(false);
     let ended = Instant::now();
-    let index = tick_index(ended.saturating_duration_since(started), core.plan.interval);
+    let index = tick_index(
+        ended.saturating_duration_since(started),
+        core.settings.interval,
+    );
     // The counted run starts after the warm-up.
     let counted_from = core.counting_since.get().unwrap_or(ended);
     let mut stats = core.take_stats();
@@ -462,7 +465,7 @@ async fn tick(
     number: usize,
     started: Instant,
 ) {
-    let every = core.plan.interval;
+    let every = core.settings.interval;
     for index in 0u64.. {
         let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
@@ -495,7 +498,7 @@ async fn wait_for_slots(core: &Core) {
         }
         match core.stopping.get() {
             Some(at) => {
-                let deadline = tokio::time::Instant::from_std(at + core.plan.drain);
+                let deadline = tokio::time::Instant::from_std(at + core.settings.drain);
                 if tokio::time::timeout_at(deadline, notified).await.is_err() {
                     return;
                 }
@@ -722,7 +725,7 @@ async fn watch_pause(core: Rc<Core>, stop: Stop) {
 }
 
 async fn watch_stop(core: Rc<Core>, stop: Stop) {
-    match core.plan.stop_after.duration {
+    match core.settings.stop_after.duration {
         // The duration counts from the end of the warm-up, when counting
         // starts (known only once the first counted request is released),
         // and time paused does not use it up.
@@ -914,7 +917,7 @@ async fn feed_open(
     let mut timer = PreciseTimer::new().ok();
     // The duration counts from the end of the warm-up.
     let end = || {
-        let d = core.plan.stop_after.duration?;
+        let d = core.settings.stop_after.duration?;
         core.counting_since.get().map(|since| since + d)
     };
     // Time spent paused moves the rest of the schedule later.
@@ -1314,7 +1317,7 @@ fn take_direct(core: &Core, feed: &RefCell<Feed>) -> Claim<Work> {
 /// errors grouped under the flow step's name, if it is one); returns
 /// whether it was an error.
 fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<&str>) -> bool {
-    let plan = &core.plan;
+    let settings = &core.settings;
     // Only the last completion counts (see `run`), and only when the
     // endpoint may end idle (this is its one unit in flight) or the run is
     // stopping: the clock is read only then.
@@ -1322,7 +1325,7 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
         core.last_done.borrow_mut()[e] = Some(Instant::now());
     }
     for tap in &core.outcome_taps {
-        tap.outcome(plan, e, req, outcome);
+        tap.outcome(settings, e, req, outcome);
     }
     let mut stats = core.stats.borrow_mut();
     if let Some(times) = stats.endpoints[e].count(outcome) {
@@ -1331,7 +1334,7 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
     if let Some(ledger) = &core.ledgers[e] {
         ledger.blame(outcome, &mut stats.endpoints[e]);
     }
-    judge::classify(plan, &mut stats, e, req, outcome, step)
+    judge::classify(settings, &mut stats, e, req, outcome, step)
 }
 
 /// Record a counted flow step at endpoint `e` as it ends: the request as
@@ -1383,7 +1386,7 @@ fn step_error(
         name,
         reason,
         "error",
-        &core.plan.endpoints[e].label,
+        &core.settings.endpoints[e].label,
         1,
         || vec![step_sample(req, detail)],
     );
@@ -1465,7 +1468,7 @@ fn judge_work(core: &Core, work: &Work, results: &[Option<Done>], warmup: bool) 
     if warmup {
         return;
     }
-    let plan = &core.plan;
+    let settings = &core.settings;
     let mut stats = core.stats.borrow_mut();
     match work {
         Work::Request(req) => {
@@ -1482,12 +1485,12 @@ fn judge_work(core: &Core, work: &Work, results: &[Option<Done>], warmup: bool) 
                 // One endpoint (single-request mode): no lists to fill
                 // (80 instructions a request; callgrind).
                 let (o, error) = each(one);
-                judge::verdict(plan, stats, &mut kinds, req, &[o], &[error]);
+                judge::verdict(settings, stats, &mut kinds, req, &[o], &[error]);
                 return;
             }
             judge::on_stack(results.iter().map(|r| each(r).0), |outcomes| {
                 judge::on_stack(results.iter().map(|r| each(r).1), |errors| {
-                    judge::verdict(plan, stats, &mut kinds, req, outcomes, errors);
+                    judge::verdict(settings, stats, &mut kinds, req, outcomes, errors);
                 })
             });
         }
@@ -1498,7 +1501,7 @@ fn judge_work(core: &Core, work: &Work, results: &[Option<Done>], warmup: bool) 
             });
             let flow = core.mix.as_deref().map(|m| &*m.flows()[*f]);
             judge::flow_verdict(
-                plan,
+                settings,
                 &core.step_names[*f],
                 flow,
                 &mut stats,

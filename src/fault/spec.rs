@@ -317,7 +317,7 @@ impl Words {
 }
 
 fn size(w: &str, what: &str) -> Result<u64, FaultError> {
-    match crate::cli::parse_size(w) {
+    match crate::model::parse_size(w) {
         Ok(n) if n > 0 => Ok(n),
         _ => err(format!("{what}: {w:?} is not a size (512B, 1KB, 2MB)")),
     }

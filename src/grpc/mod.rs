@@ -12,9 +12,6 @@
 //! [`crate::flow::Reply::grpc`].
 
 pub mod reflection;
-mod setup;
-
-pub use setup::{setup, Checked, SetupError};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

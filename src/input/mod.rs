@@ -95,7 +95,6 @@ pub fn settle(source: &mut Box<dyn Source>) {
 pub mod curl;
 pub mod detect;
 pub mod ethereum;
-pub mod generate;
 pub mod har;
 pub mod jsonl;
 pub mod lines;

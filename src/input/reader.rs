@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use super::{Malformed, Next, Request, Source};
-use crate::plan::Shard;
+use crate::model::Shard;
 use crate::stats::{InputStats, MALFORMED_SAMPLES};
 
 /// The most requests in one batch for one core. Each batch costs a wake-up

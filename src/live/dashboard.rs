@@ -24,8 +24,8 @@ use ratatui::{Frame, Terminal};
 use super::gauge::InputGauge;
 use super::snapshot::{Snapshot, Tracker};
 use super::terminal::{screen_active, ScreenGuard, Target};
+use crate::engine::Settings;
 use crate::engine::Stop;
-use crate::plan::Plan;
 use crate::report::escape_terminal;
 use crate::stats::RunStats;
 
@@ -122,17 +122,21 @@ impl Dashboard {
     ///
     /// # Errors
     /// When there is no terminal or it cannot be set up.
-    pub fn start(plan: &Arc<Plan>, stop: &Stop) -> std::io::Result<Dashboard> {
-        let labels: Vec<String> = plan.endpoints.iter().map(|e| e.label.clone()).collect();
-        let tracker = Tracker::new(&labels, plan.interval, plan.stop_after);
+    pub fn start(
+        settings: &Settings,
+        gauge: Option<InputGauge>,
+        stop: &Stop,
+    ) -> std::io::Result<Dashboard> {
+        let labels: Vec<String> = settings.endpoints.iter().map(|e| e.label.clone()).collect();
+        let tracker = Tracker::new(&labels, settings.interval, settings.stop_after);
         let shared = Arc::new(Mutex::new(Shared {
             snapshot: tracker.snapshot().clone(),
             ..Shared::default()
         }));
         let done = Arc::new(AtomicBool::new(false));
         let ui = UiState {
-            drain: plan.drain,
-            rate: plan.rate.map(|r| r.0),
+            drain: settings.drain,
+            rate: settings.rate.map(|r| r.0),
             rate_scale: 1.0,
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             ..UiState::default()
@@ -148,10 +152,7 @@ impl Dashboard {
         };
         Ok(Dashboard {
             tracker,
-            gauge: match plan.mode {
-                crate::plan::RequestMode::Stream => InputGauge::new(plan.input_file.as_deref()),
-                crate::plan::RequestMode::Single(_) => None,
-            },
+            gauge,
             shared,
             done,
             thread: Some(thread),

@@ -12,11 +12,11 @@ pub mod snapshot;
 pub mod terminal;
 
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::time::Duration;
 
+use self::gauge::InputGauge;
+use crate::engine::Settings;
 use crate::engine::{Observer, Stop};
-use crate::plan::Plan;
 use crate::stats::RunStats;
 
 pub use self::terminal::{announce, restore_terminal};
@@ -102,11 +102,16 @@ impl Session {
     ///
     /// # Errors
     /// When the dashboard cannot open or set up a terminal.
-    pub fn start(mode: Mode, plan: &Arc<Plan>, stop: &Stop) -> std::io::Result<Session> {
+    pub fn start(
+        mode: Mode,
+        settings: &Settings,
+        gauge: Option<InputGauge>,
+        stop: &Stop,
+    ) -> std::io::Result<Session> {
         let view = match mode {
             Mode::Quiet => View::Quiet,
-            Mode::Progress => View::Progress(progress::Progress::new(plan)),
-            Mode::Dashboard => View::Dashboard(dashboard::Dashboard::start(plan, stop)?),
+            Mode::Progress => View::Progress(progress::Progress::new(settings, gauge)),
+            Mode::Dashboard => View::Dashboard(dashboard::Dashboard::start(settings, gauge, stop)?),
         };
         Ok(Session { view })
     }

@@ -10,11 +10,10 @@
 //! (`ref 600 done 120/s 198/200 ok`).
 
 use std::io::Write;
-use std::sync::Arc;
 
 use super::gauge::InputGauge;
 use super::snapshot::{Snapshot, Tracker};
-use crate::plan::Plan;
+use crate::engine::Settings;
 use crate::report::escape_terminal;
 use crate::stats::RunStats;
 
@@ -25,16 +24,13 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A progress line for `plan` (nothing is drawn before the first
-    /// interval).
-    pub fn new(plan: &Arc<Plan>) -> Progress {
-        let labels: Vec<String> = plan.endpoints.iter().map(|e| e.label.clone()).collect();
+    /// A progress line for a run with `settings`, with the input's `gauge`
+    /// when it reads a file (nothing is drawn before the first interval).
+    pub fn new(settings: &Settings, gauge: Option<InputGauge>) -> Progress {
+        let labels: Vec<String> = settings.endpoints.iter().map(|e| e.label.clone()).collect();
         Progress {
-            tracker: Tracker::new(&labels, plan.interval, plan.stop_after),
-            gauge: match plan.mode {
-                crate::plan::RequestMode::Stream => InputGauge::new(plan.input_file.as_deref()),
-                crate::plan::RequestMode::Single(_) => None,
-            },
+            tracker: Tracker::new(&labels, settings.interval, settings.stop_after),
+            gauge,
         }
     }
 

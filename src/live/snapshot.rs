@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::plan::StopAfter;
+use crate::engine::StopAfter;
 use crate::stats::{MismatchGroup, MismatchSample, RunStats};
 
 /// Points of history kept per endpoint (a sparkline shows the newest that

@@ -14,10 +14,10 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use crate::compare::Finding;
-use crate::endpoint::secret;
+use crate::engine::Settings;
+use crate::model::secret;
 use crate::model::Outcome;
 use crate::model::Request;
-use crate::plan::Plan;
 
 /// The mismatch file.
 #[derive(Debug)]
@@ -28,17 +28,21 @@ pub struct MismatchLog {
     limit: u64,
     seen: AtomicU64,
     written: AtomicU64,
+    /// Write credential headers as they are (`--show-secrets`).
+    show_secrets: bool,
 }
 
 impl MismatchLog {
-    /// A log to `path`, not created yet.
-    pub fn new(path: &Path, limit: u64) -> MismatchLog {
+    /// A log to `path`, not created yet, with credentials masked unless
+    /// `show_secrets`.
+    pub fn new(path: &Path, limit: u64, show_secrets: bool) -> MismatchLog {
         MismatchLog {
             path: path.to_path_buf(),
             out: Mutex::new(None),
             limit,
             seen: AtomicU64::new(0),
             written: AtomicU64::new(0),
+            show_secrets,
         }
     }
 
@@ -77,7 +81,7 @@ impl MismatchLog {
 impl crate::engine::Tap for MismatchLog {
     fn mismatch(
         &self,
-        plan: &Plan,
+        settings: &Settings,
         req: &Request,
         method: &str,
         outcomes: &[Option<&Outcome>],
@@ -86,7 +90,7 @@ impl crate::engine::Tap for MismatchLog {
         if self.seen.fetch_add(1, Ordering::Relaxed) >= self.limit {
             return;
         }
-        let line = line(plan, req, method, outcomes, findings);
+        let line = line(settings, self.show_secrets, req, method, outcomes, findings);
         if let Ok(mut out) = self.out.lock() {
             let Some(out) = out.as_mut() else { return };
             // A failed write loses this line only (and is not counted as
@@ -99,7 +103,8 @@ impl crate::engine::Tap for MismatchLog {
 }
 
 fn line(
-    plan: &Plan,
+    settings: &Settings,
+    show_secrets: bool,
     req: &Request,
     method: &str,
     outcomes: &[Option<&Outcome>],
@@ -112,11 +117,11 @@ fn line(
             let v = String::from_utf8_lossy(v.as_bytes());
             (
                 n.to_string(),
-                Value::from(secret::show_header(n.as_str(), &v, plan.show_secrets)),
+                Value::from(secret::show_header(n.as_str(), &v, show_secrets)),
             )
         })
         .collect();
-    let endpoints: Vec<Value> = plan
+    let endpoints: Vec<Value> = settings
         .endpoints
         .iter()
         .zip(outcomes)
@@ -146,7 +151,7 @@ fn line(
         .collect();
     let differences: Vec<Value> = findings
         .iter()
-        .map(|f| json!({ "endpoint": plan.endpoints[f.endpoint].label, "field": f.field, "at": f.at, "kind": f.kind }))
+        .map(|f| json!({ "endpoint": settings.endpoints[f.endpoint].label, "field": f.field, "at": f.at, "kind": f.kind }))
         .collect();
     json!({
         "seq": req.seq,

@@ -17,6 +17,8 @@ pub mod threshold;
 pub mod vegeta;
 pub mod verbose;
 
+pub use crate::display::{duration, escape_terminal};
+
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -157,42 +159,6 @@ pub fn rate(per_second: f64) -> String {
     }
 }
 
-/// A duration as every human-readable line shows it (reports, messages,
-/// the live view): four significant digits in the largest unit that keeps
-/// it at 1 or more, trailing zeros dropped as Go drops them (`1.17s`,
-/// `619.1ms`, `42.36µs`, `81µs`, `1s`), `3m 6.5s` or `1m` from a minute on. The text report's per-endpoint lines keep the
-/// original layout's seconds ([`seconds`]); vegeta's layout and the `-vv`
-/// timing lines keep Go's exact format ([`go_duration`]).
-pub fn duration(d: Duration) -> String {
-    let ns = d.as_nanos() as f64;
-    let (value, unit) = if ns < 1e3 {
-        return format!("{}ns", d.as_nanos());
-    } else if ns < 1e6 {
-        (ns / 1e3, "µs")
-    } else if ns < 1e9 {
-        (ns / 1e6, "ms")
-    } else if ns < 60e9 {
-        (ns / 1e9, "s")
-    } else {
-        let tenths = (d.as_millis() + 50) / 100;
-        let (minutes, rest) = (tenths / 600, tenths % 600);
-        return match (rest / 10, rest % 10) {
-            (0, 0) => format!("{minutes}m"),
-            (s, 0) => format!("{minutes}m {s}s"),
-            (s, t) => format!("{minutes}m {s}.{t}s"),
-        };
-    };
-    let decimals = if value >= 100.0 {
-        1
-    } else if value >= 10.0 {
-        2
-    } else {
-        3
-    };
-    let text = format!("{value:.decimals$}");
-    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
-}
-
 /// The rows of a flows table for one endpoint: all its instances under
 /// its `label`, then each scenario's under `label: scenario` (suites).
 pub fn flow_rows<'a>(
@@ -263,21 +229,6 @@ pub fn percent(part: u64, whole: u64) -> String {
     } else {
         format!("{:.2}%", part as f64 * 100.0 / whole as f64)
     }
-}
-
-/// Make text safe to print on a terminal: control characters (other than
-/// newline and tab) are shown escaped, so a body cannot move the cursor or
-/// change colours.
-pub fn escape_terminal(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ pub fn thresholds(list: &[String]) -> Result<Vec<Threshold>, String> {
 pub fn render(out: &mut dyn Write, format: Format, r: &Report<'_>) -> io::Result<()> {
     match format {
         Format::Text => {
-            super::text::write_run(out, r.info, r.run)?;
+            super::text::write(out, r.info, r.run)?;
             super::threshold::write_text(out, r.checks)
         }
         Format::Json => super::json::write(out, r),

@@ -11,10 +11,10 @@ use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
 
-use super::info::RunInfo;
 use super::micros;
 use super::significance::{mann_whitney, ALPHA};
 use crate::engine::RunOutput;
+use crate::results::info::RunInfo;
 use crate::stats::{PartStats, TraversalStats};
 
 /// One paged step across the endpoints.

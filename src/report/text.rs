@@ -8,28 +8,19 @@ use std::io::{self, Write};
 use super::{duration, escape_terminal, percent, seconds};
 use crate::engine::RunOutput;
 use crate::model::{Failure, TlsReason};
-use crate::plan::Plan;
 use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
 
-use super::info::RunInfo;
+use crate::results::info::RunInfo;
 
 /// The percentiles the report lists.
 const PERCENTILES: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
-
-/// Write the full report.
-///
-/// # Errors
-/// Only when writing to `out` fails.
-pub fn write(out: &mut dyn Write, plan: &Plan, run: &RunOutput) -> io::Result<()> {
-    write_run(out, &RunInfo::from_plan(plan), run)
-}
 
 /// Write the full report of a run described by `plan` (a live run's, or a
 /// saved run's).
 ///
 /// # Errors
 /// Only when writing to `out` fails.
-pub fn write_run(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+pub fn write(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     for note in &plan.notes {
         writeln!(out, "Note: {}", escape_terminal(note))?;
     }

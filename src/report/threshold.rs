@@ -14,9 +14,9 @@
 
 use std::io::{self, Write};
 
-use super::info::RunInfo;
 use super::micros;
 use crate::exit::Exit;
+use crate::results::info::RunInfo;
 use crate::stats::RunStats;
 
 /// What a threshold measures.

@@ -7,9 +7,9 @@ use std::io::Write;
 
 use super::{escape_terminal, go_duration};
 use crate::compare::sample;
+use crate::engine::Settings;
 use crate::model::Outcome;
 use crate::model::Request;
-use crate::plan::Plan;
 
 /// Longest body shown, in bytes.
 const BODY_LIMIT: usize = 2000;
@@ -27,33 +27,44 @@ impl crate::engine::Tap for Printer {
         self.level >= 2
     }
 
-    fn outcome(&self, plan: &Plan, endpoint: usize, req: &Request, outcome: &Outcome) {
-        timing_line(&mut std::io::stderr().lock(), plan, endpoint, req, outcome);
+    fn outcome(&self, settings: &Settings, endpoint: usize, req: &Request, outcome: &Outcome) {
+        timing_line(
+            &mut std::io::stderr().lock(),
+            settings,
+            endpoint,
+            req,
+            outcome,
+        );
     }
 
     fn mismatch(
         &self,
-        plan: &Plan,
+        settings: &Settings,
         req: &Request,
         _group: &str,
         outcomes: &[Option<&Outcome>],
         _findings: &[crate::compare::Finding],
     ) {
         let mut err = std::io::stderr().lock();
-        mismatch(&mut err, plan, req, outcomes);
+        mismatch(&mut err, settings, req, outcomes);
         let _ = err.flush();
     }
 }
 
 /// Print one mismatched request and every endpoint's answer.
-pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Option<&Outcome>]) {
+pub fn mismatch(
+    out: &mut dyn Write,
+    settings: &Settings,
+    req: &Request,
+    outcomes: &[Option<&Outcome>],
+) {
     let _ = writeln!(out, "--- mismatch: request {}", req.seq);
     if let Some(m) = &req.method {
         let target = req.target.as_deref().unwrap_or("");
         let _ = writeln!(out, "    {m} {}", super::escape_terminal(target));
     }
     let _ = writeln!(out, "    request: {}", show_body(&req.body, false));
-    for (i, (spec, o)) in plan.endpoints.iter().zip(outcomes).enumerate() {
+    for (i, (spec, o)) in settings.endpoints.iter().zip(outcomes).enumerate() {
         let Some(o) = o else { continue };
         match &o.result {
             Ok(r) => {
@@ -79,8 +90,8 @@ pub fn mismatch(out: &mut dyn Write, plan: &Plan, req: &Request, outcomes: &[Opt
 }
 
 /// Print one request's timing at one endpoint.
-pub fn timing_line(out: &mut dyn Write, plan: &Plan, e: usize, req: &Request, o: &Outcome) {
-    let label = &plan.endpoints[e].label;
+pub fn timing_line(out: &mut dyn Write, settings: &Settings, e: usize, req: &Request, o: &Outcome) {
+    let label = &settings.endpoints[e].label;
     let _ = match &o.result {
         Ok(r) => writeln!(
             out,

@@ -11,9 +11,9 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::info::EndpointInfo;
 use crate::model::Malformed;
 use crate::model::{Failure, TlsReason};
-use crate::report::info::EndpointInfo;
 use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, VerdictStats};
 
 /// The `format` value of a saved run's header.
@@ -60,7 +60,7 @@ pub struct Header {
     pub twin: Option<usize>,
     /// `--shard`: which shard of a run this file is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::plan::Shard>,
+    pub shard: Option<crate::model::Shard>,
     /// `--start-at` had passed when the run was set up: by how many
     /// milliseconds it started late.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,7 +89,7 @@ pub struct Shard {
     pub command: Vec<String>,
     /// Which shard it was (`--shard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::plan::Shard>,
+    pub shard: Option<crate::model::Shard>,
     /// How late it started (`--start-at` past), in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_ms: Option<u64>,
@@ -380,72 +380,6 @@ pub struct VerdictRecord {
     /// Noise mode: per field, reference-pair and candidate differences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub noise: Vec<crate::stats::NoiseField>,
-}
-
-/// One request of the run, as read (so that the run can be replayed).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RequestLine {
-    /// Always `request`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Position in the input.
-    pub seq: u64,
-    /// The method, when the request named one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// Path and query or absolute URL, when the request named one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
-    /// Headers in order; credentials masked as `...` unless
-    /// `--show-secrets` (masked ones are not sent on replay).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub headers: Vec<(String, String)>,
-    /// The body, when it is UTF-8.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-    /// The body in base64, when it is not UTF-8.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body_base64: Option<String>,
-    /// Single-request mode: the one request, sent over and over.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub repeat: bool,
-}
-
-impl RequestLine {
-    /// The line of `req`.
-    pub fn of(
-        seq: u64,
-        req: &crate::model::Request,
-        repeat: bool,
-        show_secrets: bool,
-    ) -> RequestLine {
-        use base64::Engine as _;
-        let (body, body_base64) = match std::str::from_utf8(&req.body) {
-            Ok(s) => (Some(s.to_string()), None),
-            Err(_) => (
-                None,
-                Some(base64::engine::general_purpose::STANDARD.encode(&req.body)),
-            ),
-        };
-        RequestLine {
-            kind: "request".into(),
-            seq,
-            method: req.method.as_ref().map(|m| m.to_string()),
-            target: req.target.clone(),
-            headers: req
-                .headers
-                .iter()
-                .map(|(n, v)| {
-                    let v = String::from_utf8_lossy(v.as_bytes());
-                    let shown = crate::endpoint::secret::show_header(n.as_str(), &v, show_secrets);
-                    (n.to_string(), shown.to_string())
-                })
-                .collect(),
-            body,
-            body_base64,
-            repeat,
-        }
-    }
 }
 
 /// One interval.

@@ -246,7 +246,7 @@ fn overlapping(
                 path: path.clone(),
                 problem: format!(
                     "it is not a shard of the same run as {last}: it started {} after that run ended; shards run at the same time (merging runs made one after the other would add their rates); compare them with versus compare",
-                    crate::report::duration(*from - until)
+                    crate::display::duration(*from - until)
                 ),
             });
         }

@@ -4,8 +4,8 @@
 //! lines, `writer` writes them as a run goes, `reader` reads them back,
 //! `merge` combines shards, `series` keeps the per-interval figures.
 
-pub mod commands;
 pub mod format;
+pub mod info;
 pub mod merge;
 pub mod reader;
 pub mod series;
@@ -14,9 +14,9 @@ pub mod writer;
 use std::path::Path;
 use std::time::Duration;
 
+use self::info::RunInfo;
 use crate::engine::RunOutput;
 use crate::input::reader::InputError;
-use crate::report::info::RunInfo;
 
 pub use self::reader::ReadError;
 

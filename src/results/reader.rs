@@ -257,7 +257,7 @@ impl RunReader {
                     "{}: no totals line: the run did not finish (killed?); reporting its {} complete intervals ({})",
                     self.path,
                     self.intervals,
-                    crate::report::duration(elapsed)
+                    crate::display::duration(elapsed)
                 ));
                 let mut stats = std::mem::take(&mut self.sum);
                 for s in &mut stats.endpoints {
@@ -293,7 +293,7 @@ fn parse_header(first: &[u8]) -> Result<Header, String> {
     if !first.starts_with(b"{") {
         return Err(format!(
             "not a saved versus run (written with --output): it starts with {:?}",
-            crate::report::escape_terminal(&head)
+            crate::display::escape_terminal(&head)
         ));
     }
     if first.trim_ascii() == b"{" {

@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::sync::{Arc, Mutex};
 
-use super::format::RequestLine;
+use crate::input::saved::RequestLine;
 use crate::input::{Next, Source};
 use crate::model::Request;
 use std::io::{self, BufWriter, Write};
@@ -18,8 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::format::{
     Header, InputRecord, IntervalLine, TotalsLine, VerdictRecord, FORMAT, VERSION,
 };
+use super::info::RunInfo;
 use crate::engine::{Observer, RunOutput};
-use crate::report::info::RunInfo;
 use crate::stats::RunStats;
 
 /// Milliseconds since the Unix epoch, now.
@@ -282,7 +282,7 @@ impl Observer for Tee<'_> {
 /// passwords) and the values of credential headers given with `-H`,
 /// `--header` or `--endpoint-header`.
 pub fn mask_command(args: &[String]) -> Vec<String> {
-    use crate::endpoint::secret;
+    use crate::model::secret;
     let mask_header = |h: &str| -> String {
         // `Name: value` or `LABEL=Name: value`.
         let Some((name, _)) = h.split_once(':') else {

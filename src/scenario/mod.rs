@@ -25,8 +25,8 @@ use toml::Spanned;
 use self::data::{Data, Order};
 use self::extract::{Check, Checks, JsonPath, Source, Takes};
 use self::template::{Escape, Template};
+use crate::flow::paginate::{Next, Pages, Paging};
 use crate::flow::{Call, Context, Flow, Mix, StepError};
-use crate::paginate::{Next, Pages, Paging};
 
 /// Built-in variables every template can read.
 const BUILTINS: [&str; 2] = ["instance", "endpoint"];
@@ -62,7 +62,8 @@ pub struct Scenario {
     pub weight: u32,
     /// Its steps' names.
     pub steps: Vec<String>,
-    rules: Vec<(String, toml::Table)>,
+    /// Per step name, the step's own comparison rules (`rules = ...`).
+    pub rules: Vec<(String, toml::Table)>,
     flow: Flow,
 }
 
@@ -144,7 +145,7 @@ struct CallDoc {
 }
 
 /// `paginate = { items = "$.data", key = "id", next = "link" }`: how a
-/// step follows pages (see [`crate::paginate`]); an endpoint's own
+/// step follows pages (see [`crate::flow::paginate`]); an endpoint's own
 /// replaces the step's but for the key, which is the same everywhere.
 #[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -556,57 +557,6 @@ impl Suite {
             ));
         }
         out
-    }
-
-    /// The run's options for this suite: `args` with the suite's
-    /// endpoints and their headers, and `--stop-after 10s` when no stop
-    /// was given.
-    pub fn run_args(&self, args: &crate::cli::RunArgs) -> crate::cli::RunArgs {
-        let mut run = args.clone();
-        run.endpoints.clone_from(&self.endpoints);
-        run.endpoint_headers
-            .extend(self.endpoint_headers.iter().cloned());
-        run.faults.extend(self.faults.iter().cloned());
-        if run.stop_after.is_none() {
-            run.stop_after = Some("10s".to_string());
-        }
-        run
-    }
-
-    /// Fit a plan to the suite: keep the headers steps take values from,
-    /// and add each step's comparison rules as a `[step.NAME]` section.
-    ///
-    /// # Errors
-    /// A step's rules that are not valid rules.
-    pub fn fit(&self, plan: &mut crate::plan::Plan) -> Result<(), ScenarioError> {
-        plan.notes.extend(self.notes.iter().cloned());
-        plan.grpc
-            .step_methods
-            .extend(self.grpc_methods.iter().cloned());
-        for h in &self.headers_taken {
-            let name = http::HeaderName::try_from(h.as_str())
-                .map_err(|_| ScenarioError(format!("{h:?} is not a header name")))?;
-            if !plan.transport.keep_headers.contains(&name) {
-                plan.transport.keep_headers.push(name);
-            }
-        }
-        // As the engine names steps in reports: `scenario: step` when the
-        // run has several scenarios.
-        let several = self.scenarios.len() > 1;
-        let shown = |s: &Scenario, step: &str| match several {
-            true => format!("{}: {step}", s.name),
-            false => step.to_string(),
-        };
-        for s in &self.scenarios {
-            plan.steps.extend(s.steps.iter().map(|step| shown(s, step)));
-            for (step, table) in &s.rules {
-                let step = shown(s, step);
-                plan.comparer
-                    .add_step_rules(&step, table)
-                    .map_err(|e| ScenarioError(format!("step {step:?}: rules: {e}")))?;
-            }
-        }
-        Ok(())
     }
 
     /// The scenarios as flows mixed by weight.

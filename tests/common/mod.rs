@@ -468,7 +468,7 @@ pub fn run_lib_with(
     argv.extend_from_slice(args);
     let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
     let mut plan = versus::plan::Plan::from_args(&cli.run, false).expect("plan");
-    versus::grpc::setup(&mut plan).expect("gRPC set-up");
+    versus::plan::grpc::setup(&mut plan).expect("gRPC set-up");
     let plan = Arc::new(plan);
     if let Some(log) = &plan.mismatch_log {
         log.open().expect("--mismatches");
@@ -476,9 +476,9 @@ pub fn run_lib_with(
     let lines =
         versus::input::lines::LinesSource::new(std::io::Cursor::new(input.to_vec()), plan.max_line);
     let input = plan.input(Some(Box::new(lines))).expect("input");
-    let out = versus::engine::run(&plan, input, stop, observer).expect("run");
+    let out = versus::engine::run(&plan.engine, input, stop, observer).expect("run");
     let mut report = Vec::new();
-    versus::report::text::write(&mut report, &plan, &out).unwrap();
+    versus::report::text::write(&mut report, &plan.run_info(), &out).unwrap();
     (out, String::from_utf8(report).unwrap())
 }
 

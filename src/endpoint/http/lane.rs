@@ -27,7 +27,7 @@ use bytes::BytesMut;
 
 use super::kept::Flight;
 use super::{Link, Slot};
-use crate::endpoint::uring::{Relay, Relayed};
+use crate::endpoint::io::{Relay, Relayed};
 use crate::endpoint::Outcome;
 use crate::endpoint::{h1, h1_bufs};
 use crate::model::Request;

@@ -1,7 +1,11 @@
 //! The validated run configuration. [`Plan::from_args`] turns the parsed
 //! command line into a plan or a usage error naming the flag and the fix;
-//! nothing is sent before it succeeds. The engine takes a `Plan` and never
-//! sees the command-line types.
+//! nothing is sent before it succeeds. The plan builds each layer's own
+//! settings (the engine's [`Settings`], the input's source, the reports'
+//! [`RunInfo`]): nothing below the app layer sees a flag.
+
+pub mod grpc;
+pub mod scenario;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,117 +19,13 @@ use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, IoDriver, Scheme, TlsOptions, TransportOptions,
 };
-use crate::engine::Input;
+use crate::engine::{Input, Settings, StopAfter};
 use crate::fault::Fault;
 use crate::input::{Format, Source};
-use crate::model::Request;
+use crate::model::{Request, Shard};
 use crate::report::mismatch_log::MismatchLog;
+use crate::results::info::{EndpointInfo, RunInfo};
 use std::path::PathBuf;
-
-/// When to stop sending.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StopAfter {
-    /// Requests per endpoint.
-    pub count: Option<u64>,
-    /// Time from the start of sending.
-    pub duration: Option<Duration>,
-}
-
-impl std::str::FromStr for StopAfter {
-    type Err = String;
-    fn from_str(s: &str) -> Result<StopAfter, String> {
-        let s = s.trim();
-        if let Ok(n) = s.parse::<u64>() {
-            if n == 0 {
-                return Err("--stop-after: 0 requests would send nothing; give N >= 1 or a duration like 10s".into());
-            }
-            return Ok(StopAfter {
-                count: Some(n),
-                duration: None,
-            });
-        }
-        match humantime::parse_duration(s) {
-            Ok(d) if !d.is_zero() => Ok(StopAfter {
-                count: None,
-                duration: Some(d),
-            }),
-            _ => Err(format!(
-                "--stop-after: {s:?} is neither a request count nor a duration (examples: 1000, 10s, 2m)"
-            )),
-        }
-    }
-}
-
-/// One share of work dealt round robin over `count` parts: thing k goes to
-/// part `k % count`. `--shard I/N` is such a share of a run, and a core's
-/// share of a run's work is another.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Shard {
-    /// This part, from 0.
-    pub index: u64,
-    /// How many parts.
-    pub count: u64,
-}
-
-impl Shard {
-    /// The whole: one part of one.
-    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
-
-    /// Part `index` of `count` (`count` at least 1).
-    pub fn new(index: usize, count: usize) -> Shard {
-        Shard {
-            index: index as u64,
-            count: count.max(1) as u64,
-        }
-    }
-
-    /// Of `n` things dealt round robin, how many are this part's.
-    pub fn share(self, n: u64) -> u64 {
-        n / self.count + u64::from(self.index < n % self.count)
-    }
-
-    /// [`Shard::share`] of a `usize`.
-    pub fn share_of(self, n: usize) -> usize {
-        usize::try_from(self.share(n as u64)).unwrap_or(usize::MAX)
-    }
-
-    /// Whether thing `k` (from 0) is this part's.
-    pub fn owns(self, k: u64) -> bool {
-        k % self.count == self.index
-    }
-
-    /// Part `index` of this shard's share split into `parts` (a core's
-    /// part of a shard): together, the parts of every shard are all of
-    /// `0..`, each number once.
-    pub fn part(self, index: usize, parts: usize) -> Shard {
-        let parts = parts.max(1) as u64;
-        Shard {
-            index: index as u64 * self.count + self.index,
-            count: parts * self.count,
-        }
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let parsed = s.split_once('/').and_then(|(i, n)| {
-            Some((i.trim().parse::<u64>().ok()?, n.trim().parse::<u64>().ok()?))
-        });
-        match parsed {
-            Some((index, count)) if index < count => Ok(Shard { index, count }),
-            _ => Err(format!(
-                "--shard {s:?}: expected I/N with 0 <= I < N, like 0/4 (the first of four shards)"
-            )),
-        }
-    }
-}
 
 /// Parse `--start-at`: RFC 3339 in UTC.
 fn parse_start_at(s: &str) -> Result<std::time::SystemTime, String> {
@@ -169,55 +69,22 @@ fn io_driver(mode: crate::cli::IoMode) -> Result<IoDriver, String> {
     }
 }
 
-/// A validated run.
+/// A validated run: the engine's settings, and what the app needs besides
+/// them to open the input and to report.
 #[derive(Debug)]
 pub struct Plan {
-    /// Endpoints in command-line order; the first is the reference.
-    pub endpoints: Vec<Arc<EndpointSpec>>,
-    /// Per endpoint, the faults its proxy injects (`--fault`); empty: no
-    /// proxy.
-    pub faults: Vec<Vec<Fault>>,
-    /// Connection and request settings.
-    pub transport: TransportOptions,
-    /// TLS client configuration, when an endpoint uses TLS.
-    pub tls: Option<Arc<rustls::ClientConfig>>,
-    /// Requests in flight per endpoint (closed model); connections opened
-    /// before the clock starts (open model).
-    pub concurrency: usize,
-    /// Open model: requests per second per endpoint, on a schedule.
-    pub rate: Option<crate::engine::pace::Rate>,
-    /// Open model: most requests in flight per endpoint.
-    pub max_in_flight: usize,
-    /// Cores to use.
-    pub threads: usize,
-    /// When to stop (counted after the warm-up).
-    pub stop_after: StopAfter,
-    /// Requests (or time) sent first and not counted (`--warmup`).
-    pub warmup: StopAfter,
-    /// Grace period for requests in flight after a stop.
-    pub drain: Duration,
-    /// The comparison of answers.
-    pub comparer: Comparer,
-    /// Verbosity (`-v` count).
-    pub verbose: u8,
-    /// Lead window per core, in requests.
-    pub window: usize,
-    /// First malformed record ends the run.
-    pub strict: bool,
+    /// What the engine carries out. Shared with the engine's cores once a
+    /// run starts; before that the plan alone holds it
+    /// ([`Plan::engine_mut`]).
+    pub engine: Arc<Settings>,
     /// Do not mask secrets.
     pub show_secrets: bool,
     /// Longest input line.
     pub max_line: usize,
     /// Stream or single request.
     pub mode: RequestMode,
-    /// Length of the intervals the statistics are reported in while the
-    /// run goes (progress, live view, saved runs).
-    pub interval: Duration,
     /// Where mismatched requests are written (`--mismatches`).
     pub mismatch_log: Option<Arc<MismatchLog>>,
-    /// What sees each request as the cores carry it out: the `-v` printer
-    /// and the mismatch log, when asked for.
-    pub taps: Vec<Arc<dyn crate::engine::Tap>>,
     /// A scenario run's flow step names, as reports show them (thresholds
     /// may name them); empty otherwise.
     pub steps: Vec<String>,
@@ -230,12 +97,6 @@ pub struct Plan {
     pub input_format: Option<Format>,
     /// File of the request stream; `None` is stdin.
     pub input_file: Option<PathBuf>,
-    /// This run's share of a sharded run ([`Shard::WHOLE`] unsharded):
-    /// `concurrency`, `rate`, and the counts of `stop_after` and `warmup`
-    /// are already this shard's.
-    pub shard: Shard,
-    /// When to start sending (`--start-at`).
-    pub start_at: Option<std::time::SystemTime>,
     /// gRPC: the schema compiled from `--proto` (`None`: ask each gRPC
     /// endpoint's reflection service), how answers become JSON, and the
     /// methods flow steps call. [`crate::grpc::setup`] resolves them into
@@ -256,6 +117,57 @@ pub struct GrpcPlan {
 }
 
 impl Plan {
+    /// The engine's settings, to change before the run (a scenario's
+    /// headers and rules, gRPC schemas resolved into endpoints).
+    ///
+    /// # Panics
+    /// Once the settings are shared with a run's cores: a plan is fitted
+    /// before it runs, never while.
+    pub fn engine_mut(&mut self) -> &mut Settings {
+        Arc::get_mut(&mut self.engine).expect("a plan is changed only before it runs")
+    }
+
+    /// What the live view shows of the input's progress: how far into its
+    /// file a request stream has read (`None` in single-request mode, or
+    /// when the input is no regular file).
+    pub fn input_gauge(&self) -> Option<crate::live::gauge::InputGauge> {
+        match self.mode {
+            RequestMode::Stream => crate::live::gauge::InputGauge::new(self.input_file.as_deref()),
+            RequestMode::Single(_) => None,
+        }
+    }
+
+    /// The description of this run that reports render from.
+    pub fn run_info(&self) -> RunInfo {
+        let engine = &self.engine;
+        RunInfo {
+            endpoints: self
+                .engine
+                .endpoints
+                .iter()
+                .map(|s| EndpointInfo {
+                    label: s.label.clone(),
+                    named: s.named,
+                    url: s.display_url.clone(),
+                })
+                .collect(),
+            window: engine.window,
+            comparison: engine.comparer.enabled(),
+            rate: engine.rate.map(|r| r.0),
+            max_in_flight: engine.max_in_flight,
+            twin: engine.comparer.twin(),
+            notes: self.notes.clone(),
+            verbose: engine.verbose,
+            logged: self.mismatch_log.as_ref().map(|l| l.counts()),
+            warmup: match (engine.warmup.count, engine.warmup.duration) {
+                (Some(n), _) => Some(format!("{n} requests")),
+                (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
+                (None, None) => None,
+            },
+            io: Some(engine.transport.io.name().to_string()),
+        }
+    }
+
     /// Validate the command line. `stdin_is_terminal` selects single-request
     /// mode when no stream can be read.
     ///
@@ -444,10 +356,13 @@ impl Plan {
                 "--noise needs a comparison: not with --compare none".into(),
             ));
         }
-        let mismatch_log = args
-            .mismatches
-            .as_ref()
-            .map(|path| Arc::new(MismatchLog::new(path, args.mismatch_limit)));
+        let mismatch_log = args.mismatches.as_ref().map(|path| {
+            Arc::new(MismatchLog::new(
+                path,
+                args.mismatch_limit,
+                args.show_secrets,
+            ))
+        });
         let mut taps: Vec<Arc<dyn crate::engine::Tap>> = Vec::new();
         if args.verbose > 0 {
             taps.push(Arc::new(crate::report::verbose::Printer {
@@ -513,49 +428,51 @@ impl Plan {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1);
         Ok(Plan {
-            endpoints: endpoints.into_iter().map(Arc::new).collect(),
-            faults,
-            transport: TransportOptions {
-                timeout: args.timeout,
-                max_body: args.max_body,
-                keepalive: !args.no_keepalive,
-                version,
-                keep_headers: compare_headers,
-                max_connections: args
-                    .max_connections
-                    .map(|n| usize::try_from(shard.share(n).max(1)).unwrap_or(usize::MAX)),
-                io,
-            },
-            tls,
-            concurrency: shard.share_of(args.concurrency).max(1),
-            rate: rate.map(|r| crate::engine::pace::Rate(r.0 / shard.count as f64)),
-            max_in_flight: args.max_in_flight,
-            threads,
-            stop_after: StopAfter {
-                count: stop_after.count.map(|n| shard.share(n)),
-                ..stop_after
-            },
-            warmup: StopAfter {
-                count: warmup.count.map(|n| shard.share(n)),
-                ..warmup
-            },
-            drain: args.drain,
-            comparer,
-            verbose: args.verbose,
-            window: args.lead,
-            strict: args.strict,
+            engine: Arc::new(Settings {
+                endpoints: endpoints.into_iter().map(Arc::new).collect(),
+                faults,
+                transport: TransportOptions {
+                    timeout: args.timeout,
+                    max_body: args.max_body,
+                    keepalive: !args.no_keepalive,
+                    version,
+                    keep_headers: compare_headers,
+                    max_connections: args
+                        .max_connections
+                        .map(|n| usize::try_from(shard.share(n).max(1)).unwrap_or(usize::MAX)),
+                    io,
+                },
+                tls,
+                concurrency: shard.share_of(args.concurrency).max(1),
+                rate: rate.map(|r| crate::engine::pace::Rate(r.0 / shard.count as f64)),
+                max_in_flight: args.max_in_flight,
+                threads,
+                stop_after: StopAfter {
+                    count: stop_after.count.map(|n| shard.share(n)),
+                    ..stop_after
+                },
+                warmup: StopAfter {
+                    count: warmup.count.map(|n| shard.share(n)),
+                    ..warmup
+                },
+                drain: args.drain,
+                comparer,
+                verbose: args.verbose,
+                window: args.lead,
+                strict: args.strict,
+                interval: Duration::from_secs(1),
+                taps,
+                shard,
+                start_at,
+            }),
             show_secrets: args.show_secrets,
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
-            interval: Duration::from_secs(1),
             mismatch_log,
-            taps,
             steps: Vec::new(),
             notes: Vec::new(),
             input_format,
             input_file,
-            shard,
-            start_at,
             grpc,
         })
     }
@@ -576,15 +493,18 @@ impl Plan {
                 crate::input::open(self.input_format, self.input_file.as_deref(), self.max_line)?
             }
         };
-        let source: Box<dyn Source> = if self.shard == Shard::WHOLE {
+        let source: Box<dyn Source> = if self.engine.shard == Shard::WHOLE {
             source
         } else {
-            Box::new(crate::input::reader::Sharded::new(source, self.shard))
+            Box::new(crate::input::reader::Sharded::new(
+                source,
+                self.engine.shard,
+            ))
         };
         // Only this shard's records are checked.
-        Ok(Input::Stream(crate::grpc::Checked::wrap(
+        Ok(Input::Stream(grpc::Checked::wrap(
             source,
-            &self.endpoints,
+            &self.engine.endpoints,
         )))
     }
 }
@@ -670,7 +590,7 @@ fn faults_of(
         if fault.action.is_http() {
             let hidden = if e.scheme == Scheme::Https {
                 Some("TLS (https://, wss://)")
-            } else if e.style == crate::endpoint::Style::WebSocket {
+            } else if e.style == crate::model::Style::WebSocket {
                 Some("a WebSocket")
             } else if version == HttpVersion::Http2 {
                 Some("HTTP/2 (--http2)")
@@ -773,11 +693,11 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(p.endpoints[0].headers["x-all"], "1");
-        assert_eq!(p.endpoints[1].headers["x-all"], "1");
-        assert_eq!(p.endpoints[1].headers["authorization"], "Bearer k");
-        assert!(!p.endpoints[0].headers.contains_key("authorization"));
-        assert_eq!(p.endpoints[0].headers["x-first"], "yes");
+        assert_eq!(p.engine.endpoints[0].headers["x-all"], "1");
+        assert_eq!(p.engine.endpoints[1].headers["x-all"], "1");
+        assert_eq!(p.engine.endpoints[1].headers["authorization"], "Bearer k");
+        assert!(!p.engine.endpoints[0].headers.contains_key("authorization"));
+        assert_eq!(p.engine.endpoints[0].headers["x-first"], "yes");
         assert_eq!(p.mode, RequestMode::Stream);
     }
 
@@ -788,7 +708,7 @@ mod tests {
             panic!("not single")
         };
         assert_eq!(r.method, Some(Method::POST));
-        assert_eq!(p.stop_after.duration, Some(Duration::from_secs(10)));
+        assert_eq!(p.engine.stop_after.duration, Some(Duration::from_secs(10)));
         let p = Plan::from_args(&args(&["http://127.0.0.1:1/"]), true).unwrap();
         assert!(matches!(&p.mode, RequestMode::Single(r) if r.method == Some(Method::GET)));
         // A named input is a stream even when it is the terminal's stdin.
@@ -890,21 +810,21 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(p.shard, Shard { index: 1, count: 3 });
-        assert_eq!(p.concurrency, 1);
-        assert_eq!(p.rate, Some(crate::engine::pace::Rate(300.0)));
-        assert_eq!(p.stop_after.count, Some(3));
-        assert_eq!(p.warmup.count, Some(2));
+        assert_eq!(p.engine.shard, Shard { index: 1, count: 3 });
+        assert_eq!(p.engine.concurrency, 1);
+        assert_eq!(p.engine.rate, Some(crate::engine::pace::Rate(300.0)));
+        assert_eq!(p.engine.stop_after.count, Some(3));
+        assert_eq!(p.engine.warmup.count, Some(2));
         // Fewer connections than shards: each shard still has one.
         let p = Plan::from_args(&args(&["--shard", "5/6", "-c", "2", "http://h/"]), false).unwrap();
-        assert_eq!(p.concurrency, 1);
+        assert_eq!(p.engine.concurrency, 1);
         let p = Plan::from_args(
             &args(&["--start-at", "2030-01-01T12:00:00Z", "http://h/"]),
             false,
         )
         .unwrap();
         assert_eq!(
-            p.start_at,
+            p.engine.start_at,
             Some(std::time::UNIX_EPOCH + Duration::from_secs(1_893_499_200))
         );
     }

@@ -1,18 +1,18 @@
 //! `versus gen`: built-in request generators written to a stream, so that
 //! `versus gen ethereum | versus URL...` needs no other program. Owns the
 //! output pacing (`--rate`) and following a real chain head (`--rpc`); the
-//! generator itself is [`super::ethereum`].
+//! generator itself is [`crate::input::ethereum`].
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ethereum::{EthereumConfig, EthereumGenerator};
-use super::Request;
 use crate::endpoint::{
     self, EndpointSpec, HttpVersion, Link, Prepared, Slot, TlsOptions, TransportOptions,
 };
+use crate::input::ethereum::{EthereumConfig, EthereumGenerator};
+use crate::input::Request;
 
 /// How often `--rpc` asks the node for its head.
 const HEAD_POLL: Duration = Duration::from_secs(4);

@@ -7,17 +7,18 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::format::Header;
-use super::series::SeriesObserver;
-use super::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
 use crate::cli::{CompareArgs, MergeArgs, ReportArgs, RunArgs};
 use crate::engine::{Input, Observer, RunOutput};
 use crate::exit::Exit;
 use crate::input::{Next, Source};
 use crate::plan::Plan;
-use crate::report::info::{Report, RunInfo};
+use crate::report::info::Report;
 use crate::report::outputs::{self, Format};
 use crate::report::threshold::{self, Threshold};
+use crate::results::format::Header;
+use crate::results::info::RunInfo;
+use crate::results::series::SeriesObserver;
+use crate::results::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
 
 /// What a live run writes, prepared before it starts.
 pub struct Live {
@@ -171,7 +172,7 @@ impl Live {
             &[Format::Text, Format::Json, Format::Markdown, Format::Vegeta],
         )?;
         let thresholds = outputs::thresholds(&args.thresholds)?;
-        let info = RunInfo::from_plan(plan);
+        let info = plan.run_info();
         for t in &thresholds {
             t.targets(&info, &plan.steps)?;
         }
@@ -180,12 +181,18 @@ impl Live {
         } else {
             writer::mask_command(argv)
         };
-        let interval_ms = u64::try_from(plan.interval.as_millis())
+        let interval_ms = u64::try_from(plan.engine.interval.as_millis())
             .unwrap_or(1000)
             .max(1);
-        let mut header =
-            writer::header(&info, command, interval_ms, plan.concurrency, plan.start_at);
-        header.shard = (plan.shard != crate::plan::Shard::WHOLE).then_some(plan.shard);
+        let mut header = writer::header(
+            &info,
+            command,
+            interval_ms,
+            plan.engine.concurrency,
+            plan.engine.start_at,
+        );
+        header.shard =
+            (plan.engine.shard != crate::model::Shard::WHOLE).then_some(plan.engine.shard);
         let writer = args
             .output
             .as_ref()
@@ -194,7 +201,7 @@ impl Live {
             series: args
                 .html
                 .as_ref()
-                .map(|_| SeriesObserver::new(plan.interval.as_secs_f64())),
+                .map(|_| SeriesObserver::new(plan.engine.interval.as_secs_f64())),
             files: Arc::new(Files {
                 output: writer.as_ref().map(RunWriter::file),
                 log: plan.mismatch_log.clone(),
@@ -345,7 +352,7 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
             return Exit::Usage;
         }
     };
-    let run = match super::load(&args.files) {
+    let run = match crate::results::load(&args.files) {
         Ok(r) => r,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
@@ -387,7 +394,7 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
         );
         return Exit::Usage;
     }
-    let shards = match super::merge::Shards::open(&args.files) {
+    let shards = match crate::results::merge::Shards::open(&args.files) {
         Ok(s) => s,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
@@ -460,7 +467,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     };
     let mut runs = Vec::with_capacity(args.files.len());
     for f in &args.files {
-        match super::load(std::slice::from_ref(f)) {
+        match crate::results::load(std::slice::from_ref(f)) {
             Ok(r) => {
                 for w in &r.warnings {
                     let _ = writeln!(err, "versus: warning: {w}");

@@ -25,7 +25,7 @@
 //! ```no_run
 //! use versus::flow::{Call, Flow};
 //! use versus::json_path::JsonPath;
-//! use versus::paginate::{Next, Pages, Paging};
+//! use versus::flow::paginate::{Next, Pages, Paging};
 //!
 //! // Endpoint 0 pages with HATEOAS links, endpoint 1 with a keyset cursor.
 //! let paging = Paging::per_endpoint(
@@ -54,9 +54,9 @@ use std::hash::{Hash, Hasher};
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::{Call, Reply};
 use crate::compare::path::{render, render_grouped, Segment};
 use crate::compare::verdict::Finding;
-use crate::flow::{Call, Reply};
 use crate::json_path::JsonPath;
 
 /// Pages a traversal follows at most, unless the step says otherwise.

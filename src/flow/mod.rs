@@ -66,6 +66,8 @@ use http::{HeaderName, HeaderValue, Method};
 
 use crate::model::Request;
 
+pub mod paginate;
+
 /// Why a step could not go on at one endpoint: the request could not be
 /// built (a value missing from an earlier answer) or the answer failed a
 /// check. The text is shown in the report, grouped by step.
@@ -117,7 +119,7 @@ pub struct Step {
     make: MakeFn,
     take: Option<TakeFn>,
     check: CheckFn,
-    paging: Option<std::sync::Arc<crate::paginate::Paging>>,
+    paging: Option<std::sync::Arc<paginate::Paging>>,
 }
 
 impl Flow {
@@ -149,12 +151,12 @@ impl Flow {
     }
 
     /// Make the last step added follow pages to the last one at every
-    /// endpoint ([`crate::paginate`]): its request asks for the first
+    /// endpoint ([`crate::flow::paginate`]): its request asks for the first
     /// page, each answer is checked, values are taken from the first, and
     /// the items of all pages are compared across endpoints by key. Later
     /// steps see, as this step's reply, the traversal's items answer
     /// (`{"items":{KEY:item,...},"repeated":{...}}`), not its last page.
-    pub fn paginate(mut self, paging: crate::paginate::Paging) -> Flow {
+    pub fn paginate(mut self, paging: paginate::Paging) -> Flow {
         if let Some(step) = self.steps.last_mut() {
             step.paging = Some(std::sync::Arc::new(paging));
         }
@@ -220,7 +222,7 @@ impl Step {
     }
 
     /// How the step pages, if it does.
-    pub(crate) fn paging(&self) -> Option<&crate::paginate::Paging> {
+    pub(crate) fn paging(&self) -> Option<&paginate::Paging> {
         self.paging.as_deref()
     }
 }

@@ -6,10 +6,33 @@
 //! library user writes (flow, step, reply) is in [`crate::flow`]; the
 //! verdict of a comparison is [`crate::compare::Judgement`].
 
+pub mod secret;
+mod shard;
+mod size;
+
+pub use shard::Shard;
+pub use size::parse_size;
+
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
+
+/// How an endpoint turns an input line into an HTTP request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// POST the line as the body (`http://`, `https://`, `http+post://`).
+    Post,
+    /// GET the base URL joined with the line (`http+get://`, `https+get://`).
+    Get,
+    /// Send the body as a message on a WebSocket opened at the URL and take
+    /// the JSON-RPC answer with the same `id` (`ws://`, `wss://`).
+    WebSocket,
+    /// Call a gRPC method with the line as its request message in the
+    /// proto3 JSON mapping (`grpc://`, `grpcs://`); the method is the URL's
+    /// path (`/package.Service/Method`) or a flow step's.
+    Grpc,
+}
 
 /// The name under which bounded lists (methods, groups, steps) count what
 /// does not fit.

@@ -6,11 +6,12 @@
 
 use std::sync::Arc;
 
-use super::{find_method, parse_request, split_method, Service};
-use crate::endpoint::{EndpointSpec, Style};
+use super::{Plan, RequestMode};
+use crate::endpoint::EndpointSpec;
+use crate::grpc::{find_method, parse_request, split_method, Service};
 use crate::input::{Next, Source};
 use crate::model::Malformed;
-use crate::plan::{Plan, RequestMode};
+use crate::model::Style;
 
 /// Why the gRPC set-up failed.
 #[derive(Debug)]
@@ -38,8 +39,8 @@ impl std::fmt::Display for SetupError {
 /// # Errors
 /// See [`SetupError`].
 pub fn setup(plan: &mut Plan) -> Result<(), SetupError> {
-    for e in 0..plan.endpoints.len() {
-        let spec = plan.endpoints[e].clone();
+    for e in 0..plan.engine.endpoints.len() {
+        let spec = plan.engine.endpoints[e].clone();
         if spec.style != Style::Grpc || spec.grpc.is_some() {
             continue;
         }
@@ -93,8 +94,8 @@ pub fn setup(plan: &mut Plan) -> Result<(), SetupError> {
                 let pool = crate::endpoint::grpc::reflect(
                     spec.clone(),
                     addrs,
-                    plan.tls.clone(),
-                    plan.transport.clone(),
+                    plan.engine.tls.clone(),
+                    plan.engine.transport.clone(),
                     &services,
                 )
                 .map_err(|err| match err {
@@ -126,10 +127,10 @@ pub fn setup(plan: &mut Plan) -> Result<(), SetupError> {
         };
         let mut resolved: EndpointSpec = (*spec).clone();
         resolved.grpc = Some(Arc::new(service));
-        plan.endpoints[e] = Arc::new(resolved);
+        plan.engine_mut().endpoints[e] = Arc::new(resolved);
     }
     if let RequestMode::Single(r) = &plan.mode {
-        for spec in &plan.endpoints {
+        for spec in &plan.engine.endpoints {
             let Some(service) = &spec.grpc else { continue };
             let Some(method) = service.method(None) else {
                 return Err(SetupError::Usage(format!(

@@ -1,0 +1,95 @@
+//! What the engine carries out: the endpoints, the load (closed or open
+//! model), when to stop, how answers are compared, and what sees each
+//! request. The app layer's plan builds these from the command line; the
+//! engine never sees a flag.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::compare::Comparer;
+use crate::endpoint::{EndpointSpec, TransportOptions};
+use crate::fault::Fault;
+use crate::model::Shard;
+
+/// When to stop sending.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StopAfter {
+    /// Requests per endpoint.
+    pub count: Option<u64>,
+    /// Time from the start of sending.
+    pub duration: Option<Duration>,
+}
+
+impl std::str::FromStr for StopAfter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<StopAfter, String> {
+        let s = s.trim();
+        if let Ok(n) = s.parse::<u64>() {
+            if n == 0 {
+                return Err("--stop-after: 0 requests would send nothing; give N >= 1 or a duration like 10s".into());
+            }
+            return Ok(StopAfter {
+                count: Some(n),
+                duration: None,
+            });
+        }
+        match humantime::parse_duration(s) {
+            Ok(d) if !d.is_zero() => Ok(StopAfter {
+                count: None,
+                duration: Some(d),
+            }),
+            _ => Err(format!(
+                "--stop-after: {s:?} is neither a request count nor a duration (examples: 1000, 10s, 2m)"
+            )),
+        }
+    }
+}
+
+/// The settings of one run, shared by every core.
+#[derive(Debug)]
+pub struct Settings {
+    /// Endpoints in command-line order; the first is the reference.
+    pub endpoints: Vec<Arc<EndpointSpec>>,
+    /// Per endpoint, the faults its proxy injects (`--fault`); empty: no
+    /// proxy.
+    pub faults: Vec<Vec<Fault>>,
+    /// Connection and request settings.
+    pub transport: TransportOptions,
+    /// TLS client configuration, when an endpoint uses TLS.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Requests in flight per endpoint (closed model); connections opened
+    /// before the clock starts (open model).
+    pub concurrency: usize,
+    /// Open model: requests per second per endpoint, on a schedule.
+    pub rate: Option<super::pace::Rate>,
+    /// Open model: most requests in flight per endpoint.
+    pub max_in_flight: usize,
+    /// Cores to use.
+    pub threads: usize,
+    /// When to stop (counted after the warm-up).
+    pub stop_after: StopAfter,
+    /// Requests (or time) sent first and not counted (`--warmup`).
+    pub warmup: StopAfter,
+    /// Grace period for requests in flight after a stop.
+    pub drain: Duration,
+    /// The comparison of answers.
+    pub comparer: Comparer,
+    /// Verbosity (`-v` count).
+    pub verbose: u8,
+    /// Lead window per core, in requests.
+    pub window: usize,
+    /// First malformed record ends the run.
+    pub strict: bool,
+    /// Length of the intervals the statistics are reported in while the
+    /// run goes (progress, live view, saved runs).
+    pub interval: Duration,
+    /// What sees each request as the cores carry it out: the `-v` printer
+    /// and the mismatch log, when asked for.
+    pub taps: Vec<Arc<dyn super::Tap>>,
+    /// This run's share of a sharded run ([`Shard::WHOLE`] unsharded):
+    /// `concurrency`, `rate`, and the counts of `stop_after` and `warmup`
+    /// are already this shard's.
+    pub shard: Shard,
+    /// When to start sending (`--start-at`).
+    pub start_at: Option<std::time::SystemTime>,
+}

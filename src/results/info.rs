@@ -1,0 +1,84 @@
+//! What a report needs to know about a run besides its statistics: the
+//! endpoints as the user named them, the lead window and whether answers
+//! were compared. A live run's plan and a saved run both produce one, so
+//! every renderer works the same on either.
+
+use std::fmt;
+
+/// One endpoint as reports show it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EndpointInfo {
+    /// The label used in every report.
+    pub label: String,
+    /// True when the user gave the label (`NAME=URL`).
+    #[serde(default)]
+    pub named: bool,
+    /// The URL as shown (secrets masked unless `--show-secrets`).
+    pub url: String,
+}
+
+impl fmt::Display for EndpointInfo {
+    /// As the text report names an endpoint: `label "url"`, or `"url"`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.named {
+            write!(
+                f,
+                "{} {:?}",
+                crate::display::escape_terminal(&self.label),
+                self.url
+            )
+        } else {
+            write!(f, "{:?}", self.url)
+        }
+    }
+}
+
+/// The description of a run that reports render from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    /// Endpoints in command-line order; the first is the reference.
+    pub endpoints: Vec<EndpointInfo>,
+    /// Lead window per core, in requests.
+    pub window: usize,
+    /// True when answers were compared (`--compare` not `none`).
+    pub comparison: bool,
+    /// Open model: the scheduled rate, per second per endpoint.
+    pub rate: Option<f64>,
+    /// Open model: `--max-in-flight`.
+    pub max_in_flight: usize,
+    /// Noise mode: the endpoint that is the reference's second copy.
+    pub twin: Option<usize>,
+    /// `-v`: show mismatch samples.
+    pub verbose: u8,
+    /// `--mismatches`: mismatched requests seen, lines written, and the
+    /// limit, when the report was made.
+    pub logged: Option<(u64, u64, u64)>,
+    /// What the run noted before it started (an optional endpoint the
+    /// pre-flight check skipped), shown at the top of the report.
+    pub notes: Vec<String>,
+    /// `--warmup` of a live run, as given (`50`, `2s`); saved runs do not
+    /// keep it.
+    pub warmup: Option<String>,
+    /// The I/O driver of plain-TCP HTTP/1.1 connections (`epoll`,
+    /// `io_uring`); saved runs keep it from version 0.1 files on that
+    /// wrote it.
+    pub io: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A label from a saved file made elsewhere cannot drive the terminal.
+    #[test]
+    fn an_endpoint_is_shown_with_control_characters_escaped() {
+        let e = EndpointInfo {
+            label: "a\u{1b}[2Jb".into(),
+            named: true,
+            url: "http://h/\u{1b}".into(),
+        };
+        let shown = e.to_string();
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+        assert_eq!(shown, r#"a\u{1b}[2Jb "http://h/\u{1b}""#);
+    }
+}
