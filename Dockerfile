@@ -3,11 +3,11 @@
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin versus
+RUN cargo build --profile release-lto --locked --bin versus
 
 FROM debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/*
-COPY --from=build /src/target/release/versus /usr/local/bin/versus
+COPY --from=build /src/target/release-lto/versus /usr/local/bin/versus
 ENTRYPOINT ["versus"]

@@ -6,15 +6,15 @@ export PATH="$BENCH_DIR/.tools/bin:$PATH"
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 die() { echo "error: $*" >&2; exit 1; }
 
-# The versus binary: $VERSUS, else target/release/versus (built if missing).
+# The versus binary: $VERSUS, else target/release-lto/versus (built if missing).
 resolve_versus() {
   if [ -n "${VERSUS:-}" ]; then
     [ -x "$VERSUS" ] || die "VERSUS=$VERSUS is not an executable"
   else
-    VERSUS="$REPO_DIR/target/release/versus"
+    VERSUS="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release-lto/versus"
     if [ ! -x "$VERSUS" ]; then
-      log "building versus (cargo build --release) in $REPO_DIR"
-      (cd "$REPO_DIR" && cargo build --release) >&2 || die "cargo build --release failed"
+      log "building versus (cargo build --profile release-lto) in $REPO_DIR"
+      (cd "$REPO_DIR" && cargo build --profile release-lto) >&2 || die "cargo build --profile release-lto failed"
     fi
   fi
   export VERSUS

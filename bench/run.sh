@@ -10,7 +10,7 @@
 # nginx gets one worker on core 0; every client runs under `taskset -c 1`
 # (versus also with --threads 1), under /usr/bin/time for CPU and peak RSS.
 # Environment:
-#   VERSUS=path        versus binary (default target/release/versus, built if missing)
+#   VERSUS=path        versus binary (default target/release-lto/versus, built if missing)
 #   DURATION=10        seconds per timed run
 #   REPEAT=1           runs per tool; the run with the least CPU per request is shown
 #   STREAM_LINES=N     lines for stream2 (default 60000 * DURATION: about DURATION seconds)
@@ -481,9 +481,9 @@ sc_h2() {
 example() {
   local bin="$(dirname "$VERSUS")/examples/$1"
   if [ ! -x "$bin" ]; then
-    log "building examples/$1 from this checkout (cargo build --release --example $1)"
-    (cd "$REPO_DIR" && cargo build --release --example "$1") >&2 || die "cannot build the $1 example"
-    bin="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release/examples/$1"
+    log "building examples/$1 from this checkout (cargo build --profile release-lto --example $1)"
+    (cd "$REPO_DIR" && cargo build --profile release-lto --example "$1") >&2 || die "cannot build the $1 example"
+    bin="${CARGO_TARGET_DIR:-$REPO_DIR/target}/release-lto/examples/$1"
   fi
   echo "$bin"
 }
