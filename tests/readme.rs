@@ -1,4 +1,7 @@
-//! The README is the user's manual: every long flag of every command is in it.
+//! The manual is README.md (the front door) and the pages of docs/: every
+//! long flag of every command is in docs/cli.md, the exit codes are in
+//! docs/exit-codes.md, and every `sh` example of every page that can run
+//! offline runs.
 
 use clap::CommandFactory;
 
@@ -13,26 +16,53 @@ fn longs(cmd: &clap::Command, out: &mut Vec<String>) {
     }
 }
 
+/// The manual's pages, README.md first, then docs/*.md by name: (path
+/// from the repository's root, text).
+fn pages() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    let mut out = vec![(
+        "README.md".to_string(),
+        std::fs::read_to_string(root.join("README.md")).unwrap(),
+    )];
+    for path in docs {
+        let name = path.strip_prefix(root).unwrap().display().to_string();
+        out.push((name, std::fs::read_to_string(&path).unwrap()));
+    }
+    out
+}
+
+fn page(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap()
+}
+
+/// Every long flag of every command is in docs/cli.md, the command-line
+/// reference (the topic pages explain them; this one lists them all).
 #[test]
 fn the_readme_mentions_every_long_flag() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let cli = page("docs/cli.md");
     let mut flags = Vec::new();
     longs(&versus::cli::Cli::command(), &mut flags);
     assert!(flags.len() > 20);
-    let missing: Vec<_> = flags
-        .iter()
-        .filter(|f| !readme.contains(f.as_str()))
-        .collect();
-    assert!(missing.is_empty(), "README.md does not mention {missing:?}");
+    let missing: Vec<_> = flags.iter().filter(|f| !cli.contains(f.as_str())).collect();
+    assert!(
+        missing.is_empty(),
+        "docs/cli.md does not mention {missing:?}"
+    );
 }
 
+/// The exit-code table is in docs/exit-codes.md, the page that documents
+/// exit codes.
 #[test]
 fn the_readme_names_every_exit_code() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let codes = page("docs/exit-codes.md");
     for code in ["| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 130 |"] {
-        assert!(readme.contains(code), "exit code row {code} missing");
+        assert!(codes.contains(code), "exit code row {code} missing");
     }
 }
 
@@ -46,7 +76,7 @@ use std::process::{Command, Stdio};
 
 use common::{Reply, Server};
 
-/// The command lines of the README's `sh` blocks that run versus
+/// The command lines of a page's `sh` blocks that run versus
 /// (continuation lines joined, comments cut).
 fn examples(readme: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -73,6 +103,12 @@ fn examples(readme: &str) -> Vec<String> {
 fn offline(example: &str) -> Option<&'static str> {
     if example.contains("tcpdump") {
         Some("captures live traffic (needs capture rights)")
+    } else if example.contains("kubectl") {
+        Some("needs a Kubernetes cluster")
+    } else if example.contains("docker ") {
+        Some("needs a container runtime")
+    } else if example.contains(" -i ") {
+        Some("the dashboard needs a terminal")
     } else if example.contains(" [-")
         || example.contains(" [rpc")
         || example.contains("json|markdown")
@@ -108,6 +144,7 @@ fn localised(
         ("--stop-after 1000", "--stop-after 100"),
         ("--stop-after 10s", "--stop-after 1s"),
         ("--stop-after 5s", "--stop-after 1s"),
+        ("--stop-after=5s", "--stop-after=1s"),
         ("${INFURA_API_KEY}", "KEY"),
     ] {
         line = line.replace(long, short);
@@ -140,23 +177,26 @@ fn expected(example: &str) -> (&'static [i32], &'static str) {
         (&[0], "vs first")
     } else if example.contains("--list") {
         (&[0], "checkout")
-    } else if example.contains("> before.html") {
+    } else if example.starts_with("versus gen") && !example.contains("| versus") {
+        (&[0], "\"jsonrpc\"")
+    } else if example.contains("> ") {
+        // Its report goes to a file.
         (&[0], "")
     } else {
         (&[0], "** Summary for")
     }
 }
 
-/// Every example of the README that can run offline runs: local servers
-/// stand in for the remote URLs, files it names are made first, long runs
-/// are cut to a second. Each must end with the exit code the README
-/// gives it and print its key line, so a false claim fails CI (the
-/// single-request example once failed from a script: stdin was not a
-/// terminal).
+/// Every example of the manual (README.md and docs/*.md) that can run
+/// offline runs: local servers stand in for the remote URLs, files it
+/// names are made first, long runs are cut to a second. Each must end
+/// with the exit code the page gives it and print its key line, so a
+/// false claim fails CI (the single-request example once failed from a
+/// script: stdin was not a terminal). An example on several pages runs
+/// once.
 #[test]
 fn every_readme_example_that_can_run_offline_runs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let dir = std::env::temp_dir().join(format!("versus-readme-{}", std::process::id()));
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -179,7 +219,7 @@ fn every_readme_example_that_can_run_offline_runs() {
     );
     // JSON-RPC answers for any request; shops for the scenario examples.
     let mut held: Vec<Server> = Vec::new();
-    let rpc = || {
+    let mut rpc = || {
         let s = Server::start(|r| {
             let id = serde_json::from_slice::<serde_json::Value>(&r.body)
                 .ok()
@@ -188,7 +228,8 @@ fn every_readme_example_that_can_run_offline_runs() {
             Reply::ok(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#))
         });
         let url = s.url();
-        (s, url)
+        held.push(s);
+        url
     };
     let shops = [
         versus::demo::shop::start(false).unwrap(),
@@ -244,10 +285,10 @@ fn every_readme_example_that_can_run_offline_runs() {
     )
     .unwrap();
     std::fs::create_dir_all(dir.join("examples")).unwrap();
-    let pages = std::fs::read_to_string(root.join("examples/items-pages.toml"))
+    let pages_toml = std::fs::read_to_string(root.join("examples/items-pages.toml"))
         .unwrap()
         .replace("127.0.0.1:50051", &grpc_addr);
-    std::fs::write(dir.join("examples/items-pages.toml"), pages).unwrap();
+    std::fs::write(dir.join("examples/items-pages.toml"), pages_toml).unwrap();
     let sh = |line: &str| {
         Command::new("bash")
             .args(["-c", &format!("timeout 120 {line}")])
@@ -257,86 +298,104 @@ fn every_readme_example_that_can_run_offline_runs() {
             .output()
             .unwrap()
     };
-    let mut servers: BTreeMap<String, String> = BTreeMap::new();
-    let mut ran = 0;
-    let mut failed = Vec::new();
-    for example in examples(&readme) {
-        if let Some(why) = offline(&example) {
-            eprintln!("skipped ({why}): {example}");
-            continue;
-        }
-        let line = if example.contains("127.0.0.1:50051") && !example.contains("versus run") {
-            let mut rest = || grpc.http();
-            localised(
-                &example.replace("grpc://127.0.0.1:50051", &format!("grpc://{grpc_addr}")),
-                &mut BTreeMap::new(),
-                &mut rest,
-            )
-        } else if example.contains("versus run") {
-            // Scenario examples: the two shops for their two endpoints.
-            let mut shop_urls = BTreeMap::new();
-            let mut next = shops.iter().map(|s| s.url());
-            localised(&example, &mut shop_urls, &mut || {
-                next.next().unwrap_or_default()
-            })
-            .replace("examples/shop.toml", "shop.toml")
-        } else {
-            let mut start = || {
-                let (s, url) = rpc();
-                held.push(s);
-                url
-            };
-            localised(&example, &mut servers, &mut start)
-        };
-        // The runs the saved-run examples read.
-        if line.contains("after.jsonl") && !dir.join("after.jsonl").exists() {
-            let setup = line.replace("versus compare before.jsonl after.jsonl", "");
-            assert!(setup.trim().is_empty());
+    // A saved run the examples read but do not write: made first, from a
+    // one-second run against the servers of 10.0.0.1 and 10.0.0.2.
+    let saved =
+        |servers: &mut BTreeMap<String, String>, rpc: &mut dyn FnMut() -> String, flags: &str| {
+            let urls: Vec<String> = ["10.0.0.1", "10.0.0.2"]
+                .iter()
+                .map(|h| {
+                    servers
+                        .entry(h.to_string())
+                        .or_insert_with(&mut *rpc)
+                        .clone()
+                })
+                .collect();
             let run = sh(&format!(
-                "versus -o after.jsonl --stop-after=1s old={} new={} < requests",
-                servers["10.0.0.1"], servers["10.0.0.2"]
+                "versus {flags} --stop-after=1s old={} new={} < requests",
+                urls[0], urls[1]
             ));
             assert!(
                 run.status.success(),
                 "{}",
                 String::from_utf8_lossy(&run.stderr)
             );
-        }
-        if line.contains("shard1.jsonl") && !dir.join("shard1.jsonl").exists() {
-            let urls = [&servers["10.0.0.1"], &servers["10.0.0.2"]];
-            let shard = |i: u32| {
-                format!(
-                    "versus --shard {i}/2 -o shard{}.jsonl --stop-after=1s old={} new={} < requests",
-                    i + 1,
-                    urls[0],
-                    urls[1]
+        };
+    let mut servers: BTreeMap<String, String> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut ran = 0;
+    let mut failed = Vec::new();
+    for (name, text) in pages() {
+        for example in examples(&text) {
+            if !seen.insert(example.clone()) {
+                continue;
+            }
+            if let Some(why) = offline(&example) {
+                eprintln!("skipped ({why}): {name}: {example}");
+                continue;
+            }
+            let line = if example.contains("127.0.0.1:50051") && !example.contains("versus run") {
+                let mut rest = || grpc.http();
+                localised(
+                    &example.replace("grpc://127.0.0.1:50051", &format!("grpc://{grpc_addr}")),
+                    &mut BTreeMap::new(),
+                    &mut rest,
                 )
+            } else if example.contains("versus run") {
+                // Scenario examples: the two shops for their two endpoints.
+                let mut shop_urls = BTreeMap::new();
+                let mut next = shops.iter().map(|s| s.url());
+                localised(&example, &mut shop_urls, &mut || {
+                    next.next().unwrap_or_default()
+                })
+                .replace("examples/shop.toml", "shop.toml")
+            } else {
+                localised(&example, &mut servers, &mut rpc)
             };
-            let both = sh(&format!("{} & {}; wait", shard(0), shard(1)));
-            assert!(
-                both.status.success(),
-                "{}",
-                String::from_utf8_lossy(&both.stderr)
-            );
-        }
-        let out = sh(&line);
-        ran += 1;
-        let (codes, key) = expected(&example);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let code = out.status.code().unwrap_or(-1);
-        if !codes.contains(&code) || !stdout.contains(key) {
-            failed.push(format!(
-                "{example}\n  ran: {line}\n  exit {code}\n  stderr: {}\n  stdout: {}",
-                String::from_utf8_lossy(&out.stderr),
-                stdout.lines().take(5).collect::<Vec<_>>().join(" / ")
-            ));
+            // The runs the saved-run examples read.
+            for file in ["before.jsonl", "after.jsonl"] {
+                let writes = line.contains(&format!("-o {file}"));
+                if line.contains(file) && !writes && !dir.join(file).exists() {
+                    saved(&mut servers, &mut rpc, &format!("-o {file}"));
+                }
+            }
+            if line.contains("shard1.jsonl") && !dir.join("shard1.jsonl").exists() {
+                saved(&mut servers, &mut rpc, "--shard 0/2 -o shard1.jsonl");
+                saved(&mut servers, &mut rpc, "--shard 1/2 -o shard2.jsonl");
+            }
+            if line.contains("results/shard-") && !dir.join("results").exists() {
+                std::fs::create_dir_all(dir.join("results")).unwrap();
+                saved(
+                    &mut servers,
+                    &mut rpc,
+                    "--shard 0/2 -o results/shard-0.jsonl",
+                );
+                saved(
+                    &mut servers,
+                    &mut rpc,
+                    "--shard 1/2 -o results/shard-1.jsonl",
+                );
+            }
+            let out = sh(&line);
+            ran += 1;
+            let (codes, key) = expected(&example);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let code = out.status.code().unwrap_or(-1);
+            if !codes.contains(&code) || !stdout.contains(key) {
+                failed.push(format!(
+                    "{name}: {example}\n  ran: {line}\n  exit {code}\n  stderr: {}\n  stdout: {}",
+                    String::from_utf8_lossy(&out.stderr),
+                    stdout.lines().take(5).collect::<Vec<_>>().join(" / ")
+                ));
+            }
         }
     }
-    assert!(ran >= 20, "only {ran} examples ran");
+    eprintln!("{ran} examples ran");
+    assert!(ran >= 43, "only {ran} examples ran");
     assert!(dir.join("before.html").exists() && dir.join("all.jsonl").exists());
     assert!(
         failed.is_empty(),
-        "README examples that fail:\n{}",
+        "examples that fail:\n{}",
         failed.join("\n\n")
     );
     let _ = std::fs::remove_dir_all(&dir);
