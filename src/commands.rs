@@ -96,9 +96,9 @@ impl Files {
 }
 
 /// A stream that creates the output files as it hands on its first
-/// request; then it is settled, and hands on its source.
+/// request; then it is spent, and hands on its source.
 struct Creating {
-    /// `None` once taken by [`Source::settled`].
+    /// `None` once taken by [`Source::spent`].
     source: Option<Box<dyn Source>>,
     files: Arc<Files>,
     created: bool,
@@ -129,7 +129,7 @@ impl Source for Creating {
         self.source.as_ref()?.location()
     }
 
-    fn settled(&mut self) -> Option<Box<dyn Source>> {
+    fn spent(&mut self) -> Option<Box<dyn Source>> {
         self.source.take_if(|_| self.created)
     }
 }

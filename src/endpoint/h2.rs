@@ -146,7 +146,7 @@ struct Inner {
     /// Why the connection ended, once it has.
     gone: Option<Failure>,
     /// The server's SETTINGS arrived (the handshake is complete).
-    settled: bool,
+    settings_arrived: bool,
     /// Wakes the handshake.
     handshake: Option<Waker>,
     /// The next header block must start with a table size update.
@@ -237,16 +237,16 @@ impl Conn {
         struct Abandon<'a>(&'a Conn);
         impl Drop for Abandon<'_> {
             fn drop(&mut self) {
-                if !self.0 .0.borrow().settled {
+                if !self.0 .0.borrow().settings_arrived {
                     self.0.shut();
                 }
             }
         }
-        let settled = {
+        let settings_arrived = {
             let _abandon = Abandon(&conn);
             poll_fn(|cx| {
                 let mut inner = conn.0.borrow_mut();
-                if inner.settled {
+                if inner.settings_arrived {
                     Poll::Ready(Ok(()))
                 } else if let Some(f) = inner.gone {
                     Poll::Ready(Err(f))
@@ -257,7 +257,7 @@ impl Conn {
             })
             .await
         };
-        settled.map(|()| conn)
+        settings_arrived.map(|()| conn)
     }
 
     /// End the connection now (its driver closes the socket): for one
@@ -603,7 +603,7 @@ impl Inner {
             blocked: Vec::new(),
             goaway: None,
             gone: None,
-            settled: false,
+            settings_arrived: false,
             handshake: None,
             table_update: false,
             sent: 0,
@@ -637,7 +637,7 @@ impl Inner {
             at += 9 + len;
             // The server's preface is a SETTINGS frame; a header block is
             // continued by nothing but CONTINUATION frames.
-            if (!self.settled && kind != kind::SETTINGS)
+            if (!self.settings_arrived && kind != kind::SETTINGS)
                 || (self.block_stream != 0 && kind != kind::CONTINUATION)
             {
                 return Err(ConnError(code::PROTOCOL_ERROR));
@@ -946,8 +946,8 @@ impl Inner {
         put_head(&mut self.wbuf, 0, kind::SETTINGS, flag::ACK, 0);
         self.replies += 9;
         self.unblock();
-        if !self.settled {
-            self.settled = true;
+        if !self.settings_arrived {
+            self.settings_arrived = true;
             if let Some(w) = self.handshake.take() {
                 w.wake();
             }
@@ -1149,7 +1149,7 @@ impl Driver {
             inner.wbuf_skip = skip_after(&inner.wbuf, inner.wbuf_skip, written);
         }
         inner.wbuf.drain(..written);
-        if let Err(e) = self.io.settle(written > 0) {
+        if let Err(e) = self.io.release_peeked(written > 0) {
             inner.close(classify_io(&e, Failure::Io));
             return Poll::Ready(());
         }

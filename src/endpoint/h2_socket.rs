@@ -147,7 +147,7 @@ impl Peeking {
     /// without one; else leave them for a later turn. Dropping them a few
     /// answers at a time saves most of the `recv`s that dropping after
     /// every write would cost.
-    fn settle(&mut self, wrote: bool) -> io::Result<()> {
+    fn release_peeked(&mut self, wrote: bool) -> io::Result<()> {
         let keep = if wrote {
             self.keep_max / 2
         } else {
@@ -230,10 +230,10 @@ impl Socket {
 
     /// At the end of the driver's turn (`wrote`: it wrote something):
     /// consume what was peeked, or leave it for a later turn (see
-    /// [`Peeking::settle`]).
-    pub(crate) fn settle(&mut self, wrote: bool) -> io::Result<()> {
+    /// [`Peeking::release_peeked`]).
+    pub(crate) fn release_peeked(&mut self, wrote: bool) -> io::Result<()> {
         match self {
-            Socket::Tcp(t) => t.settle(wrote),
+            Socket::Tcp(t) => t.release_peeked(wrote),
             Socket::Other(_) => Ok(()),
         }
     }
@@ -297,17 +297,17 @@ mod tests {
         assert_eq!(read(&mut p, 11).await, b"HEADERSDATA");
         assert_eq!(queued(&p), 11, "peeked, not consumed");
         assert_eq!(p.read_now(&mut [0; 8]).map(|r| r.is_ok()), Poll::Pending);
-        p.settle(false).unwrap();
+        p.release_peeked(false).unwrap();
         assert_eq!(queued(&p), 11, "kept while no write went out");
-        p.settle(true).unwrap();
+        p.release_peeked(true).unwrap();
         assert_eq!(queued(&p), 11, "kept while few");
         // What comes next is read past what was peeked.
         let more = vec![b'm'; p.keep_max / 2];
         server.write_all(&more).await.unwrap();
         assert_eq!(read(&mut p, more.len()).await, more);
-        p.settle(false).unwrap();
+        p.release_peeked(false).unwrap();
         assert_eq!(queued(&p), 11 + more.len(), "kept while no write went out");
-        p.settle(true).unwrap();
+        p.release_peeked(true).unwrap();
         assert_eq!((queued(&p), p.peeked), (0, 0), "consumed after a write");
         server.write_all(b"next").await.unwrap();
         assert_eq!(read(&mut p, 4).await, b"next");
@@ -322,7 +322,7 @@ mod tests {
         let big: Vec<u8> = (0..p.keep_max + 1).map(|i| i as u8).collect();
         server.write_all(&big).await.unwrap();
         assert_eq!(read(&mut p, big.len()).await, big);
-        p.settle(false).unwrap();
+        p.release_peeked(false).unwrap();
         assert_eq!((queued(&p), p.peeked), (0, 0));
     }
 
@@ -336,7 +336,7 @@ mod tests {
         };
         server.write_all(b"answer").await.unwrap();
         assert_eq!(read(&mut p, 6).await, b"answer");
-        p.settle(false).unwrap();
+        p.release_peeked(false).unwrap();
         assert_eq!(queued(&p), 6);
         drop(p);
         let mut rest = Vec::new();
@@ -352,7 +352,7 @@ mod tests {
         server.write_all(b"abc").await.unwrap();
         assert_eq!(read(&mut p, 3).await, b"abc");
         assert_eq!((queued(&p), p.peeked), (0, 0));
-        p.settle(true).unwrap();
+        p.release_peeked(true).unwrap();
         server.write_all(b"de").await.unwrap();
         assert_eq!(read(&mut p, 2).await, b"de");
     }

@@ -358,8 +358,8 @@ struct Repeat {
     /// again left it as it was (the same entries, newest first, and size),
     /// so a replay makes none. Once the table is full of the block's
     /// entries, as with nginx's answers, it stays so.
-    settled: bool,
-    /// The table before and after a replay's insertions, until settled
+    stable: bool,
+    /// The table before and after a replay's insertions, until stable
     /// (kept for their memory).
     before: Vec<u8>,
     after: Vec<u8>,
@@ -371,7 +371,7 @@ impl Repeat {
         self.bytes.clear();
         self.fields.clear();
         self.partial = false;
-        self.settled = false;
+        self.stable = false;
     }
 
     /// Note a field of the block being decoded.
@@ -386,7 +386,7 @@ impl Repeat {
     }
 
     /// Hand over the fields `want` accepts and make the insertions into
-    /// `table` (none once it is settled); `false` (and nothing done) when a
+    /// `table` (none once it is stable); `false` (and nothing done) when a
     /// wanted value was skipped.
     fn replay(
         &mut self,
@@ -403,7 +403,7 @@ impl Repeat {
                 at += n + v.unwrap_or(0);
             }
         }
-        if !self.settled {
+        if !self.stable {
             table.snapshot(&mut self.before);
         }
         let mut at = 0;
@@ -416,13 +416,13 @@ impl Repeat {
             if want(name) {
                 field(name, value);
             }
-            if indexed && !self.settled {
+            if indexed && !self.stable {
                 table.insert(name, value);
             }
         }
-        if !self.settled {
+        if !self.stable {
             table.snapshot(&mut self.after);
-            self.settled = self.after == self.before;
+            self.stable = self.after == self.before;
         }
         true
     }
@@ -981,7 +981,7 @@ mod tests {
         assert!(cached.table.size <= 4096 && cached.table.size > 4096 - 216);
         // The full table is a fixed point of the block: replays insert no
         // more (and the entries above stayed those of a parse).
-        assert!(cached.repeat.settled);
+        assert!(cached.repeat.stable);
         // The replay is what answered: a kept field altered shows.
         let block = nginx_block("Tue, 24 Nov 2026 06:04:00 GMT");
         let at = cached.repeat.bytes.len() - b"39".len() - b"x-skip".len();

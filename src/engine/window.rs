@@ -39,7 +39,7 @@ pub(crate) enum Claim<W> {
 }
 
 /// Open work `W` and each endpoint's result `D` for it.
-pub(crate) struct Window<W, D> {
+pub(crate) struct LeadWindow<W, D> {
     endpoints: usize,
     /// `limit` places; `None` is free.
     entries: Vec<Option<Entry<W>>>,
@@ -53,10 +53,10 @@ pub(crate) struct Window<W, D> {
     input_done: bool,
 }
 
-impl<W: Clone, D> Window<W, D> {
+impl<W: Clone, D> LeadWindow<W, D> {
     pub fn new(limit: usize, endpoints: usize) -> Self {
         let limit = limit.max(1);
-        Window {
+        LeadWindow {
             endpoints,
             entries: (0..limit).map(|_| None).collect(),
             free: (0..limit).rev().collect(),
@@ -197,7 +197,7 @@ impl<W: Clone, D> Window<W, D> {
 mod tests {
     use super::*;
 
-    type W = Window<u64, &'static str>;
+    type W = LeadWindow<u64, &'static str>;
 
     fn got(c: Claim<u64>) -> (usize, u64) {
         match c {
@@ -325,7 +325,7 @@ mod tests {
     #[test]
     fn the_last_endpoint_to_claim_work_takes_it_without_a_copy() {
         use std::rc::Rc;
-        let mut w: Window<Rc<u64>, &str> = Window::new(2, 2);
+        let mut w: LeadWindow<Rc<u64>, &str> = LeadWindow::new(2, 2);
         let unit = Rc::new(7);
         w.push(unit.clone(), None, false);
         let Claim::Got(p, first, ..) = w.claim(0) else {
@@ -346,7 +346,7 @@ mod tests {
         });
         assert!(back.is_some_and(|b| Rc::ptr_eq(&b, &unit)));
         assert_eq!(Rc::strong_count(&unit), 1);
-        let mut one: Window<Rc<u64>, &str> = Window::new(1, 1);
+        let mut one: LeadWindow<Rc<u64>, &str> = LeadWindow::new(1, 1);
         one.push(unit.clone(), None, false);
         let Claim::Got(p, only, ..) = one.claim(0) else {
             panic!()

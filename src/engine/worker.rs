@@ -17,7 +17,7 @@ use super::pace::Schedule;
 use super::slots::Slots;
 use super::timer::PreciseTimer;
 use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
-use super::window::{Claim, Window};
+use super::window::{Claim, LeadWindow};
 use super::Settings;
 use super::Stop;
 use crate::endpoint::{send_on, wait_in_ring, Laned, Link, Prepared, Rounds, Slot};
@@ -105,7 +105,7 @@ pub(crate) enum CoreMsg {
 
 struct Core {
     settings: Arc<Settings>,
-    window: RefCell<Window<Work, Done>>,
+    window: RefCell<LeadWindow<Work, Done>>,
     /// One endpoint in the closed model with work made on the core (a
     /// repeated request, flow instances): the slots take their work here
     /// themselves, with no feeder and no window between (see [`look`]).
@@ -298,7 +298,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         None => settings.window.max(2 * per_endpoint),
     };
     let core = Rc::new(Core {
-        window: RefCell::new(Window::new(limit, endpoints)),
+        window: RefCell::new(LeadWindow::new(limit, endpoints)),
         direct,
         mix,
         outcome_taps: settings
@@ -623,7 +623,7 @@ impl Core {
                 let _ = s.tls.add(h);
             }
         }
-        self.tallies.borrow_mut().settle(&mut stats);
+        self.tallies.borrow_mut().flush_into(&mut stats);
         self.kinds.borrow_mut().forget_places();
         stats
     }
@@ -1123,7 +1123,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     done = Some(Done::Flow(run));
                 }
             }
-            settle(&core, e, place, work, warmup, &mut done);
+            record_and_deliver(&core, e, place, work, warmup, &mut done);
         }
         core.live_slots.set(core.live_slots.get() - 1);
         core.lanes_changed();
@@ -1143,7 +1143,14 @@ fn begin(core: &Core, e: usize, work: &Work, warmup: bool) {
 /// A unit of work done at endpoint `e` (its result in `done`): a counted
 /// request's outcome recorded (and whether it was an error noted with
 /// it), the unit no longer in flight, and delivered.
-fn settle(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: &mut Option<Done>) {
+fn record_and_deliver(
+    core: &Core,
+    e: usize,
+    place: usize,
+    work: Work,
+    warmup: bool,
+    done: &mut Option<Done>,
+) {
     if let (Work::Request(req), Some(Done::One(Some(o), error))) = (&work, done.as_mut()) {
         *error = !warmup && record(core, e, req, o, None);
     }
@@ -1198,8 +1205,8 @@ fn lane_for(slot: &Slot, work: &Work, due: Option<Instant>) -> Option<Rc<Request
     fits.then(|| req.clone())
 }
 
-/// A lane's rounds at endpoint `e`: each answer settled as [`drive`]
-/// settles a request's, and the next unit claimed.
+/// A lane's rounds at endpoint `e`: each answer recorded and delivered as [`drive`]
+/// does a request's, and the next unit claimed.
 struct Turns {
     core: Rc<Core>,
     e: usize,
@@ -1225,7 +1232,7 @@ impl Rounds for Turns {
             ..
         } = self.unit.take()?;
         let mut done = Some(Done::One(Some(outcome), false));
-        settle(core, e, place, work, warmup, &mut done);
+        record_and_deliver(core, e, place, work, warmup, &mut done);
         let Claim::Got(place, work, due, warmup) = look(core, e) else {
             return None;
         };

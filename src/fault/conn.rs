@@ -43,7 +43,7 @@ impl<'a> Conn<'a> {
     /// The first byte-stream fault this connection drew that is on now,
     /// acts on data flowing `way`, and matches `pick`; with its index.
     pub fn find<T>(&self, way: Dir, pick: impl Fn(&Action) -> Option<T>) -> Option<(usize, T)> {
-        // The kind first: checking a window may read the clock.
+        // The kind first: checking a span may read the clock.
         self.shared
             .faults()
             .iter()
@@ -80,8 +80,8 @@ impl<'a> Conn<'a> {
         self.shared.faults().iter().any(|f| f.action.is_http())
     }
 
-    /// When fault `i`'s window opens (`None` when the run's clock has not
-    /// started or the window has no start).
+    /// When fault `i`'s span opens (`None` when the run's clock has not
+    /// started or the span has no start).
     pub fn opens_at(&self, i: usize) -> Option<Instant> {
         self.shared.opens_at(i)
     }

@@ -4,13 +4,13 @@
 //! without faults has no proxy: versus connects to it directly.
 //!
 //! `spec.rs` is the fault language, `state.rs` what an endpoint's
-//! connections share (windows, counters, rate limits), `conn.rs` one
+//! connections share (spans, counters, rate limits), `conn.rs` one
 //! connection's draw, `pipe.rs` one direction's bytes, `http.rs` the
 //! HTTP-level faults, `proxy.rs` the listener and a connection's life.
 //! Each engine core runs its own proxies on its own runtime (a listener
 //! per endpoint with faults, its connections sent to it), so a request
 //! through the proxy wakes the same thread a direct one does; the faults'
-//! state (windows, counts, rate limits, the ledger) is shared by all.
+//! state (spans, counts, rate limits, the ledger) is shared by all.
 
 mod conn;
 mod http;
@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use spec::{counted_as, Action, Dir, Fault, FaultError, ResetAt, Window};
+pub use spec::{counted_as, Action, Dir, Fault, FaultError, FaultSpan, ResetAt};
 use state::{Epoch, Shared};
 
 use crate::stats::RunStats;
@@ -150,7 +150,7 @@ impl Running {
         })
     }
 
-    /// The run's clock started now: windows count from here.
+    /// The run's clock started now: spans count from here.
     pub fn clock_started(&self) {
         let _ = self.epoch.set(Instant::now());
     }

@@ -112,9 +112,9 @@ async fn supervise(
 }
 
 /// `reset after DURATION`: resolves when the connection is to be reset:
-/// the delay after it opened or, when the fault's window opens later,
-/// after the window opened; never when the connection did not draw the
-/// fault or the window has closed by then.
+/// the delay after it opened or, when the fault's span opens later,
+/// after the span opened; never when the connection did not draw the
+/// fault or the span has closed by then.
 async fn reset_timer(conn: &Conn<'_>) {
     let due = conn
         .shared()
@@ -129,7 +129,7 @@ async fn reset_timer(conn: &Conn<'_>) {
         return std::future::pending().await;
     };
     if !conn.shared().on(i) {
-        // Not on yet: wait for the run's clock, then for the window.
+        // Not on yet: wait for the run's clock, then for the span.
         let opens = loop {
             match conn.opens_at(i) {
                 Some(at) => break at,

@@ -45,7 +45,7 @@ impl Dir {
 /// Where `reset` cuts the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ResetAt {
-    /// This long after the connection opened (or the window opened).
+    /// This long after the connection opened (or the span opened).
     Delay(Duration),
     /// After this many bytes passed in the fault's direction.
     Bytes(u64),
@@ -159,14 +159,14 @@ impl Action {
 
 /// When a fault is on, from the start of the run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Window {
+pub struct FaultSpan {
     /// On from this long after the start.
     pub after: Duration,
     /// For this long; `None`: to the end.
     pub length: Option<Duration>,
 }
 
-impl Window {
+impl FaultSpan {
     /// True at `t` after the start of the run.
     pub fn contains(&self, t: Duration) -> bool {
         t >= self.after && self.length.is_none_or(|l| t < self.after + l)
@@ -189,7 +189,7 @@ pub struct Fault {
     /// per request for the HTTP ones.
     pub prob: f64,
     /// When it is on.
-    pub window: Window,
+    pub span: FaultSpan,
 }
 
 /// A fault that does not parse: the reason, for a usage error.
@@ -402,7 +402,7 @@ impl std::str::FromStr for Fault {
             dir: action.default_dir(),
             action,
             prob: 1.0,
-            window: Window::default(),
+            span: FaultSpan::default(),
         };
         while w.at < w.list.len() {
             let word = w.next("a clause")?;
@@ -421,13 +421,13 @@ impl std::str::FromStr for Fault {
                     let p = w.next("a probability after prob")?;
                     fault.prob = probability(&p)?;
                 }
-                "after" => fault.window.after = w.duration("after")?,
+                "after" => fault.span.after = w.duration("after")?,
                 "for" => {
                     let l = w.duration("for")?;
                     if l.is_zero() {
-                        return err("for: the window must be longer than zero");
+                        return err("for: the time the fault is on must be longer than zero");
                     }
-                    fault.window.length = Some(l);
+                    fault.span.length = Some(l);
                 }
                 other => {
                     return err(format!(
@@ -542,10 +542,10 @@ impl fmt::Display for Fault {
         if self.prob < 1.0 {
             write!(f, " prob {}", self.prob)?;
         }
-        if !self.window.after.is_zero() {
-            write!(f, " after {}", dur(self.window.after))?;
+        if !self.span.after.is_zero() {
+            write!(f, " after {}", dur(self.span.after))?;
         }
-        if let Some(l) = self.window.length {
+        if let Some(l) = self.span.length {
             write!(f, " for {}", dur(l))?;
         }
         Ok(())
@@ -622,10 +622,10 @@ mod tests {
         let f = p("latency 100ms up prob 25% after 10s for 5s");
         assert_eq!(f.dir, Dir::Up);
         assert_eq!(f.prob, 0.25);
-        assert!(!f.window.contains(Duration::from_secs(9)));
-        assert!(f.window.contains(Duration::from_secs(10)));
-        assert!(f.window.contains(Duration::from_millis(14_999)));
-        assert!(!f.window.contains(Duration::from_secs(15)));
+        assert!(!f.span.contains(Duration::from_secs(9)));
+        assert!(f.span.contains(Duration::from_secs(10)));
+        assert!(f.span.contains(Duration::from_millis(14_999)));
+        assert!(!f.span.contains(Duration::from_secs(15)));
         assert_eq!(p("latency 1ms").dir, Dir::Down);
         assert_eq!(p("slow-read 1KB every 1s").dir, Dir::Up);
     }

@@ -1,5 +1,5 @@
 //! What one endpoint's proxy shares between its connections and with the
-//! engine: the faults, the run's start (for windows), how often each fault
+//! engine: the faults, the run's start (for spans), how often each fault
 //! acted in each interval of the run, and the rate limits' counts. The
 //! counts are taken once per interval by the collector; nothing here runs
 //! per byte (a count is once per connection, or per request for the HTTP
@@ -14,7 +14,7 @@ use crate::model::{Failure, Outcome};
 use crate::stats::EndpointStats;
 
 /// The start of the run, set by the engine when its clock starts; a
-/// window counts from it (before it is set, only faults without `after`
+/// span counts from it (before it is set, only faults without `after`
 /// are on).
 pub type Epoch = Arc<OnceLock<Instant>>;
 
@@ -58,7 +58,7 @@ struct Marks {
 }
 
 impl Shared {
-    /// The state of `faults`, windows counted from `epoch`, acts counted
+    /// The state of `faults`, spans counted from `epoch`, acts counted
     /// per `interval` of the run.
     pub fn new(faults: Vec<Fault>, epoch: Epoch, interval: Duration) -> Shared {
         let now = Instant::now();
@@ -78,9 +78,9 @@ impl Shared {
         &self.faults
     }
 
-    /// True when fault `i`'s window is open now.
+    /// True when fault `i`'s span is open now.
     pub fn on(&self, i: usize) -> bool {
-        let w = &self.faults[i].window;
+        let w = &self.faults[i].span;
         if w.always() {
             return true;
         }
@@ -90,10 +90,10 @@ impl Shared {
         }
     }
 
-    /// When fault `i`'s window opens: `None` before the run's clock
+    /// When fault `i`'s span opens: `None` before the run's clock
     /// starts.
     pub fn opens_at(&self, i: usize) -> Option<Instant> {
-        self.epoch.get().map(|s| *s + self.faults[i].window.after)
+        self.epoch.get().map(|s| *s + self.faults[i].span.after)
     }
 
     /// Roll fault `i`'s probability once.

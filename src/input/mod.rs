@@ -74,20 +74,20 @@ pub trait Source: Send {
     /// format found, the output files created): the one it wraps, taken
     /// out, so that records no longer pass through it (each a copy of the
     /// record and a call; 100 instructions a line for two such layers).
-    /// The reader takes it between batches ([`settle`]). `None` while the
+    /// The reader takes it between batches ([`peel_spent`]). `None` while the
     /// wrapper still has work (one with lasting work, recording or
-    /// checking each record, settles what it wraps instead), and for any
+    /// checking each record, peels what it wraps instead), and for any
     /// other source (the default).
-    fn settled(&mut self) -> Option<Box<dyn Source>> {
+    fn spent(&mut self) -> Option<Box<dyn Source>> {
         None
     }
 }
 
-/// Take every settled wrapper out of `source`'s chain, the outer ones
+/// Take every spent wrapper out of `source`'s chain, the outer ones
 /// here and the inner ones through the wrappers that stay
-/// ([`Source::settled`]).
-pub fn settle(source: &mut Box<dyn Source>) {
-    while let Some(inner) = source.settled() {
+/// ([`Source::spent`]).
+pub fn peel_spent(source: &mut Box<dyn Source>) {
+    while let Some(inner) = source.spent() {
         *source = inner;
     }
 }
@@ -275,7 +275,7 @@ impl Source for Detected {
         }
     }
 
-    fn settled(&mut self) -> Option<Box<dyn Source>> {
+    fn spent(&mut self) -> Option<Box<dyn Source>> {
         match std::mem::replace(&mut self.state, DetectState::Taken) {
             DetectState::Reading(s) => Some(s),
             other => {

@@ -107,8 +107,8 @@ impl Source for Sharded {
         self.source.location()
     }
 
-    fn settled(&mut self) -> Option<Box<dyn Source>> {
-        super::settle(&mut self.source);
+    fn spent(&mut self) -> Option<Box<dyn Source>> {
+        super::peel_spent(&mut self.source);
         None
     }
 }
@@ -175,7 +175,7 @@ pub fn spawn(
                     if tx.send_blocking(full).is_err() {
                         return;
                     }
-                    super::settle(&mut source);
+                    super::peel_spent(&mut source);
                 }
             };
             let summary = source.summary();
@@ -302,11 +302,11 @@ mod tests {
         }
     }
 
-    /// A wrapper that is settled after a batch goes is taken out of the
+    /// A wrapper that is spent after a batch goes is taken out of the
     /// chain, outside a wrapper that stays or inside one: the records after
     /// it come from its source directly, all of them, in order.
     #[test]
-    fn a_settled_wrapper_is_passed_by() {
+    fn a_spent_wrapper_is_passed_by() {
         struct Counting(u64, u64);
         impl Source for Counting {
             fn next(&mut self) -> std::io::Result<Next> {
@@ -320,18 +320,18 @@ mod tests {
                 true
             }
         }
-        /// Counts the records it hands on; settled after its first.
+        /// Counts the records it hands on; spent after its first.
         struct Wrapper(Option<Box<dyn Source>>, Arc<Mutex<u64>>);
         impl Source for Wrapper {
             fn next(&mut self) -> std::io::Result<Next> {
                 *self.1.lock().unwrap() += 1;
                 self.0.as_mut().map_or(Ok(Next::End), |s| s.next())
             }
-            fn settled(&mut self) -> Option<Box<dyn Source>> {
+            fn spent(&mut self) -> Option<Box<dyn Source>> {
                 self.0.take()
             }
         }
-        /// Counts the records it hands on, and stays: it settles what it
+        /// Counts the records it hands on, and stays: it peels what it
         /// wraps.
         struct Staying(Box<dyn Source>, Arc<Mutex<u64>>);
         impl Source for Staying {
@@ -339,8 +339,8 @@ mod tests {
                 *self.1.lock().unwrap() += 1;
                 self.0.next()
             }
-            fn settled(&mut self) -> Option<Box<dyn Source>> {
-                super::super::settle(&mut self.0);
+            fn spent(&mut self) -> Option<Box<dyn Source>> {
+                super::super::peel_spent(&mut self.0);
                 None
             }
         }
@@ -362,7 +362,7 @@ mod tests {
             .collect();
         let want: Vec<String> = (1..=100).map(|i: u64| i.to_string()).collect();
         assert_eq!(bodies, want);
-        // The first record through both settling wrappers, and nothing
+        // The first record through both spending wrappers, and nothing
         // after it; every record (and the end) through the one that stays.
         assert_eq!(*passed.lock().unwrap(), 2);
         assert_eq!(*stayed.lock().unwrap(), 101);

@@ -231,8 +231,8 @@ impl Source for Checked {
         self.source.location()
     }
 
-    fn settled(&mut self) -> Option<Box<dyn Source>> {
-        crate::input::settle(&mut self.source);
+    fn spent(&mut self) -> Option<Box<dyn Source>> {
+        crate::input::peel_spent(&mut self.source);
         None
     }
 }

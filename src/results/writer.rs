@@ -374,8 +374,8 @@ impl Source for Recording {
         self.source.location()
     }
 
-    fn settled(&mut self) -> Option<Box<dyn Source>> {
-        crate::input::settle(&mut self.source);
+    fn spent(&mut self) -> Option<Box<dyn Source>> {
+        crate::input::peel_spent(&mut self.source);
         None
     }
 }

@@ -2,7 +2,7 @@
 //! added to the histogram when the statistics leave the core (at each
 //! interval's end, and the run's). Every sample is kept at the
 //! histogram's precision: a [`Tally`] counts in exactly the buckets of
-//! the HDR histogram it settles into, and settling records each bucket's
+//! the HDR histogram it is flushed into, and flushing records each bucket's
 //! count at the bucket's lowest value, which the histogram files in the
 //! same bucket. Its count, minimum, maximum, mean and percentiles are
 //! then what recording each sample would have made them. What it saves
@@ -92,11 +92,11 @@ impl Tally {
     /// Add the counts to `h` and start again from none: a look at each
     /// bucket up to the largest value counted (some thousands, once an
     /// interval).
-    pub fn settle(&mut self, h: &mut Histogram<u64>) {
+    pub fn flush_into(&mut self, h: &mut Histogram<u64>) {
         debug_assert_eq!(
             (Tally::new(h.sigfig()).half, h.low()),
             (self.half, 1),
-            "a tally settles into a histogram of its buckets"
+            "a tally flushes into a histogram of its buckets"
         );
         for i in 0..self.counts.len() {
             let n = std::mem::take(&mut self.counts[i]);
@@ -111,9 +111,9 @@ impl Tally {
     /// Add to `h` what `base` counted, less what `less` counted (some of
     /// `base`'s samples, replaced), plus what this tally counted (their
     /// replacements), and start this tally and `less` again from none
-    /// (`base` settles on its own). A tally that is mostly another's
+    /// (`base` is flushed on its own). A tally that is mostly another's
     /// samples records only where it differs.
-    pub fn settle_beside(&mut self, base: &Tally, less: &mut Tally, h: &mut Histogram<u64>) {
+    pub fn flush_beside(&mut self, base: &Tally, less: &mut Tally, h: &mut Histogram<u64>) {
         debug_assert_eq!((base.half, less.half), (self.half, self.half));
         let len = base.counts.len().max(self.counts.len());
         for i in 0..len {
@@ -127,7 +127,7 @@ impl Tally {
 }
 
 /// The tallies of a core's request stream, one set per endpoint: what
-/// the engine records each answer's latencies into, settled into the
+/// the engine records each answer's latencies into, flushed into the
 /// core's [`RunStats`] as it hands them on.
 #[derive(Debug)]
 pub struct Tallies {
@@ -187,12 +187,12 @@ impl Tallies {
     }
 
     /// Add every count to `stats`' histograms, and start again from none.
-    pub fn settle(&mut self, stats: &mut RunStats) {
+    pub fn flush_into(&mut self, stats: &mut RunStats) {
         for (t, s) in self.endpoints.iter_mut().zip(&mut stats.endpoints) {
-            t.ttfb.settle_beside(&t.latency, &mut t.parted, &mut s.ttfb);
-            t.latency.settle(&mut s.latency);
+            t.ttfb.flush_beside(&t.latency, &mut t.parted, &mut s.ttfb);
+            t.latency.flush_into(&mut s.latency);
             for (m, p) in t.methods.iter_mut().zip(&mut s.methods) {
-                m.settle(&mut p.latency);
+                m.flush_into(&mut p.latency);
             }
         }
     }
@@ -216,10 +216,10 @@ mod tests {
         v
     }
 
-    /// A tally settled into a histogram leaves it as recording every
+    /// A tally flushed into a histogram leaves it as recording every
     /// sample into it would have: count, minimum, maximum, mean, each
     /// bucket's count.
-    fn settles_as_recorded(make: fn() -> Histogram<u64>) {
+    fn flushes_as_recorded(make: fn() -> Histogram<u64>) {
         let mut direct = make();
         let mut tallied = make();
         let mut t = Tally::new(tallied.sigfig());
@@ -229,10 +229,10 @@ mod tests {
             t.record(d);
             // Settled several times over, as at every interval's end.
             if n % 1777 == 0 {
-                t.settle(&mut tallied);
+                t.flush_into(&mut tallied);
             }
         }
-        t.settle(&mut tallied);
+        t.flush_into(&mut tallied);
         assert_eq!(tallied.len(), direct.len());
         assert_eq!(tallied.min(), direct.min());
         assert_eq!(tallied.max(), direct.max());
@@ -244,26 +244,26 @@ mod tests {
         };
         assert_eq!(buckets(&tallied), buckets(&direct));
         // Settling again adds nothing.
-        t.settle(&mut tallied);
+        t.flush_into(&mut tallied);
         assert_eq!(tallied.len(), direct.len());
     }
 
     #[test]
-    fn a_tally_settles_into_an_endpoint_histogram_as_its_samples_recorded() {
-        settles_as_recorded(new_histogram);
+    fn a_tally_flushes_into_an_endpoint_histogram_as_its_samples_recorded() {
+        flushes_as_recorded(new_histogram);
     }
 
     #[test]
-    fn a_tally_settles_into_a_part_histogram_as_its_samples_recorded() {
-        settles_as_recorded(new_part_histogram);
+    fn a_tally_flushes_into_a_part_histogram_as_its_samples_recorded() {
+        flushes_as_recorded(new_part_histogram);
     }
 
     /// An endpoint's times to first byte, counted only where they differ
-    /// from their answer's latency, settle as every one recorded would:
+    /// from their answer's latency, flush_into as every one recorded would:
     /// answers read whole with their head (one time) mixed with answers
-    /// whose body came later, over every bucket, settled many times over.
+    /// whose body came later, over every bucket, flushed many times over.
     #[test]
-    fn times_to_first_byte_settle_as_recorded_when_counted_only_apart() {
+    fn times_to_first_byte_flush_as_recorded_when_counted_only_apart() {
         let mut stats = RunStats::new(1);
         let (mut latency, mut ttfb) = (new_histogram(), new_histogram());
         let mut t = Tallies::new(1);
@@ -278,10 +278,10 @@ mod tests {
             record(&mut ttfb, f);
             t.response(0, (l, f));
             if n % 1777 == 0 {
-                t.settle(&mut stats);
+                t.flush_into(&mut stats);
             }
         }
-        t.settle(&mut stats);
+        t.flush_into(&mut stats);
         let e = &stats.endpoints[0];
         let buckets = |h: &Histogram<u64>| {
             h.iter_recorded()

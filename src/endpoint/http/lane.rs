@@ -127,7 +127,7 @@ impl Relay for Lane {
         let keep = (&[][..], link.opts.max_body, self.keep_body);
         let answer = h1::plain_answer(bytes, Some(at), &link.heads, false, keep);
         // An answer that ends its connection, or a connection another slot
-        // waits for, is left to the slot, whose quick path settles both.
+        // waits for, is left to the slot, whose quick path handles both.
         let Some(answer) = answer.filter(|a| a.keep_alive && link.capacity.waiting.get() == 0)
         else {
             self.end.set(Some(End::Declined));
