@@ -43,10 +43,10 @@ pub(crate) fn find_method_key(body: &[u8]) -> Option<usize> {
 /// the body is not a JSON-RPC request (not JSON, or some call lacks a string `method`).
 pub fn request_methods(body: &[u8]) -> Option<Vec<String>> {
     match first_byte(body)? {
-        b'{' => serde_json::from_slice::<Call>(body)
+        b'{' => serde_json::from_slice::<JsonRpcCall>(body)
             .ok()
             .map(|call| vec![call.method]),
-        b'[' => serde_json::from_slice::<Vec<Call>>(body)
+        b'[' => serde_json::from_slice::<Vec<JsonRpcCall>>(body)
             .ok()
             .filter(|calls| !calls.is_empty())
             .map(|calls| calls.into_iter().map(|call| call.method).collect()),
@@ -81,10 +81,10 @@ pub enum ResponseClass {
 /// Classifies a response body.
 pub fn classify_response(body: &[u8]) -> ResponseClass {
     let classified = match first_byte(body) {
-        Some(b'{') => serde_json::from_slice::<Response>(body)
+        Some(b'{') => serde_json::from_slice::<JsonRpcResponse>(body)
             .ok()
-            .and_then(Response::class),
-        Some(b'[') => serde_json::from_slice::<Vec<Response>>(body)
+            .and_then(JsonRpcResponse::class),
+        Some(b'[') => serde_json::from_slice::<Vec<JsonRpcResponse>>(body)
             .ok()
             .filter(|batch| !batch.is_empty())
             .and_then(|batch| {
@@ -109,13 +109,13 @@ fn first_byte(body: &[u8]) -> Option<u8> {
 
 /// A request call: only `method` is kept.
 #[derive(Deserialize)]
-struct Call {
+struct JsonRpcCall {
     method: String,
 }
 
 /// A response: which members are present, and the error if any.
 #[derive(Deserialize)]
-struct Response {
+struct JsonRpcResponse {
     #[serde(default)]
     id: Present,
     #[serde(default)]
@@ -132,7 +132,7 @@ struct ErrorObject {
     message: String,
 }
 
-impl Response {
+impl JsonRpcResponse {
     fn class(self) -> Option<ResponseClass> {
         if !self.id.0 {
             return None;

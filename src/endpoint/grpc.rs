@@ -17,7 +17,7 @@ use http::header::{CONTENT_TYPE, TE};
 
 use super::h2::Conn as H2Conn;
 use super::hpack;
-use super::{Answer, EndpointSpec, Failure, Response};
+use super::{EndpointSpec, Failure, RawResponse, Response};
 use crate::grpc::{self, GrpcStatus, Method, Service};
 use crate::model::Request;
 
@@ -113,7 +113,7 @@ impl Encoded {
 /// trailers-only head, or else mapped from the HTTP status), its time to
 /// the first message, and (when kept) its messages as JSON.
 pub(crate) fn response(
-    a: Answer,
+    a: RawResponse,
     method: &Method,
     service: &Service,
     keep_body: bool,
@@ -201,13 +201,13 @@ pub fn reflect(
             let ask = grpc::reflection::Ask::FileContainingSymbol(service.clone());
             let answer = ask_reflection(&conn, &prepared, &mut path, ask, wait, &label).await?;
             match answer {
-                grpc::reflection::Answer::Files(f) => files
+                grpc::reflection::MessageResponse::Files(f) => files
                     .add(&f.file_descriptor_proto)
                     .map_err(|e| ReflectError::Schema(grpc::SchemaError(format!("endpoint {label}: {e}"))))?,
-                grpc::reflection::Answer::Error(e) => {
+                grpc::reflection::MessageResponse::Error(e) => {
                     let list = grpc::reflection::Ask::ListServices(String::new());
                     let known = match ask_reflection(&conn, &prepared, &mut path, list, wait, &label).await {
-                        Ok(grpc::reflection::Answer::Services(s)) => format!(
+                        Ok(grpc::reflection::MessageResponse::Services(s)) => format!(
                             ": it has {}",
                             s.service.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
                         ),
@@ -219,14 +219,14 @@ pub fn reflect(
                         if e.error_message.is_empty() { String::new() } else { format!(": {}", e.error_message) },
                     ))));
                 }
-                grpc::reflection::Answer::Services(_) => {}
+                grpc::reflection::MessageResponse::Services(_) => {}
             }
             // Imports the server did not send with the file.
             for _ in 0..256 {
                 let Some(name) = files.missing() else { break };
                 let ask = grpc::reflection::Ask::FileByFilename(name.clone());
                 match ask_reflection(&conn, &prepared, &mut path, ask, wait, &label).await? {
-                    grpc::reflection::Answer::Files(f) if !f.file_descriptor_proto.is_empty() => files
+                    grpc::reflection::MessageResponse::Files(f) if !f.file_descriptor_proto.is_empty() => files
                         .add(&f.file_descriptor_proto)
                         .map_err(|e| ReflectError::Schema(grpc::SchemaError(format!("endpoint {label}: {e}"))))?,
                     _ => {
@@ -253,7 +253,7 @@ async fn ask_reflection(
     ask: grpc::reflection::Ask,
     wait: Duration,
     label: &str,
-) -> Result<grpc::reflection::Answer, ReflectError> {
+) -> Result<grpc::reflection::MessageResponse, ReflectError> {
     use prost::Message as _;
     let request = grpc::reflection::Request {
         host: String::new(),
@@ -321,7 +321,7 @@ async fn ask_reflection(
             last = "no answer".into();
             continue;
         };
-        let response = grpc::reflection::Response::decode(*first).map_err(|e| {
+        let response = grpc::reflection::ServerReflectionResponse::decode(*first).map_err(|e| {
             ReflectError::Schema(grpc::SchemaError(format!(
                 "endpoint {label}: reflection answer: {e}"
             )))

@@ -25,7 +25,7 @@ use tokio::io::ReadBuf;
 use super::h1_bufs::{self, INITIAL};
 use super::h1_head::{self, Field};
 use super::io::{classify_io, Io};
-use super::{Answer, Failure};
+use super::{RawResponse, Failure};
 /// Room asked for when streaming through a body (discarded, chunked or
 /// read to the end of the stream).
 const READ_CHUNK: usize = 16 * 1024;
@@ -194,7 +194,7 @@ pub(crate) fn plain_answer(
     heads: &Heads,
     head_request: bool,
     (keep, max_body, keep_body): (&[HeaderName], u64, bool),
-) -> Option<Answer> {
+) -> Option<RawResponse> {
     let mut head = Head::default();
     let Ok(Some(n)) = heads.replay_or_parse(bytes, keep, &mut head) else {
         return None;
@@ -218,7 +218,7 @@ pub(crate) fn plain_answer(
     };
     // Whole in hand: it ended when its head came.
     let head_at = at.unwrap_or_else(Instant::now);
-    Some(Answer {
+    Some(RawResponse {
         grpc: None,
         first_data: None,
         status: head.status,
@@ -390,7 +390,7 @@ impl<S: Io> Conn<S> {
         keep_body: bool,
         keep: &[HeaderName],
         heads: &Heads,
-    ) -> Result<Answer, Failure> {
+    ) -> Result<RawResponse, Failure> {
         let rest = self.stage(body);
         let mut done = 0;
         poll_fn(|cx| self.poll_send(cx, &mut done, rest)).await?;
@@ -465,7 +465,7 @@ impl<S: Io> Conn<S> {
         (keep, max_body, keep_body): (&[HeaderName], u64, bool),
         heads: &Heads,
         in_place: bool,
-    ) -> Result<Answer, Failure> {
+    ) -> Result<RawResponse, Failure> {
         let mut in_place = in_place && self.lends;
         // The head, skipping interim (1xx) responses.
         let mut head = Head::default();
@@ -524,7 +524,7 @@ impl<S: Io> Conn<S> {
         // An answer that needed more reads ends with the last of them: when
         // it ran, if the stream knows (otherwise the caller reads the clock).
         let done_at = done_at.or_else(|| self.io.read_at());
-        Ok(Answer {
+        Ok(RawResponse {
             grpc: None,
             first_data: None,
             status,
@@ -577,7 +577,7 @@ impl<S: Io> Conn<S> {
         heads: &Heads,
         head_request: bool,
         keep: (&[HeaderName], u64, bool),
-    ) -> Poll<Result<Option<Answer>, Failure>> {
+    ) -> Poll<Result<Option<RawResponse>, Failure>> {
         self.release_read_buf();
         // Made where the bytes are: a poll that finds none (most requests'
         // first) has nothing to drop.
@@ -941,7 +941,7 @@ mod tests {
         poll_fn(|cx| Poll::Ready(c.is_closed(cx))).await
     }
 
-    async fn get(c: &mut Conn<TcpStream>, head: bool, max: u64) -> Result<Answer, Failure> {
+    async fn get(c: &mut Conn<TcpStream>, head: bool, max: u64) -> Result<RawResponse, Failure> {
         let method = if head { "HEAD" } else { "GET" };
         let buf = c.request_buf();
         buf.extend_from_slice(format!("{method} / HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes());
@@ -1278,7 +1278,7 @@ mod tests {
 
     /// [`plain_answer`] of `bytes`, at most `max_body` bytes of body,
     /// kept or not.
-    fn in_place(bytes: &[u8], max_body: u64, keep_body: bool) -> Option<Answer> {
+    fn in_place(bytes: &[u8], max_body: u64, keep_body: bool) -> Option<RawResponse> {
         plain_answer(
             bytes,
             None,

@@ -32,7 +32,7 @@ use http::{HeaderName, HeaderValue};
 use super::h2_socket::Socket;
 use super::hpack;
 use super::io::classify_io;
-use super::{Answer, Failure};
+use super::{RawResponse, Failure};
 use crate::model::GrpcStatus;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -429,7 +429,7 @@ impl Conn {
     }
 
     /// The answer on stream `id`, once it is whole.
-    pub(crate) fn answer(&self, id: u32, cx: &mut Context<'_>) -> Poll<Result<Answer, H2Error>> {
+    pub(crate) fn answer(&self, id: u32, cx: &mut Context<'_>) -> Poll<Result<RawResponse, H2Error>> {
         let mut inner = self.0.borrow_mut();
         let Entry::Occupied(entry) = inner.streams.entry(id) else {
             return Poll::Ready(Err(H2Error::Failed(Failure::Reset)));
@@ -442,7 +442,7 @@ impl Conn {
             return Poll::Pending;
         };
         let s = entry.remove();
-        Poll::Ready(end.map(|()| Answer {
+        Poll::Ready(end.map(|()| RawResponse {
             status: s.status,
             head_at: s.head_at.unwrap_or_else(Instant::now),
             headers: s.headers,
@@ -1217,7 +1217,7 @@ mod tests {
         out
     }
 
-    fn answer_of(conn: &Conn, id: u32) -> Result<Answer, H2Error> {
+    fn answer_of(conn: &Conn, id: u32) -> Result<RawResponse, H2Error> {
         let mut cx = Context::from_waker(Waker::noop());
         match conn.answer(id, &mut cx) {
             Poll::Ready(a) => a,

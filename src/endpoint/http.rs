@@ -39,7 +39,7 @@ use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
 use super::{
-    Answer, Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, TransportOptions,
+    RawResponse, Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, TransportOptions,
 };
 use crate::model::{Request, Style};
 pub use kept::{Flight, Resume};
@@ -899,7 +899,7 @@ pub struct Slot {
     /// gRPC: the last request's message, encoded (made by the first).
     encoded: Option<Box<Encoded>>,
     /// When the last answer was wholly read, if known without another
-    /// read of the clock (see `Answer::done_at`).
+    /// read of the clock (see `RawResponse::done_at`).
     answered: Option<Instant>,
     /// The local port of the connection the request in flight went on (0:
     /// none yet), kept when a timeout drops the connection.
@@ -917,7 +917,7 @@ struct OpenStream<'a> {
 impl OpenStream<'_> {
     /// Wait for stream `id`'s answer on `conn`; the stream is reset if the
     /// wait is dropped first (a timeout).
-    async fn answer(conn: &H2Conn, id: u32) -> Result<super::Answer, H2Error> {
+    async fn answer(conn: &H2Conn, id: u32) -> Result<super::RawResponse, H2Error> {
         let mut open = OpenStream {
             conn,
             id,
@@ -1163,7 +1163,7 @@ impl Slot {
     fn answered_h1(
         &mut self,
         c: Held,
-        r: Result<Answer, Failure>,
+        r: Result<RawResponse, Failure>,
         start: Instant,
     ) -> Result<Response, Failure> {
         self.h1 = Some(c);

@@ -391,7 +391,7 @@ impl Outcome {
 
 /// A whole answer as a codec read it.
 #[derive(Debug)]
-pub(crate) struct Answer {
+pub(crate) struct RawResponse {
     pub status: u16,
     /// When the response head arrived: when the read that completed it ran
     /// (on the ring, the turn that filed its receive; see `Io::read_at`).
@@ -420,9 +420,9 @@ pub(crate) struct Answer {
 }
 
 // Moved whole twice a request: at most 128 bytes, a move is inline.
-const _: () = assert!(std::mem::size_of::<Answer>() <= 128);
+const _: () = assert!(std::mem::size_of::<RawResponse>() <= 128);
 
-impl Answer {
+impl RawResponse {
     /// The response, its time to first byte counted from `start`.
     #[inline(always)]
     pub(crate) fn response(self, start: Instant) -> Response {

@@ -257,13 +257,13 @@ impl WsSlot {
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
             };
             let restore = match answer(&text, &self.pending) {
-                Answer::Mine(restore) => restore,
-                Answer::Notification => continue,
-                Answer::Stray => {
+                Incoming::Mine(restore) => restore,
+                Incoming::Notification => continue,
+                Incoming::Stray => {
                     self.stray = true;
                     continue;
                 }
-                Answer::Invalid => return Err(Failure::Protocol),
+                Incoming::Invalid => return Err(Failure::Protocol),
             };
             let ttfb = start.elapsed();
             let body_len = restored_len(text.len(), &restore, &self.pending);
@@ -354,7 +354,7 @@ fn classify(e: &tungstenite::Error) -> Failure {
 
 /// What a received text message is to the request in flight.
 #[derive(Debug, PartialEq, Eq)]
-enum Answer {
+enum Incoming {
     /// The answer; the ranges of the ids to restore, each with its index
     /// in `pending`.
     Mine(Vec<(Range<usize>, usize)>),
@@ -366,14 +366,14 @@ enum Answer {
     Invalid,
 }
 
-fn answer(msg: &[u8], pending: &[(u64, Bytes)]) -> Answer {
+fn answer(msg: &[u8], pending: &[(u64, Bytes)]) -> Incoming {
     let shape = scan(msg);
     let notification = matches!(&shape, Some(Shape::Object(o)) if o.id.is_none() && o.method);
     if notification {
-        return Answer::Notification;
+        return Incoming::Notification;
     }
     if pending.is_empty() {
-        return Answer::Mine(Vec::new());
+        return Incoming::Mine(Vec::new());
     }
     let find = |r: &Range<usize>| {
         let id = std::str::from_utf8(&msg[r.clone()])
@@ -383,14 +383,14 @@ fn answer(msg: &[u8], pending: &[(u64, Bytes)]) -> Answer {
         pending.iter().position(|(n, _)| *n == id)
     };
     match shape {
-        None | Some(Shape::Other) => Answer::Invalid,
+        None | Some(Shape::Other) => Incoming::Invalid,
         Some(Shape::Object(o)) => match o.id {
-            Some(r) if &msg[r.clone()] == b"null" => Answer::Mine(Vec::new()),
+            Some(r) if &msg[r.clone()] == b"null" => Incoming::Mine(Vec::new()),
             Some(r) => match find(&r) {
-                Some(i) => Answer::Mine(vec![(r, i)]),
-                None => Answer::Stray,
+                Some(i) => Incoming::Mine(vec![(r, i)]),
+                None => Incoming::Stray,
             },
-            None => Answer::Stray,
+            None => Incoming::Stray,
         },
         Some(Shape::Array(items)) => {
             let mine: Vec<_> = items
@@ -399,9 +399,9 @@ fn answer(msg: &[u8], pending: &[(u64, Bytes)]) -> Answer {
                 .filter_map(|r| find(&r).map(|i| (r, i)))
                 .collect();
             if mine.is_empty() {
-                Answer::Stray
+                Incoming::Stray
             } else {
-                Answer::Mine(mine)
+                Incoming::Mine(mine)
             }
         }
     }
@@ -665,7 +665,7 @@ mod tests {
         let req = Bytes::from_static(br#"{"id":"abc","method":"m"}"#);
         assert_eq!(text(slot.message(&req)), r#"{"id":1,"method":"m"}"#);
         let ans = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#);
-        let Answer::Mine(restore) = answer(&ans, &slot.pending) else {
+        let Incoming::Mine(restore) = answer(&ans, &slot.pending) else {
             panic!()
         };
         let body = restored(&ans, &restore, &slot.pending);
@@ -679,7 +679,7 @@ mod tests {
             r#"[{"id":2,"method":"a"},{"id":3,"method":"b"}]"#
         );
         let ans = Bytes::from_static(br#"[{"id":3,"result":"b"},{"id":2,"result":"a"}]"#);
-        let Answer::Mine(restore) = answer(&ans, &slot.pending) else {
+        let Incoming::Mine(restore) = answer(&ans, &slot.pending) else {
             panic!()
         };
         assert_eq!(
@@ -698,28 +698,28 @@ mod tests {
                 br#"{"jsonrpc":"2.0","method":"eth_subscription","params":{}}"#,
                 pending
             ),
-            Answer::Notification
+            Incoming::Notification
         );
-        assert_eq!(answer(br#"{"id":2,"result":1}"#, pending), Answer::Stray);
-        assert_eq!(answer(br#"{"result":1}"#, pending), Answer::Stray);
-        assert_eq!(answer(b"oops", pending), Answer::Invalid);
+        assert_eq!(answer(br#"{"id":2,"result":1}"#, pending), Incoming::Stray);
+        assert_eq!(answer(br#"{"result":1}"#, pending), Incoming::Stray);
+        assert_eq!(answer(b"oops", pending), Incoming::Invalid);
         assert_eq!(
             answer(br#"{"id":null,"error":{}}"#, pending),
-            Answer::Mine(Vec::new())
+            Incoming::Mine(Vec::new())
         );
         assert_eq!(
             answer(br#"{"id":1,"result":1}"#, pending),
-            Answer::Mine(vec![(6..7, 0)])
+            Incoming::Mine(vec![(6..7, 0)])
         );
 
         // Without an id, the next message that is not a notification.
         let m = slot.message(&Bytes::from_static(b"hello"));
         assert_eq!(text(m), "hello");
         assert!(slot.pending.is_empty());
-        assert_eq!(answer(b"anything", &slot.pending), Answer::Mine(Vec::new()));
+        assert_eq!(answer(b"anything", &slot.pending), Incoming::Mine(Vec::new()));
         assert_eq!(
             answer(br#"{"method":"x"}"#, &slot.pending),
-            Answer::Notification
+            Incoming::Notification
         );
     }
 }

@@ -38,14 +38,14 @@ pub enum Ask {
 
 /// `ServerReflectionResponse`, the parts versus reads.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct Response {
-    #[prost(oneof = "Answer", tags = "4, 6, 7")]
-    pub answer: Option<Answer>,
+pub struct ServerReflectionResponse {
+    #[prost(oneof = "MessageResponse", tags = "4, 6, 7")]
+    pub answer: Option<MessageResponse>,
 }
 
 /// What a reflection response holds.
 #[derive(Clone, PartialEq, prost::Oneof)]
-pub enum Answer {
+pub enum MessageResponse {
     #[prost(message, tag = "4")]
     Files(FileDescriptorResponse),
     #[prost(message, tag = "6")]

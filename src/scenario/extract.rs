@@ -66,14 +66,14 @@ impl Source {
 
 /// An answer as the step's extractions and checks read it: the body
 /// parsed as JSON at most once.
-pub(crate) struct Answer<'a> {
+pub(crate) struct ParsedResponse<'a> {
     reply: &'a Reply,
     json: Option<Result<Value, String>>,
 }
 
-impl<'a> Answer<'a> {
+impl<'a> ParsedResponse<'a> {
     pub(crate) fn new(reply: &'a Reply) -> Self {
-        Answer { reply, json: None }
+        ParsedResponse { reply, json: None }
     }
 
     fn json(&mut self) -> Result<&Value, StepError> {
@@ -144,7 +144,7 @@ pub(crate) struct Takes(pub Vec<(String, Source)>);
 impl Takes {
     /// Take every value into `vars`; the first missing one fails.
     pub(crate) fn apply(&self, reply: &Reply, vars: &mut Vars) -> Result<(), StepError> {
-        let mut answer = Answer::new(reply);
+        let mut answer = ParsedResponse::new(reply);
         for (name, source) in &self.0 {
             let v = answer
                 .value(source)
@@ -189,7 +189,7 @@ impl Checks {
             .0
             .iter()
             .any(|c| !matches!(c, Check::Status(_) | Check::GrpcStatus(_)));
-        let mut answer = Answer::new(reply);
+        let mut answer = ParsedResponse::new(reply);
         if needs_json {
             answer.json()?;
         }
