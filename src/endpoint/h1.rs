@@ -25,7 +25,7 @@ use tokio::io::ReadBuf;
 use super::h1_bufs::{self, INITIAL};
 use super::h1_head::{self, Field};
 use super::io::{classify_io, Io};
-use super::{RawResponse, Failure};
+use super::{Failure, RawResponse};
 /// Room asked for when streaming through a body (discarded, chunked or
 /// read to the end of the stream).
 const READ_CHUNK: usize = 16 * 1024;

@@ -32,7 +32,7 @@ use http::{HeaderName, HeaderValue};
 use super::h2_socket::Socket;
 use super::hpack;
 use super::io::classify_io;
-use super::{RawResponse, Failure};
+use super::{Failure, RawResponse};
 use crate::model::GrpcStatus;
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -429,7 +429,11 @@ impl Conn {
     }
 
     /// The answer on stream `id`, once it is whole.
-    pub(crate) fn answer(&self, id: u32, cx: &mut Context<'_>) -> Poll<Result<RawResponse, H2Error>> {
+    pub(crate) fn answer(
+        &self,
+        id: u32,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<RawResponse, H2Error>> {
         let mut inner = self.0.borrow_mut();
         let Entry::Occupied(entry) = inner.streams.entry(id) else {
             return Poll::Ready(Err(H2Error::Failed(Failure::Reset)));

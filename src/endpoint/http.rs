@@ -39,7 +39,8 @@ use super::h2::{Conn as H2Conn, H2Error};
 use super::hpack;
 use super::ws::{WsLink, WsSlot};
 use super::{
-    RawResponse, Deadline, EndpointSpec, Failure, Outcome, Protocol, Response, Scheme, TransportOptions,
+    Deadline, EndpointSpec, Failure, Outcome, Protocol, RawResponse, Response, Scheme,
+    TransportOptions,
 };
 use crate::model::{Request, Style};
 pub use kept::{Flight, Resume};

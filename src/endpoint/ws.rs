@@ -716,7 +716,10 @@ mod tests {
         let m = slot.message(&Bytes::from_static(b"hello"));
         assert_eq!(text(m), "hello");
         assert!(slot.pending.is_empty());
-        assert_eq!(answer(b"anything", &slot.pending), Incoming::Mine(Vec::new()));
+        assert_eq!(
+            answer(b"anything", &slot.pending),
+            Incoming::Mine(Vec::new())
+        );
         assert_eq!(
             answer(br#"{"method":"x"}"#, &slot.pending),
             Incoming::Notification

@@ -14,7 +14,7 @@ use crate::model::Request;
 
 /// What one place of the lead window asks every endpoint to do.
 #[derive(Clone, Debug)]
-pub(crate) enum Work {
+pub(crate) enum Unit {
     /// One request, the same at every endpoint: shared, so neither the
     /// endpoints of a compared stream nor the repeats of single-request
     /// mode copy it.
@@ -24,22 +24,32 @@ pub(crate) enum Work {
 }
 
 /// What one endpoint made of a unit of work.
-pub(crate) enum Done {
+pub(crate) enum UnitResult {
     /// The outcome of a request (always there: an `Option` so that one
     /// endpoint's is judged where it lies, as a slice of one), and whether
     /// it was an error (as `judge::classify` decided when it was recorded).
-    One(Option<Outcome>, bool),
+    Request {
+        /// Always there once the request ends.
+        outcome: Option<Outcome>,
+        /// Whether it was counted as an error.
+        error: bool,
+    },
     /// The steps of a flow instance, as far as they went.
     Flow(FlowRun),
 }
 
-impl Done {
+impl UnitResult {
     /// A request's result put in `done`, as the places of its outcome
     /// (none yet) and its error flag (false), for it to be made in place.
-    pub(crate) fn one(done: &mut Option<Done>) -> (&mut Option<Outcome>, &mut bool) {
-        match done.insert(Done::One(None, false)) {
-            Done::One(outcome, error) => (outcome, error),
-            Done::Flow(_) => unreachable!("just made a request's"),
+    pub(crate) fn request_places(
+        done: &mut Option<UnitResult>,
+    ) -> (&mut Option<Outcome>, &mut bool) {
+        match done.insert(UnitResult::Request {
+            outcome: None,
+            error: false,
+        }) {
+            UnitResult::Request { outcome, error } => (outcome, error),
+            UnitResult::Flow(_) => unreachable!("just made a request's"),
         }
     }
 }

@@ -93,7 +93,7 @@ impl<W: Clone, D> LeadWindow<W, D> {
         }
     }
 
-    /// Work in the window that the leading endpoint has not claimed: what
+    /// Unit in the window that the leading endpoint has not claimed: what
     /// the feeder keeps ready without hoarding input from other cores.
     pub fn unclaimed(&self) -> usize {
         self.queues.iter().map(VecDeque::len).min().unwrap_or(0)
@@ -291,7 +291,7 @@ mod tests {
         w.complete(0, p1, w1, &mut Some("a"), |_, _, _| {});
         got(w.claim(1));
         let (_, w1) = got(w.claim(1));
-        // Work 1 is finished everywhere and judged although 0 is not.
+        // Unit 1 is finished everywhere and judged although 0 is not.
         let mut judged = Vec::new();
         let back = w.complete(1, p1, w1, &mut Some("b"), |work, _, _| judged.push(*work));
         assert_eq!(back, Some(1));

@@ -16,7 +16,7 @@ use super::judge;
 use super::pace::Schedule;
 use super::slots::Slots;
 use super::timer::PreciseTimer;
-use super::unit::{self, Done, Event, StepFailure, StepRun, Work};
+use super::unit::{self, Event, StepFailure, StepRun, Unit, UnitResult};
 use super::window::{Claim, LeadWindow};
 use super::Settings;
 use super::Stop;
@@ -105,7 +105,7 @@ pub(crate) enum CoreMsg {
 
 struct Core {
     settings: Arc<Settings>,
-    window: RefCell<LeadWindow<Work, Done>>,
+    window: RefCell<LeadWindow<Unit, UnitResult>>,
     /// One endpoint in the closed model with work made on the core (a
     /// repeated request, flow instances): the slots take their work here
     /// themselves, with no feeder and no window between (see [`look`]).
@@ -398,7 +398,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     // The counted run starts after the warm-up.
     let counted_from = core.counting_since.get().unwrap_or(ended);
     let mut stats = core.take_stats();
-    // Work is judged as soon as every endpoint finished it: what is left
+    // Unit is judged as soon as every endpoint finished it: what is left
     // was not finished everywhere.
     stats.verdicts.incomplete += core.window.borrow_mut().drain_rest();
     // The run ends at the stop (a Ctrl-C, the end of --stop-after's
@@ -578,9 +578,9 @@ impl Core {
     /// Keep a judged unit's request for [`Core::share`] when no one else
     /// holds it, emptied: a spare holds no body (nor the slab chunk it
     /// shares) while it waits, however long.
-    fn spare(&self, work: Work) {
+    fn spare(&self, work: Unit) {
         const KEPT: usize = 256;
-        let Work::Request(mut rc) = work else {
+        let Unit::Request(mut rc) = work else {
             return;
         };
         let mut spare = self.spare.borrow_mut();
@@ -640,9 +640,9 @@ impl Core {
     /// `warmup`, what [`Core::is_warmup`] said before it was taken (for a
     /// stream only the warm-up's time: its count is by position), or a
     /// stream's request numbered below the warm-up count.
-    fn warmup_of(&self, work: &Work, warmup: bool) -> bool {
+    fn warmup_of(&self, work: &Unit, warmup: bool) -> bool {
         match (work, self.warmup_below) {
-            (Work::Request(r), Some(below)) => warmup || r.seq < below,
+            (Unit::Request(r), Some(below)) => warmup || r.seq < below,
             _ => warmup,
         }
     }
@@ -778,13 +778,13 @@ impl Feed {
     /// The next unit of work if one is at hand, without waiting.
     /// `counted`: the unit is counted (a repeated request's or a flow's
     /// quota counts only those; warm-up units come on top).
-    fn take_now(&mut self, core: &Core, counted: bool) -> Option<Work> {
+    fn take_now(&mut self, core: &Core, counted: bool) -> Option<Unit> {
         match &mut self.input {
             WorkerInput::Repeat { remaining, .. } => match take_quota(remaining, counted) {
-                true => self.repeat.clone().map(Work::Request),
+                true => self.repeat.clone().map(Unit::Request),
                 false => None,
             },
-            WorkerInput::Batches(_) => self.batch.next().map(|r| Work::Request(core.share(r))),
+            WorkerInput::Batches(_) => self.batch.next().map(|r| Unit::Request(core.share(r))),
             WorkerInput::Flow {
                 mix,
                 next,
@@ -793,7 +793,7 @@ impl Feed {
             } => take_quota(remaining, counted).then(|| {
                 let n = *next;
                 *next += *step;
-                Work::Flow(mix.pick(n), n)
+                Unit::Flow(mix.pick(n), n)
             }),
         }
     }
@@ -823,7 +823,7 @@ impl Feed {
     }
 
     /// The next unit of work, waiting for input if needed.
-    async fn next(&mut self, core: &Core, counted: bool) -> Option<Work> {
+    async fn next(&mut self, core: &Core, counted: bool) -> Option<Unit> {
         loop {
             if let Some(r) = self.take_now(core, counted) {
                 return Some(r);
@@ -1042,7 +1042,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 let turns = Rc::new(Turns {
                     core: core.clone(),
                     e,
-                    unit: RefCell::new(Some(Unit {
+                    unit: RefCell::new(Some(Claimed {
                         place,
                         work,
                         due,
@@ -1056,7 +1056,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 let Some(unit) = turns.unit.take() else {
                     continue;
                 };
-                Unit {
+                Claimed {
                     place,
                     work,
                     due,
@@ -1071,12 +1071,12 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
             // another endpoint's).
             let mut done = None;
             match &work {
-                Work::Request(req) => {
-                    let (outcome, _) = Done::one(&mut done);
+                Unit::Request(req) => {
+                    let (outcome, _) = UnitResult::request_places(&mut done);
                     // `Slot::send`, its parts awaited here: a level fewer.
                     send_on!(&mut slot, req, core.keep_body, due, outcome, flight);
                 }
-                Work::Flow(f, n) => {
+                Unit::Flow(f, n) => {
                     let mix = core
                         .mix
                         .as_deref()
@@ -1120,7 +1120,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                             one.record(run.succeeded, run.duration);
                         }
                     }
-                    done = Some(Done::Flow(run));
+                    done = Some(UnitResult::Flow(run));
                 }
             }
             record_and_deliver(&core, e, place, work, warmup, &mut done);
@@ -1133,9 +1133,9 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
 
 /// A unit of work claimed at endpoint `e`: in flight, and a counted
 /// request counted as sent (a flow's steps are counted as they are sent).
-fn begin(core: &Core, e: usize, work: &Work, warmup: bool) {
+fn begin(core: &Core, e: usize, work: &Unit, warmup: bool) {
     core.inflight.borrow_mut()[e] += 1;
-    if !warmup && matches!(work, Work::Request(_)) {
+    if !warmup && matches!(work, Unit::Request(_)) {
         core.stats.borrow_mut().endpoints[e].sent += 1;
     }
 }
@@ -1147,11 +1147,18 @@ fn record_and_deliver(
     core: &Core,
     e: usize,
     place: usize,
-    work: Work,
+    work: Unit,
     warmup: bool,
-    done: &mut Option<Done>,
+    done: &mut Option<UnitResult>,
 ) {
-    if let (Work::Request(req), Some(Done::One(Some(o), error))) = (&work, done.as_mut()) {
+    if let (
+        Unit::Request(req),
+        Some(UnitResult::Request {
+            outcome: Some(o),
+            error,
+        }),
+    ) = (&work, done.as_mut())
+    {
         *error = !warmup && record(core, e, req, o, None);
     }
     core.inflight.borrow_mut()[e] -= 1;
@@ -1197,8 +1204,8 @@ impl Drop for OnLane<'_> {
 /// Whether `work` goes by a lane (see `Slot::lane`): a request the lane
 /// forms (single-request mode's, made once and repeated, or a stream's
 /// plain POST line), in the closed model. Its request, if so.
-fn lane_for(slot: &Slot, work: &Work, due: Option<Instant>) -> Option<Rc<Request>> {
-    let Work::Request(req) = work else {
+fn lane_for(slot: &Slot, work: &Unit, due: Option<Instant>) -> Option<Rc<Request>> {
+    let Unit::Request(req) = work else {
         return None;
     };
     let fits = due.is_none() && slot.lane_fits(req);
@@ -1211,13 +1218,13 @@ struct Turns {
     core: Rc<Core>,
     e: usize,
     /// The unit in flight on the lane, or claimed for the slot to take up.
-    unit: RefCell<Option<Unit>>,
+    unit: RefCell<Option<Claimed>>,
 }
 
 /// A unit of work claimed (see [`look`]).
-struct Unit {
+struct Claimed {
     place: usize,
-    work: Work,
+    work: Unit,
     due: Option<Instant>,
     warmup: bool,
 }
@@ -1225,23 +1232,26 @@ struct Unit {
 impl Rounds for Turns {
     fn answered(&self, outcome: Outcome) -> Option<Rc<Request>> {
         let (core, e) = (&*self.core, self.e);
-        let Unit {
+        let Claimed {
             place,
             work,
             warmup,
             ..
         } = self.unit.take()?;
-        let mut done = Some(Done::One(Some(outcome), false));
+        let mut done = Some(UnitResult::Request {
+            outcome: Some(outcome),
+            error: false,
+        });
         record_and_deliver(core, e, place, work, warmup, &mut done);
         let Claim::Got(place, work, due, warmup) = look(core, e) else {
             return None;
         };
         begin(core, e, &work, warmup);
         let next = match (&work, due) {
-            (Work::Request(r), None) => Some(r.clone()),
+            (Unit::Request(r), None) => Some(r.clone()),
             _ => None,
         };
-        *self.unit.borrow_mut() = Some(Unit {
+        *self.unit.borrow_mut() = Some(Claimed {
             place,
             work,
             due,
@@ -1259,7 +1269,7 @@ async fn claim(
     core: &Core,
     e: usize,
     slot: &mut Slot,
-) -> Option<(usize, Work, Option<Instant>, bool)> {
+) -> Option<(usize, Unit, Option<Instant>, bool)> {
     loop {
         // Before the look, so that no release between the look and the
         // wait is missed.
@@ -1278,8 +1288,8 @@ async fn claim(
 }
 
 /// One look for endpoint `e`'s next unit of work, without waiting:
-/// `Done` once the run is stopping.
-fn look(core: &Core, e: usize) -> Claim<Work> {
+/// `UnitResult` once the run is stopping.
+fn look(core: &Core, e: usize) -> Claim<Unit> {
     if core.stopping.get().is_some() {
         return Claim::Done;
     }
@@ -1304,7 +1314,7 @@ fn look(core: &Core, e: usize) -> Claim<Work> {
 /// [`look`] without a window: the next unit made on the core, released
 /// as the feeder would release it. Its place is never read (see
 /// [`deliver`]).
-fn take_direct(core: &Core, feed: &RefCell<Feed>) -> Claim<Work> {
+fn take_direct(core: &Core, feed: &RefCell<Feed>) -> Claim<Unit> {
     let warmup = core.is_warmup();
     match feed.borrow_mut().take_now(core, !warmup) {
         Some(work) => {
@@ -1448,7 +1458,14 @@ fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
 /// Hand endpoint `e`'s result for the work at `place` (and the work it
 /// claimed, and whether it was warm-up work) back to the window, and judge
 /// the work when it was the last one missing; without a window, judge it.
-fn deliver(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: &mut Option<Done>) {
+fn deliver(
+    core: &Core,
+    e: usize,
+    place: usize,
+    work: Unit,
+    warmup: bool,
+    done: &mut Option<UnitResult>,
+) {
     if core.direct.is_some() {
         judge_work(core, &work, std::slice::from_ref(done), warmup);
         return;
@@ -1471,19 +1488,19 @@ fn deliver(core: &Core, e: usize, place: usize, work: Work, warmup: bool, done: 
 /// endpoint order), unless it was warm-up work. The outcomes are judged
 /// where they lie, by reference: moved out to be judged, each was copied
 /// twice more (a `memcpy` of 200 bytes each time).
-fn judge_work(core: &Core, work: &Work, results: &[Option<Done>], warmup: bool) {
+fn judge_work(core: &Core, work: &Unit, results: &[Option<UnitResult>], warmup: bool) {
     if warmup {
         return;
     }
     let settings = &core.settings;
     let mut stats = core.stats.borrow_mut();
     match work {
-        Work::Request(req) => {
+        Unit::Request(req) => {
             let mut kinds = core.kinds.borrow_mut();
             let mut tallies = core.tallies.borrow_mut();
-            fn each(r: &Option<Done>) -> (Option<&Outcome>, bool) {
+            fn each(r: &Option<UnitResult>) -> (Option<&Outcome>, bool) {
                 match r {
-                    Some(Done::One(o, error)) => (o.as_ref(), *error),
+                    Some(UnitResult::Request { outcome: o, error }) => (o.as_ref(), *error),
                     _ => (None, false),
                 }
             }
@@ -1501,9 +1518,9 @@ fn judge_work(core: &Core, work: &Work, results: &[Option<Done>], warmup: bool) 
                 })
             });
         }
-        Work::Flow(f, _) => {
+        Unit::Flow(f, _) => {
             let runs = results.iter().map(|r| match r {
-                Some(Done::Flow(run)) => Some(run),
+                Some(UnitResult::Flow(run)) => Some(run),
                 _ => None,
             });
             let flow = core.mix.as_deref().map(|m| &*m.flows()[*f]);
