@@ -430,7 +430,56 @@ fn parts(
     Ok(())
 }
 
+/// The summary of every endpoint together: totals, mismatches (by group),
+/// errors by method, noise, and what else the run has to say about its
+/// comparison, its input and how it stopped.
 fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+    let eps = &run.stats.endpoints;
+    let v = &run.stats.verdicts;
+    totals(out, plan, run)?;
+    if super::reference_silent(eps) {
+        writeln!(
+            out,
+            "   Mismatched: - (the reference, 0. {}, never answered: nothing to compare with)",
+            plan.endpoints[0]
+        )?;
+    } else if plan.comparison || eps.len() < 2 {
+        writeln!(out, "   Mismatched: {}", v.mismatched)?;
+        groups(out, plan, v)?;
+    } else {
+        writeln!(out, "   Mismatched: - (comparison off)")?;
+    }
+    error_groups(out, v)?;
+    noise(out, plan, v)?;
+    if v.fell_back > 0 {
+        writeln!(
+            out,
+            "   As bytes:   {} requests compared byte for byte because a body was not JSON",
+            v.fell_back
+        )?;
+    }
+    logged(out, plan)?;
+    if v.incomplete > 0 {
+        writeln!(
+            out,
+            "   Incomplete: {} requests (or flow instances) not finished by every endpoint when the run stopped",
+            v.incomplete
+        )?;
+    }
+    input(out, run)?;
+    if run.interrupted {
+        writeln!(
+            out,
+            "   Stopped:    interrupted; this report covers the run until then"
+        )?;
+    }
+    Ok(())
+}
+
+/// The summary's heading and totals: results compared and requests
+/// completed, the average latency over every endpoint and the run time,
+/// errors, the I/O driver and the warm-up left out.
+fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let eps = &run.stats.endpoints;
     let total: u64 = eps.iter().map(EndpointStats::completed).sum();
     let errors: u64 = eps.iter().map(EndpointStats::errors).sum();
@@ -471,47 +520,31 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
             "   Warm-up:    {w} sent first at every endpoint, counted nowhere (the rates and run time start after it)"
         )?;
     }
-    if super::reference_silent(eps) {
-        writeln!(
-            out,
-            "   Mismatched: - (the reference, 0. {}, never answered: nothing to compare with)",
-            plan.endpoints[0]
-        )?;
-    } else if plan.comparison || eps.len() < 2 {
-        writeln!(out, "   Mismatched: {}", v.mismatched)?;
-        groups(out, plan, v)?;
+    Ok(())
+}
+
+/// `--mismatches`: how many mismatched requests were written, and why
+/// not all when some were not.
+fn logged(out: &mut dyn Write, plan: &RunInfo) -> io::Result<()> {
+    let Some((seen, written, limit)) = plan.logged else {
+        return Ok(());
+    };
+    let why = if written < seen.min(limit) {
+        " (some lines could not be written)"
+    } else if seen > limit {
+        " (--mismatch-limit reached)"
     } else {
-        writeln!(out, "   Mismatched: - (comparison off)")?;
-    }
-    error_groups(out, v)?;
-    noise(out, plan, v)?;
-    if v.fell_back > 0 {
-        writeln!(
-            out,
-            "   As bytes:   {} requests compared byte for byte because a body was not JSON",
-            v.fell_back
-        )?;
-    }
-    if let Some((seen, written, limit)) = plan.logged {
-        let why = if written < seen.min(limit) {
-            " (some lines could not be written)"
-        } else if seen > limit {
-            " (--mismatch-limit reached)"
-        } else {
-            ""
-        };
-        writeln!(
-            out,
-            "   Logged:     {written} of {seen} mismatched requests written to --mismatches{why}"
-        )?;
-    }
-    if v.incomplete > 0 {
-        writeln!(
-            out,
-            "   Incomplete: {} requests (or flow instances) not finished by every endpoint when the run stopped",
-            v.incomplete
-        )?;
-    }
+        ""
+    };
+    writeln!(
+        out,
+        "   Logged:     {written} of {seen} mismatched requests written to --mismatches{why}"
+    )
+}
+
+/// The input's malformed records (counts and the first few, with where
+/// and why) and the source's own summary.
+fn input(out: &mut dyn Write, run: &RunOutput) -> io::Result<()> {
     let input = &run.input;
     if input.malformed > 0 {
         writeln!(out, "   Input:      {}", super::input_counts(run))?;
@@ -533,12 +566,6 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     if let Some(summary) = &input.summary {
         writeln!(out, "   Source:     {}", super::escape_terminal(summary))?;
-    }
-    if run.interrupted {
-        writeln!(
-            out,
-            "   Stopped:    interrupted; this report covers the run until then"
-        )?;
     }
     Ok(())
 }
