@@ -680,6 +680,7 @@ mod tests {
 
     use DiffKind::*;
 
+    /// A table of cases, long on purpose: a row per case, read side by side.
     #[test]
     fn verdict_table() {
         let strict = RuleSet::default();

@@ -126,116 +126,23 @@ impl Catalog {
         }
     }
 
+    /// Answer a request: the page its route serves, after the time an
+    /// offset style's depth costs, or not JSON past `garbage_after`; 404
+    /// for a route the catalog does not have.
     async fn answer(
         &self,
         parts: http::request::Parts,
         body: Bytes,
     ) -> hyper::Response<Full<Bytes>> {
-        let query = parts.uri.query().unwrap_or("");
-        let q = |name: &str| -> Option<u64> {
-            query.split('&').find_map(|kv| {
-                let (k, v) = kv.split_once('=')?;
-                (k == name).then(|| v.parse().ok()).flatten()
-            })
-        };
+        let q = Query(parts.uri.query().unwrap_or(""));
         let path = parts.uri.path().to_string();
-        let (page, mut reply, link) = match (parts.method.as_str(), path.as_str()) {
-            ("GET", "/hateoas/items") => {
-                let size = q("size").unwrap_or(20);
-                let page = self.page(q("page").unwrap_or(0) * size, size);
-                let next = page.next.map(|n| {
-                    let href = format!("/hateoas/items?page={}&size={size}", n / size.max(1));
-                    match self.plants.foreign_after {
-                        Some(f) if page.number + 1 >= f => {
-                            format!("http://elsewhere.invalid{href}")
-                        }
-                        _ => href,
-                    }
-                });
-                let items: Vec<Value> = page
-                    .items
-                    .iter()
-                    .map(|i| {
-                        let mut i = i.clone();
-                        i["_links"] =
-                            json!({ "self": { "href": format!("/hateoas/items/{}", i["id"]) } });
-                        i
-                    })
-                    .collect();
-                let mut links = json!({ "self": { "href": format!("/hateoas/items?page={}&size={size}", page.number) } });
-                if let Some(n) = next {
-                    links["next"] = json!({ "href": n });
-                }
-                let total = self.count();
-                let body = json!({
-                    "content": items,
-                    "page": { "number": page.number, "size": size, "totalElements": total, "totalPages": total.div_ceil(size.max(1)) },
-                    "_links": links,
-                });
-                (Some(page), body, None)
-            }
-            ("GET", "/stream/items") => {
-                let size = q("limit").unwrap_or(20);
-                let start = q("after").map_or(0, |k| {
-                    self.served().take_while(|id| *id <= k).count() as u64
-                });
-                let page = self.page(start, size);
-                let cursor = page.next.map(|n| match n {
-                    0 => 0,
-                    n => self.served().nth(n as usize - 1).unwrap_or(0),
-                });
-                let body = json!({ "items": page.items, "next_cursor": cursor });
-                (Some(page), body, None)
-            }
-            ("POST", "/rpc/ListItems") => {
-                let input: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                let size = input["page_size"].as_u64().unwrap_or(20);
-                let start = input["page_token"]
-                    .as_str()
-                    .and_then(|t| t.parse().ok())
-                    .unwrap_or(0);
-                let page = self.page(start, size);
-                let token = page.next.map_or(String::new(), |n| n.to_string());
-                let body = json!({ "items": page.items, "next_page_token": token });
-                (Some(page), body, None)
-            }
-            ("GET", "/link/items") => {
-                let size = q("per_page").unwrap_or(20);
-                let page = self.page(q("page").unwrap_or(1).saturating_sub(1) * size, size);
-                let link = page.next.map(|n| {
-                    format!(
-                        "</link/items?page=1&per_page={size}>; rel=\"first\", </link/items?page={}&per_page={size}>; rel=\"next\"",
-                        n / size.max(1) + 1
-                    )
-                });
-                let body = json!({ "results": page.items });
-                (Some(page), body, link)
-            }
-            ("GET", "/jsonapi/items") => {
-                let start = q("cursor").unwrap_or(0);
-                let page = self.page(start, 25);
-                let mut links = json!({ "self": format!("items?cursor={start}") });
-                if let Some(n) = page.next {
-                    links["next"] = json!(format!("items?cursor={n}"));
-                }
-                let body = json!({ "data": page.items, "links": links });
-                (Some(page), body, None)
-            }
-            ("GET", "/offset/items") => {
-                let page = self.page(q("offset").unwrap_or(0), q("limit").unwrap_or(20));
-                let body = json!({ "items": page.items });
-                (Some(page), body, None)
-            }
-            ("GET", "/pages/items") => {
-                let size = q("size").unwrap_or(20);
-                let page = self.page(q("page").unwrap_or(1).saturating_sub(1) * size, size);
-                let body = json!({ "items": page.items });
-                (Some(page), body, None)
-            }
-            _ => (None, json!({ "error": "no such route" }), None),
-        };
-        let Some(page) = page else {
-            return respond(404, reply.to_string(), None);
+        let Some(Served {
+            page,
+            body: mut reply,
+            link,
+        }) = self.route(parts.method.as_str(), &path, &q, &body)
+        else {
+            return respond(404, json!({ "error": "no such route" }).to_string(), None);
         };
         let offset_cost = ["/hateoas/", "/offset/", "/pages/"]
             .iter()
@@ -251,6 +158,158 @@ impl Catalog {
             reply = json!({});
         }
         respond(200, reply.to_string(), link)
+    }
+
+    /// The page a route serves, in its style; `None` for a route the
+    /// catalog does not have.
+    fn route(&self, method: &str, path: &str, q: &Query<'_>, body: &[u8]) -> Option<Served> {
+        Some(match (method, path) {
+            ("GET", "/hateoas/items") => self.hateoas(q),
+            ("GET", "/stream/items") => self.stream(q),
+            ("POST", "/rpc/ListItems") => self.rpc(body),
+            ("GET", "/link/items") => self.link(q),
+            ("GET", "/jsonapi/items") => self.jsonapi(q),
+            ("GET", "/offset/items") => {
+                let page = self.page(q.get("offset").unwrap_or(0), q.get("limit").unwrap_or(20));
+                let body = json!({ "items": page.items });
+                Served::body(page, body)
+            }
+            ("GET", "/pages/items") => {
+                let size = q.get("size").unwrap_or(20);
+                let page = self.page(q.get("page").unwrap_or(1).saturating_sub(1) * size, size);
+                let body = json!({ "items": page.items });
+                Served::body(page, body)
+            }
+            _ => return None,
+        })
+    }
+
+    /// `/hateoas/items?page=N&size=S`: offset pages with HATEOAS links,
+    /// a `_links.self` in every item and `_links.next` (on another host
+    /// after `foreign_after` pages).
+    fn hateoas(&self, q: &Query<'_>) -> Served {
+        let size = q.get("size").unwrap_or(20);
+        let page = self.page(q.get("page").unwrap_or(0) * size, size);
+        let next = page.next.map(|n| {
+            let href = format!("/hateoas/items?page={}&size={size}", n / size.max(1));
+            match self.plants.foreign_after {
+                Some(f) if page.number + 1 >= f => {
+                    format!("http://elsewhere.invalid{href}")
+                }
+                _ => href,
+            }
+        });
+        let items: Vec<Value> = page
+            .items
+            .iter()
+            .map(|i| {
+                let mut i = i.clone();
+                i["_links"] = json!({ "self": { "href": format!("/hateoas/items/{}", i["id"]) } });
+                i
+            })
+            .collect();
+        let mut links = json!({ "self": { "href": format!("/hateoas/items?page={}&size={size}", page.number) } });
+        if let Some(n) = next {
+            links["next"] = json!({ "href": n });
+        }
+        let total = self.count();
+        let body = json!({
+            "content": items,
+            "page": { "number": page.number, "size": size, "totalElements": total, "totalPages": total.div_ceil(size.max(1)) },
+            "_links": links,
+        });
+        Served::body(page, body)
+    }
+
+    /// `/stream/items?limit=S&after=K`: keyset pages, `next_cursor` the
+    /// last id served.
+    fn stream(&self, q: &Query<'_>) -> Served {
+        let size = q.get("limit").unwrap_or(20);
+        let start = q.get("after").map_or(0, |k| {
+            self.served().take_while(|id| *id <= k).count() as u64
+        });
+        let page = self.page(start, size);
+        let cursor = page.next.map(|n| match n {
+            0 => 0,
+            n => self.served().nth(n as usize - 1).unwrap_or(0),
+        });
+        let body = json!({ "items": page.items, "next_cursor": cursor });
+        Served::body(page, body)
+    }
+
+    /// `POST /rpc/ListItems` `{"page_size","page_token"}`: a gRPC list
+    /// method's shape, `next_page_token` empty on the last page.
+    fn rpc(&self, body: &[u8]) -> Served {
+        let input: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let size = input["page_size"].as_u64().unwrap_or(20);
+        let start = input["page_token"]
+            .as_str()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        let page = self.page(start, size);
+        let token = page.next.map_or(String::new(), |n| n.to_string());
+        let body = json!({ "items": page.items, "next_page_token": token });
+        Served::body(page, body)
+    }
+
+    /// `/link/items?page=N&per_page=S`: the next page in an RFC 8288
+    /// `Link` header.
+    fn link(&self, q: &Query<'_>) -> Served {
+        let size = q.get("per_page").unwrap_or(20);
+        let page = self.page(q.get("page").unwrap_or(1).saturating_sub(1) * size, size);
+        let link = page.next.map(|n| {
+            format!(
+                "</link/items?page=1&per_page={size}>; rel=\"first\", </link/items?page={}&per_page={size}>; rel=\"next\"",
+                n / size.max(1) + 1
+            )
+        });
+        let body = json!({ "results": page.items });
+        Served { page, body, link }
+    }
+
+    /// `/jsonapi/items?cursor=K`: pages of 25, JSON:API's relative
+    /// `links.next`.
+    fn jsonapi(&self, q: &Query<'_>) -> Served {
+        let start = q.get("cursor").unwrap_or(0);
+        let page = self.page(start, 25);
+        let mut links = json!({ "self": format!("items?cursor={start}") });
+        if let Some(n) = page.next {
+            links["next"] = json!(format!("items?cursor={n}"));
+        }
+        let body = json!({ "data": page.items, "links": links });
+        Served::body(page, body)
+    }
+}
+
+/// A request's query string.
+struct Query<'a>(&'a str);
+
+impl Query<'_> {
+    /// The first value of `name` that is a number.
+    fn get(&self, name: &str) -> Option<u64> {
+        self.0.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            (k == name).then(|| v.parse().ok()).flatten()
+        })
+    }
+}
+
+/// A page as a route serves it: the page, the body in the route's style,
+/// and a `Link` header for the style that has one.
+struct Served {
+    page: Page,
+    body: Value,
+    link: Option<String>,
+}
+
+impl Served {
+    /// A page served in its body alone.
+    fn body(page: Page, body: Value) -> Served {
+        Served {
+            page,
+            body,
+            link: None,
+        }
     }
 }
 

@@ -256,16 +256,50 @@ fn nines(q: f64) -> f64 {
     }
 }
 
+/// The colour of endpoint `i`'s column and lines.
+fn color(i: usize) -> &'static str {
+    COLORS[i % COLORS.len()]
+}
+
 /// Write the page.
 ///
 /// # Errors
 /// Only when writing fails.
 pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let mut p = String::new();
-    let run = r.run;
-    let eps = &run.stats.endpoints;
     let labels: Vec<&str> = r.info.endpoints.iter().map(|e| e.label.as_str()).collect();
-    let color = |i: usize| COLORS[i % COLORS.len()];
+    head(&mut p, r, &labels);
+    summary(&mut p, r, &labels);
+    errors(&mut p, r);
+    flows(&mut p, r);
+    parts(&mut p, r, true);
+    pages(&mut p, r, &color);
+    if super::shows_methods(&r.run.stats.endpoints) {
+        parts(&mut p, r, false);
+    }
+    thresholds(&mut p, r);
+    p.push_str("<h2>Latency</h2>\n");
+    percentiles(&mut p, r, &labels);
+    if let Some(series) = r.series.filter(|s| !s.points.is_empty()) {
+        let timeline = Timeline::new(series, &labels);
+        timeline.latency(&mut p);
+        p.push_str("<h2>Throughput</h2>\n");
+        timeline.throughput(&mut p);
+        p.push_str("<h2>Errors and mismatches</h2>\n");
+        timeline.errors(&mut p);
+    }
+    mismatches(&mut p, r, &labels);
+    configuration(&mut p, r);
+    p.push_str("</body></html>\n");
+    out.write_all(p.as_bytes())
+}
+
+/// The page's head (its title names the endpoints; the content security
+/// policy lets nothing load, so the page opens offline and runs no
+/// script), the styles, and a line saying what ran, how long, when and
+/// where.
+fn head(p: &mut String, r: &Report<'_>, labels: &[&str]) {
+    let run = r.run;
     p.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     p.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">");
     let _ = write!(
@@ -278,14 +312,21 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let _ = writeln!(
         p,
         "<p>{} endpoints, {} long{}, started {} on <code>{}</code>.</p>",
-        eps.len(),
+        run.stats.endpoints.len(),
         escape(&super::duration(run.elapsed)),
         if run.interrupted { ", interrupted" } else { "" },
         escape(&r.header.start),
         escape(&r.header.host)
     );
+}
 
-    // Summary table.
+/// The summary table (a column per endpoint in its colour: rate,
+/// latency, errors, size, and the mismatched share when answers were
+/// compared), then a line of how many requests were compared, mismatched
+/// and left incomplete.
+fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
+    let run = r.run;
+    let eps = &run.stats.endpoints;
     p.push_str("<h2>Summary</h2>\n<table id=\"summary\"><tr><th></th>");
     for (i, l) in labels.iter().enumerate() {
         let _ = write!(p, "<th style=\"color:{}\">{}</th>", color(i), escape(l));
@@ -340,37 +381,37 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         },
         v.incomplete
     );
+}
 
-    errors(&mut p, r);
-    flows(&mut p, r);
-    parts(&mut p, r, true);
-    pages(&mut p, r, &color);
-    if super::shows_methods(eps) {
-        parts(&mut p, r, false);
+/// The thresholds checked and whether each passed, failures marked;
+/// nothing when none were given.
+fn thresholds(p: &mut String, r: &Report<'_>) {
+    if r.checks.is_empty() {
+        return;
     }
-
-    if !r.checks.is_empty() {
-        p.push_str("<h2>Thresholds</h2>\n<table id=\"thresholds\"><tr><th>result</th><th>threshold</th><th>endpoint</th><th>measured</th></tr>\n");
-        for c in r.checks {
-            let _ = writeln!(
-                p,
-                "<tr><td class=\"{}\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td></tr>",
-                if c.passed { "pass" } else { "fail" },
-                if c.passed { "passed" } else { "FAILED" },
-                escape(&c.threshold),
-                escape(c.endpoint.as_deref().unwrap_or("(run)")),
-                escape(&c.actual)
-            );
-        }
-        p.push_str("</table>\n");
+    p.push_str("<h2>Thresholds</h2>\n<table id=\"thresholds\"><tr><th>result</th><th>threshold</th><th>endpoint</th><th>measured</th></tr>\n");
+    for c in r.checks {
+        let _ = writeln!(
+            p,
+            "<tr><td class=\"{}\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td></tr>",
+            if c.passed { "pass" } else { "fail" },
+            if c.passed { "passed" } else { "FAILED" },
+            escape(&c.threshold),
+            escape(c.endpoint.as_deref().unwrap_or("(run)")),
+            escape(&c.actual)
+        );
     }
+    p.push_str("</table>\n");
+}
 
-    // Percentile curves.
-    p.push_str("<h2>Latency</h2>\n");
+/// The chart of latency by percentile, a curve per endpoint that
+/// answered, on log scales so the tail reads as well as the median; a
+/// line saying so when no endpoint answered.
+fn percentiles(p: &mut String, r: &Report<'_>, labels: &[&str]) {
     let mut lo = f64::MAX;
     let mut hi: f64 = 1.0;
     let mut curves = Vec::new();
-    for (i, s) in eps.iter().enumerate() {
+    for (i, s) in r.run.stats.endpoints.iter().enumerate() {
         if s.latency.is_empty() {
             continue;
         }
@@ -393,7 +434,22 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 .collect(),
         });
     }
-    let x = Axis {
+    if curves.is_empty() {
+        p.push_str("<p>No responses.</p>\n");
+    } else {
+        p.push_str(&chart(
+            "percentiles",
+            "Latency by percentile (log scales)",
+            &nines_axis(),
+            &latency_axis(lo, hi),
+            &curves,
+        ));
+    }
+}
+
+/// The percentile axis: nines from 0% to 99.999%.
+fn nines_axis() -> Axis {
+    Axis {
         min: 0.0,
         max: 5.0,
         log: false,
@@ -409,26 +465,45 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         .map(|(v, l)| (*v, (*l).to_string()))
         .collect(),
         label: "percentile".into(),
-    };
-    if curves.is_empty() {
-        p.push_str("<p>No responses.</p>\n");
-    } else {
-        p.push_str(&chart(
-            "percentiles",
-            "Latency by percentile (log scales)",
-            &x,
-            &latency_axis(lo, hi),
-            &curves,
-        ));
+    }
+}
+
+/// The charts over time, one point per (full) interval: what they share.
+struct Timeline<'a> {
+    series: &'a crate::results::series::Series,
+    labels: &'a [&'a str],
+    /// Seconds from the start to the last full interval's end.
+    time: Axis,
+}
+
+/// When interval `pt` of `series` ended, in seconds from the start.
+fn ended(series: &crate::results::series::Series, pt: &crate::results::series::Point) -> f64 {
+    pt.index as f64 * series.interval + pt.seconds
+}
+
+impl<'a> Timeline<'a> {
+    /// The charts of `series`, their time axis up to its last full
+    /// interval.
+    fn new(series: &'a crate::results::series::Series, labels: &'a [&'a str]) -> Timeline<'a> {
+        let end = series
+            .full_points()
+            .last()
+            .map_or(1.0, |pt| ended(series, pt));
+        Timeline {
+            series,
+            labels,
+            time: linear_axis(end, "time (s)", trim),
+        }
     }
 
-    if let Some(series) = r.series.filter(|s| !s.points.is_empty()) {
-        let t = |pt: &crate::results::series::Point| pt.index as f64 * series.interval + pt.seconds;
-        let end = series.full_points().last().map_or(1.0, t);
-        let time = linear_axis(end, "time (s)", trim);
+    /// Latency over time: each endpoint's p50 (solid) and p99 (dashed)
+    /// per interval, on a log scale; nothing when no interval had a
+    /// response.
+    fn latency(&self, p: &mut String) {
+        let series = self.series;
         let mut lines = Vec::new();
         let (mut lo, mut hi) = (f64::MAX, 1.0f64);
-        for (i, label) in labels.iter().enumerate() {
+        for (i, label) in self.labels.iter().enumerate() {
             for (name, dashed, get) in [
                 (
                     "p50",
@@ -443,7 +518,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                         let v = get(pt.endpoints.get(i)?)? as f64;
                         lo = lo.min(v);
                         hi = hi.max(v);
-                        Some((t(pt), v))
+                        Some((ended(series, pt), v))
                     })
                     .collect();
                 lines.push(Line {
@@ -458,14 +533,19 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             p.push_str(&chart(
                 "latency-time",
                 "Latency over time (p50 solid, p99 dashed; log scale)",
-                &time,
+                &self.time,
                 &latency_axis(lo, hi),
                 &lines,
             ));
         }
-        p.push_str("<h2>Throughput</h2>\n");
+    }
+
+    /// Requests per second over time, a line per endpoint.
+    fn throughput(&self, p: &mut String) {
+        let series = self.series;
         let mut top: f64 = 0.0;
-        let lines: Vec<Line> = labels
+        let lines: Vec<Line> = self
+            .labels
             .iter()
             .enumerate()
             .map(|(i, label)| Line {
@@ -478,7 +558,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                         let e = pt.endpoints.get(i)?;
                         let v = e.completed as f64 / pt.seconds.max(1e-9);
                         top = top.max(v);
-                        Some((t(pt), v))
+                        Some((ended(series, pt), v))
                     })
                     .collect(),
             })
@@ -486,13 +566,19 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         p.push_str(&chart(
             "throughput-time",
             "Requests per second over time",
-            &time,
+            &self.time,
             &linear_axis(top, "requests/s", trim),
             &lines,
         ));
-        p.push_str("<h2>Errors and mismatches</h2>\n");
+    }
+
+    /// Errors per interval, a line per endpoint, and the mismatched
+    /// requests per interval (dashed, black) on the same scale.
+    fn errors(&self, p: &mut String) {
+        let series = self.series;
         let mut top: f64 = 0.0;
-        let mut lines: Vec<Line> = labels
+        let mut lines: Vec<Line> = self
+            .labels
             .iter()
             .enumerate()
             .map(|(i, label)| Line {
@@ -504,7 +590,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                     .filter_map(|pt| {
                         let v = pt.endpoints.get(i)?.errors as f64;
                         top = top.max(v);
-                        Some((t(pt), v))
+                        Some((ended(series, pt), v))
                     })
                     .collect(),
             })
@@ -517,58 +603,75 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
                 .full_points()
                 .map(|pt| {
                     top = top.max(pt.mismatched as f64);
-                    (t(pt), pt.mismatched as f64)
+                    (ended(series, pt), pt.mismatched as f64)
                 })
                 .collect(),
         });
         p.push_str(&chart(
             "errors-time",
             "Errors and mismatched requests per interval",
-            &time,
+            &self.time,
             &linear_axis(top, "per interval", trim),
             &lines,
         ));
     }
+}
 
+/// The mismatch groups (method, field, kind, endpoint, count), each with
+/// its sample requests and every endpoint's value; a line saying so when
+/// there are none.
+fn mismatches(p: &mut String, r: &Report<'_>, labels: &[&str]) {
     p.push_str("<h2>Mismatches</h2>\n");
-    let groups = v.sorted_groups();
+    let groups = r.run.stats.verdicts.sorted_groups();
     if groups.is_empty() {
         p.push_str("<p>No mismatch groups.</p>\n");
-    } else {
-        p.push_str("<table id=\"mismatches\"><tr><th>method</th><th>field</th><th>kind</th><th>endpoint</th><th>count</th><th>samples</th></tr>\n");
-        for g in groups {
-            let mut samples = String::new();
-            for s in &g.samples {
-                let _ = write!(
-                    samples,
-                    "<div>#{}: <code class=\"request\">{}</code><br>",
-                    s.seq,
-                    escape(&s.request)
-                );
-                for (i, val) in s.values.iter().enumerate() {
-                    let who = labels.get(i).copied().unwrap_or("?");
-                    let _ = write!(
-                        samples,
-                        "{}: <code class=\"value\">{}</code><br>",
-                        escape(who),
-                        escape(val)
-                    );
-                }
-                samples.push_str("</div>");
-            }
-            let _ = writeln!(
-                p,
-                "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td class=\"text\">{samples}</td></tr>",
-                escape(&g.method),
-                escape(&g.field),
-                escape(&g.kind),
-                escape(&g.endpoint),
-                g.count
+        return;
+    }
+    p.push_str("<table id=\"mismatches\"><tr><th>method</th><th>field</th><th>kind</th><th>endpoint</th><th>count</th><th>samples</th></tr>\n");
+    for g in groups {
+        let samples = samples(g, labels);
+        let _ = writeln!(
+            p,
+            "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td class=\"text\">{samples}</td></tr>",
+            escape(&g.method),
+            escape(&g.field),
+            escape(&g.kind),
+            escape(&g.endpoint),
+            g.count
+        );
+    }
+    p.push_str("</table>\n");
+}
+
+/// A mismatch group's samples cell: per sample, its request and each
+/// endpoint's value, labelled.
+fn samples(g: &crate::stats::MismatchGroup, labels: &[&str]) -> String {
+    let mut samples = String::new();
+    for s in &g.samples {
+        let _ = write!(
+            samples,
+            "<div>#{}: <code class=\"request\">{}</code><br>",
+            s.seq,
+            escape(&s.request)
+        );
+        for (i, val) in s.values.iter().enumerate() {
+            let who = labels.get(i).copied().unwrap_or("?");
+            let _ = write!(
+                samples,
+                "{}: <code class=\"value\">{}</code><br>",
+                escape(who),
+                escape(val)
             );
         }
-        p.push_str("</table>\n");
+        samples.push_str("</div>");
     }
+    samples
+}
 
+/// The run's configuration: the command line, versus's version, host,
+/// start, interval, concurrency, lead, comparison, the endpoints, and the
+/// shards a merged run came from.
+fn configuration(p: &mut String, r: &Report<'_>) {
     p.push_str("<h2>Configuration</h2>\n<table id=\"configuration\">");
     let mut kv = |k: &str, v: String| {
         let _ = write!(
@@ -598,8 +701,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             kv("shard", format!("{} at {}", s.host, s.start));
         }
     }
-    p.push_str("</table>\n</body></html>\n");
-    out.write_all(p.as_bytes())
+    p.push_str("</table>\n");
 }
 
 /// Errors by kind (a row per kind, a column per endpoint) and by method

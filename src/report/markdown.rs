@@ -123,7 +123,6 @@ fn row(out: &mut dyn Write, name: &str, values: &[String]) -> io::Result<()> {
 /// # Errors
 /// Only when writing fails.
 pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
-    let eps = &r.run.stats.endpoints;
     writeln!(out, "# versus report")?;
     writeln!(out)?;
     writeln!(
@@ -139,6 +138,25 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         }
     )?;
     writeln!(out)?;
+    table(out, r)?;
+    writeln!(out)?;
+    summary(out, r)?;
+    errors(out, r)?;
+    flows(out, r)?;
+    parts(out, r, "Steps", |s| &s.steps, true)?;
+    pages(out, r)?;
+    if super::shows_methods(&r.run.stats.endpoints) {
+        parts(out, r, "By method", |s| &s.methods, false)?;
+    }
+    mismatches(out, r)?;
+    thresholds(out, r)
+}
+
+/// The table of figures, a column per endpoint: URL, rate, latency,
+/// errors, the mismatched share when answers were compared, statuses and
+/// size.
+fn table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let eps = &r.run.stats.endpoints;
     let labels: Vec<String> = r.info.endpoints.iter().map(|e| cell(&e.label)).collect();
     row(out, "", &labels)?;
     writeln!(out, "|---|{}", "---:|".repeat(labels.len()))?;
@@ -211,8 +229,13 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         out,
         "Bytes per response",
         &each(&|s| s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()),
-    )?;
-    writeln!(out)?;
+    )
+}
+
+/// The summary list: requests compared, mismatched (or why there is no
+/// such figure), incomplete, and the input's malformed records.
+fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let eps = &r.run.stats.endpoints;
     let v = &r.run.stats.verdicts;
     writeln!(out, "## Summary")?;
     writeln!(out)?;
@@ -239,79 +262,95 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     if r.run.input.malformed > 0 {
         writeln!(out, "- Input: {}", super::input_counts(r.run))?;
     }
-    errors(out, r)?;
-    if eps.iter().any(|s| s.flows.instances > 0) {
-        writeln!(out)?;
-        writeln!(out, "## Flows")?;
-        writeln!(out)?;
-        writeln!(
-            out,
-            "| endpoint | instances | successful | duration p50 | duration p99 |"
-        )?;
-        writeln!(out, "|---|---:|---:|---:|---:|")?;
-        for (e, s) in r.info.endpoints.iter().zip(eps) {
-            for (label, f) in super::flow_rows(&e.label, s) {
-                writeln!(
-                    out,
-                    "| {} | {} | {} ({}) | {} | {} |",
-                    cell(&label),
-                    f.instances,
-                    f.succeeded,
-                    super::percent(f.succeeded, f.instances),
-                    super::latency(&f.duration, 0.5),
-                    super::latency(&f.duration, 0.99)
-                )?;
-            }
-        }
+    Ok(())
+}
+
+/// Flows: per endpoint (and flow) the instances, the successful ones and
+/// how long those took; nothing for a request stream.
+fn flows(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let eps = &r.run.stats.endpoints;
+    if !eps.iter().any(|s| s.flows.instances > 0) {
+        return Ok(());
     }
-    parts(out, r, "Steps", |s| &s.steps, true)?;
-    pages(out, r)?;
-    if super::shows_methods(eps) {
-        parts(out, r, "By method", |s| &s.methods, false)?;
-    }
-    let groups = v.sorted_groups();
-    if !groups.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "## Mismatches")?;
-        writeln!(out)?;
-        writeln!(
-            out,
-            "| method | field | kind | endpoint | count | first request |"
-        )?;
-        writeln!(out, "|---|---|---|---|---:|---|")?;
-        for g in groups {
-            let sample = g
-                .samples
-                .first()
-                .map(|s| format!("#{} {}", s.seq, cell(&s.request)))
-                .unwrap_or_default();
+    writeln!(out)?;
+    writeln!(out, "## Flows")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| endpoint | instances | successful | duration p50 | duration p99 |"
+    )?;
+    writeln!(out, "|---|---:|---:|---:|---:|")?;
+    for (e, s) in r.info.endpoints.iter().zip(eps) {
+        for (label, f) in super::flow_rows(&e.label, s) {
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {sample} |",
-                cell(&g.method),
-                cell(&g.field),
-                cell(&g.kind),
-                cell(&g.endpoint),
-                g.count
+                "| {} | {} | {} ({}) | {} | {} |",
+                cell(&label),
+                f.instances,
+                f.succeeded,
+                super::percent(f.succeeded, f.instances),
+                super::latency(&f.duration, 0.5),
+                super::latency(&f.duration, 0.99)
             )?;
         }
     }
-    if !r.checks.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "## Thresholds")?;
-        writeln!(out)?;
-        writeln!(out, "| result | threshold | endpoint | measured |")?;
-        writeln!(out, "|---|---|---|---|")?;
-        for c in r.checks {
-            writeln!(
-                out,
-                "| {} | {} | {} | {} |",
-                if c.passed { "passed" } else { "**FAILED**" },
-                cell(&c.threshold),
-                cell(c.endpoint.as_deref().unwrap_or("(run)")),
-                cell(&c.actual)
-            )?;
-        }
+    Ok(())
+}
+
+/// The mismatch groups, most frequent first, each with its first sample
+/// request; nothing when there are none.
+fn mismatches(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let groups = r.run.stats.verdicts.sorted_groups();
+    if groups.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "## Mismatches")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| method | field | kind | endpoint | count | first request |"
+    )?;
+    writeln!(out, "|---|---|---|---|---:|---|")?;
+    for g in groups {
+        let sample = g
+            .samples
+            .first()
+            .map(|s| format!("#{} {}", s.seq, cell(&s.request)))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {sample} |",
+            cell(&g.method),
+            cell(&g.field),
+            cell(&g.kind),
+            cell(&g.endpoint),
+            g.count
+        )?;
+    }
+    Ok(())
+}
+
+/// The thresholds checked and whether each passed, failures in bold;
+/// nothing when none were given.
+fn thresholds(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    if r.checks.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "## Thresholds")?;
+    writeln!(out)?;
+    writeln!(out, "| result | threshold | endpoint | measured |")?;
+    writeln!(out, "|---|---|---|---|")?;
+    for c in r.checks {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            if c.passed { "passed" } else { "**FAILED**" },
+            cell(&c.threshold),
+            cell(c.endpoint.as_deref().unwrap_or("(run)")),
+            cell(&c.actual)
+        )?;
     }
     Ok(())
 }

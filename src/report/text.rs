@@ -116,7 +116,43 @@ fn connect_line(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Res
 /// One endpoint's section; `grpc`: a gRPC endpoint, whose failures also
 /// name the status a gRPC client would report.
 fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) -> io::Result<()> {
-    // Failed connects are attempts, not requests: left out of the rate.
+    requests(out, s)?;
+    timing(out, s)?;
+    writeln!(out)?;
+    errors(out, s, grpc)?;
+    injected(out, s)?;
+    writeln!(out)?;
+    responses(out, s)?;
+    if let Some(rate) = plan.rate {
+        schedule(out, plan, rate, s)?;
+    }
+    connections(out, s)?;
+    if !s.held.is_zero() {
+        writeln!(
+            out,
+            "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: its rate above is what it completed in that time (--lead lets it run further ahead)",
+            super::held(s),
+            plan.window
+        )?;
+    }
+    if s.abandoned > 0 {
+        writeln!(
+            out,
+            "   Abandoned:  {} requests still in flight when the run stopped",
+            s.abandoned
+        )?;
+    }
+    flows(out, s)?;
+    parts(out, "Steps", &s.steps, true)?;
+    if s.methods.len() > 1 {
+        parts(out, "By method", &s.methods, false)?;
+    }
+    Ok(())
+}
+
+/// The request rate, and the failed connects apart: they are attempts,
+/// not requests, and are left out of the rate.
+fn requests(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     let completed = s.completed();
     let failed = s.failed_connects();
     let share = |n: u64| {
@@ -138,30 +174,41 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
             super::rate(share(failed))
         )?;
     }
+    Ok(())
+}
+
+/// Latency: average, minimum, maximum, standard deviation and the
+/// [`PERCENTILES`]; a dash without responses.
+fn timing(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     let h = &s.latency;
     if h.is_empty() {
-        writeln!(out, "   Timing:     - (no responses)")?;
-    } else {
-        writeln!(
-            out,
-            "   Timing:     {} avg, {} min, {} max",
-            seconds(h.mean().round() as u64),
-            seconds(h.min()),
-            seconds(h.max())
-        )?;
-        writeln!(
-            out,
-            "               {} standard deviation",
-            seconds(h.stdev().round() as u64)
-        )?;
-        writeln!(out)?;
-        writeln!(out, "   Percentiles:")?;
-        for p in PERCENTILES {
-            writeln!(out, "     {p}% in {}", seconds(h.value_at_percentile(p)))?;
-        }
+        return writeln!(out, "   Timing:     - (no responses)");
     }
+    writeln!(
+        out,
+        "   Timing:     {} avg, {} min, {} max",
+        seconds(h.mean().round() as u64),
+        seconds(h.min()),
+        seconds(h.max())
+    )?;
+    writeln!(
+        out,
+        "               {} standard deviation",
+        seconds(h.stdev().round() as u64)
+    )?;
     writeln!(out)?;
-    writeln!(out, "   Errors: {}", percent(s.errors(), completed))?;
+    writeln!(out, "   Percentiles:")?;
+    for p in PERCENTILES {
+        writeln!(out, "     {p}% in {}", seconds(h.value_at_percentile(p)))?;
+    }
+    Ok(())
+}
+
+/// The share of errors, then each kind with the faults that caused some
+/// of it (and, at a gRPC endpoint, the status a gRPC client reports); TLS
+/// failures by reason.
+fn errors(out: &mut dyn Write, s: &EndpointStats, grpc: bool) -> io::Result<()> {
+    writeln!(out, "   Errors: {}", percent(s.errors(), s.completed()))?;
     let tls = Failure::Tls(TlsReason::ALL[0]).name();
     for (kind, n) in s.error_kinds() {
         let shown = match Failure::ALL.iter().find(|f| f.name() == kind) {
@@ -184,8 +231,12 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
             }
         }
     }
-    injected(out, s)?;
-    writeln!(out)?;
+    Ok(())
+}
+
+/// What came back: the statuses, bytes in and out, and the time to the
+/// first byte.
+fn responses(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     let statuses: Vec<String> = s
         .status
         .iter()
@@ -210,33 +261,44 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
             seconds(s.ttfb.value_at_percentile(99.0))
         )?;
     }
-    if let Some(rate) = plan.rate {
+    Ok(())
+}
+
+/// Open model (`--rate`, scheduled `rate` per second): the rate sent,
+/// the latency from the actual send (as a closed-loop tool reports it)
+/// and how far sending lagged behind the schedule.
+fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -> io::Result<()> {
+    writeln!(
+        out,
+        "   Rate:       {} per second scheduled, {} per second sent",
+        super::rate(rate),
+        super::rate(s.sent_rate())
+    )?;
+    if !s.uncorrected.is_empty() {
         writeln!(
             out,
-            "   Rate:       {} per second scheduled, {} per second sent",
-            super::rate(rate),
-            super::rate(s.sent_rate())
+            "   Uncorrected: {} p50, {} p99, {} max (from the actual send, as a closed-loop tool reports)",
+            seconds(s.uncorrected.value_at_percentile(50.0)),
+            seconds(s.uncorrected.value_at_percentile(99.0)),
+            seconds(s.uncorrected.max())
         )?;
-        if !s.uncorrected.is_empty() {
-            writeln!(
-                out,
-                "   Uncorrected: {} p50, {} p99, {} max (from the actual send, as a closed-loop tool reports)",
-                seconds(s.uncorrected.value_at_percentile(50.0)),
-                seconds(s.uncorrected.value_at_percentile(99.0)),
-                seconds(s.uncorrected.max())
-            )?;
-        }
-        if !s.lag.is_empty() {
-            writeln!(
-                out,
-                "   Send lag:   {} p50, {} p99 behind the schedule; {} requests late because --max-in-flight ({}) was reached",
-                seconds(s.lag.value_at_percentile(50.0)),
-                seconds(s.lag.value_at_percentile(99.0)),
-                s.late,
-                plan.max_in_flight
-            )?;
-        }
     }
+    if !s.lag.is_empty() {
+        writeln!(
+            out,
+            "   Send lag:   {} p50, {} p99 behind the schedule; {} requests late because --max-in-flight ({}) was reached",
+            seconds(s.lag.value_at_percentile(50.0)),
+            seconds(s.lag.value_at_percentile(99.0)),
+            s.late,
+            plan.max_in_flight
+        )?;
+    }
+    Ok(())
+}
+
+/// The connections made, how long they took to connect and how many were
+/// made during the run, then the TLS handshakes among them.
+fn connections(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     if !s.connect.is_empty() {
         writeln!(
             out,
@@ -258,26 +320,6 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
             seconds(s.tls.mean().round() as u64),
             seconds(s.tls.max())
         )?;
-    }
-    if !s.held.is_zero() {
-        writeln!(
-            out,
-            "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: its rate above is what it completed in that time (--lead lets it run further ahead)",
-            super::held(s),
-            plan.window
-        )?;
-    }
-    if s.abandoned > 0 {
-        writeln!(
-            out,
-            "   Abandoned:  {} requests still in flight when the run stopped",
-            s.abandoned
-        )?;
-    }
-    flows(out, s)?;
-    parts(out, "Steps", &s.steps, true)?;
-    if s.methods.len() > 1 {
-        parts(out, "By method", &s.methods, false)?;
     }
     Ok(())
 }
@@ -379,7 +421,56 @@ fn parts(
     Ok(())
 }
 
+/// The summary of every endpoint together: totals, mismatches (by group),
+/// errors by method, noise, and what else the run has to say about its
+/// comparison, its input and how it stopped.
 fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
+    let eps = &run.stats.endpoints;
+    let v = &run.stats.verdicts;
+    totals(out, plan, run)?;
+    if super::reference_silent(eps) {
+        writeln!(
+            out,
+            "   Mismatched: - (the reference, 0. {}, never answered: nothing to compare with)",
+            plan.endpoints[0]
+        )?;
+    } else if plan.comparison || eps.len() < 2 {
+        writeln!(out, "   Mismatched: {}", v.mismatched)?;
+        groups(out, plan, v)?;
+    } else {
+        writeln!(out, "   Mismatched: - (comparison off)")?;
+    }
+    error_groups(out, v)?;
+    noise(out, plan, v)?;
+    if v.fell_back > 0 {
+        writeln!(
+            out,
+            "   As bytes:   {} requests compared byte for byte because a body was not JSON",
+            v.fell_back
+        )?;
+    }
+    logged(out, plan)?;
+    if v.incomplete > 0 {
+        writeln!(
+            out,
+            "   Incomplete: {} requests (or flow instances) not finished by every endpoint when the run stopped",
+            v.incomplete
+        )?;
+    }
+    input(out, run)?;
+    if run.interrupted {
+        writeln!(
+            out,
+            "   Stopped:    interrupted; this report covers the run until then"
+        )?;
+    }
+    Ok(())
+}
+
+/// The summary's heading and totals: results compared and requests
+/// completed, the average latency over every endpoint and the run time,
+/// errors, the I/O driver and the warm-up left out.
+fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let eps = &run.stats.endpoints;
     let total: u64 = eps.iter().map(EndpointStats::completed).sum();
     let errors: u64 = eps.iter().map(EndpointStats::errors).sum();
@@ -420,47 +511,31 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
             "   Warm-up:    {w} sent first at every endpoint, counted nowhere (the rates and run time start after it)"
         )?;
     }
-    if super::reference_silent(eps) {
-        writeln!(
-            out,
-            "   Mismatched: - (the reference, 0. {}, never answered: nothing to compare with)",
-            plan.endpoints[0]
-        )?;
-    } else if plan.comparison || eps.len() < 2 {
-        writeln!(out, "   Mismatched: {}", v.mismatched)?;
-        groups(out, plan, v)?;
+    Ok(())
+}
+
+/// `--mismatches`: how many mismatched requests were written, and why
+/// not all when some were not.
+fn logged(out: &mut dyn Write, plan: &RunInfo) -> io::Result<()> {
+    let Some((seen, written, limit)) = plan.logged else {
+        return Ok(());
+    };
+    let why = if written < seen.min(limit) {
+        " (some lines could not be written)"
+    } else if seen > limit {
+        " (--mismatch-limit reached)"
     } else {
-        writeln!(out, "   Mismatched: - (comparison off)")?;
-    }
-    error_groups(out, v)?;
-    noise(out, plan, v)?;
-    if v.fell_back > 0 {
-        writeln!(
-            out,
-            "   As bytes:   {} requests compared byte for byte because a body was not JSON",
-            v.fell_back
-        )?;
-    }
-    if let Some((seen, written, limit)) = plan.logged {
-        let why = if written < seen.min(limit) {
-            " (some lines could not be written)"
-        } else if seen > limit {
-            " (--mismatch-limit reached)"
-        } else {
-            ""
-        };
-        writeln!(
-            out,
-            "   Logged:     {written} of {seen} mismatched requests written to --mismatches{why}"
-        )?;
-    }
-    if v.incomplete > 0 {
-        writeln!(
-            out,
-            "   Incomplete: {} requests (or flow instances) not finished by every endpoint when the run stopped",
-            v.incomplete
-        )?;
-    }
+        ""
+    };
+    writeln!(
+        out,
+        "   Logged:     {written} of {seen} mismatched requests written to --mismatches{why}"
+    )
+}
+
+/// The input's malformed records (counts and the first few, with where
+/// and why) and the source's own summary.
+fn input(out: &mut dyn Write, run: &RunOutput) -> io::Result<()> {
     let input = &run.input;
     if input.malformed > 0 {
         writeln!(out, "   Input:      {}", super::input_counts(run))?;
@@ -482,12 +557,6 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     if let Some(summary) = &input.summary {
         writeln!(out, "   Source:     {}", super::escape_terminal(summary))?;
-    }
-    if run.interrupted {
-        writeln!(
-            out,
-            "   Stopped:    interrupted; this report covers the run until then"
-        )?;
     }
     Ok(())
 }

@@ -89,7 +89,41 @@ fn block(
         "[total, attack, wait]",
         &format!("{}, {}, {}", go(total), go(attack), go(wait)),
     )?;
-    let h = &s.latency;
+    latencies(out, &s.latency)?;
+    let mean_of = |n: u64| {
+        if requests == 0 {
+            0.0
+        } else {
+            n as f64 / requests as f64
+        }
+    };
+    line(
+        out,
+        "Bytes In",
+        "[total, mean]",
+        &format!("{}, {:.2}", s.bytes_in, mean_of(s.bytes_in)),
+    )?;
+    line(
+        out,
+        "Bytes Out",
+        "[total, mean]",
+        &format!("{}, {:.2}", s.bytes_out, mean_of(s.bytes_out)),
+    )?;
+    let ratio = if requests == 0 {
+        0.0
+    } else {
+        success as f64 * 100.0 / requests as f64
+    };
+    line(out, "Success", "[ratio]", &format!("{ratio:.2}%"))?;
+    status_codes(out, s)?;
+    writeln!(out, "Error Set:")?;
+    error_set(out, s)?;
+    injected(out, s)
+}
+
+/// The latencies line: min, mean, p50, p90, p95, p99 and max, zeros
+/// without responses as vegeta's.
+fn latencies(out: &mut dyn Write, h: &hdrhistogram::Histogram<u64>) -> io::Result<()> {
     let at = |q: f64| {
         micros(if h.is_empty() {
             0
@@ -116,33 +150,12 @@ fn block(
             at(0.99),
             at(1.0)
         ),
-    )?;
-    let mean_of = |n: u64| {
-        if requests == 0 {
-            0.0
-        } else {
-            n as f64 / requests as f64
-        }
-    };
-    line(
-        out,
-        "Bytes In",
-        "[total, mean]",
-        &format!("{}, {:.2}", s.bytes_in, mean_of(s.bytes_in)),
-    )?;
-    line(
-        out,
-        "Bytes Out",
-        "[total, mean]",
-        &format!("{}, {:.2}", s.bytes_out, mean_of(s.bytes_out)),
-    )?;
-    let ratio = if requests == 0 {
-        0.0
-    } else {
-        success as f64 * 100.0 / requests as f64
-    };
-    line(out, "Success", "[ratio]", &format!("{ratio:.2}%"))?;
-    // vegeta sorts the codes as strings; a failure is code 0.
+    )
+}
+
+/// The status codes line: each code and its count, sorted as strings as
+/// vegeta sorts them, failures under code 0.
+fn status_codes(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     let failed: u64 = s.failures.iter().sum();
     let mut codes: Vec<(String, u64)> = s
         .status
@@ -156,11 +169,13 @@ fn block(
     }
     codes.sort();
     let codes: String = codes.iter().map(|(c, n)| format!("{c}:{n}  ")).collect();
-    line(out, "Status Codes", "[code:count]", &codes)?;
-    writeln!(out, "Error Set:")?;
-    error_set(out, s)?;
-    // After the error set, a block vegeta has not: what versus injected,
-    // so acts are not read as errors.
+    line(out, "Status Codes", "[code:count]", &codes)
+}
+
+/// After the error set, a block vegeta has not: the faults versus
+/// injected and how often each acted, so their acts are not read as the
+/// endpoint's errors; nothing without faults.
+fn injected(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     let injected = super::injected(s);
     if !injected.is_empty() {
         writeln!(out, "Faults injected by versus:")?;

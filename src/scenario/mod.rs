@@ -264,241 +264,53 @@ impl Suite {
         Suite::parse_without(text, path, endpoints, &[])
     }
 
+    /// [`Suite::parse`] without the file's endpoints named in `skip`: the
+    /// file read, then its endpoints, values and scenarios in turn, each
+    /// checked as it is compiled.
     fn parse_without(
         text: &str,
         path: &Path,
         endpoints: &[String],
         skip: &[String],
     ) -> Result<Suite, ScenarioError> {
-        let shown = path.display().to_string();
-        let at = |span: std::ops::Range<usize>| {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("{shown}:{line}")
+        let file = File {
+            text,
+            shown: path.display().to_string(),
         };
-        let doc: FileDoc = toml::from_str(text).map_err(|e| {
-            let place = e.span().map_or(shown.clone(), &at);
-            ScenarioError(format!("{place}: {}", e.message().trim_end()))
-        })?;
-
+        let doc = file.doc()?;
         // Endpoints: the command line's, else the file's.
-        let (names, endpoint_specs, (endpoint_headers, faults)) = if endpoints.is_empty() {
-            if doc.endpoint.is_empty() {
-                return Err(ScenarioError(format!(
-                    "{shown}: no endpoint: add [[endpoint]] tables (name, url) or name NAME=URL on the command line"
-                )));
-            }
-            let mut names = Vec::new();
-            let mut specs = Vec::new();
-            let mut headers = Vec::new();
-            let mut faults = Vec::new();
-            for e in &doc.endpoint {
-                let name = e.name.get_ref();
-                if skip.contains(name) {
-                    continue;
-                }
-                if names.contains(name) {
-                    return Err(ScenarioError(format!(
-                        "{}: endpoint {name:?} is named twice",
-                        at(e.name.span())
-                    )));
-                }
-                names.push(name.clone());
-                specs.push(format!("{name}={}", e.url));
-                for (k, v) in &e.headers {
-                    headers.push(format!("{name}={k}: {v}"));
-                }
-                faults.extend(e.faults.iter().map(|f| format!("{name}={f}")));
-            }
-            (names, specs, (headers, faults))
+        let run = if endpoints.is_empty() {
+            file.endpoints(&doc.endpoint, skip)?
         } else {
-            let names = endpoints
-                .iter()
-                .enumerate()
-                .map(|(i, e)| match e.split_once('=') {
-                    Some((n, _)) if !n.contains("://") => n.to_string(),
-                    _ => i.to_string(),
-                })
-                .collect();
-            (names, endpoints.to_vec(), (Vec::new(), Vec::new()))
+            Endpoints::given(endpoints)
         };
-
-        let constants: BTreeMap<String, String> = doc
-            .vars
-            .iter()
-            .map(|(k, v)| {
-                data::scalar(v).map(|v| (k.clone(), v)).ok_or_else(|| {
-                    ScenarioError(format!("{shown}: [vars] {k}: a string, number or boolean"))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let data = match &doc.data {
-            None => Data::default(),
-            Some(d) => match &d.file {
-                Some(file) => {
-                    let p = resolve(path, file.get_ref());
-                    Data::file(&p, d.order)
-                        .map_err(|e| ScenarioError(format!("{}: [data] {e}", at(file.span()))))?
-                }
-                None => Data::inline(&d.rows, d.order)
-                    .map_err(|e| ScenarioError(format!("{shown}: [data] {e}")))?,
-            },
+        let constants = file.constants(&doc.vars)?;
+        let data = file.data(doc.data.as_ref(), path)?;
+        let docs = file.scenario_docs(&doc, path)?;
+        let mut compiler = Compiler {
+            file: &file,
+            names: &run.names,
+            skip,
+            constants: Arc::new(constants),
+            data: Arc::new(data),
+            labels: Arc::new(run.names.clone()),
+            headers_taken: Vec::new(),
+            grpc_methods: Vec::new(),
         };
-        let constants = Arc::new(constants);
-        let data = Arc::new(data);
-        let labels = Arc::new(names.clone());
-
-        let docs: Vec<(Spanned<String>, u32, &[StepDoc])> = if doc.scenario.is_empty() {
-            if doc.step.is_empty() {
-                return Err(ScenarioError(format!(
-                    "{shown}: no steps: add [[step]] tables, or [[scenario]] tables with [[scenario.step]]"
-                )));
-            }
-            let stem = path
-                .file_stem()
-                .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-            vec![(Spanned::new(0..0, stem), 1, &doc.step)]
-        } else {
-            if !doc.step.is_empty() {
-                return Err(ScenarioError(format!(
-                    "{shown}: top-level [[step]] tables and [[scenario]] tables together: put the steps in a [[scenario]]"
-                )));
-            }
-            doc.scenario
-                .iter()
-                .map(|s| (s.name.clone(), s.weight, s.step.as_slice()))
-                .collect()
-        };
-
         let mut scenarios = Vec::new();
-        let mut headers_taken = Vec::new();
-        let mut grpc_methods = Vec::new();
-        for (name, weight, steps) in docs {
-            if scenarios
-                .iter()
-                .any(|s: &Scenario| &s.name == name.get_ref())
-            {
-                return Err(ScenarioError(format!(
-                    "{}: scenario {:?} is named twice",
-                    at(name.span()),
-                    name.get_ref()
-                )));
-            }
-            if steps.is_empty() {
-                return Err(ScenarioError(format!(
-                    "{}: scenario {:?} has no [[scenario.step]]",
-                    at(name.span()),
-                    name.get_ref()
-                )));
-            }
-            if weight == 0 {
-                return Err(ScenarioError(format!(
-                    "{}: scenario {:?}: a weight must be at least 1",
-                    at(name.span()),
-                    name.get_ref()
-                )));
-            }
-            let mut flow = Flow::new(name.get_ref());
-            let mut known: HashSet<String> = constants.keys().cloned().collect();
-            known.extend(data.columns().iter().cloned());
-            known.extend(BUILTINS.iter().map(|s| s.to_string()));
-            let mut step_names: Vec<String> = Vec::new();
-            let mut rules = Vec::new();
-            for step in steps {
-                let sname = step.name.get_ref().clone();
-                let here = at(step.name.span());
-                let fail = |m: String| ScenarioError(format!("{here}: step {sname:?}: {m}"));
-                if step_names.contains(&sname) {
-                    return Err(fail(
-                        "this step name is used twice in the scenario; names must differ".into(),
-                    ));
-                }
-                for e in step.endpoint.keys() {
-                    if !names.contains(e) && !skip.contains(e) {
-                        return Err(fail(format!(
-                            "[endpoint.{e}] names no endpoint of this run (they are {})",
-                            names.join(", ")
-                        )));
-                    }
-                }
-                // The step's call at every endpoint, checked against the
-                // variables known before it.
-                let mut calls = Vec::with_capacity(names.len());
-                let mut paged = Vec::with_capacity(names.len());
-                for (e, endpoint) in names.iter().enumerate() {
-                    let call = overlay(&step.call, step.endpoint.get(endpoint));
-                    paged.push(call.paginate.clone());
-                    let compiled = compile(&call).map_err(&fail)?;
-                    if let Some(g) = &compiled.grpc {
-                        if !grpc_methods.iter().any(|(x, m)| *x == e && m == g) {
-                            grpc_methods.push((e, g.clone()));
-                        }
-                    }
-                    for v in compiled.vars() {
-                        if !known.contains(v) {
-                            return Err(fail(undefined(v, &data, &names, endpoint)));
-                        }
-                    }
-                    calls.push(Arc::new(compiled));
-                }
-                let takes = Takes(
-                    step.extract
-                        .iter()
-                        .map(|(var, src)| {
-                            Source::parse(src)
-                                .map(|s| (var.clone(), s))
-                                .map_err(|e| fail(format!("extract {var}: {e}")))
-                        })
-                        .collect::<Result<_, _>>()?,
-                );
-                for (_, s) in &takes.0 {
-                    if let Some(h) = s.header() {
-                        if !headers_taken.iter().any(|k: &String| k == h) {
-                            headers_taken.push(h.to_string());
-                        }
-                    }
-                }
-                let paging = paging(step.call.paginate.as_ref(), &paged).map_err(&fail)?;
-                if paged
-                    .iter()
-                    .flatten()
-                    .any(|p| p.next.as_deref() == Some("link"))
-                    && !headers_taken.iter().any(|h| h == "link")
-                {
-                    headers_taken.push("link".to_string());
-                }
-                let checks = parse_checks(&step.check).map_err(&fail)?;
-                if let Some(r) = &step.rules {
-                    rules.push((sname.clone(), r.clone()));
-                }
-                known.extend(takes.0.iter().map(|(v, _)| v.clone()));
-                step_names.push(sname.clone());
-                let plan = Arc::new(StepPlan {
-                    index: step_names.len() as u64 - 1,
-                    calls,
-                    think: step.think,
-                    constants: constants.clone(),
-                    data: data.clone(),
-                    labels: labels.clone(),
-                });
-                flow = flow
-                    .step(&sname, move |ctx| run_step(plan.clone(), ctx))
-                    .check(move |r| checks.apply(r))
-                    .take(move |r, vars| takes.apply(r, vars));
-                if let Some(p) = paging {
-                    flow = flow.paginate(p);
-                }
-            }
-            scenarios.push(Scenario {
-                name: name.get_ref().clone(),
-                weight,
-                steps: step_names,
-                rules,
-                flow,
-            });
+        for given in &docs {
+            let scenario = compiler.scenario(&scenarios, given)?;
+            scenarios.push(scenario);
         }
-        if names.is_empty() {
+        let Compiler {
+            headers_taken,
+            grpc_methods,
+            ..
+        } = compiler;
+        if run.names.is_empty() {
             return Err(ScenarioError(format!(
-                "{shown}: no endpoint is left to run"
+                "{}: no endpoint is left to run",
+                file.shown
             )));
         }
         let optional = if endpoints.is_empty() {
@@ -511,9 +323,9 @@ impl Suite {
             Vec::new()
         };
         Ok(Suite {
-            endpoints: endpoint_specs,
-            endpoint_headers,
-            faults,
+            endpoints: run.specs,
+            endpoint_headers: run.headers,
+            faults: run.faults,
             scenarios,
             headers_taken,
             optional,
@@ -571,6 +383,394 @@ impl Suite {
                 .collect(),
         )
         .map_err(ScenarioError)
+    }
+}
+
+/// A scenario file's text, and its name as errors show it.
+struct File<'a> {
+    text: &'a str,
+    shown: String,
+}
+
+/// The run's endpoints as a scenario file gives them (or the command
+/// line overrides them).
+#[derive(Default)]
+struct Endpoints {
+    /// Their names, which per-endpoint step versions refer to.
+    names: Vec<String>,
+    /// As `NAME=URL`.
+    specs: Vec<String>,
+    /// Their headers, as `NAME=Name: value`.
+    headers: Vec<String>,
+    /// Their faults, as `NAME=FAULT`.
+    faults: Vec<String>,
+}
+
+impl Endpoints {
+    /// The command line's endpoints (`NAME=URL` or URL, named by their
+    /// position then), without headers or faults of the file's.
+    fn given(endpoints: &[String]) -> Endpoints {
+        let names = endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match e.split_once('=') {
+                Some((n, _)) if !n.contains("://") => n.to_string(),
+                _ => i.to_string(),
+            })
+            .collect();
+        Endpoints {
+            names,
+            specs: endpoints.to_vec(),
+            headers: Vec::new(),
+            faults: Vec::new(),
+        }
+    }
+}
+
+impl File<'_> {
+    /// Where `span` is, as errors name it: `FILE:LINE`.
+    fn at(&self, span: std::ops::Range<usize>) -> String {
+        let line = self.text[..span.start.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1;
+        format!("{}:{line}", self.shown)
+    }
+
+    /// The file as written; a syntax error names its place.
+    fn doc(&self) -> Result<FileDoc, ScenarioError> {
+        toml::from_str(self.text).map_err(|e| {
+            let place = e.span().map_or(self.shown.clone(), |s| self.at(s));
+            ScenarioError(format!("{place}: {}", e.message().trim_end()))
+        })
+    }
+
+    /// The file's `[[endpoint]]` tables but those named in `skip`: at
+    /// least one table, and no name twice.
+    fn endpoints(&self, docs: &[EndpointDoc], skip: &[String]) -> Result<Endpoints, ScenarioError> {
+        if docs.is_empty() {
+            return Err(ScenarioError(format!(
+                "{}: no endpoint: add [[endpoint]] tables (name, url) or name NAME=URL on the command line",
+                self.shown
+            )));
+        }
+        let mut run = Endpoints::default();
+        for e in docs {
+            let name = e.name.get_ref();
+            if skip.contains(name) {
+                continue;
+            }
+            if run.names.contains(name) {
+                return Err(ScenarioError(format!(
+                    "{}: endpoint {name:?} is named twice",
+                    self.at(e.name.span())
+                )));
+            }
+            run.names.push(name.clone());
+            run.specs.push(format!("{name}={}", e.url));
+            for (k, v) in &e.headers {
+                run.headers.push(format!("{name}={k}: {v}"));
+            }
+            run.faults
+                .extend(e.faults.iter().map(|f| format!("{name}={f}")));
+        }
+        Ok(run)
+    }
+
+    /// `[vars]`: constants every template can read, each a string, number
+    /// or boolean.
+    fn constants(
+        &self,
+        vars: &BTreeMap<String, toml::Value>,
+    ) -> Result<BTreeMap<String, String>, ScenarioError> {
+        vars.iter()
+            .map(|(k, v)| {
+                data::scalar(v).map(|v| (k.clone(), v)).ok_or_else(|| {
+                    ScenarioError(format!(
+                        "{}: [vars] {k}: a string, number or boolean",
+                        self.shown
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// `[data]`: the rows instances take values from, from a file
+    /// (relative to the folder of the scenario file at `path`) or inline;
+    /// none without the table.
+    fn data(&self, doc: Option<&DataDoc>, path: &Path) -> Result<Data, ScenarioError> {
+        Ok(match doc {
+            None => Data::default(),
+            Some(d) => match &d.file {
+                Some(file) => {
+                    let p = resolve(path, file.get_ref());
+                    Data::file(&p, d.order).map_err(|e| {
+                        ScenarioError(format!("{}: [data] {e}", self.at(file.span())))
+                    })?
+                }
+                None => Data::inline(&d.rows, d.order)
+                    .map_err(|e| ScenarioError(format!("{}: [data] {e}", self.shown)))?,
+            },
+        })
+    }
+
+    /// Each scenario's name, weight and steps: the `[[scenario]]` tables,
+    /// or else one scenario named after the file (at `path`) of the
+    /// top-level `[[step]]` tables; not both, and not neither.
+    fn scenario_docs<'d>(
+        &self,
+        doc: &'d FileDoc,
+        path: &Path,
+    ) -> Result<Vec<ScenarioSteps<'d>>, ScenarioError> {
+        if doc.scenario.is_empty() {
+            if doc.step.is_empty() {
+                return Err(ScenarioError(format!(
+                    "{}: no steps: add [[step]] tables, or [[scenario]] tables with [[scenario.step]]",
+                    self.shown
+                )));
+            }
+            let stem = path
+                .file_stem()
+                .map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+            return Ok(vec![ScenarioSteps {
+                name: Spanned::new(0..0, stem),
+                weight: 1,
+                steps: &doc.step,
+            }]);
+        }
+        if !doc.step.is_empty() {
+            return Err(ScenarioError(format!(
+                "{}: top-level [[step]] tables and [[scenario]] tables together: put the steps in a [[scenario]]",
+                self.shown
+            )));
+        }
+        Ok(doc
+            .scenario
+            .iter()
+            .map(|s| ScenarioSteps {
+                name: s.name.clone(),
+                weight: s.weight,
+                steps: &s.step,
+            })
+            .collect())
+    }
+}
+
+/// A scenario as the file gives it: its name (and where it is), its
+/// weight and its steps.
+struct ScenarioSteps<'d> {
+    name: Spanned<String>,
+    weight: u32,
+    steps: &'d [StepDoc],
+}
+
+/// What compiling a file's scenarios shares: the file (for the places
+/// errors name), the run's endpoints and those skipped, the values
+/// templates read, and what the steps need of the run.
+struct Compiler<'a> {
+    file: &'a File<'a>,
+    /// The run's endpoints' names, in order.
+    names: &'a [String],
+    /// The file's endpoints left out of the run.
+    skip: &'a [String],
+    constants: Arc<BTreeMap<String, String>>,
+    data: Arc<Data>,
+    labels: Arc<Vec<String>>,
+    /// Response headers some step takes a value from.
+    headers_taken: Vec<String>,
+    /// gRPC methods steps call, by endpoint position.
+    grpc_methods: Vec<(usize, String)>,
+}
+
+/// A step's call at every endpoint, in endpoint order, and each
+/// endpoint's pagination as written.
+struct Calls {
+    plans: Vec<Arc<CallPlan>>,
+    paged: Vec<Option<PaginateDoc>>,
+}
+
+/// A step compiled: its call per endpoint, what it takes from the answer,
+/// how it pages and what it checks.
+struct CompiledStep {
+    calls: Vec<Arc<CallPlan>>,
+    takes: Takes,
+    paging: Option<Paging>,
+    checks: Checks,
+}
+
+impl Compiler<'_> {
+    /// One scenario, checked (a name no scenario in `earlier` has, some
+    /// steps, a weight of at least 1), its steps compiled in order into a
+    /// flow: each step may use what the steps before it take.
+    fn scenario(
+        &mut self,
+        earlier: &[Scenario],
+        doc: &ScenarioSteps<'_>,
+    ) -> Result<Scenario, ScenarioError> {
+        let (name, weight, steps) = (&doc.name, doc.weight, doc.steps);
+        if earlier.iter().any(|s| &s.name == name.get_ref()) {
+            return Err(ScenarioError(format!(
+                "{}: scenario {:?} is named twice",
+                self.file.at(name.span()),
+                name.get_ref()
+            )));
+        }
+        if steps.is_empty() {
+            return Err(ScenarioError(format!(
+                "{}: scenario {:?} has no [[scenario.step]]",
+                self.file.at(name.span()),
+                name.get_ref()
+            )));
+        }
+        if weight == 0 {
+            return Err(ScenarioError(format!(
+                "{}: scenario {:?}: a weight must be at least 1",
+                self.file.at(name.span()),
+                name.get_ref()
+            )));
+        }
+        let mut flow = Flow::new(name.get_ref());
+        let mut known: HashSet<String> = self.constants.keys().cloned().collect();
+        known.extend(self.data.columns().iter().cloned());
+        known.extend(BUILTINS.iter().map(|s| s.to_string()));
+        let mut step_names: Vec<String> = Vec::new();
+        let mut rules = Vec::new();
+        for step in steps {
+            let sname = step.name.get_ref().clone();
+            let CompiledStep {
+                calls,
+                takes,
+                paging,
+                checks,
+            } = self.step(step, &known, &step_names)?;
+            if let Some(r) = &step.rules {
+                rules.push((sname.clone(), r.clone()));
+            }
+            known.extend(takes.0.iter().map(|(v, _)| v.clone()));
+            step_names.push(sname.clone());
+            let plan = Arc::new(StepPlan {
+                index: step_names.len() as u64 - 1,
+                calls,
+                think: step.think,
+                constants: self.constants.clone(),
+                data: self.data.clone(),
+                labels: self.labels.clone(),
+            });
+            flow = flow
+                .step(&sname, move |ctx| run_step(plan.clone(), ctx))
+                .check(move |r| checks.apply(r))
+                .take(move |r, vars| takes.apply(r, vars));
+            if let Some(p) = paging {
+                flow = flow.paginate(p);
+            }
+        }
+        Ok(Scenario {
+            name: name.get_ref().clone(),
+            weight,
+            steps: step_names,
+            rules,
+            flow,
+        })
+    }
+
+    /// A step, compiled and checked: a name no step in `earlier` has,
+    /// versions only for endpoints of the file, its calls (with the
+    /// variables `known` before it), what it takes, how it pages and what
+    /// it checks. Notes the response headers it takes.
+    fn step(
+        &mut self,
+        step: &StepDoc,
+        known: &HashSet<String>,
+        earlier: &[String],
+    ) -> Result<CompiledStep, ScenarioError> {
+        let sname = step.name.get_ref().clone();
+        let here = self.file.at(step.name.span());
+        let fail = |m: String| ScenarioError(format!("{here}: step {sname:?}: {m}"));
+        if earlier.contains(&sname) {
+            return Err(fail(
+                "this step name is used twice in the scenario; names must differ".into(),
+            ));
+        }
+        for e in step.endpoint.keys() {
+            if !self.names.contains(e) && !self.skip.contains(e) {
+                return Err(fail(format!(
+                    "[endpoint.{e}] names no endpoint of this run (they are {})",
+                    self.names.join(", ")
+                )));
+            }
+        }
+        let Calls {
+            plans: calls,
+            paged,
+        } = self.calls(step, known, &fail)?;
+        let takes = Takes(
+            step.extract
+                .iter()
+                .map(|(var, src)| {
+                    Source::parse(src)
+                        .map(|s| (var.clone(), s))
+                        .map_err(|e| fail(format!("extract {var}: {e}")))
+                })
+                .collect::<Result<_, _>>()?,
+        );
+        for (_, s) in &takes.0 {
+            if let Some(h) = s.header() {
+                if !self.headers_taken.iter().any(|k: &String| k == h) {
+                    self.headers_taken.push(h.to_string());
+                }
+            }
+        }
+        let paging = paging(step.call.paginate.as_ref(), &paged).map_err(&fail)?;
+        if paged
+            .iter()
+            .flatten()
+            .any(|p| p.next.as_deref() == Some("link"))
+            && !self.headers_taken.iter().any(|h| h == "link")
+        {
+            self.headers_taken.push("link".to_string());
+        }
+        let checks = parse_checks(&step.check).map_err(&fail)?;
+        Ok(CompiledStep {
+            calls,
+            takes,
+            paging,
+            checks,
+        })
+    }
+
+    /// The step's call at every endpoint (an endpoint's own version over
+    /// the step's), compiled and checked against the variables `known`
+    /// before it, and each endpoint's pagination. Notes the gRPC methods
+    /// called.
+    fn calls(
+        &mut self,
+        step: &StepDoc,
+        known: &HashSet<String>,
+        fail: &dyn Fn(String) -> ScenarioError,
+    ) -> Result<Calls, ScenarioError> {
+        let names = self.names;
+        let mut calls = Vec::with_capacity(names.len());
+        let mut paged = Vec::with_capacity(names.len());
+        for (e, endpoint) in names.iter().enumerate() {
+            let call = overlay(&step.call, step.endpoint.get(endpoint));
+            paged.push(call.paginate.clone());
+            let compiled = compile(&call).map_err(fail)?;
+            if let Some(g) = &compiled.grpc {
+                if !self.grpc_methods.iter().any(|(x, m)| *x == e && m == g) {
+                    self.grpc_methods.push((e, g.clone()));
+                }
+            }
+            for v in compiled.vars() {
+                if !known.contains(v) {
+                    return Err(fail(undefined(v, &self.data, names, endpoint)));
+                }
+            }
+            calls.push(Arc::new(compiled));
+        }
+        Ok(Calls {
+            plans: calls,
+            paged,
+        })
     }
 }
 
