@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use clap::Parser;
-use versus::engine::{self, Input, Quiet, Stop};
+use versus::engine::{self, Quiet, Stop, Workload};
 use versus::flow::{Call, Flow};
 use versus::plan::Plan;
 
@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
     let run = engine::run(
         &plan.engine,
-        Input::Flow(Arc::new(flow)),
+        Workload::Flow(Arc::new(flow)),
         &Stop::new(),
         &mut Quiet,
     )?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use versus::demo::shop;
-use versus::engine::{self, Input, Quiet, Stop};
+use versus::engine::{self, Quiet, Stop, Workload};
 use versus::flow::{Call, Context, Flow, Reply, StepError};
 use versus::plan::Plan;
 
@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let plan = Arc::new(Plan::from_args(&cli.run, false)?);
     let run = engine::run(
         &plan.engine,
-        Input::Flow(Arc::new(walk())),
+        Workload::Flow(Arc::new(walk())),
         &Stop::new(),
         &mut Quiet,
     )?;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::cli::ScenarioArgs;
 use crate::cli::{GenArgs, Generator, RunArgs};
 use crate::commands::Live;
-use crate::engine::{self, Input, RunOutput, Stop};
+use crate::engine::{self, RunOutput, Stop, Workload};
 use crate::exit::Exit;
 use crate::gen::{self, GenOptions};
 use crate::input::Source;
@@ -124,12 +124,12 @@ fn try_run(
     // any (an empty file or pipe) leaves them alone, and a pipe that gives
     // its first request much later (`tail -f`) is not waited for.
     let input = match env.suite {
-        Some(suite) => Input::Mix(Arc::new(suite.mix().map_err(|e| usage(e.to_string()))?)),
+        Some(suite) => Workload::Mix(Arc::new(suite.mix().map_err(|e| usage(e.to_string()))?)),
         None => plan
             .input(env.stream)
             .map_err(|e| failed(format!("cannot read the input: {e}")))?,
     };
-    let flows = matches!(input, Input::Mix(_));
+    let flows = matches!(input, Workload::Mix(_));
     let resolved = engine::resolve(&plan.engine).map_err(|e| failed(e.to_string()))?;
     let mut view = live::Session::start(mode, &plan.engine, plan.input_gauge(), stop)
         .map_err(|e| failed(e.to_string()))?;

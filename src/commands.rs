@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::cli::{CompareArgs, MergeArgs, ReportArgs, RunArgs};
-use crate::engine::{Input, Observer, RunOutput};
+use crate::engine::{Observer, RunOutput, Workload};
 use crate::exit::Exit;
 use crate::input::{Next, Source};
 use crate::plan::Plan;
@@ -240,15 +240,15 @@ impl Live {
     ///
     /// # Errors
     /// A message naming the flag (exit 2).
-    pub fn attach(&self, input: Input) -> Result<Input, String> {
+    pub fn attach(&self, input: Workload) -> Result<Workload, String> {
         let mut recorder = self.writer.as_ref().map(|w| w.recorder(self.show_secrets));
         match input {
-            Input::Stream(source) => {
+            Workload::Stream(source) => {
                 let source = match recorder {
                     Some(r) => Box::new(Recording::new(source, r)),
                     None => source,
                 };
-                Ok(Input::Stream(Box::new(Creating {
+                Ok(Workload::Stream(Box::new(Creating {
                     source: Some(source),
                     files: self.files.clone(),
                     created: false,
@@ -256,7 +256,7 @@ impl Live {
             }
             other => {
                 self.files.create()?;
-                if let (Input::Repeat(r), Some(recorder)) = (&other, recorder.as_mut()) {
+                if let (Workload::Repeat(r), Some(recorder)) = (&other, recorder.as_mut()) {
                     recorder.record(r, true);
                 }
                 Ok(other)

@@ -25,7 +25,7 @@
 //!     });
 //! let cli = Cli::parse_from(["versus", "-c", "8", "--stop-after=1000", "old=http://127.0.0.1:8080/", "new=http://127.0.0.1:8081/"]);
 //! let plan = Arc::new(Plan::from_args(&cli.run, false)?);
-//! let run = engine::run(&plan.engine, engine::Input::Flow(Arc::new(flow)), &engine::Stop::new(), &mut engine::Quiet)?;
+//! let run = engine::run(&plan.engine, engine::Workload::Flow(Arc::new(flow)), &engine::Stop::new(), &mut engine::Quiet)?;
 //! versus::report::text::write(&mut std::io::stdout(), &plan.run_info(), &run)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -40,7 +40,7 @@
 //! let cli = Cli::parse_from(["versus", "--stop-after=100", "a=http://127.0.0.1:8545/", "b=http://127.0.0.1:8546/"]);
 //! let plan = Arc::new(Plan::from_args(&cli.run, false)?);
 //! let lines = &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_blockNumber\",\"params\":[]}\n"[..];
-//! let input = engine::Input::Stream(Box::new(LinesSource::new(lines, plan.max_line)));
+//! let input = engine::Workload::Stream(Box::new(LinesSource::new(lines, plan.max_line)));
 //! let run = engine::run(&plan.engine, input, &engine::Stop::new(), &mut engine::Quiet)?;
 //! versus::report::text::write(&mut std::io::stdout(), &plan.run_info(), &run)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())

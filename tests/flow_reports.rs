@@ -15,7 +15,7 @@ use common::{Reply, Server};
 use hdrhistogram::Histogram;
 use versus::cli::{Cli, CompareArgs, ReportArgs};
 use versus::commands::{self, Live};
-use versus::engine::{self, Input, RunOutput, Stop};
+use versus::engine::{self, RunOutput, Stop, Workload};
 use versus::flow::{Call, Flow};
 use versus::plan::Plan;
 use versus::report::{csv, html, markdown};
@@ -126,7 +126,7 @@ fn save_flow_run(shops: &(Server, Server), file: &Path) -> RunOutput {
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
     let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
     let input = live
-        .attach(Input::Flow(Arc::new(cart_flow())))
+        .attach(Workload::Flow(Arc::new(cart_flow())))
         .expect("output files");
     let out = live
         .observe(&mut engine::Quiet, |o| {

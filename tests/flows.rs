@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use common::{Reply, Server};
-use versus::engine::{self, Input, Observer, RunOutput};
+use versus::engine::{self, Observer, RunOutput, Workload};
 use versus::flow::{Call, Flow, StepError};
 use versus::plan::Plan;
 use versus::stats::RunStats;
@@ -56,14 +56,14 @@ fn plan(args: &[&str]) -> Arc<Plan> {
 }
 
 /// Single-request mode's input: the plan's request, over and over.
-fn repeated(plan: &Plan) -> Input {
+fn repeated(plan: &Plan) -> Workload {
     match &plan.mode {
-        versus::plan::RequestMode::Single(r) => Input::Repeat(r.clone()),
+        versus::plan::RequestMode::Single(r) => Workload::Repeat(r.clone()),
         versus::plan::RequestMode::Stream => panic!("single-request mode expected"),
     }
 }
 
-fn run(plan: &Arc<Plan>, input: Input, observer: &mut dyn Observer) -> RunOutput {
+fn run(plan: &Arc<Plan>, input: Workload, observer: &mut dyn Observer) -> RunOutput {
     engine::run(&plan.engine, input, &engine::Stop::new(), observer).expect("run")
 }
 
@@ -212,7 +212,7 @@ fn order_flow() -> Flow {
 fn order_run(args: &[&str]) -> RunOutput {
     run(
         &plan(args),
-        Input::Flow(Arc::new(order_flow())),
+        Workload::Flow(Arc::new(order_flow())),
         &mut engine::Quiet,
     )
 }
@@ -371,7 +371,7 @@ fn a_step_check_decides_success() {
         });
     let url = server.url();
     let plan = plan(&["-c", "1", "--stop-after", "10", &url]);
-    let out = run(&plan, Input::Flow(Arc::new(flow)), &mut engine::Quiet);
+    let out = run(&plan, Workload::Flow(Arc::new(flow)), &mut engine::Quiet);
     let s = &out.stats.endpoints[0];
     assert_eq!(
         step(&out, 0, "gone").errors,
@@ -547,7 +547,11 @@ fn errors_by_method_count_json_rpc_error_answers() {
         );
     }
     let source = versus::input::lines::LinesSource::new(std::io::Cursor::new(lines), 1 << 20);
-    let out = run(&plan, Input::Stream(Box::new(source)), &mut engine::Quiet);
+    let out = run(
+        &plan,
+        Workload::Stream(Box::new(source)),
+        &mut engine::Quiet,
+    );
     let s = &out.stats.endpoints[0];
     let by = |name: &str| s.methods.iter().find(|p| p.name == name).unwrap();
     assert_eq!((by("eth_call").requests, by("eth_call").errors), (10, 10));
@@ -638,7 +642,7 @@ fn a_stream_of_many_methods_is_counted_under_each_in_every_interval() {
     }
     let source = versus::input::lines::LinesSource::new(std::io::Cursor::new(lines), 1 << 20);
     let mut seen = PartsPerInterval::default();
-    let out = run(&plan, Input::Stream(Box::new(source)), &mut seen);
+    let out = run(&plan, Workload::Stream(Box::new(source)), &mut seen);
     assert!(seen.0.len() >= 3, "too few intervals: {:?}", seen.0);
     // An answer is counted under its method when its request is judged,
     // with the other endpoint's (a fast endpoint's answers come first).

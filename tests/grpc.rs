@@ -571,7 +571,7 @@ fn a_library_flow_calls_grpc_methods_json_in_json_and_status_out() {
             other => Err(format!("{other:?}").into()),
         });
     let input =
-        versus::engine::Input::Mix(std::sync::Arc::new(Mix::one(std::sync::Arc::new(flow))));
+        versus::engine::Workload::Mix(std::sync::Arc::new(Mix::one(std::sync::Arc::new(flow))));
     let out = versus::engine::run(
         &plan.engine,
         input,

@@ -43,12 +43,12 @@ use super::{
     TransportOptions,
 };
 use crate::model::{Request, Style};
-pub use kept::{Flight, Resume};
-use kept::{Kept, Point};
-pub use lane::{Laned, Rounds};
+pub use lane::{LaneExit, LaneSink};
+pub use quick::{InFlight, Resume};
+use quick::{Point, QuickSend};
 
-mod kept;
 mod lane;
+mod quick;
 
 /// The parts of a [`Link`] prepared before its core's thread starts: how to
 /// connect, and each protocol's request parts built once.
@@ -186,7 +186,7 @@ impl Link {
 /// An idle HTTP/1.1 connection and, for a new one, its connect time not
 /// yet reported (the first request on it reports it).
 struct Idle {
-    conn: Held,
+    conn: CountedConn,
     connect: Option<Duration>,
     /// The [`Link::epoch`] it became idle in.
     since: u32,
@@ -227,12 +227,12 @@ impl Drop for Ticket {
 }
 
 /// An HTTP/1.1 connection with its place under the limit.
-struct Held {
+struct CountedConn {
     conn: Box<H1Conn>,
     _ticket: Ticket,
 }
 
-impl Deref for Held {
+impl Deref for CountedConn {
     type Target = H1Conn;
 
     fn deref(&self) -> &H1Conn {
@@ -240,7 +240,7 @@ impl Deref for Held {
     }
 }
 
-impl std::ops::DerefMut for Held {
+impl std::ops::DerefMut for CountedConn {
     fn deref_mut(&mut self) -> &mut H1Conn {
         &mut self.conn
     }
@@ -487,7 +487,7 @@ impl Link {
     fn adopt(&self, connected: Connected, took: Option<Duration>, ticket: Ticket) {
         match connected {
             Connected::H1(conn) => self.give_back(
-                Held {
+                CountedConn {
                     conn,
                     _ticket: ticket,
                 },
@@ -514,7 +514,7 @@ impl Link {
 
     /// Put an HTTP/1.1 connection in the idle pool, waking a slot that waits
     /// for one.
-    fn give_back(&self, mut conn: Held, connect: Option<Duration>) {
+    fn give_back(&self, mut conn: CountedConn, connect: Option<Duration>) {
         conn.watch_idle();
         self.pool.borrow_mut().push(Idle {
             conn,
@@ -636,7 +636,7 @@ impl Link {
     /// request, written from where it was made): whether it is a `HEAD`
     /// request, or `None` when it cannot be formed or its body is over
     /// 64 KiB (the general path writes it).
-    fn stage_h1(&self, conn: &mut Held, req: &Request) -> Option<bool> {
+    fn stage_h1(&self, conn: &mut CountedConn, req: &Request) -> Option<bool> {
         if self.prepared_h1(req).is_some() {
             conn.stage_nothing();
             return Some(false);
@@ -869,7 +869,7 @@ macro_rules! send_on {
         let slot: &mut $crate::endpoint::Slot = $slot;
         let (req, keep_body, due) = ($req, $keep_body, $due);
         let out: &mut Option<$crate::model::Outcome> = $out;
-        let flight: Option<$crate::endpoint::Flight> = $flight;
+        let flight: Option<$crate::endpoint::InFlight> = $flight;
         let resume = match flight.is_some() || slot.quick() {
             true => slot.send_kept(req, keep_body, due, out, flight).await,
             false => Err($crate::endpoint::Resume::start()),
@@ -886,7 +886,7 @@ pub struct Slot {
     link: Rc<Link>,
     /// The HTTP/1.1 connection of the request in flight, kept for the
     /// next while no other slot waits for one (see [`Slot::release`]).
-    h1: Option<Held>,
+    h1: Option<CountedConn>,
     /// Whether the last answer left the connection usable (no
     /// `Connection: close`, not close-delimited).
     reuse: bool,
@@ -940,7 +940,7 @@ impl Drop for OpenStream<'_> {
 }
 
 enum Sender {
-    H1(Held),
+    H1(CountedConn),
     H2(H2Stream),
 }
 
@@ -1052,7 +1052,7 @@ impl Slot {
     }
 
     /// [`Slot::send`]'s quick path: the request on the connection this
-    /// slot kept from its last one, when it can go there (see [`Kept`]),
+    /// slot kept from its last one, when it can go there (see [`QuickSend`]),
     /// or the request in `flight` there (a lane's, see [`Slot::lane`]),
     /// taken up where it stands; its outcome put in `out` (where its
     /// reader finds it: not moved from future to future); where
@@ -1064,9 +1064,9 @@ impl Slot {
         keep_body: bool,
         due: Option<Instant>,
         out: &'a mut Option<Outcome>,
-        flight: Option<Flight>,
+        flight: Option<InFlight>,
     ) -> impl std::future::Future<Output = Result<(), Resume>> + 'a {
-        Kept {
+        QuickSend {
             slot: self,
             req,
             keep_body,
@@ -1163,7 +1163,7 @@ impl Slot {
     #[inline(always)]
     fn answered_h1(
         &mut self,
-        c: Held,
+        c: CountedConn,
         r: Result<RawResponse, Failure>,
         start: Instant,
     ) -> Result<Response, Failure> {
@@ -1286,7 +1286,7 @@ impl Slot {
     /// The HTTP/1.1 connection this slot's last request left open, unless
     /// a `fresh` one is wanted or the peer closed it (then it is closed).
     #[inline]
-    fn last_connection(&mut self, fresh: bool, cx: &mut Context<'_>) -> Option<Held> {
+    fn last_connection(&mut self, fresh: bool, cx: &mut Context<'_>) -> Option<CountedConn> {
         let mut c = self.h1.take()?;
         if fresh || c.is_closed(cx) {
             return None;
@@ -1487,7 +1487,7 @@ impl Slot {
         let took = Some(t0.elapsed());
         match connected {
             Connected::H1(conn) => {
-                let held = Held {
+                let held = CountedConn {
                     conn,
                     _ticket: link.ticket(),
                 };

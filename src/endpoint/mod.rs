@@ -28,7 +28,7 @@ use bytes::Bytes;
 
 pub use self::connect::{resolve, tls_config, TlsOptions};
 pub(crate) use self::http::send_on;
-pub use self::http::{Flight, Laned, Link, Prepared, Resume, Rounds, Slot};
+pub use self::http::{InFlight, LaneExit, LaneSink, Link, Prepared, Resume, Slot};
 pub use self::spec::{EndpointSpec, Scheme, SpecError};
 pub(crate) use self::uring::wait_in_ring;
 pub use self::uring::{probe as probe_uring, IoDriver};

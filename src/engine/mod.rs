@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 pub use self::settings::{Settings, StopAfter};
 pub use self::stop::Stop;
 pub use self::tap::Tap;
-use self::worker::{CoreMsg, WorkerInput, WorkerJob};
+use self::worker::{CoreInput, CoreJob, CoreMsg};
 use crate::endpoint::{self, Prepared};
 use crate::input::reader::{self, InputError, InputState};
 use crate::input::Source;
@@ -49,7 +49,7 @@ pub struct Quiet;
 impl Observer for Quiet {}
 
 /// Where a run's work comes from.
-pub enum Input {
+pub enum Workload {
     /// A request stream: each request is a one-step flow.
     Stream(Box<dyn Source>),
     /// The same request over and over (single-request mode).
@@ -67,7 +67,7 @@ pub enum Input {
 pub struct RunOutput {
     /// Merged statistics of every core.
     pub stats: RunStats,
-    /// Input counters.
+    /// Workload counters.
     pub input: InputStats,
     /// Set when the input failed or `--strict` stopped it (the requests
     /// read before were sent).
@@ -244,7 +244,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, RunError> {
 /// faults of requests are counted, never returned.
 pub fn run(
     settings: &Arc<Settings>,
-    input: Input,
+    input: Workload,
     stop: &Stop,
     observer: &mut dyn Observer,
 ) -> Result<RunOutput, RunError> {
@@ -259,7 +259,7 @@ pub fn run(
 pub fn run_resolved(
     settings: &Arc<Settings>,
     Resolved { addrs, faults }: Resolved,
-    input: Input,
+    input: Workload,
     stop: &Stop,
     observer: &mut dyn Observer,
 ) -> Result<RunOutput, RunError> {
@@ -271,7 +271,7 @@ pub fn run_resolved(
     };
     let cores = settings.threads.min(in_flight).max(1);
     let state = Arc::new(Mutex::new(InputState::default()));
-    let mut inputs: Vec<WorkerInput> = Vec::with_capacity(cores);
+    let mut inputs: Vec<CoreInput> = Vec::with_capacity(cores);
     // The quota counts counted units only; warm-up ones come on top (see
     // `Feed::take_now`).
     let core = |c: usize| crate::model::Shard::new(c, cores);
@@ -282,7 +282,7 @@ pub fn run_resolved(
     let flows = |mix: Arc<crate::flow::Mix>| {
         (0..cores).map(move |c| {
             let part = settings.shard.part(c, cores);
-            WorkerInput::Flow {
+            CoreInput::Flow {
                 mix: mix.clone(),
                 next: part.index,
                 step: part.count,
@@ -291,17 +291,17 @@ pub fn run_resolved(
         })
     };
     match input {
-        Input::Repeat(request) => {
+        Workload::Repeat(request) => {
             for c in 0..cores {
-                inputs.push(WorkerInput::Repeat {
+                inputs.push(CoreInput::Repeat {
                     request: request.clone(),
                     remaining: quota(c),
                 });
             }
         }
-        Input::Flow(flow) => inputs.extend(flows(Arc::new(crate::flow::Mix::one(flow)))),
-        Input::Mix(mix) => inputs.extend(flows(mix)),
-        Input::Stream(source) => {
+        Workload::Flow(flow) => inputs.extend(flows(Arc::new(crate::flow::Mix::one(flow)))),
+        Workload::Mix(mix) => inputs.extend(flows(mix)),
+        Workload::Stream(source) => {
             let (tx, rx) = async_channel::bounded(cores * 4);
             // The input thread may be blocked reading a pipe when the run
             // ends; it is not joined and ends with the process.
@@ -321,7 +321,7 @@ pub fn run_resolved(
                 state.clone(),
             )?);
             for _ in 0..cores {
-                inputs.push(WorkerInput::Batches(rx.clone()));
+                inputs.push(CoreInput::Batches(rx.clone()));
             }
         }
     }
@@ -332,7 +332,7 @@ pub fn run_resolved(
     let (ticks, collector) = std::sync::mpsc::channel();
     for (c, input) in inputs.into_iter().enumerate() {
         let share = |n: usize| core(c).share_of(n);
-        let by_position = matches!(input, WorkerInput::Batches(_));
+        let by_position = matches!(input, CoreInput::Batches(_));
         let mut transport = settings.transport.clone();
         transport.max_connections = transport.max_connections.map(|n| share(n).max(1));
         // An endpoint with faults: this core's own proxy in front of it.
@@ -361,7 +361,7 @@ pub fn run_resolved(
         let slots = share(in_flight).max(1);
         let warm = share(settings.concurrency).clamp(1, slots);
         let done = ticks.clone();
-        let job = WorkerJob {
+        let job = CoreJob {
             settings: settings.clone(),
             links,
             slots,

@@ -34,7 +34,7 @@ pub(crate) enum Claim<W> {
     Got(usize, W, Option<Instant>, bool),
     /// Nothing to do yet: wait for input or for the window to move.
     Wait,
-    /// Input is over and every unit was claimed.
+    /// Workload is over and every unit was claimed.
     Done,
 }
 

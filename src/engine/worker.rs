@@ -20,14 +20,14 @@ use super::unit::{self, Event, StepFailure, StepRun, Unit, UnitResult};
 use super::window::{Claim, LeadWindow};
 use super::Settings;
 use super::Stop;
-use crate::endpoint::{send_on, wait_in_ring, Laned, Link, Prepared, Rounds, Slot};
+use crate::endpoint::{send_on, wait_in_ring, LaneExit, LaneSink, Link, Prepared, Slot};
 use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
 use crate::stats::{self, RunStats};
 
 /// Where a core's requests come from.
-pub(crate) enum WorkerInput {
+pub(crate) enum CoreInput {
     /// The same request, `remaining` more times (`None`: until stopped).
     Repeat {
         request: Request,
@@ -46,7 +46,7 @@ pub(crate) enum WorkerInput {
 }
 
 /// Everything a core needs, moved into its thread.
-pub(crate) struct WorkerJob {
+pub(crate) struct CoreJob {
     pub settings: Arc<Settings>,
     pub links: Vec<Prepared>,
     /// Slots per endpoint on this core.
@@ -61,7 +61,7 @@ pub(crate) struct WorkerJob {
     /// this (the input's first ones, whichever core takes them) are not
     /// counted. The cores do not take equal shares of a stream.
     pub warmup_below: Option<u64>,
-    pub input: WorkerInput,
+    pub input: CoreInput,
     pub stop: Stop,
     pub start_barrier: Arc<std::sync::Barrier>,
     /// Where interval statistics go.
@@ -78,7 +78,7 @@ pub(crate) struct WorkerJob {
 /// What a core hands back at its end: the statistics since its last tick,
 /// with the end-of-run figures (rate, held-back time, abandoned and
 /// incomplete requests) filled in.
-pub(crate) struct WorkerResult {
+pub(crate) struct CoreResult {
     pub stats: RunStats,
     /// The tick the final statistics belong to.
     pub index: u64,
@@ -99,7 +99,7 @@ pub(crate) enum CoreMsg {
     /// Core `core` finished.
     Done {
         core: usize,
-        result: std::io::Result<WorkerResult>,
+        result: std::io::Result<CoreResult>,
     },
 }
 
@@ -127,7 +127,7 @@ struct Core {
     /// and every wake-up comes from this core's thread, so a wake-up with
     /// nobody waiting (most requests) costs a look at a cell, not
     /// `Notify`'s lock or `AtomicWaker`'s atomic updates.
-    space: Space,
+    space: FeederWaker,
     /// Requests the feeder keeps ready ahead of the leading endpoint.
     prefetch: usize,
     /// This core's view of each endpoint (for the TLS handshake times).
@@ -183,13 +183,13 @@ struct Core {
 const WARM_WAVE: usize = 256;
 
 /// Run one core to completion. Blocking; call on the core's own thread.
-pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
+pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .on_thread_park(before_sleep)
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let WorkerJob {
+    let CoreJob {
         settings,
         links,
         slots: per_endpoint,
@@ -258,7 +258,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     start_barrier.wait();
     let started = Instant::now();
     let (step_names, flow_names) = match &input {
-        WorkerInput::Flow { mix, .. } => names(mix),
+        CoreInput::Flow { mix, .. } => names(mix),
         _ => (Vec::new(), Vec::new()),
     };
     let mut first_stats = fresh_stats(endpoints, &step_names, &flow_names);
@@ -279,14 +279,14 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
     let keep_body = jsonrpc_bodies
         || endpoints > 1 && (settings.comparer.needs_body() || settings.verbose >= 1);
     let mix = match &input {
-        WorkerInput::Flow { mix, .. } => Some(mix.clone()),
+        CoreInput::Flow { mix, .. } => Some(mix.clone()),
         _ => None,
     };
     // With one endpoint there is nothing to keep in step and nothing to
     // wait for: work made on the core needs no feeder and no window.
     let direct = endpoints == 1
         && schedule.is_none()
-        && matches!(input, WorkerInput::Repeat { .. } | WorkerInput::Flow { .. });
+        && matches!(input, CoreInput::Repeat { .. } | CoreInput::Flow { .. });
     let (direct, input) = match direct {
         true => (Some(RefCell::new(Feed::new(input))), None),
         false => (None, Some(input)),
@@ -317,7 +317,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
         stats: RefCell::new(first_stats),
         tallies: RefCell::new(stats::Tallies::new(endpoints)),
         work: (0..endpoints).map(|_| Notify::new()).collect(),
-        space: Space::default(),
+        space: FeederWaker::default(),
         done: Notify::new(),
         stopping: Cell::new(None),
         paused_since: Cell::new(None),
@@ -431,7 +431,7 @@ pub(crate) fn run(job: WorkerJob) -> std::io::Result<WorkerResult> {
             .saturating_sub(paused);
     }
     drop((inflight, held_since, held, last_done));
-    Ok(WorkerResult {
+    Ok(CoreResult {
         stats,
         index,
         started: counted_from,
@@ -669,10 +669,10 @@ impl Core {
 
 /// The feeder's waker while it waits for room (see [`Core::space`]).
 #[derive(Default)]
-struct Space(Cell<Option<Waker>>);
+struct FeederWaker(Cell<Option<Waker>>);
 
-impl Space {
-    /// Wait with `waker`: the next [`Space::wake`] wakes it.
+impl FeederWaker {
+    /// Wait with `waker`: the next [`FeederWaker::wake`] wakes it.
     fn register(&self, waker: &Waker) {
         let w = match self.0.take() {
             Some(w) if w.will_wake(waker) => w,
@@ -756,16 +756,16 @@ async fn watch_stop(core: Rc<Core>, stop: Stop) {
 
 /// A core's input: the current batch and where the next comes from.
 struct Feed {
-    input: WorkerInput,
+    input: CoreInput,
     batch: std::vec::IntoIter<Request>,
     /// Single-request mode's request, shared by every repeat.
     repeat: Option<Rc<Request>>,
 }
 
 impl Feed {
-    fn new(input: WorkerInput) -> Feed {
+    fn new(input: CoreInput) -> Feed {
         let repeat = match &input {
-            WorkerInput::Repeat { request, .. } => Some(Rc::new(request.clone())),
+            CoreInput::Repeat { request, .. } => Some(Rc::new(request.clone())),
             _ => None,
         };
         Feed {
@@ -780,12 +780,12 @@ impl Feed {
     /// quota counts only those; warm-up units come on top).
     fn take_now(&mut self, core: &Core, counted: bool) -> Option<Unit> {
         match &mut self.input {
-            WorkerInput::Repeat { remaining, .. } => match take_quota(remaining, counted) {
+            CoreInput::Repeat { remaining, .. } => match take_quota(remaining, counted) {
                 true => self.repeat.clone().map(Unit::Request),
                 false => None,
             },
-            WorkerInput::Batches(_) => self.batch.next().map(|r| Unit::Request(core.share(r))),
-            WorkerInput::Flow {
+            CoreInput::Batches(_) => self.batch.next().map(|r| Unit::Request(core.share(r))),
+            CoreInput::Flow {
                 mix,
                 next,
                 step,
@@ -802,8 +802,8 @@ impl Feed {
     /// is stopping).
     async fn refill(&mut self, core: &Core) -> bool {
         match &mut self.input {
-            WorkerInput::Repeat { .. } | WorkerInput::Flow { .. } => false,
-            WorkerInput::Batches(rx) => {
+            CoreInput::Repeat { .. } | CoreInput::Flow { .. } => false,
+            CoreInput::Batches(rx) => {
                 let stopped = core.done.notified();
                 if core.stopping.get().is_some() {
                     return false;
@@ -871,7 +871,7 @@ async fn room(core: &Core, open: bool) -> bool {
 
 /// Closed model: move requests from the input into the window as room
 /// appears.
-async fn feed(core: Rc<Core>, input: WorkerInput) {
+async fn feed(core: Rc<Core>, input: CoreInput) {
     let mut feed = Feed::new(input);
     while room(&core, false).await {
         let mut pushed = 0;
@@ -908,7 +908,7 @@ async fn feed(core: Rc<Core>, input: WorkerInput) {
 /// counted.
 async fn feed_open(
     core: Rc<Core>,
-    input: WorkerInput,
+    input: CoreInput,
     schedule: Schedule,
     started: Instant,
     stop: Stop,
@@ -1039,7 +1039,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
             begin(&core, e, &work, warmup);
             let mut flight = None;
             if let Some(req) = lane_for(&slot, &work, due) {
-                let turns = Rc::new(Turns {
+                let turns = Rc::new(LaneRecorder {
                     core: core.clone(),
                     e,
                     unit: RefCell::new(Some(Claimed {
@@ -1062,7 +1062,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     due,
                     warmup,
                 } = unit;
-                if let Laned::Flight(f) = laned {
+                if let LaneExit::InFlight(f) = laned {
                     flight = Some(f);
                 }
             }
@@ -1214,7 +1214,7 @@ fn lane_for(slot: &Slot, work: &Unit, due: Option<Instant>) -> Option<Rc<Request
 
 /// A lane's rounds at endpoint `e`: each answer recorded and delivered as [`drive`]
 /// does a request's, and the next unit claimed.
-struct Turns {
+struct LaneRecorder {
     core: Rc<Core>,
     e: usize,
     /// The unit in flight on the lane, or claimed for the slot to take up.
@@ -1229,7 +1229,7 @@ struct Claimed {
     warmup: bool,
 }
 
-impl Rounds for Turns {
+impl LaneSink for LaneRecorder {
     fn answered(&self, outcome: Outcome) -> Option<Rc<Request>> {
         let (core, e) = (&*self.core, self.e);
         let Claimed {

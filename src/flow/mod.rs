@@ -12,7 +12,7 @@
 //! endpoint, never as mismatches.
 //!
 //! This module owns the vocabulary of a flow as a library user writes it;
-//! the engine runs it (`engine::run` with [`crate::engine::Input::Flow`]).
+//! the engine runs it (`engine::run` with [`crate::engine::Workload::Flow`]).
 //!
 //! ```no_run
 //! use versus::flow::{Call, Flow};

@@ -19,7 +19,7 @@ use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, IoDriver, Scheme, TlsOptions, TransportOptions,
 };
-use crate::engine::{Input, Settings, StopAfter};
+use crate::engine::{Settings, StopAfter, Workload};
 use crate::fault::Fault;
 use crate::input::{Format, Source};
 use crate::model::{Request, Shard};
@@ -485,9 +485,9 @@ impl Plan {
     ///
     /// # Errors
     /// When the input file cannot be opened.
-    pub fn input(&self, stream: Option<Box<dyn Source>>) -> std::io::Result<Input> {
+    pub fn input(&self, stream: Option<Box<dyn Source>>) -> std::io::Result<Workload> {
         let source = match (&self.mode, stream) {
-            (RequestMode::Single(r), _) => return Ok(Input::Repeat(r.clone())),
+            (RequestMode::Single(r), _) => return Ok(Workload::Repeat(r.clone())),
             (RequestMode::Stream, Some(s)) => s,
             (RequestMode::Stream, None) => {
                 crate::input::open(self.input_format, self.input_file.as_deref(), self.max_line)?
@@ -502,7 +502,7 @@ impl Plan {
             ))
         };
         // Only this shard's records are checked.
-        Ok(Input::Stream(grpc::Checked::wrap(
+        Ok(Workload::Stream(grpc::Checked::wrap(
             source,
             &self.engine.endpoints,
         )))

@@ -1,13 +1,13 @@
 //! The lane: a slot's one request sent again and again on the connection
 //! it kept, each answer taken and the next request sent by the ring's turn
 //! itself, where the answer lands (a [`Relay`]), with no task woken between
-//! them. Every answer is recorded by the engine's own code ([`Rounds`]) as
-//! the quick path ([`Kept`](super::kept)) would have recorded it, timed by
+//! them. Every answer is recorded by the engine's own code ([`LaneSink`]) as
+//! the quick path ([`QuickSend`](super::kept)) would have recorded it, timed by
 //! the same turn's clock. The slot's future waits meanwhile, woken only
 //! when the lane ends: an answer that is not a plain one whole where it
 //! landed (it stays for the slot to read), a request not all sent at once,
 //! no more work, or the deadline of the request in flight. It then takes
-//! the request in flight up where the lane left it ([`Laned`]), as the
+//! the request in flight up where the lane left it ([`LaneExit`]), as the
 //! quick path does.
 //!
 //! For HTTP/1.1 on the ring only, with no headers of its answers kept,
@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 
-use super::kept::Flight;
+use super::quick::InFlight;
 use super::{Link, Slot};
 use crate::endpoint::io::{Relay, Relayed};
 use crate::endpoint::Outcome;
@@ -33,7 +33,7 @@ use crate::endpoint::{h1, h1_bufs};
 use crate::model::Request;
 
 /// The engine's side of a lane: what it does with each answer.
-pub trait Rounds {
+pub trait LaneSink {
     /// The request in flight was answered with `outcome`: record it as any
     /// other, and claim the next unit of work. Its request when it is to be
     /// sent now; `None` when the lane is to end (the engine then holds
@@ -42,18 +42,18 @@ pub trait Rounds {
 }
 
 /// How a lane ended, for the slot to take up.
-pub enum Laned {
+pub enum LaneExit {
     /// Nothing is in flight: the last answer was taken and recorded.
     Idle,
     /// The lane did not start: send the request as any other.
     Start,
     /// A request is in flight (begun, and written as far as it says).
-    Flight(Flight),
+    InFlight(InFlight),
 }
 
 /// Why a lane ended, as its relay saw it.
 #[derive(Clone, Copy)]
-enum End {
+enum RelayEnd {
     /// An answer was not taken: it is the slot's to read.
     Declined,
     /// The last answer was taken, and nothing more was sent.
@@ -71,14 +71,14 @@ struct Lane {
     /// Where a request that is not the endpoint's prepared one is formed,
     /// lent by the pool once one is.
     buf: RefCell<BytesMut>,
-    rounds: Rc<dyn Rounds>,
+    rounds: Rc<dyn LaneSink>,
     /// Whether answers' bodies are kept.
     keep_body: bool,
     /// The connection's local port, for each outcome.
     port: u16,
     /// When the request in flight began.
     start: Cell<Instant>,
-    end: Cell<Option<End>>,
+    end: Cell<Option<RelayEnd>>,
 }
 
 impl Drop for Lane {
@@ -92,8 +92,8 @@ impl Drop for Lane {
 
 impl Lane {
     /// Send `next` as the request now in flight: true when it went whole.
-    /// One the lane cannot form is not sent (`End::Answered`: the slot
-    /// sends it); one not all sent is `End::Unsent`.
+    /// One the lane cannot form is not sent (`RelayEnd::Answered`: the slot
+    /// sends it); one not all sent is `RelayEnd::Unsent`.
     fn send(&self, next: Rc<Request>, send: &mut dyn FnMut(&[u8]) -> usize) -> bool {
         let link = &*self.link;
         self.start.set(Instant::now());
@@ -106,7 +106,7 @@ impl Lane {
                 }
                 buf.clear();
                 if !link.post_line_h1(&next, &mut buf) {
-                    self.end.set(Some(End::Answered));
+                    self.end.set(Some(RelayEnd::Answered));
                     return false;
                 }
                 (send(&buf), buf.len())
@@ -114,7 +114,7 @@ impl Lane {
         };
         *self.req.borrow_mut() = Some(next);
         if went < len {
-            self.end.set(Some(End::Unsent(went)));
+            self.end.set(Some(RelayEnd::Unsent(went)));
             return false;
         }
         true
@@ -130,13 +130,13 @@ impl Relay for Lane {
         // waits for, is left to the slot, whose quick path handles both.
         let Some(answer) = answer.filter(|a| a.keep_alive && link.capacity.waiting.get() == 0)
         else {
-            self.end.set(Some(End::Declined));
+            self.end.set(Some(RelayEnd::Declined));
             return Relayed::Declined;
         };
         let start = self.start.get();
         let response = answer.response(start);
         // Whole when its head came: its time to first byte is its latency
-        // (as in `Kept`).
+        // (as in `QuickSend`).
         let elapsed = response.ttfb;
         let bytes_out = self.req.take().map_or(0, |r| r.body.len() as u64);
         let outcome = Outcome {
@@ -144,7 +144,7 @@ impl Relay for Lane {
             ..Outcome::timed(Ok(response), (start, start, elapsed), None, bytes_out, None)
         };
         let Some(next) = self.rounds.answered(outcome) else {
-            self.end.set(Some(End::Answered));
+            self.end.set(Some(RelayEnd::Answered));
             return Relayed::Ended;
         };
         match self.send(next, send) {
@@ -154,7 +154,7 @@ impl Relay for Lane {
     }
 
     fn left(&self) {
-        self.end.set(Some(End::Declined));
+        self.end.set(Some(RelayEnd::Declined));
     }
 }
 
@@ -170,22 +170,22 @@ impl Slot {
 
     /// Send `req` on the kept connection and go on sending it by a lane
     /// (see the module), each answer handed to `rounds`, until the lane
-    /// ends; how it ended (see [`Laned`]). For a request [`Slot::lane_fits`]
+    /// ends; how it ended (see [`LaneExit`]). For a request [`Slot::lane_fits`]
     /// said yes to, in the closed model.
     pub async fn lane(
         &mut self,
         req: &Rc<Request>,
         keep_body: bool,
-        rounds: Rc<dyn Rounds>,
-    ) -> Laned {
-        let mut flight: Option<Flight> = None;
+        rounds: Rc<dyn LaneSink>,
+    ) -> LaneExit {
+        let mut flight: Option<InFlight> = None;
         let mut lane: Option<Rc<Lane>> = None;
         poll_fn(|cx| {
             let (f, lane) = match (&mut flight, &lane) {
                 (Some(f), Some(lane)) => (f, lane),
                 _ => {
                     let Some(f) = self.take_off(req, cx) else {
-                        return Poll::Ready(Laned::Start);
+                        return Poll::Ready(LaneExit::Start);
                     };
                     let f = flight.insert(f);
                     let new = Rc::new(Lane {
@@ -199,7 +199,7 @@ impl Slot {
                         end: Cell::new(None),
                     });
                     if !f.conn.relay(Some(new.clone()), cx) {
-                        return Poll::Ready(Laned::Flight(flight.take().expect("made above")));
+                        return Poll::Ready(LaneExit::InFlight(flight.take().expect("made above")));
                     }
                     let mut done = 0;
                     let prepared = self.link.prepared_h1(req).unwrap_or_default();
@@ -209,7 +209,9 @@ impl Slot {
                         _ => {
                             f.conn.relay(None, cx);
                             f.writing = Some(done);
-                            return Poll::Ready(Laned::Flight(flight.take().expect("made above")));
+                            return Poll::Ready(LaneExit::InFlight(
+                                flight.take().expect("made above"),
+                            ));
                         }
                     }
                     (f, &*lane.insert(new))
@@ -226,19 +228,19 @@ impl Slot {
                         return Poll::Pending;
                     }
                     // Out of time: the quick path times it out.
-                    End::Declined
+                    RelayEnd::Declined
                 }
             };
             f.conn.relay(None, cx);
             let mut f = flight.take().expect("in flight");
-            if let End::Answered = end {
+            if let RelayEnd::Answered = end {
                 self.h1 = Some(f.conn);
-                return Poll::Ready(Laned::Idle);
+                return Poll::Ready(LaneExit::Idle);
             }
             // The request in flight, begun when the ring's turn sent it.
             f.start = start;
             f.watch = self.deadline.watch(start, self.link.opts.timeout);
-            if let End::Unsent(written) = end {
+            if let RelayEnd::Unsent(written) = end {
                 // Not all written: taken up where the write stands, from
                 // the same bytes, staged as the quick path stages them (the
                 // request the lane sent, which it holds while in flight).
@@ -247,7 +249,7 @@ impl Slot {
                 }
                 f.writing = Some(written);
             }
-            Poll::Ready(Laned::Flight(f))
+            Poll::Ready(LaneExit::InFlight(f))
         })
         .await
     }

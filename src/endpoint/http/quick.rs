@@ -15,13 +15,13 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
-use super::{Held, Slot};
+use super::{CountedConn, Slot};
 use crate::endpoint::{Failure, Outcome, Watch};
 use crate::model::Request;
 
 /// [`Slot::send`]'s first future: the request on the kept connection, or
 /// where to take it up when it is not for the quick path.
-pub(super) struct Kept<'a> {
+pub(super) struct QuickSend<'a> {
     pub(super) slot: &'a mut Slot,
     pub(super) req: &'a Request,
     pub(super) keep_body: bool,
@@ -29,12 +29,12 @@ pub(super) struct Kept<'a> {
     /// Where its outcome goes.
     pub(super) out: &'a mut Option<Outcome>,
     /// The request in flight, once started.
-    pub(super) flight: Option<Flight>,
+    pub(super) flight: Option<InFlight>,
 }
 
 /// A request in flight on the kept connection.
-pub struct Flight {
-    pub(super) conn: Held,
+pub struct InFlight {
+    pub(super) conn: CountedConn,
     /// When it began, which its latency and deadline count from.
     pub(super) start: Instant,
     pub(super) watch: Watch,
@@ -62,18 +62,18 @@ pub(super) enum Point {
     /// The request was written on the connection at the time given (a
     /// `HEAD` request if the flag says so), and what came back was not a
     /// plain answer whole where it landed: read it as any other.
-    Read(Held, Instant, bool),
+    Read(CountedConn, Instant, bool),
     /// It failed on the kept connection without reaching the server (see
     /// `Slot::resend_h1`), begun at the time given: send it again on a new
     /// connection.
     Resend(Instant),
 }
 
-impl Future for Kept<'_> {
+impl Future for QuickSend<'_> {
     type Output = Result<(), Resume>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Kept {
+        let QuickSend {
             slot,
             req,
             keep_body,
@@ -103,7 +103,7 @@ impl Future for Kept<'_> {
                 .poll_plain_answer(cx, &link.heads, f.head_request, keep)
         });
         let polled = ready!(polled);
-        let Some(Flight {
+        let Some(InFlight {
             conn,
             start,
             head_request,
@@ -155,7 +155,7 @@ impl Slot {
     /// slot as it was (a closed connection dropped), when the quick path
     /// does not apply.
     #[inline(always)]
-    pub(super) fn take_off(&mut self, req: &Request, cx: &mut Context<'_>) -> Option<Flight> {
+    pub(super) fn take_off(&mut self, req: &Request, cx: &mut Context<'_>) -> Option<InFlight> {
         // (Called where `Slot::quick` said yes: on a stream that lends
         // nothing it would only be slower, every answer read on by the
         // general path.)
@@ -169,7 +169,7 @@ impl Slot {
         // Not reused if the exchange fails or is cut.
         self.reuse = false;
         let watch = self.deadline.watch(start, self.link.opts.timeout);
-        Some(Flight {
+        Some(InFlight {
             conn,
             start,
             watch,
