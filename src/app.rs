@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::cli::ScenarioArgs;
 use crate::cli::{GenArgs, Generator, RunArgs};
-use crate::commands::Live;
+use crate::commands::OutputFiles;
 use crate::engine::{self, RunOutput, Stop, Workload};
 use crate::exit::Exit;
 use crate::gen::{self, GenOptions};
@@ -63,7 +63,7 @@ struct Early(Exit, String);
 /// keep the run from starting, and only then create the output files (so a
 /// run that cannot start leaves an earlier run's files alone); run with the
 /// live view; write the report to `out`. Messages go to `err`, one line
-/// each; the live view draws on the terminal as [`live::Session`] does.
+/// each; the live view draws on the terminal as [`live::LiveView`] does.
 /// `stop` ends the run early (the caller's Ctrl-C).
 pub fn run(
     args: &RunArgs,
@@ -110,7 +110,7 @@ fn try_run(
         crate::plan::grpc::SetupError::Failed(m) => failed(m),
     })?;
     let plan = Arc::new(plan);
-    let mut outputs = Live::prepare(args, &plan, env.argv).map_err(usage)?;
+    let mut outputs = OutputFiles::prepare(args, &plan, env.argv).map_err(usage)?;
     if let Some(late) = outputs.late() {
         let _ = writeln!(
             err,
@@ -131,7 +131,7 @@ fn try_run(
     };
     let flows = matches!(input, Workload::Mix(_));
     let resolved = engine::resolve(&plan.engine).map_err(|e| failed(e.to_string()))?;
-    let mut view = live::Session::start(mode, &plan.engine, plan.input_gauge(), stop)
+    let mut view = live::LiveView::start(mode, &plan.engine, plan.input_gauge(), stop)
         .map_err(|e| failed(e.to_string()))?;
     let input = match outputs.check().and_then(|()| outputs.attach(input)) {
         Ok(input) => input,

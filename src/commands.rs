@@ -13,7 +13,7 @@ use crate::exit::Exit;
 use crate::input::{Next, Source};
 use crate::plan::Plan;
 use crate::report::info::Report;
-use crate::report::outputs::{self, Format};
+use crate::report::outputs::{self, ReportFormat};
 use crate::report::threshold::{self, Threshold};
 use crate::results::format::Header;
 use crate::results::info::RunInfo;
@@ -21,10 +21,10 @@ use crate::results::series::SeriesObserver;
 use crate::results::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
 
 /// What a live run writes, prepared before it starts.
-pub struct Live {
+pub struct OutputFiles {
     info: RunInfo,
     header: Header,
-    format: Format,
+    format: ReportFormat,
     thresholds: Vec<Threshold>,
     html: Option<PathBuf>,
     /// The `--output` file's writer (its file created by `files`).
@@ -160,16 +160,21 @@ fn writable(flag: &str, path: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
-impl Live {
+impl OutputFiles {
     /// Check the output flags (no file is touched yet: see
-    /// [`Live::open`]). `argv` is the command line as given.
+    /// [`OutputFiles::open`]). `argv` is the command line as given.
     ///
     /// # Errors
     /// A usage message naming the flag (exit 2).
-    pub fn prepare(args: &RunArgs, plan: &Plan, argv: &[String]) -> Result<Live, String> {
-        let format = Format::parse(
+    pub fn prepare(args: &RunArgs, plan: &Plan, argv: &[String]) -> Result<OutputFiles, String> {
+        let format = ReportFormat::parse(
             &args.format,
-            &[Format::Text, Format::Json, Format::Markdown, Format::Vegeta],
+            &[
+                ReportFormat::Text,
+                ReportFormat::Json,
+                ReportFormat::Markdown,
+                ReportFormat::Vegeta,
+            ],
         )?;
         let thresholds = outputs::thresholds(&args.thresholds)?;
         let info = plan.run_info();
@@ -192,12 +197,12 @@ impl Live {
             plan.engine.start_at,
         );
         header.shard =
-            (plan.engine.shard != crate::model::Shard::WHOLE).then_some(plan.engine.shard);
+            (plan.engine.shard != crate::model::Share::WHOLE).then_some(plan.engine.shard);
         let writer = args
             .output
             .as_ref()
             .map(|path| RunWriter::pending(path, &header));
-        Ok(Live {
+        Ok(OutputFiles {
             series: args
                 .html
                 .as_ref()
@@ -233,7 +238,7 @@ impl Live {
 
     /// The run's input, its requests recorded into the `--output` file so
     /// that the saved run can be replayed, and the output files created
-    /// (every one [`Live::check`]ed first): a stream's at its first
+    /// (every one [`OutputFiles::check`]ed first): a stream's at its first
     /// request, so that an input without one leaves an earlier run's
     /// files alone; any other input's now. A flow's requests are built at
     /// each endpoint: nothing to replay.
@@ -333,15 +338,15 @@ impl Live {
 
 /// `versus report FILE...`.
 pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
-    let prepared = Format::parse(
+    let prepared = ReportFormat::parse(
         &args.format,
         &[
-            Format::Text,
-            Format::Json,
-            Format::Markdown,
-            Format::Csv,
-            Format::Html,
-            Format::Vegeta,
+            ReportFormat::Text,
+            ReportFormat::Json,
+            ReportFormat::Markdown,
+            ReportFormat::Csv,
+            ReportFormat::Html,
+            ReportFormat::Vegeta,
         ],
     )
     .and_then(|f| Ok((f, outputs::thresholds(&args.thresholds)?)));
@@ -436,13 +441,14 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
 
 /// `versus compare A [B ...]`.
 pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
-    let format = match Format::parse(&args.format, &[Format::Text, Format::Markdown]) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = writeln!(err, "versus: {e}");
-            return Exit::Usage;
-        }
-    };
+    let format =
+        match ReportFormat::parse(&args.format, &[ReportFormat::Text, ReportFormat::Markdown]) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = writeln!(err, "versus: {e}");
+                return Exit::Usage;
+            }
+        };
     // Columns are named by file name, or by path when names repeat.
     let name = |f: &std::path::PathBuf| -> String {
         let short = f.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -482,7 +488,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
     }
     let (columns, notes) = crate::report::compare::columns(&runs);
     let result = match format {
-        Format::Markdown => crate::report::compare::write_markdown(out, &columns),
+        ReportFormat::Markdown => crate::report::compare::write_markdown(out, &columns),
         _ => crate::report::compare::write_text(out, &columns),
     }
     .and_then(|()| {
@@ -491,7 +497,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         for n in &notes {
             let _ = writeln!(err, "versus: note: {n}");
             match format {
-                Format::Markdown => {
+                ReportFormat::Markdown => {
                     writeln!(out, "\n- Note: {}", crate::report::markdown::cell(n))?
                 }
                 _ => writeln!(out, "\nNote: {n}")?,

@@ -14,7 +14,7 @@ use clap::Parser;
 use common::{Reply, Server};
 use hdrhistogram::Histogram;
 use versus::cli::{Cli, CompareArgs, ReportArgs};
-use versus::commands::{self, Live};
+use versus::commands::{self, OutputFiles};
 use versus::engine::{self, RunOutput, Stop, Workload};
 use versus::flow::{Call, Flow};
 use versus::plan::Plan;
@@ -124,7 +124,7 @@ fn save_flow_run(shops: &(Server, Server), file: &Path) -> RunOutput {
     let cli = Cli::try_parse_from(argv).expect("arguments");
     let plan = Arc::new(Plan::from_args(&cli.run, false).expect("plan"));
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
-    let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
+    let mut live = OutputFiles::prepare(&cli.run, &plan, &argv).expect("outputs");
     let input = live
         .attach(Workload::Flow(Arc::new(cart_flow())))
         .expect("output files");

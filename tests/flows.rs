@@ -497,7 +497,11 @@ fn held_back_time_is_shown_beside_a_rate_over_the_whole_run() {
         &mut engine::Quiet,
     );
     let s = &out.stats.endpoints[0];
-    assert!(s.held > Duration::from_millis(500), "held {:?}", s.held);
+    assert!(
+        s.held_back > Duration::from_millis(500),
+        "held {:?}",
+        s.held_back
+    );
     let mut text = Vec::new();
     versus::report::text::write(&mut text, &plan.run_info(), &out).unwrap();
     let text = String::from_utf8(text).unwrap();
@@ -577,7 +581,7 @@ impl Observer for MethodsPerInterval {
 }
 
 /// Single-request mode judges the same request every time, and counts it
-/// where the last one was counted (`judge::KindCache`): across intervals,
+/// where the last one was counted (`judge::MethodCache`): across intervals,
 /// whose statistics start empty, every answer is still counted once under
 /// its method, in the interval it came in.
 #[test]
@@ -617,7 +621,7 @@ impl Observer for PartsPerInterval {
 }
 
 /// A compared stream of JSON-RPC calls is counted where each method was
-/// counted before (`judge::KindCache`'s names, found by the method's
+/// counted before (`judge::MethodCache`'s names, found by the method's
 /// bytes): across intervals, whose statistics start empty, with more
 /// methods than an endpoint names in one (the rest are `(other)`), every
 /// answer is counted once under its method at each endpoint, alike at

@@ -271,7 +271,7 @@ fn fuzz_saved_run_requests() {
         "saved run (requests)",
         "saved-run.jsonl",
         RUN_TOKENS,
-        |input| versus::input::saved::SavedRun::new(ahead(input)),
+        |input| versus::input::saved::SavedRunSource::new(ahead(input)),
     );
 }
 

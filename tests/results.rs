@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use versus::cli::{Cli, CompareArgs};
-use versus::commands::{self, Live};
+use versus::commands::{self, OutputFiles};
 use versus::engine::{self, RunOutput, Stop};
 use versus::plan::Plan;
 
@@ -32,7 +32,7 @@ fn save_run(args: &[&str], input: &[u8], interval: Duration) -> (RunOutput, Stri
     plan.engine_mut().interval = interval;
     let plan = Arc::new(plan);
     let argv: Vec<String> = argv.iter().map(ToString::to_string).collect();
-    let mut live = Live::prepare(&cli.run, &plan, &argv).expect("outputs");
+    let mut live = OutputFiles::prepare(&cli.run, &plan, &argv).expect("outputs");
     let lines =
         versus::input::lines::LinesSource::new(std::io::Cursor::new(input.to_vec()), 1 << 20);
     let input = plan.input(Some(Box::new(lines))).expect("input");

@@ -52,7 +52,7 @@ pub fn quick_jsonrpc_name(body: &[u8]) -> Option<&[u8]> {
 /// How a request is named in groups, and the selector its per-method rules
 /// are chosen by.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kind {
+pub struct MethodName {
     /// The group name: `eth_getBalance`, `batch`, or `GET /users/{id}`.
     pub group: String,
     /// The rules selector: the JSON-RPC method, or `GET /users/42`.
@@ -64,10 +64,10 @@ pub struct Kind {
     pub step: bool,
 }
 
-impl Kind {
+impl MethodName {
     /// The kind of a flow step named `name`.
-    pub fn step(name: &str) -> Kind {
-        Kind {
+    pub fn step(name: &str) -> MethodName {
+        MethodName {
             group: name.to_string(),
             selector: name.to_string(),
             jsonrpc: false,
@@ -78,11 +78,11 @@ impl Kind {
 
 /// Name a request as the reference endpoint would receive it: the
 /// endpoint's `style` and the path of its URL (`base_path`).
-pub fn kind(req: &Request, style: Style, base_path: &str) -> Kind {
+pub fn kind(req: &Request, style: Style, base_path: &str) -> MethodName {
     if req.target.is_none() && style == Style::Grpc {
         // A gRPC method by its name: `items.Items/GetItem`.
         let name = base_path.trim_start_matches('/').to_string();
-        return Kind {
+        return MethodName {
             group: name.clone(),
             selector: name,
             jsonrpc: false,
@@ -91,7 +91,7 @@ pub fn kind(req: &Request, style: Style, base_path: &str) -> Kind {
     }
     if req.target.is_none() {
         if let Some(m) = quick_jsonrpc_method(&req.body) {
-            return Kind {
+            return MethodName {
                 group: m.to_string(),
                 selector: m.to_string(),
                 jsonrpc: true,
@@ -118,7 +118,7 @@ pub fn kind(req: &Request, style: Style, base_path: &str) -> Kind {
         ),
     };
     let path = path.split('?').next().unwrap_or("/").to_string();
-    Kind {
+    MethodName {
         group: format!("{method} {}", normalize(&path)),
         selector: format!("{method} {path}"),
         jsonrpc: false,

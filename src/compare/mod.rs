@@ -14,7 +14,7 @@ pub mod verdict;
 
 use std::str::FromStr;
 
-pub use self::verdict::{Comparer, Finding, Judgement};
+pub use self::verdict::{Comparer, Finding, Verdict};
 
 /// What counts as the same answer (`--compare`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -177,7 +177,7 @@ mod tests {
             resp(r#"{"result":{"balance":"0x10","n":1}}"#),
             resp(r#"{"result":{"n":1,"balance":"0x11"}}"#),
         ];
-        let kind = || crate::compare::method::Kind {
+        let kind = || crate::compare::method::MethodName {
             group: "m".into(),
             selector: "m".into(),
             jsonrpc: false,

@@ -6,7 +6,7 @@
 use http::HeaderName;
 
 use super::json::{self, Difference};
-use super::method::Kind;
+use super::method::MethodName;
 use super::path::{render, render_grouped, Segment};
 use super::rules::Rules;
 use super::CompareMode;
@@ -30,7 +30,7 @@ pub struct Finding {
 
 /// The judgement of one request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Judgement {
+pub struct Verdict {
     /// Some endpoint really differs from the reference.
     pub mismatched: bool,
     /// Real differences (noise removed).
@@ -154,8 +154,8 @@ impl Comparer {
 
     /// Judge one request. `kind` names it (computed only when answers
     /// differ); `outcomes` are in endpoint order, the first the reference.
-    pub fn judge(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<&Outcome>]) -> Judgement {
-        let mut j = Judgement::default();
+    pub fn judge(&self, kind: &dyn Fn() -> MethodName, outcomes: &[Option<&Outcome>]) -> Verdict {
+        let mut j = Verdict::default();
         if !self.enabled() {
             return j;
         }
@@ -315,11 +315,19 @@ mod tests {
 
     /// [`Comparer::judge`] of outcomes held here.
     trait JudgeHeld {
-        fn judge_held(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<Outcome>]) -> Judgement;
+        fn judge_held(
+            &self,
+            kind: &dyn Fn() -> MethodName,
+            outcomes: &[Option<Outcome>],
+        ) -> Verdict;
     }
 
     impl JudgeHeld for Comparer {
-        fn judge_held(&self, kind: &dyn Fn() -> Kind, outcomes: &[Option<Outcome>]) -> Judgement {
+        fn judge_held(
+            &self,
+            kind: &dyn Fn() -> MethodName,
+            outcomes: &[Option<Outcome>],
+        ) -> Verdict {
             let refs: Vec<Option<&Outcome>> = outcomes.iter().map(Option::as_ref).collect();
             self.judge(kind, &refs)
         }
@@ -333,8 +341,8 @@ mod tests {
         Some(Outcome::test_failure(f))
     }
 
-    fn rpc() -> Kind {
-        Kind {
+    fn rpc() -> MethodName {
+        MethodName {
             group: "eth_x".into(),
             selector: "eth_x".into(),
             jsonrpc: true,
@@ -342,7 +350,7 @@ mod tests {
         }
     }
 
-    fn fields(j: &Judgement) -> Vec<(usize, String, String)> {
+    fn fields(j: &Verdict) -> Vec<(usize, String, String)> {
         j.findings
             .iter()
             .map(|f| (f.endpoint, f.field.clone(), f.kind.clone()))
@@ -361,7 +369,7 @@ mod tests {
             &kind,
             &[resp(200, "{}"), resp(200, "{}"), fail(Failure::Timeout)].map(|o| o)[..2],
         );
-        assert_eq!(j, Judgement::default());
+        assert_eq!(j, Verdict::default());
         assert!(!called.get(), "no kind needed for equal answers");
     }
 

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::Settings;
 use crate::compare::jsonrpc::{classify_response, mentions_error, ResponseClass};
-use crate::compare::method::{self, Kind};
+use crate::compare::method::{self, MethodName};
 use crate::compare::sample::sample;
 use crate::model::Outcome;
 use crate::model::Request;
@@ -88,13 +88,13 @@ pub(crate) fn classify(
 /// The kind of the last request that was not JSON-RPC, kept because
 /// single-request mode (and many replays) send the same request again and
 /// again: naming it costs an allocation or two, comparing it a memcmp.
-/// With it, where the last request judged was counted ([`Placed`]), and
-/// where each JSON-RPC method is ([`Named`]).
+/// With it, where the last request judged was counted ([`RepeatPlaces`]), and
+/// where each JSON-RPC method is ([`MethodPlaces`]).
 #[derive(Default)]
-pub(crate) struct KindCache {
+pub(crate) struct MethodCache {
     last: Option<Cached>,
-    placed: Option<Placed>,
-    named: Vec<Named>,
+    placed: Option<RepeatPlaces>,
+    named: Vec<MethodPlaces>,
 }
 
 /// Where a request is counted: its part in every endpoint's `methods`
@@ -110,7 +110,7 @@ struct Places {
 /// Where the last request judged has its method counted: the same request
 /// judged again (single-request mode) is counted there with no look at a
 /// name.
-struct Placed {
+struct RepeatPlaces {
     /// The request, kept alive so that its address names it alone.
     req: Rc<Request>,
     at: Places,
@@ -120,7 +120,7 @@ struct Placed {
 /// request is found there by its method's bytes, with no name checked to
 /// be UTF-8 or looked up in three lists (180 instructions a compared line
 /// fewer; callgrind, `bench/callgrind.sh stream2`).
-struct Named {
+struct MethodPlaces {
     /// The method, as requests have it.
     name: Box<[u8]>,
     at: Places,
@@ -133,13 +133,13 @@ struct Cached {
     body: bytes::Bytes,
     target: Option<String>,
     method: Option<http::Method>,
-    kind: Kind,
+    kind: MethodName,
 }
 
-impl KindCache {
+impl MethodCache {
     /// The kind of `req`, from the cache when `req` has the last one's
     /// body, target and method.
-    fn kind(&mut self, settings: &Settings, req: &Request) -> &Kind {
+    fn kind(&mut self, settings: &Settings, req: &Request) -> &MethodName {
         let same = |c: &Cached| {
             let body = (c.body.as_ptr() == req.body.as_ptr() && c.body.len() == req.body.len())
                 || c.body == req.body;
@@ -175,12 +175,12 @@ impl KindCache {
 pub(crate) fn verdict(
     settings: &Settings,
     (stats, tallies): (&mut RunStats, &mut Tallies),
-    kinds: &mut KindCache,
+    kinds: &mut MethodCache,
     req: &Rc<Request>,
     outcomes: &[Option<&Outcome>],
     errors: &[bool],
 ) {
-    let kind: OnceCell<Kind> = OnceCell::new();
+    let kind: OnceCell<MethodName> = OnceCell::new();
     let kind_of = || {
         kind.get_or_init(|| {
             method::kind(
@@ -234,7 +234,7 @@ pub(crate) fn verdict(
     let places = at.filter(|_| same).map(|part| Places { part, counted });
     if let (Some(at), Some(m)) = (places, quick) {
         if kinds.named.len() < MAX_PARTS {
-            kinds.named.push(Named {
+            kinds.named.push(MethodPlaces {
                 name: m.as_bytes().into(),
                 at,
             });
@@ -244,7 +244,7 @@ pub(crate) fn verdict(
     // which the feed keeps): a stream's requests come once each.
     kinds.placed = places
         .filter(|_| Rc::strong_count(req) > 1)
-        .map(|at| Placed {
+        .map(|at| RepeatPlaces {
             req: req.clone(),
             at,
         });
@@ -314,7 +314,7 @@ pub(crate) fn flow_verdict(
                     Some(s) if outcomes[0].is_some() && others => &s.request,
                     _ => return,
                 };
-                let kind = || Kind::step(name);
+                let kind = || MethodName::step(name);
                 // A paged step's answers are its items: findings name them by key.
                 let key = flow
                     .and_then(|f| f.steps().get(k))
@@ -363,7 +363,7 @@ fn judge(
     stats: &mut RunStats,
     req: &Request,
     outcomes: &[Option<&Outcome>],
-    kind_of: &dyn Fn() -> Kind,
+    kind_of: &dyn Fn() -> MethodName,
     step: Option<(&str, Option<&str>)>,
 ) {
     let v = &mut stats.verdicts;

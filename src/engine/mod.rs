@@ -274,7 +274,7 @@ pub fn run_resolved(
     let mut inputs: Vec<CoreInput> = Vec::with_capacity(cores);
     // The quota counts counted units only; warm-up ones come on top (see
     // `Feed::take_now`).
-    let core = |c: usize| crate::model::Shard::new(c, cores);
+    let core = |c: usize| crate::model::Share::new(c, cores);
     let quota = |c: usize| settings.stop_after.count.map(|n| core(c).share(n));
     // Core c of shard I of N numbers its flow instances c·N + I, then
     // every (cores·N)th: together, over cores and shards, 0, 1, 2, ...

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::Shard;
+use crate::model::Share;
 
 /// A rate in requests per second per endpoint, parsed from `500`, `500/s`,
 /// `30000/m`, `2/ms`, `1000/h`.
@@ -46,13 +46,13 @@ pub struct Schedule {
     /// Nanoseconds between two requests of the whole run's schedule.
     gap_ns: f64,
     /// Which requests of the whole run's schedule are this core's.
-    part: Shard,
+    part: Share,
 }
 
 impl Schedule {
     /// The schedule of core `core` of `cores` of `shard` sending `rate`
     /// requests per second (its shard's share of the whole rate).
-    pub fn new(rate: Rate, shard: Shard, core: usize, cores: usize) -> Schedule {
+    pub fn new(rate: Rate, shard: Share, core: usize, cores: usize) -> Schedule {
         Schedule {
             gap_ns: 1e9 / (rate.0 * shard.count as f64),
             part: shard.part(core, cores),
@@ -90,14 +90,14 @@ mod tests {
     #[test]
     fn the_schedule_by_table() {
         // 1000 per second over 1 core: one request every 1 ms.
-        let one = Schedule::new(Rate(1000.0), Shard::WHOLE, 0, 1);
+        let one = Schedule::new(Rate(1000.0), Share::WHOLE, 0, 1);
         for (k, ms) in [(0, 0), (1, 1), (2, 2), (1000, 1000)] {
             assert_eq!(one.due(k), Duration::from_millis(ms), "k={k}");
         }
         // 1000 per second over 2 cores: core 0 sends the even requests
         // (0, 2, 4 ms), core 1 the odd ones (1, 3, 5 ms).
-        let c0 = Schedule::new(Rate(1000.0), Shard::WHOLE, 0, 2);
-        let c1 = Schedule::new(Rate(1000.0), Shard::WHOLE, 1, 2);
+        let c0 = Schedule::new(Rate(1000.0), Share::WHOLE, 0, 2);
+        let c1 = Schedule::new(Rate(1000.0), Share::WHOLE, 1, 2);
         assert_eq!(
             [c0.due(0), c0.due(1), c0.due(2)],
             [0, 2, 4].map(Duration::from_millis)
@@ -107,11 +107,11 @@ mod tests {
             [1, 3, 5].map(Duration::from_millis)
         );
         // 3 per second: gaps of 333.33 ms, rounded to the nanosecond.
-        let third = Schedule::new(Rate(3.0), Shard::WHOLE, 0, 1);
+        let third = Schedule::new(Rate(3.0), Share::WHOLE, 0, 1);
         assert_eq!(third.due(1), Duration::from_nanos(333_333_333));
         assert_eq!(third.due(3), Duration::from_secs(1));
         // 20000 per second: 50 µs apart, no millisecond rounding.
-        let fast = Schedule::new(Rate(20000.0), Shard::WHOLE, 0, 1);
+        let fast = Schedule::new(Rate(20000.0), Share::WHOLE, 0, 1);
         assert_eq!(fast.due(3), Duration::from_micros(150));
     }
 
@@ -120,13 +120,13 @@ mod tests {
     #[test]
     fn shards_of_a_schedule_make_the_whole() {
         let whole: Vec<Duration> = (0..240)
-            .map(|k| Schedule::new(Rate(1000.0), Shard::WHOLE, 0, 1).due(k))
+            .map(|k| Schedule::new(Rate(1000.0), Share::WHOLE, 0, 1).due(k))
             .collect();
         for n in 1..8u64 {
             for cores in 1..4 {
                 let mut union = Vec::new();
                 for i in 0..n {
-                    let shard = Shard { index: i, count: n };
+                    let shard = Share { index: i, count: n };
                     let rate = Rate(1000.0 / n as f64);
                     for c in 0..cores {
                         let s = Schedule::new(rate, shard, c, cores);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::compare::Comparer;
 use crate::endpoint::{EndpointSpec, TransportOptions};
 use crate::fault::Fault;
-use crate::model::Shard;
+use crate::model::Share;
 
 /// When to stop sending.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,10 +86,10 @@ pub struct Settings {
     /// What sees each request as the cores carry it out: the `-v` printer
     /// and the mismatch log, when asked for.
     pub taps: Vec<Arc<dyn super::Tap>>,
-    /// This run's share of a sharded run ([`Shard::WHOLE`] unsharded):
+    /// This run's share of a sharded run ([`Share::WHOLE`] unsharded):
     /// `concurrency`, `rate`, and the counts of `stop_after` and `warmup`
     /// are already this shard's.
-    pub shard: Shard,
+    pub shard: Share,
     /// When to start sending (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
 }

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::endpoint::Slot;
-use crate::flow::paginate::{Paging, Traversal, Turn, Walk};
+use crate::flow::paginate::{AfterPage, Paging, Traversal, Walk};
 use crate::flow::{Call, Context, Flow, Reply, Step, StepError, Vars};
 use crate::model::Outcome;
 use crate::model::Request;
@@ -301,15 +301,15 @@ async fn traverse(
             break;
         };
         match walk.page(&call, reply, wire) {
-            Turn::Last => break,
-            Turn::Stop(kind, why) => {
+            AfterPage::Last => break,
+            AfterPage::Stop(kind, why) => {
                 failure = Some(StepFailure::Check(StepError(format!(
                     "pagination stopped: {kind}: {why}"
                 ))));
                 walk.done.stop = Some((kind, why));
                 break;
             }
-            Turn::Next(next) => {
+            AfterPage::Next(next) => {
                 request = next.clone().into_request(instance);
                 call = next;
             }

@@ -135,7 +135,7 @@ struct Core {
     /// Per endpoint with faults, what their errors are put down to.
     ledgers: Vec<Option<crate::fault::Ledger>>,
     /// The kind of the last request, for the per-method counts.
-    kinds: RefCell<judge::KindCache>,
+    kinds: RefCell<judge::MethodCache>,
     /// Judged stream requests no one else holds: their allocations, kept
     /// for the next requests the feeder takes (see [`Core::share`]).
     spare: RefCell<Vec<Rc<Request>>>,
@@ -174,7 +174,7 @@ struct Core {
     /// released when none is free starts late).
     idle: RefCell<Vec<u32>>,
     held_since: RefCell<Vec<Option<Instant>>>,
-    held: RefCell<Vec<Duration>>,
+    held_back: RefCell<Vec<Duration>>,
     last_done: RefCell<Vec<Option<Instant>>>,
     keep_body: bool,
 }
@@ -329,11 +329,11 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         inflight: RefCell::new(vec![0; endpoints]),
         idle: RefCell::new(vec![0; endpoints]),
         held_since: RefCell::new(vec![None; endpoints]),
-        held: RefCell::new(vec![Duration::ZERO; endpoints]),
+        held_back: RefCell::new(vec![Duration::ZERO; endpoints]),
         last_done: RefCell::new(vec![None; endpoints]),
         keep_body,
         prefetch: (2 * per_endpoint).max(8),
-        kinds: RefCell::new(judge::KindCache::default()),
+        kinds: RefCell::new(judge::MethodCache::default()),
         spare: RefCell::new(Vec::new()),
         links: links.clone(),
         ledgers,
@@ -407,7 +407,7 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
     let stopped_at = core.stopping.get().unwrap_or(ended).min(ended);
     let inflight = core.inflight.borrow();
     let held_since = core.held_since.borrow();
-    let held = core.held.borrow();
+    let held = core.held_back.borrow();
     let last_done = core.last_done.borrow();
     let mut paused = core.paused.get();
     if let Some(since) = core.paused_since.get() {
@@ -425,7 +425,7 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         if let Some(since) = held_since[e] {
             h += until.saturating_duration_since(since);
         }
-        s.held = h;
+        s.held_back = h;
         s.active = until
             .saturating_duration_since(counted_from)
             .saturating_sub(paused);
@@ -543,7 +543,7 @@ fn fresh_stats(endpoints: usize, steps: &[Vec<String>], flows: &[String]) -> Run
             .flatten()
             .map(|n| stats::PartStats::new(n))
             .collect();
-        s.scenarios = flows.iter().map(|n| stats::FlowStats::named(n)).collect();
+        s.by_flow = flows.iter().map(|n| stats::FlowStats::named(n)).collect();
     }
     stats
 }
@@ -1116,7 +1116,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                     if !warmup {
                         let s = &mut core.stats.borrow_mut().endpoints[e];
                         s.flows.record(run.succeeded, run.duration);
-                        if let Some(one) = s.scenarios.get_mut(*f) {
+                        if let Some(one) = s.by_flow.get_mut(*f) {
                             one.record(run.succeeded, run.duration);
                         }
                     }
@@ -1305,7 +1305,7 @@ fn look(core: &Core, e: usize) -> Claim<Unit> {
             core.space.wake();
         }
         if let Some(since) = core.held_since.borrow_mut()[e].take() {
-            core.held.borrow_mut()[e] += since.elapsed();
+            core.held_back.borrow_mut()[e] += since.elapsed();
         }
     }
     claim

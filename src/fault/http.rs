@@ -13,7 +13,7 @@ use super::spec::Action;
 
 /// What happens to one request.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Decision {
     /// Send it to the endpoint.
     Pass,
     /// Answer it with these bytes.
@@ -24,7 +24,7 @@ pub enum Verdict {
 
 /// A piece of the up stream, in order.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Part {
+pub enum UpstreamPiece {
     /// Bytes for the endpoint.
     Forward(Bytes),
     /// An answer for versus (the request is not sent on).
@@ -62,18 +62,23 @@ impl Requests {
 
     /// Take `data` from the up stream; append what to do with it to `out`,
     /// asking `decide` once per request.
-    pub fn feed(&mut self, data: &[u8], decide: &mut dyn FnMut() -> Verdict, out: &mut Vec<Part>) {
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        decide: &mut dyn FnMut() -> Decision,
+        out: &mut Vec<UpstreamPiece>,
+    ) {
         self.buf.extend_from_slice(data);
         while !self.buf.is_empty() {
             match self.state {
                 State::Raw => {
-                    out.push(Part::Forward(self.buf.split().freeze()));
+                    out.push(UpstreamPiece::Forward(self.buf.split().freeze()));
                 }
                 State::Body { left, forward } => {
                     let n = (self.buf.len() as u64).min(left) as usize;
                     let piece = self.buf.split_to(n).freeze();
                     if forward {
-                        out.push(Part::Forward(piece));
+                        out.push(UpstreamPiece::Forward(piece));
                     }
                     self.state = match left - n as u64 {
                         0 => State::Head,
@@ -97,16 +102,16 @@ impl Requests {
                         None => (0, true),
                     };
                     let forward = match decide() {
-                        Verdict::Pass => {
-                            out.push(Part::Forward(head));
+                        Decision::Pass => {
+                            out.push(UpstreamPiece::Forward(head));
                             true
                         }
-                        Verdict::Answer(answer) => {
-                            out.push(Part::Answer(answer));
+                        Decision::Answer(answer) => {
+                            out.push(UpstreamPiece::Answer(answer));
                             false
                         }
-                        Verdict::Abort => {
-                            out.push(Part::Abort);
+                        Decision::Abort => {
+                            out.push(UpstreamPiece::Abort);
                             self.buf.clear();
                             return;
                         }
@@ -142,17 +147,17 @@ fn body_length(headers: &[httparse::Header<'_>]) -> Option<u64> {
 /// Decide one request against the connection's HTTP faults, in the order
 /// given: the first that is on, draws its probability and (for
 /// rate-limit) is over its limit, acts.
-pub fn decide(conn: &Conn<'_>) -> Verdict {
+pub fn decide(conn: &Conn<'_>) -> Decision {
     let shared = conn.shared();
     for (i, f) in shared.faults().iter().enumerate() {
         if !f.action.is_http() || !shared.on(i) || !shared.roll(i) {
             continue;
         }
         let verdict = match &f.action {
-            Action::Status { code, body } => Verdict::Answer(answer(*code, body, &f.to_string())),
-            Action::Abort => Verdict::Abort,
+            Action::Status { code, body } => Decision::Answer(answer(*code, body, &f.to_string())),
+            Action::Abort => Decision::Abort,
             Action::RateLimit { .. } if shared.over_limit(i) => {
-                Verdict::Answer(answer(429, "rate limit (versus fault)\n", &f.to_string()))
+                Decision::Answer(answer(429, "rate limit (versus fault)\n", &f.to_string()))
             }
             _ => continue,
         };
@@ -160,7 +165,7 @@ pub fn decide(conn: &Conn<'_>) -> Verdict {
         return verdict;
     }
     conn.answered(None);
-    Verdict::Pass
+    Decision::Pass
 }
 
 /// An HTTP/1.1 answer that names the fault that made it
@@ -186,23 +191,23 @@ fn answer(code: u16, body: &str, fault: &str) -> Bytes {
 mod tests {
     use super::*;
 
-    fn run(r: &mut Requests, data: &[u8], verdicts: &mut Vec<Verdict>) -> Vec<Part> {
+    fn run(r: &mut Requests, data: &[u8], verdicts: &mut Vec<Decision>) -> Vec<UpstreamPiece> {
         let mut out = Vec::new();
         r.feed(data, &mut || verdicts.remove(0), &mut out);
         out
     }
 
-    fn fwd(s: &str) -> Part {
-        Part::Forward(Bytes::copy_from_slice(s.as_bytes()))
+    fn fwd(s: &str) -> UpstreamPiece {
+        UpstreamPiece::Forward(Bytes::copy_from_slice(s.as_bytes()))
     }
 
     #[test]
     fn requests_are_framed_across_reads_and_answered_ones_are_not_sent_on() {
         let mut r = Requests::new();
         let mut v = vec![
-            Verdict::Pass,
-            Verdict::Answer(Bytes::from_static(b"A")),
-            Verdict::Pass,
+            Decision::Pass,
+            Decision::Answer(Bytes::from_static(b"A")),
+            Decision::Pass,
         ];
         // A head cut in two, then its body with the next request's head.
         assert_eq!(
@@ -222,7 +227,7 @@ mod tests {
                 b"cPOST /x HTTP/1.1\r\nContent-Length: 2\r\n\r\nzz",
                 &mut v
             ),
-            vec![fwd("c"), Part::Answer(Bytes::from_static(b"A"))]
+            vec![fwd("c"), UpstreamPiece::Answer(Bytes::from_static(b"A"))]
         );
         assert_eq!(
             run(&mut r, b"GET /y HTTP/1.1\r\n\r\n", &mut v),
@@ -233,17 +238,17 @@ mod tests {
     #[test]
     fn an_abort_stops_the_stream_and_chunked_bodies_pass_unframed() {
         let mut r = Requests::new();
-        let mut v = vec![Verdict::Abort];
+        let mut v = vec![Decision::Abort];
         assert_eq!(
             run(
                 &mut r,
                 b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n",
                 &mut v
             ),
-            vec![Part::Abort]
+            vec![UpstreamPiece::Abort]
         );
         let mut r = Requests::new();
-        let mut v = vec![Verdict::Pass];
+        let mut v = vec![Decision::Pass];
         let head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
         assert_eq!(
             run(&mut r, format!("{head}3\r\nabc\r\n").as_bytes(), &mut v),

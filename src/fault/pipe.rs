@@ -13,7 +13,7 @@ use tokio::sync::mpsc::{Receiver, Sender};
 use tokio::time::{sleep, sleep_until};
 
 use super::conn::Conn;
-use super::http::{self, Part, Requests};
+use super::http::{self, Requests, UpstreamPiece};
 use super::spec::{Action, Dir, ResetAt};
 
 /// How a direction (or a connection) ended.
@@ -132,9 +132,9 @@ pub async fn read<R: AsyncRead + Unpin>(
                 requests.feed(&data, &mut || http::decide(conn), &mut parts);
                 for part in parts.drain(..) {
                     let sent = match part {
-                        Part::Forward(b) => to.send(Msg::Data(at, b)).await,
-                        Part::Answer(b) => answers.send(Msg::Data(None, b)).await,
-                        Part::Abort => return End::Reset,
+                        UpstreamPiece::Forward(b) => to.send(Msg::Data(at, b)).await,
+                        UpstreamPiece::Answer(b) => answers.send(Msg::Data(None, b)).await,
+                        UpstreamPiece::Abort => return End::Reset,
                     };
                     if sent.is_err() {
                         return End::Close;

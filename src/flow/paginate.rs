@@ -2,7 +2,7 @@
 //! every endpoint, each endpoint in its own way, and compares the items
 //! they returned rather than the pages (page boundaries may differ).
 //!
-//! How the next page is found ([`Next`]): an RFC 8288 `Link` header with
+//! How the next page is found ([`NextPage`]): an RFC 8288 `Link` header with
 //! `rel="next"`; a URL in the answer (HAL `_links.next.href`, JSON:API
 //! `links.next`); a cursor fed back as a query parameter (`next_cursor`,
 //! optionally until `has_more` is false) or as a field of the JSON body
@@ -25,16 +25,16 @@
 //! ```no_run
 //! use versus::flow::{Call, Flow};
 //! use versus::json_path::JsonPath;
-//! use versus::flow::paginate::{Next, Pages, Paging};
+//! use versus::flow::paginate::{NextPage, Pages, Paging};
 //!
 //! // Endpoint 0 pages with HATEOAS links, endpoint 1 with a keyset cursor.
 //! let paging = Paging::per_endpoint(
 //!     "id",
 //!     vec![
-//!         Pages::new("$.content", Next::Url(JsonPath::parse("$._links.next.href")?))?,
+//!         Pages::new("$.content", NextPage::Url(JsonPath::parse("$._links.next.href")?))?,
 //!         Pages::new(
 //!             "$.items",
-//!             Next::Cursor { at: JsonPath::parse("$.next_cursor")?, param: "after".into(), more: None },
+//!             NextPage::Cursor { at: JsonPath::parse("$.next_cursor")?, param: "after".into(), more: None },
 //!         )?
 //!         .max_pages(500),
 //!     ],
@@ -118,7 +118,7 @@ impl Paging {
 #[derive(Clone, Debug)]
 pub struct Pages {
     items: JsonPath,
-    next: Next,
+    next: NextPage,
     max_pages: u32,
 }
 
@@ -128,7 +128,7 @@ impl Pages {
     ///
     /// # Errors
     /// A path that does not parse.
-    pub fn new(items: &str, next: Next) -> Result<Pages, String> {
+    pub fn new(items: &str, next: NextPage) -> Result<Pages, String> {
         Ok(Pages {
             items: JsonPath::parse(items).map_err(|e| format!("items: {e}"))?,
             next,
@@ -146,7 +146,7 @@ impl Pages {
 
 /// How the next page is found.
 #[derive(Clone, Debug)]
-pub enum Next {
+pub enum NextPage {
     /// The `Link` header's `rel="next"` URL (RFC 8288).
     Link,
     /// A URL (or path) at this place in the answer (HAL
@@ -191,7 +191,7 @@ pub enum Next {
 }
 
 /// What follows a page.
-pub(crate) enum Turn {
+pub(crate) enum AfterPage {
     /// The next page's request.
     Next(Call),
     /// That was the last page.
@@ -265,7 +265,7 @@ impl<'a> Walk<'a> {
 
     /// Take in the answer to `call` (a page, `wire` bytes as received: a
     /// gRPC answer's body is its messages as JSON) and say what follows.
-    pub(crate) fn page(&mut self, call: &Call, reply: &Reply, wire: u64) -> Turn {
+    pub(crate) fn page(&mut self, call: &Call, reply: &Reply, wire: u64) -> AfterPage {
         self.done.pages += 1;
         self.done.bytes += wire;
         let depth = self.done.pages;
@@ -274,10 +274,10 @@ impl<'a> Walk<'a> {
         }
         let json: Value = match serde_json::from_slice(&reply.body) {
             Ok(v) => v,
-            Err(e) => return Turn::Stop("a page is not JSON", format!("page {depth}: {e}")),
+            Err(e) => return AfterPage::Stop("a page is not JSON", format!("page {depth}: {e}")),
         };
         let Some(Value::Array(items)) = self.pages.items.get(&json) else {
-            return Turn::Stop(
+            return AfterPage::Stop(
                 "a page has no item array",
                 format!("page {depth}: nothing or no array at {}", self.pages.items),
             );
@@ -288,22 +288,22 @@ impl<'a> Walk<'a> {
         let n = items.len() as u64;
         let next = match self.next(call, reply, &json, n) {
             Ok(Some(next)) => next,
-            Ok(None) => return Turn::Last,
-            Err((kind, why)) => return Turn::Stop(kind, format!("page {depth}: {why}")),
+            Ok(None) => return AfterPage::Last,
+            Err((kind, why)) => return AfterPage::Stop(kind, format!("page {depth}: {why}")),
         };
         if !self.seen.insert(fingerprint(&next)) {
-            return Turn::Stop(
+            return AfterPage::Stop(
                 "the next page is one seen before (a cycle)",
                 format!("page {depth}: next {}", next.target()),
             );
         }
         if depth >= self.pages.max_pages {
-            return Turn::Stop(
+            return AfterPage::Stop(
                 "more pages than max_pages",
                 format!("{} pages and more to come", self.pages.max_pages),
             );
         }
-        Turn::Next(next)
+        AfterPage::Next(next)
     }
 
     fn item(&mut self, item: &Value) {
@@ -350,15 +350,15 @@ impl<'a> Walk<'a> {
             }
         };
         match &self.pages.next {
-            Next::Link => match reply.header("link").and_then(next_link) {
+            NextPage::Link => match reply.header("link").and_then(next_link) {
                 Some(url) => self.follow(call, &url).map(Some),
                 None => Ok(None),
             },
-            Next::Url(at) => match text(at)? {
+            NextPage::Url(at) => match text(at)? {
                 Some(url) => self.follow(call, &url).map(Some),
                 None => Ok(None),
             },
-            Next::Cursor { at, param, more } => {
+            NextPage::Cursor { at, param, more } => {
                 if let Some(more) = more {
                     if more.get(json) == Some(&Value::Bool(false)) {
                         return Ok(None);
@@ -369,7 +369,7 @@ impl<'a> Walk<'a> {
                         .with_target(with_param(call.target(), param, &c))
                 }))
             }
-            Next::Token { at, field } => match text(at)? {
+            NextPage::Token { at, field } => match text(at)? {
                 None => Ok(None),
                 Some(token) => {
                     let mut body: Value = if call.body_bytes().is_empty() {
@@ -385,7 +385,7 @@ impl<'a> Walk<'a> {
                     Ok(Some(call.clone().with_body(Bytes::from(body.to_string()))))
                 }
             },
-            Next::Offset { param, limit } => {
+            NextPage::Offset { param, limit } => {
                 if n == 0 || n < *limit {
                     return Ok(None);
                 }
@@ -397,7 +397,7 @@ impl<'a> Walk<'a> {
                     &at.to_string(),
                 ))))
             }
-            Next::Page { param, size } => {
+            NextPage::Page { param, size } => {
                 if n == 0 || n < *size {
                     return Ok(None);
                 }
@@ -646,27 +646,27 @@ mod tests {
             r#"<http://x:1/p>; rel=next"#,
             "<>; rel=\"next\"",
             "garbage, <; rel",
-            r#"</p>; rel="prev", </q>; REL="Next Last""#,
+            r#"</p>; rel="prev", </q>; REL="NextPage Last""#,
         ];
         let styles = || {
             let p = |t: &str| JsonPath::parse(t).unwrap();
             vec![
-                Next::Link,
-                Next::Url(p("$.next")),
-                Next::Cursor {
+                NextPage::Link,
+                NextPage::Url(p("$.next")),
+                NextPage::Cursor {
                     at: p("$.c"),
                     param: "c".into(),
                     more: Some(p("$.m")),
                 },
-                Next::Token {
+                NextPage::Token {
                     at: p("$.t"),
                     field: "t".into(),
                 },
-                Next::Offset {
+                NextPage::Offset {
                     param: "o".into(),
                     limit: 1,
                 },
-                Next::Page {
+                NextPage::Page {
                     param: "p".into(),
                     size: 1,
                 },
@@ -695,8 +695,8 @@ mod tests {
                     grpc: None,
                 };
                 match walk.page(&call, &reply, reply.body.len() as u64) {
-                    Turn::Next(c) => call = c,
-                    Turn::Last | Turn::Stop(..) => {
+                    AfterPage::Next(c) => call = c,
+                    AfterPage::Last | AfterPage::Stop(..) => {
                         prop_assert!(n < 12);
                         let _ = walk.into_answer();
                         return Ok(());

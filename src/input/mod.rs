@@ -183,7 +183,7 @@ fn source(
         Format::Curl => Box::new(curl::CurlSource::new(buffered(reader), max_record)),
         Format::Vegeta => Box::new(vegeta::VegetaSource::new(buffered(reader), max_record)),
         Format::Pcap => Box::new(pcap::PcapSource::new(Box::new(buffered(reader)))),
-        Format::Run => Box::new(saved::SavedRun::new(buffered(reader))),
+        Format::Run => Box::new(saved::SavedRunSource::new(buffered(reader))),
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use super::{Malformed, Next, Request, Source};
-use crate::model::Shard;
+use crate::model::Share;
 use crate::stats::{InputStats, MALFORMED_SAMPLES};
 
 /// The most requests in one batch for one core. Each batch costs a wake-up
@@ -63,14 +63,14 @@ pub struct InputState {
 /// input thread.
 pub struct Sharded {
     source: Box<dyn Source>,
-    shard: Shard,
+    shard: Share,
     /// Records read so far, this shard's and the others'.
     position: u64,
 }
 
 impl Sharded {
     /// `shard`'s records of `source`.
-    pub fn new(source: Box<dyn Source>, shard: Shard) -> Sharded {
+    pub fn new(source: Box<dyn Source>, shard: Share) -> Sharded {
         Sharded {
             source,
             shard,
@@ -394,7 +394,7 @@ mod tests {
         for n in 1..8u64 {
             let mut seen = Vec::new();
             for i in 0..n {
-                let mut shard = Sharded::new(Box::new(stream()), Shard { index: i, count: n });
+                let mut shard = Sharded::new(Box::new(stream()), Share { index: i, count: n });
                 loop {
                     match shard.next().unwrap() {
                         Next::Request(r) => seen.push(r.seq),

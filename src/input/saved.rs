@@ -75,7 +75,7 @@ impl RequestLine {
 }
 
 /// Reads the requests of a saved run.
-pub struct SavedRun {
+pub struct SavedRunSource {
     reader: Box<dyn ReadAhead>,
     line_no: u64,
     buf: Vec<u8>,
@@ -83,10 +83,10 @@ pub struct SavedRun {
     repeat: Option<Request>,
 }
 
-impl SavedRun {
+impl SavedRunSource {
     /// Read the saved run from `reader`.
-    pub fn new(reader: Box<dyn ReadAhead>) -> SavedRun {
-        SavedRun {
+    pub fn new(reader: Box<dyn ReadAhead>) -> SavedRunSource {
+        SavedRunSource {
             reader,
             line_no: 0,
             buf: Vec::new(),
@@ -126,7 +126,7 @@ impl SavedRun {
     }
 }
 
-impl Source for SavedRun {
+impl Source for SavedRunSource {
     fn buffered(&self) -> bool {
         self.repeat.is_some() || super::whole_lines(self.reader.ahead()).any(is_request_line)
     }

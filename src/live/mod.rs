@@ -85,8 +85,8 @@ impl Mode {
 }
 
 /// The live view of one run: the engine's observer. Call
-/// [`Session::finish`] when the run returns, before printing the report.
-pub struct Session {
+/// [`LiveView::finish`] when the run returns, before printing the report.
+pub struct LiveView {
     view: View,
 }
 
@@ -96,7 +96,7 @@ enum View {
     Dashboard(dashboard::Dashboard),
 }
 
-impl Session {
+impl LiveView {
     /// Start the view `mode` for `plan`. The dashboard takes over the
     /// terminal here.
     ///
@@ -107,13 +107,13 @@ impl Session {
         settings: &Settings,
         gauge: Option<InputGauge>,
         stop: &Stop,
-    ) -> std::io::Result<Session> {
+    ) -> std::io::Result<LiveView> {
         let view = match mode {
             Mode::Quiet => View::Quiet,
             Mode::Progress => View::Progress(progress::Progress::new(settings, gauge)),
             Mode::Dashboard => View::Dashboard(dashboard::Dashboard::start(settings, gauge, stop)?),
         };
-        Ok(Session { view })
+        Ok(LiveView { view })
     }
 
     /// The run has returned: clear the progress line, or leave the
@@ -127,7 +127,7 @@ impl Session {
     }
 }
 
-impl Observer for Session {
+impl Observer for LiveView {
     fn interval(&mut self, index: u64, delta: &RunStats, total: &RunStats) {
         match &mut self.view {
             View::Quiet => {}

@@ -4,13 +4,13 @@
 //! endpoint with its [`Response`] or [`Failure`], and the name every
 //! bounded list counts the rest under ([`OTHER`]). The flow vocabulary a
 //! library user writes (flow, step, reply) is in [`crate::flow`]; the
-//! verdict of a comparison is [`crate::compare::Judgement`].
+//! verdict of a comparison is [`crate::compare::Verdict`].
 
 pub mod secret;
-mod shard;
+mod share;
 mod size;
 
-pub use shard::Shard;
+pub use share::Share;
 pub use size::parse_size;
 
 use std::time::Duration;

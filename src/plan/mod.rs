@@ -22,7 +22,7 @@ use crate::endpoint::{
 use crate::engine::{Settings, StopAfter, Workload};
 use crate::fault::Fault;
 use crate::input::{Format, Source};
-use crate::model::{Request, Shard};
+use crate::model::{Request, Share};
 use crate::report::mismatch_log::MismatchLog;
 use crate::results::info::{EndpointInfo, RunInfo};
 use std::path::PathBuf;
@@ -392,7 +392,7 @@ impl Plan {
         let shard = args
             .shard
             .as_deref()
-            .map_or(Ok(Shard::WHOLE), str::parse)
+            .map_or(Ok(Share::WHOLE), str::parse)
             .map_err(usage)?;
         let start_at = args
             .start_at
@@ -493,7 +493,7 @@ impl Plan {
                 crate::input::open(self.input_format, self.input_file.as_deref(), self.max_line)?
             }
         };
-        let source: Box<dyn Source> = if self.engine.shard == Shard::WHOLE {
+        let source: Box<dyn Source> = if self.engine.shard == Share::WHOLE {
             source
         } else {
             Box::new(crate::input::reader::Sharded::new(
@@ -760,7 +760,7 @@ mod tests {
     #[test]
     fn shards_split_without_overlap() {
         for n in 1..8u64 {
-            let shards: Vec<Shard> = (0..n).map(|i| Shard { index: i, count: n }).collect();
+            let shards: Vec<Share> = (0..n).map(|i| Share { index: i, count: n }).collect();
             for k in 0..100u64 {
                 assert_eq!(
                     shards.iter().filter(|s| s.owns(k)).count(),
@@ -810,7 +810,7 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(p.engine.shard, Shard { index: 1, count: 3 });
+        assert_eq!(p.engine.shard, Share { index: 1, count: 3 });
         assert_eq!(p.engine.concurrency, 1);
         assert_eq!(p.engine.rate, Some(crate::engine::pace::Rate(300.0)));
         assert_eq!(p.engine.stop_after.count, Some(3));

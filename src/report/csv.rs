@@ -197,7 +197,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         if s.flows.instances > 0 {
             // All instances, then (suites) each scenario's, named.
-            for f in std::iter::once(&s.flows).chain(&s.scenarios) {
+            for f in std::iter::once(&s.flows).chain(&s.by_flow) {
                 Row::new(&e.label, &e.url)
                     .set("part", "flow")
                     .set("name", &f.name)

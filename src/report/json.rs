@@ -116,7 +116,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "connect_ms": latency(&s.connect),
         "failed_connects": s.failed_connects(),
         "never_connected": s.never_connected(),
-        "held_s": s.held.as_secs_f64(),
+        "held_s": s.held_back.as_secs_f64(),
         "abandoned": s.abandoned,
         "failed_checks": s.failed_checks,
         "mismatched": (i > 0).then_some(s.mismatched),
@@ -130,7 +130,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
             "success_rate": fraction(s.flows.succeeded, s.flows.instances),
             "duration_ms": latency(&s.flows.duration),
         })),
-        "scenarios": s.scenarios.iter().map(|f| json!({
+        "scenarios": s.by_flow.iter().map(|f| json!({
             "name": f.name,
             "instances": f.instances,
             "succeeded": f.succeeded,

@@ -103,10 +103,10 @@ pub fn latency(h: &Histogram<u64>, q: f64) -> String {
 /// An endpoint's held-back time as the tables show it: `-` when none,
 /// else the time and the time the endpoint ran.
 pub fn held(s: &crate::stats::EndpointStats) -> String {
-    if s.held.is_zero() {
+    if s.held_back.is_zero() {
         "-".to_string()
     } else {
-        format!("{} of {}", duration(s.held), duration(s.active))
+        format!("{} of {}", duration(s.held_back), duration(s.active))
     }
 }
 
@@ -167,7 +167,7 @@ pub fn flow_rows<'a>(
 ) -> Vec<(String, &'a crate::stats::FlowStats)> {
     std::iter::once((label.to_string(), &s.flows))
         .chain(
-            s.scenarios
+            s.by_flow
                 .iter()
                 .map(|f| (format!("{label}: {}", f.name), f)),
         )

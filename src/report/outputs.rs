@@ -8,7 +8,7 @@ use super::threshold::Threshold;
 
 /// A report format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub enum ReportFormat {
     /// The original layout.
     Text,
     /// `docs/json-report.md`.
@@ -23,19 +23,19 @@ pub enum Format {
     Vegeta,
 }
 
-impl Format {
+impl ReportFormat {
     /// Parse `name`, allowing only `allowed`.
     ///
     /// # Errors
     /// A usage message naming the flag.
-    pub fn parse(name: &str, allowed: &[Format]) -> Result<Format, String> {
+    pub fn parse(name: &str, allowed: &[ReportFormat]) -> Result<ReportFormat, String> {
         let f = match name {
-            "text" => Some(Format::Text),
-            "json" => Some(Format::Json),
-            "markdown" | "md" => Some(Format::Markdown),
-            "csv" => Some(Format::Csv),
-            "html" => Some(Format::Html),
-            "vegeta" => Some(Format::Vegeta),
+            "text" => Some(ReportFormat::Text),
+            "json" => Some(ReportFormat::Json),
+            "markdown" | "md" => Some(ReportFormat::Markdown),
+            "csv" => Some(ReportFormat::Csv),
+            "html" => Some(ReportFormat::Html),
+            "vegeta" => Some(ReportFormat::Vegeta),
             _ => None,
         };
         match f {
@@ -53,12 +53,12 @@ impl Format {
     /// The flag value.
     pub fn name(self) -> &'static str {
         match self {
-            Format::Text => "text",
-            Format::Json => "json",
-            Format::Markdown => "markdown",
-            Format::Csv => "csv",
-            Format::Html => "html",
-            Format::Vegeta => "vegeta",
+            ReportFormat::Text => "text",
+            ReportFormat::Json => "json",
+            ReportFormat::Markdown => "markdown",
+            ReportFormat::Csv => "csv",
+            ReportFormat::Html => "html",
+            ReportFormat::Vegeta => "vegeta",
         }
     }
 }
@@ -75,16 +75,16 @@ pub fn thresholds(list: &[String]) -> Result<Vec<Threshold>, String> {
 ///
 /// # Errors
 /// Only when writing fails.
-pub fn render(out: &mut dyn Write, format: Format, r: &Report<'_>) -> io::Result<()> {
+pub fn render(out: &mut dyn Write, format: ReportFormat, r: &Report<'_>) -> io::Result<()> {
     match format {
-        Format::Text => {
+        ReportFormat::Text => {
             super::text::write(out, r.info, r.run)?;
             super::threshold::write_text(out, r.checks)
         }
-        Format::Json => super::json::write(out, r),
-        Format::Markdown => super::markdown::write(out, r),
-        Format::Csv => super::csv::write(out, r),
-        Format::Html => super::html::write(out, r),
-        Format::Vegeta => super::vegeta::write(out, r),
+        ReportFormat::Json => super::json::write(out, r),
+        ReportFormat::Markdown => super::markdown::write(out, r),
+        ReportFormat::Csv => super::csv::write(out, r),
+        ReportFormat::Html => super::html::write(out, r),
+        ReportFormat::Vegeta => super::vegeta::write(out, r),
     }
 }

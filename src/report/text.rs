@@ -127,7 +127,7 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
         schedule(out, plan, rate, s)?;
     }
     connections(out, s)?;
-    if !s.held.is_zero() {
+    if !s.held_back.is_zero() {
         writeln!(
             out,
             "   Held back:  {} with a full lead window ({} open) waiting for a slower endpoint: its rate above is what it completed in that time (--lead lets it run further ahead)",
@@ -331,7 +331,7 @@ fn flows(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
         return Ok(());
     }
     flow_line(out, "   Flows:      ", &s.flows)?;
-    for f in &s.scenarios {
+    for f in &s.by_flow {
         let name = super::escape_terminal(&f.name);
         flow_line(out, &format!("     {name}: "), f)?;
     }

@@ -60,14 +60,14 @@ pub struct Header {
     pub twin: Option<usize>,
     /// `--shard`: which shard of a run this file is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::model::Shard>,
+    pub shard: Option<crate::model::Share>,
     /// `--start-at` had passed when the run was set up: by how many
     /// milliseconds it started late.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_ms: Option<u64>,
     /// When the file is a merge of shards: where each came from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub shards: Vec<Shard>,
+    pub shards: Vec<ShardRecord>,
     /// What the run noted before it started (an optional endpoint
     /// skipped by the pre-flight check).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -80,7 +80,7 @@ pub struct Header {
 
 /// One shard of a merged file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Shard {
+pub struct ShardRecord {
     /// The shard's host.
     pub host: String,
     /// The shard's start time, RFC 3339.
@@ -89,7 +89,7 @@ pub struct Shard {
     pub command: Vec<String>,
     /// Which shard it was (`--shard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::model::Shard>,
+    pub shard: Option<crate::model::Share>,
     /// How late it started (`--start-at` past), in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_ms: Option<u64>,
@@ -503,7 +503,7 @@ impl EndpointRecord {
             bytes_out: s.bytes_out,
             reconnects: s.reconnects,
             abandoned: s.abandoned,
-            held_ns: u64::try_from(s.held.as_nanos()).unwrap_or(u64::MAX),
+            held_ns: u64::try_from(s.held_back.as_nanos()).unwrap_or(u64::MAX),
             rate: s.rate(),
             active_ns: (!s.active.is_zero())
                 .then(|| u64::try_from(s.active.as_nanos()).unwrap_or(u64::MAX)),
@@ -525,7 +525,7 @@ impl EndpointRecord {
             steps: s.steps.iter().map(PartRecord::from_stats).collect(),
             methods: s.methods.iter().map(PartRecord::from_stats).collect(),
             flows: (s.flows.instances > 0).then(|| FlowRecord::from_stats(&s.flows)),
-            scenarios: s.scenarios.iter().map(FlowRecord::from_stats).collect(),
+            scenarios: s.by_flow.iter().map(FlowRecord::from_stats).collect(),
             faults: s.faults.clone(),
             fault_errors: s
                 .fault_errors
@@ -564,7 +564,7 @@ impl EndpointRecord {
             bytes_out: self.bytes_out,
             reconnects: self.reconnects,
             abandoned: self.abandoned,
-            held: Duration::from_nanos(self.held_ns),
+            held_back: Duration::from_nanos(self.held_ns),
             active: self.active(),
             latency: decode_histogram(&self.latency)?,
             ttfb: decode_histogram(&self.ttfb)?,
@@ -594,7 +594,7 @@ impl EndpointRecord {
         if let Some(f) = &self.flows {
             s.flows = f.to_stats()?;
         }
-        s.scenarios = self
+        s.by_flow = self
             .scenarios
             .iter()
             .map(FlowRecord::to_stats)

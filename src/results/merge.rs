@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::format::{Header, Shard};
+use super::format::{Header, ShardRecord};
 use super::reader::{Finished, ReadError, RunReader};
 use crate::stats::{InputStats, RunStats, MALFORMED_SAMPLES};
 
@@ -138,7 +138,7 @@ impl Shards {
                 .iter()
                 .flat_map(|r| {
                     if r.header.shards.is_empty() {
-                        vec![Shard {
+                        vec![ShardRecord {
                             host: r.header.host.clone(),
                             start: r.header.start.clone(),
                             command: r.header.command.clone(),

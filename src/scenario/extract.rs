@@ -13,7 +13,7 @@ pub(crate) use crate::json_path::JsonPath;
 
 /// Where a value comes from.
 #[derive(Clone, Debug)]
-pub(crate) enum Source {
+pub(crate) enum ExtractFrom {
     Json(JsonPath),
     Header(String),
     Status,
@@ -24,30 +24,30 @@ pub(crate) enum Source {
     Regex(Regex),
 }
 
-impl Source {
+impl ExtractFrom {
     /// Parse `$.path`, `header:NAME`, `status` or `regex:EXPR`.
     ///
     /// # Errors
     /// A malformed path or expression, or another form.
-    pub(crate) fn parse(text: &str) -> Result<Source, String> {
+    pub(crate) fn parse(text: &str) -> Result<ExtractFrom, String> {
         if text.starts_with('$') {
-            return JsonPath::parse(text).map(Source::Json);
+            return JsonPath::parse(text).map(ExtractFrom::Json);
         }
         if text == "status" {
-            return Ok(Source::Status);
+            return Ok(ExtractFrom::Status);
         }
         if text == "grpc-status" {
-            return Ok(Source::GrpcStatus);
+            return Ok(ExtractFrom::GrpcStatus);
         }
         if let Some(name) = text.strip_prefix("header:") {
             let name = name.trim();
             http::HeaderName::try_from(name)
                 .map_err(|_| format!("{name:?} is not a header name"))?;
-            return Ok(Source::Header(name.to_ascii_lowercase()));
+            return Ok(ExtractFrom::Header(name.to_ascii_lowercase()));
         }
         if let Some(expr) = text.strip_prefix("regex:") {
             return Regex::new(expr)
-                .map(Source::Regex)
+                .map(ExtractFrom::Regex)
                 .map_err(|e| format!("regex {expr:?}: {e}"));
         }
         Err(format!(
@@ -58,7 +58,7 @@ impl Source {
     /// The header this source reads, if any (the transport must keep it).
     pub(crate) fn header(&self) -> Option<&str> {
         match self {
-            Source::Header(h) => Some(h),
+            ExtractFrom::Header(h) => Some(h),
             _ => None,
         }
     }
@@ -88,25 +88,25 @@ impl<'a> ParsedResponse<'a> {
 
     /// The value `source` names, as text (a JSON string as it is; any
     /// other JSON value written out compactly).
-    pub(crate) fn value(&mut self, source: &Source) -> Result<String, StepError> {
+    pub(crate) fn value(&mut self, source: &ExtractFrom) -> Result<String, StepError> {
         match source {
-            Source::Status => Ok(self.reply.status.to_string()),
-            Source::GrpcStatus => self
+            ExtractFrom::Status => Ok(self.reply.status.to_string()),
+            ExtractFrom::GrpcStatus => self
                 .reply
                 .grpc_code()
                 .map(str::to_string)
                 .ok_or_else(|| StepError("not a gRPC answer: no grpc-status".into())),
-            Source::Header(name) => self
+            ExtractFrom::Header(name) => self
                 .reply
                 .header(name)
                 .map(str::to_string)
                 .ok_or_else(|| StepError(format!("no {name} header in the answer"))),
-            Source::Json(path) => match self.find(path)? {
+            ExtractFrom::Json(path) => match self.find(path)? {
                 Some(Value::String(s)) => Ok(s),
                 Some(v) => Ok(v.to_string()),
                 None => Err(StepError(format!("nothing at {path} in the answer"))),
             },
-            Source::Regex(re) => {
+            ExtractFrom::Regex(re) => {
                 let body = String::from_utf8_lossy(&self.reply.body);
                 let caps = re.captures(&body).ok_or_else(|| {
                     StepError(format!("regex {} found nothing in the answer", re.as_str()))
@@ -139,7 +139,7 @@ impl<'a> ParsedResponse<'a> {
 
 /// Values a step takes, in order.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Takes(pub Vec<(String, Source)>);
+pub(crate) struct Takes(pub Vec<(String, ExtractFrom)>);
 
 impl Takes {
     /// Take every value into `vars`; the first missing one fails.
@@ -300,10 +300,16 @@ mod tests {
     #[test]
     fn takes_values_from_json_headers_status_and_regex() {
         let takes = Takes(vec![
-            ("id".into(), Source::parse("$.id").unwrap()),
-            ("where".into(), Source::parse("header:Location").unwrap()),
-            ("code".into(), Source::parse("status").unwrap()),
-            ("n".into(), Source::parse("regex:\"n\":(\\d+)").unwrap()),
+            ("id".into(), ExtractFrom::parse("$.id").unwrap()),
+            (
+                "where".into(),
+                ExtractFrom::parse("header:Location").unwrap(),
+            ),
+            ("code".into(), ExtractFrom::parse("status").unwrap()),
+            (
+                "n".into(),
+                ExtractFrom::parse("regex:\"n\":(\\d+)").unwrap(),
+            ),
         ]);
         let mut vars = Vars::new();
         takes
@@ -317,8 +323,8 @@ mod tests {
             .apply(&reply(200, r#"{"n":1}"#), &mut vars)
             .unwrap_err();
         assert_eq!(err.0, "id: nothing at $.id in the answer");
-        assert!(Source::parse("cookie:x").is_err());
-        assert!(Source::parse("regex:(").is_err());
+        assert!(ExtractFrom::parse("cookie:x").is_err());
+        assert!(ExtractFrom::parse("regex:(").is_err());
     }
 
     #[test]

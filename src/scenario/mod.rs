@@ -23,9 +23,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use self::data::{Data, Order};
-use self::extract::{Check, Checks, JsonPath, Source, Takes};
+use self::extract::{Check, Checks, ExtractFrom, JsonPath, Takes};
 use self::template::{Escape, Template};
-use crate::flow::paginate::{Next, Pages, Paging};
+use crate::flow::paginate::{NextPage, Pages, Paging};
 use crate::flow::{Call, Context, Flow, Mix, StepError};
 
 /// Built-in variables every template can read.
@@ -707,7 +707,7 @@ impl Compiler<'_> {
             step.extract
                 .iter()
                 .map(|(var, src)| {
-                    Source::parse(src)
+                    ExtractFrom::parse(src)
                         .map(|s| (var.clone(), s))
                         .map_err(|e| fail(format!("extract {var}: {e}")))
                 })
@@ -897,22 +897,22 @@ fn pages(p: &PaginateDoc) -> Result<Pages, String> {
         p.page.is_some(),
     ];
     let next = match (styles.iter().filter(|s| **s).count(), p) {
-        (1, PaginateDoc { next: Some(n), .. }) if n == "link" => Next::Link,
-        (1, PaginateDoc { next: Some(n), .. }) => Next::Url(path("next", n)?),
-        (1, PaginateDoc { cursor: Some(c), .. }) => Next::Cursor {
+        (1, PaginateDoc { next: Some(n), .. }) if n == "link" => NextPage::Link,
+        (1, PaginateDoc { next: Some(n), .. }) => NextPage::Url(path("next", n)?),
+        (1, PaginateDoc { cursor: Some(c), .. }) => NextPage::Cursor {
             at: path("cursor", c)?,
             param: p.param.clone().ok_or("paginate: a cursor needs the query parameter that carries it (param = \"cursor\")")?,
             more: p.more.as_deref().map(|m| path("more", m)).transpose()?,
         },
-        (1, PaginateDoc { token: Some(t), .. }) => Next::Token {
+        (1, PaginateDoc { token: Some(t), .. }) => NextPage::Token {
             at: path("token", t)?,
             field: p.field.clone().ok_or("paginate: a token needs the request body field that carries it (field = \"page_token\")")?,
         },
-        (1, PaginateDoc { offset: Some(o), .. }) => Next::Offset {
+        (1, PaginateDoc { offset: Some(o), .. }) => NextPage::Offset {
             param: o.clone(),
             limit: p.limit.ok_or("paginate: offset needs the page size (limit = 100)")?,
         },
-        (1, PaginateDoc { page: Some(n), .. }) => Next::Page {
+        (1, PaginateDoc { page: Some(n), .. }) => NextPage::Page {
             param: n.clone(),
             size: p.size.ok_or("paginate: page needs the page size (size = 100)")?,
         },

@@ -105,7 +105,7 @@ pub struct EndpointStats {
     pub abandoned: u64,
     /// Time this endpoint could not send because it was a full lead window
     /// ahead of a slower endpoint.
-    pub held: Duration,
+    pub held_back: Duration,
     /// How long this endpoint ran: from the start of counting to the end
     /// of the run (the stop, or the end of the `--stop-after` duration),
     /// or to its own last completion when its work ran out before that;
@@ -126,7 +126,7 @@ pub struct EndpointStats {
     pub flows: FlowStats,
     /// Several flows in one run (scenario suites): the instances of each,
     /// in the order of the mix; empty otherwise.
-    pub scenarios: Vec<FlowStats>,
+    pub by_flow: Vec<FlowStats>,
     /// Injected faults (`--fault`) by name: how many connections (or, for
     /// the HTTP faults, requests) each acted on; every fault set on the
     /// endpoint is named, zero included. Empty without faults.
@@ -411,13 +411,13 @@ impl Default for EndpointStats {
             mismatched: 0,
             reconnects: 0,
             abandoned: 0,
-            held: Duration::ZERO,
+            held_back: Duration::ZERO,
             active: Duration::ZERO,
             failed_checks: 0,
             steps: Vec::new(),
             methods: Vec::new(),
             flows: FlowStats::default(),
-            scenarios: Vec::new(),
+            by_flow: Vec::new(),
             faults: std::collections::BTreeMap::new(),
             fault_errors: std::collections::BTreeMap::new(),
         }
@@ -593,16 +593,16 @@ impl EndpointStats {
         self.mismatched += other.mismatched;
         self.reconnects += other.reconnects;
         self.abandoned += other.abandoned;
-        self.held = self.held.max(other.held);
+        self.held_back = self.held_back.max(other.held_back);
         self.active = self.active.max(other.active);
         self.failed_checks += other.failed_checks;
         merge_parts(&mut self.steps, &other.steps);
         merge_parts(&mut self.methods, &other.methods);
         self.flows.merge(&other.flows);
-        for f in &other.scenarios {
-            match self.scenarios.iter_mut().find(|s| s.name == f.name) {
+        for f in &other.by_flow {
+            match self.by_flow.iter_mut().find(|s| s.name == f.name) {
                 Some(mine) => mine.merge(f),
-                None => self.scenarios.push(f.clone()),
+                None => self.by_flow.push(f.clone()),
             }
         }
         for (name, n) in &other.faults {
