@@ -1,5 +1,5 @@
 # versus in a container: built in a Rust image, run from a slim one.
-# docker build -t versus . (see README, "Beyond one machine")
+# docker build -t versus . (see docs/shards.md, "On Kubernetes")
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .

@@ -55,7 +55,7 @@ pub enum Command {
 /// Options of `versus run FILE`.
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
-    /// The scenario file (TOML; see the README, "Scenarios").
+    /// The scenario file (TOML; see docs/scenarios.md).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Run only the scenarios whose name matches (a glob with `*`, else a
@@ -254,7 +254,7 @@ pub struct RunArgs {
     /// A network fault on one endpoint, as 'NAME=FAULT' where NAME is the
     /// endpoint's label or its position from 0, e.g. "slow=latency 200ms
     /// jitter 20ms" or "1=status 503 prob 10% after 10s for 5s"
-    /// (repeatable; see the README, "Network faults").
+    /// (repeatable; see docs/faults.md).
     #[arg(long = "fault", value_name = "NAME=FAULT")]
     pub faults: Vec<String>,
 
@@ -312,7 +312,7 @@ pub struct RunArgs {
     pub ignore_hex_case: bool,
 
     /// Comparison rules from a TOML file, with sections per JSON-RPC method
-    /// or per HTTP method and path (see the README).
+    /// or per HTTP method and path (see docs/comparison.md, "Rules file").
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
 

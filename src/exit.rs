@@ -1,5 +1,5 @@
 //! How a command ends: one type for every command's outcome, so each exit
-//! code is defined once (the README's "Exit codes" lists the same).
+//! code is defined once (docs/exit-codes.md lists the same).
 
 /// How a command ended, and the process's exit code for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

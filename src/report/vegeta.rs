@@ -1,7 +1,7 @@
 //! `--format vegeta`: vegeta's text report (`vegeta report`, its
 //! `NewTextReporter`), one block per endpoint, so a run can be laid beside
 //! a vegeta run line for line. How versus's figures map to vegeta's
-//! definitions is in the README ("--format vegeta"):
+//! definitions is in docs/reports.md ("vegeta's layout: `--format vegeta`"):
 //!
 //! - Requests: completed requests (answers and failures); rate: requests
 //!   over the attack; throughput: successes (status 200-399) over the

@@ -8,7 +8,7 @@
 //! that does not parse, a variable nothing defines, a JSON path that is
 //! not valid, a step name used twice, a data file without a column that a
 //! step uses; each error names the file and line and says how to fix it.
-//! The format is documented in the README ("Scenarios").
+//! The format is documented in docs/scenarios.md.
 
 mod data;
 mod extract;
