@@ -1094,3 +1094,101 @@ fn a_stream_of_lines_meets_every_kind_of_answer_in_turn() {
     let (out, report) = run_lib(&["-c", "1", &url], &lines);
     every_kind_answered(&out, &report, &server);
 }
+
+/// One request's bytes as they came on the wire (head and a
+/// Content-Length body), or `None` at the end of the stream.
+fn raw_request(s: &mut std::net::TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let length = content_length(&String::from_utf8_lossy(&buf[..i + 4]));
+            if buf.len() >= i + 4 + length {
+                return Some(buf.drain(..i + 4 + length).collect());
+            }
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+#[test]
+fn every_route_sends_the_same_bytes_and_times_the_server_alike() {
+    // A request goes by the route its endpoint chooses: a lane on the
+    // ring (closed model, a plain POST line), the quick path on the kept
+    // connection (the open model, or epoll), or the general path (a
+    // connection the server closed after each answer, so every request
+    // connects again). Whichever, the server sees the same bytes, every
+    // request gets the same outcome, and each latency is timed from the
+    // send to the answer: at least the server's own wait before it answers.
+    const WAIT: Duration = Duration::from_millis(3);
+    let run = |close: bool, args: &[&str]| {
+        let seen: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+        let log = seen.clone();
+        let server = RawServer::start(move |mut s, _| {
+            use std::io::Write;
+            let mut buf = Vec::new();
+            while let Some(req) = raw_request(&mut s, &mut buf) {
+                log.lock().unwrap().push(req);
+                std::thread::sleep(WAIT);
+                let answer: &[u8] = match close {
+                    true => b"HTTP/1.1 200 OK\r\ncontent-length: 7\r\nconnection: close\r\n\r\n{\"a\":1}",
+                    false => b"HTTP/1.1 200 OK\r\ncontent-length: 7\r\n\r\n{\"a\":1}",
+                };
+                if s.write_all(answer).is_err() || close {
+                    return;
+                }
+            }
+        });
+        let url = server.url();
+        let mut argv = vec!["-c", "2", "--threads", "1", "--stop-after", "60"];
+        argv.extend_from_slice(args);
+        argv.push(&url);
+        let line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"eth_chainId\",\"params\":[]}\n";
+        let (out, report) = run_lib(&argv, &line.repeat(60));
+        let s = &out.stats.endpoints[0];
+        assert_eq!(
+            (s.sent, s.responses, s.errors()),
+            (60, 60, 0),
+            "{args:?}\n{report}"
+        );
+        assert_eq!(s.status[200], 60, "{args:?}\n{report}");
+        assert_eq!(s.bytes_in, 60 * 7, "{args:?}\n{report}");
+        let least = Duration::from_nanos(s.latency.min() * 1000);
+        assert!(
+            least >= WAIT,
+            "{args:?}: a latency of {least:?} under the server's wait\n{report}"
+        );
+        // Each run has a server of its own: its port is put aside.
+        let port = server.addr.port().to_string();
+        let seen: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| String::from_utf8_lossy(r).replace(&port, "PORT"))
+            .collect();
+        assert_eq!(seen.len(), 60, "{args:?}\n{report}");
+        (seen, server.connections())
+    };
+    let (laned, _) = run(false, &[]);
+    let (quick_open, _) = run(false, &["--rate", "2000"]);
+    let (quick_epoll, _) = run(false, &["--io", "epoll"]);
+    let (general, connections) = run(true, &[]);
+    assert!(
+        connections >= 60,
+        "the general path connected {connections} times"
+    );
+    let first = laned[0].clone();
+    for (route, requests) in [
+        ("lane", &laned),
+        ("quick path (open model)", &quick_open),
+        ("quick path (epoll)", &quick_epoll),
+        ("general path", &general),
+    ] {
+        for r in requests {
+            assert_eq!(r, &first, "the {route} sent other bytes");
+        }
+    }
+}

@@ -43,7 +43,7 @@ use super::{
     TransportOptions,
 };
 use crate::model::{Request, Style};
-pub use lane::{LaneExit, LaneSink};
+pub use lane::{park_in_ring, LaneExit, Units};
 pub use quick::{InFlight, Resume};
 use quick::{Point, QuickSend};
 
@@ -881,6 +881,43 @@ macro_rules! send_on {
 }
 pub(crate) use send_on;
 
+/// Carry `$req` at `$slot` by the route that fits it, chosen here and
+/// nowhere else: a lane where one can carry it (the closed model, a
+/// request the lane forms, see [`Slot::lane`]), whose answers go to
+/// `$units` (an `Rc<dyn Units>`) as they land, and then whatever request
+/// the lane leaves claimed; else the quick path on the kept connection,
+/// or the general path ([`send_on!`]). The outcome of the last request
+/// carried is put in `$out`. Evaluates to whether one was: false when a
+/// lane took every answer and nothing, or a unit of another kind, is
+/// claimed after them (the engine holds that unit).
+macro_rules! carry {
+    ($slot:expr, $req:expr, $keep_body:expr, $due:expr, $out:expr, $units:expr) => {{
+        let slot: &mut $crate::endpoint::Slot = $slot;
+        let (keep_body, due): (bool, Option<std::time::Instant>) = ($keep_body, $due);
+        let units: &std::rc::Rc<dyn $crate::endpoint::Units> = $units;
+        let mut req: std::rc::Rc<$crate::model::Request> = $req;
+        let mut flight = None;
+        let mut carried = true;
+        if due.is_none() && slot.lane_fits(&req) {
+            let exit = slot.lane(&req, keep_body, units.clone()).await;
+            match units.claimed() {
+                Some(next) => {
+                    req = next;
+                    if let $crate::endpoint::LaneExit::InFlight(f) = exit {
+                        flight = Some(f);
+                    }
+                }
+                None => carried = false,
+            }
+        }
+        if carried {
+            $crate::endpoint::send_on!(slot, &req, keep_body, due, $out, flight);
+        }
+        carried
+    }};
+}
+pub(crate) use carry;
+
 /// One request in flight at a time on a link.
 pub struct Slot {
     link: Rc<Link>,
@@ -944,9 +981,18 @@ enum Sender {
     H2(H2Stream),
 }
 
+/// A slot is counted among its thread's while it lives (see
+/// [`park_in_ring`]).
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lane::count_slot(false);
+    }
+}
+
 impl Slot {
     /// A slot with no connection yet.
     pub fn new(link: Rc<Link>) -> Slot {
+        lane::count_slot(true);
         Slot {
             link,
             h1: None,

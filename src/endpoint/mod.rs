@@ -27,10 +27,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 pub use self::connect::{resolve, tls_config, TlsOptions};
-pub(crate) use self::http::send_on;
-pub use self::http::{InFlight, LaneExit, LaneSink, Link, Prepared, Resume, Slot};
+pub(crate) use self::http::{carry, send_on};
+pub use self::http::{park_in_ring, InFlight, LaneExit, Link, Prepared, Resume, Slot, Units};
 pub use self::spec::{EndpointSpec, Scheme, SpecError};
-pub(crate) use self::uring::wait_in_ring;
 pub use self::uring::{probe as probe_uring, IoDriver};
 use crate::model::Style;
 

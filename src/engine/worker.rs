@@ -20,7 +20,7 @@ use super::unit::{self, Event, StepFailure, StepRun, Unit, UnitResult};
 use super::window::{Claim, LeadWindow};
 use super::Settings;
 use super::Stop;
-use crate::endpoint::{send_on, wait_in_ring, LaneExit, LaneSink, Link, Prepared, Slot};
+use crate::endpoint::{carry, park_in_ring, Link, Prepared, Slot, Units};
 use crate::flow::Mix;
 use crate::model::Outcome;
 use crate::model::Request;
@@ -167,8 +167,6 @@ struct Core {
     /// Per flow of the mix, its name (empty unless there are several).
     flow_names: Vec<String>,
     live_slots: Cell<usize>,
-    /// Slots whose work a lane carries (see [`OnLane`]).
-    lanes: Cell<usize>,
     inflight: RefCell<Vec<u32>>,
     /// Slots per endpoint waiting for a request (open model: a request
     /// released when none is free starts late).
@@ -184,10 +182,14 @@ const WARM_WAVE: usize = 256;
 
 /// Run one core to completion. Blocking; call on the core's own thread.
 pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .on_thread_park(before_sleep)
-        .build()?;
+    // While lanes carry every slot, the core waits in its ring rather
+    // than the runtime's reactor; not where fault proxies serve their
+    // sockets on that reactor.
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    if job.ledgers.iter().all(Option::is_none) {
+        builder.on_thread_park(park_in_ring);
+    }
+    let rt = builder.enable_all().build()?;
     let local = tokio::task::LocalSet::new();
     let CoreJob {
         settings,
@@ -325,7 +327,6 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         pause_changed: Notify::new(),
         input_ended: Cell::new(false),
         live_slots: Cell::new(endpoints * per_endpoint),
-        lanes: Cell::new(0),
         inflight: RefCell::new(vec![0; endpoints]),
         idle: RefCell::new(vec![0; endpoints]),
         held_since: RefCell::new(vec![None; endpoints]),
@@ -549,16 +550,6 @@ fn fresh_stats(endpoints: usize, steps: &[Vec<String>], flows: &[String]) -> Run
 }
 
 impl Core {
-    /// Tell the runtime's hook ([`before_sleep`]) whether lanes carry all
-    /// of this core's work now, and nothing else of it waits on the
-    /// runtime's reactor: a core with fault proxies (one per endpoint with
-    /// a ledger) serves their sockets there, so it never waits in its ring.
-    fn lanes_changed(&self) {
-        let lanes = self.lanes.get();
-        let proxied = self.ledgers.iter().any(Option::is_some);
-        ALL_LANED.set(!proxied && lanes > 0 && lanes == self.live_slots.get());
-    }
-
     /// A stream's request, to be shared by the endpoints: in the
     /// allocation of one judged before it when one is spare (a `malloc`
     /// and a `free` a request fewer).
@@ -1026,109 +1017,145 @@ async fn feed_open(
 #[allow(clippy::manual_async_fn)]
 fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<Output = ()> {
     async move {
+        // The slot's side of carrying requests: the unit it carries, and
+        // those a lane claims after it.
+        let units = Rc::new(SlotUnits {
+            core: core.clone(),
+            e,
+            claimed: RefCell::new(None),
+        });
+        let dyn_units: Rc<dyn Units> = units.clone();
+        // A unit claimed as a lane ended, begun there: carried next.
+        let mut next: Option<Claimed> = None;
         loop {
-            // Most claims find work at hand: only a wait needs a future.
-            let claimed = match look(&core, e) {
-                Claim::Got(place, work, due, warmup) => Some((place, work, due, warmup)),
-                Claim::Done => None,
-                Claim::Wait => claim(&core, e, &mut slot).await,
+            let claimed = match next.take() {
+                Some(c) => Some(c),
+                // Most claims find work at hand: only a wait needs a future.
+                None => match look(&core, e) {
+                    Claim::Got(place, unit, due, warmup) => {
+                        begin(&core, e, &unit, warmup);
+                        Some(Claimed {
+                            place,
+                            unit,
+                            due,
+                            warmup,
+                        })
+                    }
+                    Claim::Done => None,
+                    Claim::Wait => {
+                        claim(&core, e, &mut slot)
+                            .await
+                            .map(|(place, unit, due, warmup)| {
+                                begin(&core, e, &unit, warmup);
+                                Claimed {
+                                    place,
+                                    unit,
+                                    due,
+                                    warmup,
+                                }
+                            })
+                    }
+                },
             };
-            let Some((mut place, mut work, mut due, mut warmup)) = claimed else {
+            let Some(claimed) = claimed else {
                 break;
             };
-            begin(&core, e, &work, warmup);
-            let mut flight = None;
-            if let Some(req) = lane_for(&slot, &work, due) {
-                let turns = Rc::new(LaneRecorder {
-                    core: core.clone(),
-                    e,
-                    unit: RefCell::new(Some(Claimed {
-                        place,
-                        work,
-                        due,
-                        warmup,
-                    })),
-                });
-                let on_lane = OnLane::new(&core);
-                let laned = slot.lane(&req, core.keep_body, turns.clone()).await;
-                drop(on_lane);
-                // What the lane left claimed: in flight, or not begun.
-                let Some(unit) = turns.unit.take() else {
-                    continue;
-                };
-                Claimed {
-                    place,
-                    work,
-                    due,
-                    warmup,
-                } = unit;
-                if let LaneExit::InFlight(f) = laned {
-                    flight = Some(f);
-                }
-            }
             // Where the result is made and judged: a request's outcome is
             // written here and not moved (unless to wait in the window for
             // another endpoint's).
             let mut done = None;
-            match &work {
+            let Claimed {
+                place,
+                unit,
+                warmup,
+                ..
+            } = match &claimed.unit {
                 Unit::Request(req) => {
+                    let (req, due) = (req.clone(), claimed.due);
+                    *units.claimed.borrow_mut() = Some(claimed);
                     let (outcome, _) = UnitResult::request_places(&mut done);
-                    // `Slot::send`, its parts awaited here: a level fewer.
-                    send_on!(&mut slot, req, core.keep_body, due, outcome, flight);
+                    // The endpoint's one call: its route is its own.
+                    let carried = carry!(&mut slot, req, core.keep_body, due, outcome, &dyn_units);
+                    let left = units.claimed.borrow_mut().take();
+                    match left {
+                        Some(c) if carried => c,
+                        // Claimed as a lane ended, not a request it carries.
+                        Some(c) => {
+                            next = Some(c);
+                            continue;
+                        }
+                        None => continue,
+                    }
                 }
                 Unit::Flow(f, n) => {
-                    let mix = core
-                        .mix
-                        .as_deref()
-                        .unwrap_or_else(|| unreachable!("flow work without a flow"));
-                    let flow = &mix.flows()[*f];
-                    // Boxed: a flow's state (its steps' futures, the answers
-                    // so far) stays out of the slot's task, which a request
-                    // stream keeps small.
-                    let run = Box::pin(unit::run_flow(
-                        flow,
-                        &mut slot,
-                        e,
-                        &core.labels[e],
-                        *n,
-                        due,
-                        |k, event| {
-                            if !warmup {
-                                let name = &core.step_names[*f][k];
-                                match event {
-                                    Event::Step(run) => record_step(&core, e, name, run),
-                                    Event::Page(depth, run) => {
-                                        record_step(&core, e, name, run);
-                                        if let Some(o) = &run.outcome {
-                                            let mut stats = core.stats.borrow_mut();
-                                            stats::part(&mut stats.endpoints[e].steps, name)
-                                                .traversal
-                                                .get_or_insert_with(Default::default)
-                                                .page(depth, o.latency);
-                                        }
-                                    }
-                                    Event::Traversal(run) => record_traversal(&core, e, name, run),
-                                }
-                            }
-                        },
-                    ))
-                    .await;
-                    if !warmup {
-                        let s = &mut core.stats.borrow_mut().endpoints[e];
-                        s.flows.record(run.succeeded, run.duration);
-                        if let Some(one) = s.by_flow.get_mut(*f) {
-                            one.record(run.succeeded, run.duration);
-                        }
-                    }
-                    done = Some(UnitResult::Flow(run));
+                    done = Some(UnitResult::Flow(
+                        run_flow(&core, e, &mut slot, *f, *n, &claimed).await,
+                    ));
+                    claimed
                 }
-            }
-            record_and_deliver(&core, e, place, work, warmup, &mut done);
+            };
+            record_and_deliver(&core, e, place, unit, warmup, &mut done);
         }
         core.live_slots.set(core.live_slots.get() - 1);
-        core.lanes_changed();
         core.done.notify_waiters();
     }
+}
+
+/// Flow `f`'s instance `n` at endpoint `e`, claimed as `claimed`: its
+/// steps run on `slot`, each recorded as it ends, and the instance's
+/// figures counted. Boxed: a flow's state (its steps' futures, the
+/// answers so far) stays out of the slot's task, which a request stream
+/// keeps small.
+async fn run_flow(
+    core: &Core,
+    e: usize,
+    slot: &mut Slot,
+    f: usize,
+    n: u64,
+    claimed: &Claimed,
+) -> unit::FlowRun {
+    let mix = core
+        .mix
+        .as_deref()
+        .unwrap_or_else(|| unreachable!("flow work without a flow"));
+    let flow = &mix.flows()[f];
+    let warmup = claimed.warmup;
+    let run = Box::pin(unit::run_flow(
+        flow,
+        slot,
+        e,
+        &core.labels[e],
+        n,
+        claimed.due,
+        |k, event| {
+            if !warmup {
+                let name = &core.step_names[f][k];
+                match event {
+                    Event::Step(run) => record_step(core, e, name, run),
+                    Event::Page(depth, run) => {
+                        record_step(core, e, name, run);
+                        if let Some(o) = &run.outcome {
+                            let mut stats = core.stats.borrow_mut();
+                            stats::part(&mut stats.endpoints[e].steps, name)
+                                .traversal
+                                .get_or_insert_with(Default::default)
+                                .page(depth, o.latency);
+                        }
+                    }
+                    Event::Traversal(run) => record_traversal(core, e, name, run),
+                }
+            }
+        },
+    ))
+    .await;
+    if !warmup {
+        let s = &mut core.stats.borrow_mut().endpoints[e];
+        s.flows.record(run.succeeded, run.duration);
+        if let Some(one) = s.by_flow.get_mut(f) {
+            one.record(run.succeeded, run.duration);
+        }
+    }
+    run
 }
 
 /// A unit of work claimed at endpoint `e`: in flight, and a counted
@@ -1165,99 +1192,60 @@ fn record_and_deliver(
     deliver(core, e, place, work, warmup, done);
 }
 
-thread_local! {
-    /// Lanes carry all the work of this thread's core (every live slot's
-    /// work is on one), and no fault proxy runs on it (see
-    /// `Core::lanes_changed`).
-    static ALL_LANED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The core's runtime is about to sleep: while lanes carry all of its
-/// work, nothing waits on the runtime's reactor but its timers (a slot's
-/// deadline, the run's end, the ticks) and other threads' wake-ups, so the
-/// core waits in its ring instead (`endpoint::wait_in_ring`, where a
-/// timer is late by the ring's alarm at most, 10 ms).
-fn before_sleep() {
-    if ALL_LANED.get() {
-        wait_in_ring();
-    }
-}
-
-/// A slot on a lane, counted in its core's lanes while it lives.
-struct OnLane<'a>(&'a Core);
-
-impl<'a> OnLane<'a> {
-    fn new(core: &'a Core) -> Self {
-        core.lanes.set(core.lanes.get() + 1);
-        core.lanes_changed();
-        OnLane(core)
-    }
-}
-
-impl Drop for OnLane<'_> {
-    fn drop(&mut self) {
-        self.0.lanes.set(self.0.lanes.get() - 1);
-        self.0.lanes_changed();
-    }
-}
-
-/// Whether `work` goes by a lane (see `Slot::lane`): a request the lane
-/// forms (single-request mode's, made once and repeated, or a stream's
-/// plain POST line), in the closed model. Its request, if so.
-fn lane_for(slot: &Slot, work: &Unit, due: Option<Instant>) -> Option<Rc<Request>> {
-    let Unit::Request(req) = work else {
-        return None;
-    };
-    let fits = due.is_none() && slot.lane_fits(req);
-    fits.then(|| req.clone())
-}
-
-/// A lane's rounds at endpoint `e`: each answer recorded and delivered as [`drive`]
-/// does a request's, and the next unit claimed.
-struct LaneRecorder {
+/// A slot's side of carrying requests at endpoint `e` (see
+/// [`crate::endpoint::carry`]): each answer a lane takes recorded and
+/// delivered as [`drive`] does a request's, and the next unit claimed.
+struct SlotUnits {
     core: Rc<Core>,
     e: usize,
-    /// The unit in flight on the lane, or claimed for the slot to take up.
-    unit: RefCell<Option<Claimed>>,
+    /// The unit being carried, or claimed after a lane's answer, begun.
+    claimed: RefCell<Option<Claimed>>,
 }
 
 /// A unit of work claimed (see [`look`]).
 struct Claimed {
     place: usize,
-    work: Unit,
+    unit: Unit,
     due: Option<Instant>,
     warmup: bool,
 }
 
-impl LaneSink for LaneRecorder {
+impl Units for SlotUnits {
     fn answered(&self, outcome: Outcome) -> Option<Rc<Request>> {
         let (core, e) = (&*self.core, self.e);
         let Claimed {
             place,
-            work,
+            unit,
             warmup,
             ..
-        } = self.unit.take()?;
+        } = self.claimed.take()?;
         let mut done = Some(UnitResult::Request {
             outcome: Some(outcome),
             error: false,
         });
-        record_and_deliver(core, e, place, work, warmup, &mut done);
-        let Claim::Got(place, work, due, warmup) = look(core, e) else {
+        record_and_deliver(core, e, place, unit, warmup, &mut done);
+        let Claim::Got(place, unit, due, warmup) = look(core, e) else {
             return None;
         };
-        begin(core, e, &work, warmup);
-        let next = match (&work, due) {
+        begin(core, e, &unit, warmup);
+        let next = match (&unit, due) {
             (Unit::Request(r), None) => Some(r.clone()),
             _ => None,
         };
-        *self.unit.borrow_mut() = Some(Claimed {
+        *self.claimed.borrow_mut() = Some(Claimed {
             place,
-            work,
+            unit,
             due,
             warmup,
         });
         next
+    }
+
+    fn claimed(&self) -> Option<Rc<Request>> {
+        match &self.claimed.borrow().as_ref()?.unit {
+            Unit::Request(r) => Some(r.clone()),
+            Unit::Flow(..) => None,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The lane: a slot's one request sent again and again on the connection
 //! it kept, each answer taken and the next request sent by the ring's turn
 //! itself, where the answer lands (a [`Relay`]), with no task woken between
-//! them. Every answer is recorded by the engine's own code ([`LaneSink`]) as
+//! them. Every answer is recorded by the engine's own code ([`Units`]) as
 //! the quick path ([`QuickSend`](super::kept)) would have recorded it, timed by
 //! the same turn's clock. The slot's future waits meanwhile, woken only
 //! when the lane ends: an answer that is not a plain one whole where it
@@ -32,13 +32,71 @@ use crate::endpoint::Outcome;
 use crate::endpoint::{h1, h1_bufs};
 use crate::model::Request;
 
-/// The engine's side of a lane: what it does with each answer.
-pub trait LaneSink {
+/// The engine's side of carrying a slot's requests ([`carry!`]): where
+/// the requests after the first come from and the answers before the last
+/// go, while a lane carries them.
+///
+/// [`carry!`]: crate::endpoint::carry
+pub trait Units {
     /// The request in flight was answered with `outcome`: record it as any
     /// other, and claim the next unit of work. Its request when it is to be
     /// sent now; `None` when the lane is to end (the engine then holds
     /// whatever it claimed).
     fn answered(&self, outcome: Outcome) -> Option<Rc<Request>>;
+
+    /// The request of the unit claimed now, if the unit is a request: the
+    /// one a lane left in flight or did not send, for the slot to carry
+    /// on; `None` when the last answer was taken and nothing, or a unit
+    /// of another kind, was claimed after it.
+    fn claimed(&self) -> Option<Rc<Request>>;
+}
+
+thread_local! {
+    /// This thread's slots, and how many of them a lane carries now.
+    static SLOTS: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// A slot made on this thread ([`Slot::new`]), or one gone (its drop).
+pub(super) fn count_slot(made: bool) {
+    SLOTS.with(|s| {
+        let (live, laned) = s.get();
+        s.set((if made { live + 1 } else { live - 1 }, laned));
+    });
+}
+
+/// A slot on a lane, counted among this thread's laned slots while it is.
+struct OnLane;
+
+impl OnLane {
+    fn new() -> OnLane {
+        SLOTS.with(|s| {
+            let (live, laned) = s.get();
+            s.set((live, laned + 1));
+        });
+        OnLane
+    }
+}
+
+impl Drop for OnLane {
+    fn drop(&mut self) {
+        SLOTS.with(|s| {
+            let (live, laned) = s.get();
+            s.set((live, laned - 1));
+        });
+    }
+}
+
+/// For a core runtime's `on_thread_park` hook: while lanes carry every
+/// slot of this thread, nothing waits on the runtime's reactor but its
+/// timers (a slot's deadline, the run's end, the ticks) and other threads'
+/// wake-ups, so the thread waits in its ring instead (where a timer is
+/// late by the ring's alarm at most, 10 ms). Only for a thread where
+/// nothing else uses the reactor (no fault proxy).
+pub fn park_in_ring() {
+    let (live, laned) = SLOTS.get();
+    if laned > 0 && laned == live {
+        super::super::uring::wait_in_ring();
+    }
 }
 
 /// How a lane ended, for the slot to take up.
@@ -71,7 +129,7 @@ struct Lane {
     /// Where a request that is not the endpoint's prepared one is formed,
     /// lent by the pool once one is.
     buf: RefCell<BytesMut>,
-    rounds: Rc<dyn LaneSink>,
+    units: Rc<dyn Units>,
     /// Whether answers' bodies are kept.
     keep_body: bool,
     /// The connection's local port, for each outcome.
@@ -143,7 +201,7 @@ impl Relay for Lane {
             port: self.port,
             ..Outcome::timed(Ok(response), (start, start, elapsed), None, bytes_out, None)
         };
-        let Some(next) = self.rounds.answered(outcome) else {
+        let Some(next) = self.units.answered(outcome) else {
             self.end.set(Some(RelayEnd::Answered));
             return Relayed::Ended;
         };
@@ -169,15 +227,16 @@ impl Slot {
     }
 
     /// Send `req` on the kept connection and go on sending it by a lane
-    /// (see the module), each answer handed to `rounds`, until the lane
+    /// (see the module), each answer handed to `units`, until the lane
     /// ends; how it ended (see [`LaneExit`]). For a request [`Slot::lane_fits`]
     /// said yes to, in the closed model.
     pub async fn lane(
         &mut self,
         req: &Rc<Request>,
         keep_body: bool,
-        rounds: Rc<dyn LaneSink>,
+        units: Rc<dyn Units>,
     ) -> LaneExit {
+        let _on = OnLane::new();
         let mut flight: Option<InFlight> = None;
         let mut lane: Option<Rc<Lane>> = None;
         poll_fn(|cx| {
@@ -192,7 +251,7 @@ impl Slot {
                         link: self.link.clone(),
                         req: RefCell::new(Some(req.clone())),
                         buf: RefCell::new(BytesMut::new()),
-                        rounds: rounds.clone(),
+                        units: units.clone(),
                         keep_body,
                         port: self.port,
                         start: Cell::new(f.start),
