@@ -207,238 +207,307 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         ledgers,
         proxies,
     } = job;
-    let endpoints = links.len();
     let links: Vec<Rc<Link>> = links.into_iter().map(|p| Rc::new(Link::new(p))).collect();
-
-    // Open every connection before the clock starts. The first slot of an
-    // endpoint connects alone so that an HTTP/2 endpoint shares it.
-    // Their connect times are recorded (not as reconnects).
-    let mut connects: Vec<Vec<Duration>> = vec![Vec::new(); endpoints];
-    let slots: Vec<Vec<Slot>> = local.block_on(&rt, async {
+    let (slots, connects) = local.block_on(&rt, async {
         if let Some(p) = proxies {
             p.spawn();
         }
-        let mut all = Vec::new();
-        for (e, link) in links.iter().enumerate() {
-            let mut first = Slot::new(link.clone());
-            if let Ok(Some(took)) = first.warm().await {
-                connects[e].push(took);
-            }
-            // In waves of a few hundred: a listen backlog is not flooded
-            // (a dropped SYN costs a second), and only a wave's connect
-            // futures (a few KiB each with TLS) are alive at once.
-            let mut slots = vec![first];
-            let mut n = 1;
-            while n < per_endpoint {
-                let wave = n..(n + WARM_WAVE).min(per_endpoint);
-                n = wave.end;
-                let warming: Vec<_> = wave
-                    .map(|n| {
-                        let mut slot = Slot::new(link.clone());
-                        tokio::task::spawn_local(async move {
-                            let took = if n < warm {
-                                slot.warm().await.ok().flatten()
-                            } else {
-                                None
-                            };
-                            (slot, took)
-                        })
-                    })
-                    .collect();
-                for w in warming {
-                    // A warm-up task cannot panic; a lost slot would only
-                    // mean less concurrency, so it is replaced by a cold one.
-                    let (slot, took) = w.await.unwrap_or_else(|_| (Slot::new(link.clone()), None));
-                    slots.push(slot);
-                    connects[e].extend(took);
-                }
-            }
-            all.push(slots);
-        }
-        all
+        open_slots(&links, per_endpoint, warm).await
     });
     start_barrier.wait();
     let started = Instant::now();
-    let (step_names, flow_names) = match &input {
-        CoreInput::Flow { mix, .. } => names(mix),
-        _ => (Vec::new(), Vec::new()),
-    };
-    let mut first_stats = fresh_stats(endpoints, &step_names, &flow_names);
-    for (s, took) in first_stats.endpoints.iter_mut().zip(&connects) {
-        for t in took {
-            s.record_connect(*t);
-        }
-    }
-
-    // JSON-RPC error answers are found in the bodies; gRPC answers carry
-    // their status apart, so a run of gRPC endpoints alone keeps (and
-    // decodes) bodies only to compare them.
-    let jsonrpc_bodies = settings.comparer.jsonrpc()
-        && settings
-            .endpoints
-            .iter()
-            .any(|e| e.style != crate::model::Style::Grpc);
-    let keep_body = jsonrpc_bodies
-        || endpoints > 1 && (settings.comparer.needs_body() || settings.verbose >= 1);
-    let mix = match &input {
-        CoreInput::Flow { mix, .. } => Some(mix.clone()),
-        _ => None,
-    };
-    // With one endpoint there is nothing to keep in step and nothing to
-    // wait for: work made on the core needs no feeder and no window.
-    let direct = endpoints == 1
-        && schedule.is_none()
-        && matches!(input, CoreInput::Repeat { .. } | CoreInput::Flow { .. });
-    let (direct, input) = match direct {
-        true => (Some(RefCell::new(Feed::new(input))), None),
-        false => (None, Some(input)),
-    };
-    // Never smaller than the slots: --lead bounds how much work is open,
-    // never how many requests are in flight. Unused with the direct feed.
-    let limit = match direct {
-        Some(_) => 1,
-        None => settings.window.max(2 * per_endpoint),
-    };
-    let core = Rc::new(Core {
-        window: RefCell::new(LeadWindow::new(limit, endpoints)),
-        direct,
-        mix,
-        outcome_taps: settings
-            .taps
-            .iter()
-            .filter(|t| t.wants_outcomes())
-            .cloned()
-            .collect(),
-        labels: settings
-            .endpoints
-            .iter()
-            .map(|e| Rc::from(e.label.as_str()))
-            .collect(),
-        step_names,
-        flow_names,
-        stats: RefCell::new(first_stats),
-        tallies: RefCell::new(stats::Tallies::new(endpoints)),
-        work: (0..endpoints).map(|_| Notify::new()).collect(),
-        space: FeederWaker::default(),
-        done: Notify::new(),
-        stopping: Cell::new(None),
-        paused_since: Cell::new(None),
-        paused: Cell::new(Duration::ZERO),
-        pause_changed: Notify::new(),
-        input_ended: Cell::new(false),
-        live_slots: Cell::new(endpoints * per_endpoint),
-        inflight: RefCell::new(vec![0; endpoints]),
-        idle: RefCell::new(vec![0; endpoints]),
-        held_since: RefCell::new(vec![None; endpoints]),
-        held_back: RefCell::new(vec![Duration::ZERO; endpoints]),
-        last_done: RefCell::new(vec![None; endpoints]),
-        keep_body,
-        prefetch: (2 * per_endpoint).max(8),
-        kinds: RefCell::new(judge::MethodCache::default()),
-        spare: RefCell::new(Vec::new()),
-        links: links.clone(),
-        ledgers,
-        warmup_left: Cell::new(warmup.count.unwrap_or(0)),
-        warmup_below,
-        warmup_until: warmup.duration.map(|d| started + d),
-        counting_since: Cell::new(None),
+    let (core, input) = Core::new(CoreParts {
         settings,
+        links,
+        ledgers,
+        per_endpoint,
+        direct: schedule.is_none(),
+        input,
+        warmup,
+        warmup_below,
+        started,
+        connects: &connects,
     });
-
-    let slots_ended = local.block_on(&rt, async {
+    local.block_on(&rt, async {
         stop.core_running(true);
         tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
         tokio::task::spawn_local(watch_stop(core.clone(), stop.clone()));
         tokio::task::spawn_local(tick(core.clone(), ticks, core_number, started));
-        // Slots first, so they are waiting when the first request is due.
-        // All of them in one task: a slot woken by its answer is polled
-        // from the set's queue of woken slots, not scheduled as a task of
-        // its own through the `LocalSet`.
-        let mut drives = Slots::new();
-        for (e, endpoint_slots) in slots.into_iter().enumerate() {
-            for slot in endpoint_slots {
-                drives.push(drive(core.clone(), e, slot));
-            }
-        }
-        let drives = tokio::task::spawn_local(drives);
-        match (input, schedule) {
-            (Some(input), Some(schedule)) => {
-                tokio::task::spawn_local(feed_open(
-                    core.clone(),
-                    input,
-                    schedule,
-                    started,
-                    stop.clone(),
-                ));
-            }
-            (Some(input), None) => {
-                tokio::task::spawn_local(feed(core.clone(), input));
-            }
-            (None, _) => {}
-        }
-        // A slot that panicked (a bug) ends the core with an error rather
-        // than leaving it waiting for the slot forever.
-        tokio::select! {
-            () = wait_for_slots(&core) => Ok(()),
-            Err(e) = drives => Err(std::io::Error::other(format!(
-                "its requests stopped on a panic: {}",
-                panic_message(e)
-            ))),
-        }
-    });
-    slots_ended?;
+        serve(&core, slots, input, schedule, started, &stop).await
+    })?;
     if core.paused_since.get().is_some() {
         stop.core_paused(false);
     }
     stop.core_running(false);
-    let ended = Instant::now();
-    let index = tick_index(
-        ended.saturating_duration_since(started),
-        core.settings.interval,
-    );
-    // The counted run starts after the warm-up.
-    let counted_from = core.counting_since.get().unwrap_or(ended);
-    let mut stats = core.take_stats();
-    // Unit is judged as soon as every endpoint finished it: what is left
-    // was not finished everywhere.
-    stats.verdicts.incomplete += core.window.borrow_mut().drain_rest();
-    // The run ends at the stop (a Ctrl-C, the end of --stop-after's
-    // duration), or when this core's work ran out; an endpoint idle when
-    // it ran out had finished its work at its last completion.
-    let stopped_at = core.stopping.get().unwrap_or(ended).min(ended);
-    let inflight = core.inflight.borrow();
-    let held_since = core.held_since.borrow();
-    let held = core.held_back.borrow();
-    let last_done = core.last_done.borrow();
-    let mut paused = core.paused.get();
-    if let Some(since) = core.paused_since.get() {
-        paused += ended.saturating_duration_since(since);
-    }
-    for (e, s) in stats.endpoints.iter_mut().enumerate() {
-        s.abandoned += u64::from(inflight[e]);
-        let finished_early = core.input_ended.get() && inflight[e] == 0;
-        let until = match last_done[e] {
-            Some(t) if finished_early => t,
-            Some(t) => t.max(stopped_at),
-            None => stopped_at,
-        };
-        let mut h = held[e];
-        if let Some(since) = held_since[e] {
-            h += until.saturating_duration_since(since);
+    Ok(core.finish(started))
+}
+
+/// Open every connection of this core before the clock starts: the
+/// slots of each endpoint (of which the first `warm` connect), and the
+/// connect times taken (recorded, not as reconnects). The first slot of
+/// an endpoint connects alone so that an HTTP/2 endpoint shares it.
+async fn open_slots(
+    links: &[Rc<Link>],
+    per_endpoint: usize,
+    warm: usize,
+) -> (Vec<Vec<Slot>>, Vec<Vec<Duration>>) {
+    let mut connects: Vec<Vec<Duration>> = vec![Vec::new(); links.len()];
+    let mut all = Vec::new();
+    for (e, link) in links.iter().enumerate() {
+        let mut first = Slot::new(link.clone());
+        if let Ok(Some(took)) = first.warm().await {
+            connects[e].push(took);
         }
-        s.held_back = h;
-        s.active = until
-            .saturating_duration_since(counted_from)
-            .saturating_sub(paused);
+        // In waves of a few hundred: a listen backlog is not flooded
+        // (a dropped SYN costs a second), and only a wave's connect
+        // futures (a few KiB each with TLS) are alive at once.
+        let mut slots = vec![first];
+        let mut n = 1;
+        while n < per_endpoint {
+            let wave = n..(n + WARM_WAVE).min(per_endpoint);
+            n = wave.end;
+            let warming: Vec<_> = wave
+                .map(|n| {
+                    let mut slot = Slot::new(link.clone());
+                    tokio::task::spawn_local(async move {
+                        let took = if n < warm {
+                            slot.warm().await.ok().flatten()
+                        } else {
+                            None
+                        };
+                        (slot, took)
+                    })
+                })
+                .collect();
+            for w in warming {
+                // A warm-up task cannot panic; a lost slot would only
+                // mean less concurrency, so it is replaced by a cold one.
+                let (slot, took) = w.await.unwrap_or_else(|_| (Slot::new(link.clone()), None));
+                slots.push(slot);
+                connects[e].extend(took);
+            }
+        }
+        all.push(slots);
     }
-    drop((inflight, held_since, held, last_done));
-    Ok(CoreResult {
-        stats,
-        index,
-        started: counted_from,
-        ended,
-        paused,
-    })
+    (all, connects)
+}
+
+/// Run the core's slots (every one in one task: a slot woken by its
+/// answer is polled from the set's queue of woken slots, not scheduled as
+/// a task of its own through the `LocalSet`) and its feeder until the
+/// slots end. A slot that panicked (a bug) ends the core with an error
+/// rather than leaving it waiting for the slot forever.
+async fn serve(
+    core: &Rc<Core>,
+    slots: Vec<Vec<Slot>>,
+    input: Option<CoreInput>,
+    schedule: Option<Schedule>,
+    started: Instant,
+    stop: &Stop,
+) -> std::io::Result<()> {
+    // Slots first, so they are waiting when the first request is due.
+    let mut drives = Slots::new();
+    for (e, endpoint_slots) in slots.into_iter().enumerate() {
+        for slot in endpoint_slots {
+            drives.push(drive(core.clone(), e, slot));
+        }
+    }
+    let drives = tokio::task::spawn_local(drives);
+    match (input, schedule) {
+        (Some(input), Some(schedule)) => {
+            tokio::task::spawn_local(feed_open(
+                core.clone(),
+                input,
+                schedule,
+                started,
+                stop.clone(),
+            ));
+        }
+        (Some(input), None) => {
+            tokio::task::spawn_local(feed(core.clone(), input));
+        }
+        (None, _) => {}
+    }
+    tokio::select! {
+        () = wait_for_slots(core) => Ok(()),
+        Err(e) = drives => Err(std::io::Error::other(format!(
+            "its requests stopped on a panic: {}",
+            panic_message(e)
+        ))),
+    }
+}
+
+/// What a core is made of, besides what [`Core::new`] makes fresh.
+struct CoreParts<'a> {
+    settings: Arc<Settings>,
+    links: Vec<Rc<Link>>,
+    ledgers: Vec<Option<crate::fault::Ledger>>,
+    per_endpoint: usize,
+    /// No schedule: the direct feed may serve one endpoint.
+    direct: bool,
+    input: CoreInput,
+    warmup: super::StopAfter,
+    warmup_below: Option<u64>,
+    started: Instant,
+    connects: &'a [Vec<Duration>],
+}
+
+impl Core {
+    /// A core at the start of its run (`parts.started`), its connect
+    /// times recorded in its first statistics; and its input for the
+    /// feeder (`None` with the direct feed, which holds it).
+    fn new(parts: CoreParts<'_>) -> (Rc<Core>, Option<CoreInput>) {
+        let CoreParts {
+            settings,
+            links,
+            ledgers,
+            per_endpoint,
+            direct,
+            input,
+            warmup,
+            warmup_below,
+            started,
+            connects,
+        } = parts;
+        let endpoints = links.len();
+        let (step_names, flow_names) = match &input {
+            CoreInput::Flow { mix, .. } => names(mix),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let mut first_stats = fresh_stats(endpoints, &step_names, &flow_names);
+        for (s, took) in first_stats.endpoints.iter_mut().zip(connects) {
+            for t in took {
+                s.record_connect(*t);
+            }
+        }
+        // JSON-RPC error answers are found in the bodies; gRPC answers carry
+        // their status apart, so a run of gRPC endpoints alone keeps (and
+        // decodes) bodies only to compare them.
+        let jsonrpc_bodies = settings.comparer.jsonrpc()
+            && settings
+                .endpoints
+                .iter()
+                .any(|e| e.style != crate::model::Style::Grpc);
+        let keep_body = jsonrpc_bodies
+            || endpoints > 1 && (settings.comparer.needs_body() || settings.verbose >= 1);
+        let mix = match &input {
+            CoreInput::Flow { mix, .. } => Some(mix.clone()),
+            _ => None,
+        };
+        // With one endpoint there is nothing to keep in step and nothing to
+        // wait for: work made on the core needs no feeder and no window.
+        let direct = endpoints == 1
+            && direct
+            && matches!(input, CoreInput::Repeat { .. } | CoreInput::Flow { .. });
+        let (direct, input) = match direct {
+            true => (Some(RefCell::new(Feed::new(input))), None),
+            false => (None, Some(input)),
+        };
+        // Never smaller than the slots: --lead bounds how much work is open,
+        // never how many requests are in flight. Unused with the direct feed.
+        let limit = match direct {
+            Some(_) => 1,
+            None => settings.window.max(2 * per_endpoint),
+        };
+        let core = Rc::new(Core {
+            window: RefCell::new(LeadWindow::new(limit, endpoints)),
+            direct,
+            mix,
+            outcome_taps: settings
+                .taps
+                .iter()
+                .filter(|t| t.wants_outcomes())
+                .cloned()
+                .collect(),
+            labels: settings
+                .endpoints
+                .iter()
+                .map(|e| Rc::from(e.label.as_str()))
+                .collect(),
+            step_names,
+            flow_names,
+            stats: RefCell::new(first_stats),
+            tallies: RefCell::new(stats::Tallies::new(endpoints)),
+            work: (0..endpoints).map(|_| Notify::new()).collect(),
+            space: FeederWaker::default(),
+            done: Notify::new(),
+            stopping: Cell::new(None),
+            paused_since: Cell::new(None),
+            paused: Cell::new(Duration::ZERO),
+            pause_changed: Notify::new(),
+            input_ended: Cell::new(false),
+            live_slots: Cell::new(endpoints * per_endpoint),
+            inflight: RefCell::new(vec![0; endpoints]),
+            idle: RefCell::new(vec![0; endpoints]),
+            held_since: RefCell::new(vec![None; endpoints]),
+            held_back: RefCell::new(vec![Duration::ZERO; endpoints]),
+            last_done: RefCell::new(vec![None; endpoints]),
+            keep_body,
+            prefetch: (2 * per_endpoint).max(8),
+            kinds: RefCell::new(judge::MethodCache::default()),
+            spare: RefCell::new(Vec::new()),
+            links,
+            ledgers,
+            warmup_left: Cell::new(warmup.count.unwrap_or(0)),
+            warmup_below,
+            warmup_until: warmup.duration.map(|d| started + d),
+            counting_since: Cell::new(None),
+            settings,
+        });
+        (core, input)
+    }
+
+    /// The core's result once its slots ended: its statistics, with each
+    /// endpoint's unfinished requests, held-back and active time.
+    fn finish(&self, started: Instant) -> CoreResult {
+        let ended = Instant::now();
+        let index = tick_index(
+            ended.saturating_duration_since(started),
+            self.settings.interval,
+        );
+        // The counted run starts after the warm-up.
+        let counted_from = self.counting_since.get().unwrap_or(ended);
+        let mut stats = self.take_stats();
+        // A unit is judged as soon as every endpoint finished it: what is
+        // left was not finished everywhere.
+        stats.verdicts.incomplete += self.window.borrow_mut().drain_rest();
+        // The run ends at the stop (a Ctrl-C, the end of --stop-after's
+        // duration), or when this core's work ran out; an endpoint idle
+        // when it ran out had finished its work at its last completion.
+        let stopped_at = self.stopping.get().unwrap_or(ended).min(ended);
+        let inflight = self.inflight.borrow();
+        let held_since = self.held_since.borrow();
+        let held = self.held_back.borrow();
+        let last_done = self.last_done.borrow();
+        let mut paused = self.paused.get();
+        if let Some(since) = self.paused_since.get() {
+            paused += ended.saturating_duration_since(since);
+        }
+        for (e, s) in stats.endpoints.iter_mut().enumerate() {
+            s.abandoned += u64::from(inflight[e]);
+            let finished_early = self.input_ended.get() && inflight[e] == 0;
+            let until = match last_done[e] {
+                Some(t) if finished_early => t,
+                Some(t) => t.max(stopped_at),
+                None => stopped_at,
+            };
+            let mut h = held[e];
+            if let Some(since) = held_since[e] {
+                h += until.saturating_duration_since(since);
+            }
+            s.held_back = h;
+            s.active = until
+                .saturating_duration_since(counted_from)
+                .saturating_sub(paused);
+        }
+        CoreResult {
+            stats,
+            index,
+            started: counted_from,
+            ended,
+            paused,
+        }
+    }
 }
 
 /// What a task that ended abnormally said.
