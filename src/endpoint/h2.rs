@@ -22,6 +22,7 @@ use std::cell::RefCell;
 use std::collections::hash_map::{Entry, HashMap};
 use std::future::poll_fn;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::ControlFlow;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -1047,8 +1048,50 @@ impl Driver {
         if self.conn.0.borrow().gone.is_some() {
             return Poll::Ready(());
         }
+        let ControlFlow::Continue(answers_came) = self.read_frames(cx) else {
+            return Poll::Ready(());
+        };
+        if answers_came {
+            // Answers came while requests waited: let their slots queue
+            // theirs, then write all at once.
+            self.deferred = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.deferred = false;
+        let mut guard = self.conn.0.borrow_mut();
+        let inner = &mut *guard;
+        let ControlFlow::Continue(written) = Self::write(&mut self.io, cx, inner) else {
+            return Poll::Ready(());
+        };
+        let ControlFlow::Continue(()) =
+            Self::release_and_flush(&mut self.io, &mut self.unflushed, cx, inner, written)
+        else {
+            return Poll::Ready(());
+        };
+        if inner.finished() || Rc::strong_count(&self.conn) == 1 {
+            inner.close(Failure::Reset);
+            return Poll::Ready(());
+        }
+        if !inner
+            .driver
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            inner.driver = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// The reads of one turn ([`Driver::poll`]): read and handle frames
+    /// until the socket has nothing more (over TCP, with requests to write,
+    /// until it would block), the server's replies pile up, or the turn
+    /// has read enough. `Continue(true)`: answers came while requests
+    /// waited to be written; `Break`: the connection has ended.
+    #[inline]
+    fn read_frames(&mut self, cx: &mut Context<'_>) -> ControlFlow<(), bool> {
         let mut progress = false;
-        // The read before a write (see above) was made.
+        // The read before a write (see `poll`) was made.
         let mut before_write = false;
         let mut reads = 0;
         loop {
@@ -1082,58 +1125,65 @@ impl Driver {
             match read {
                 Poll::Ready(Ok(n)) => {
                     progress = true;
-                    let mut inner = self.conn.0.borrow_mut();
-                    if n == 0 {
-                        inner.close(Failure::Reset);
-                        return Poll::Ready(());
-                    }
-                    self.filled += n;
-                    match inner.frames(&self.rbuf[self.start..self.filled], Instant::now()) {
-                        Ok(used) => self.start += used,
-                        Err(ConnError(code)) => {
-                            // Tell the server why, if it still listens.
-                            inner.wbuf.clear();
-                            put_head(&mut inner.wbuf, 8, kind::GOAWAY, 0, 0);
-                            inner.wbuf.extend_from_slice(&[0; 4]);
-                            inner.wbuf.extend_from_slice(&code.to_be_bytes());
-                            let _ = self.io.poll_write(cx, &inner.wbuf);
-                            inner.close(Failure::Protocol);
-                            return Poll::Ready(());
-                        }
-                    }
-                    if self.start == self.filled {
-                        self.start = 0;
-                        self.filled = 0;
-                    }
+                    self.handle(cx, n)?;
                 }
                 Poll::Ready(Err(e)) => {
                     self.conn.0.borrow_mut().close(classify_io(&e, Failure::Io));
-                    return Poll::Ready(());
+                    return ControlFlow::Break(());
                 }
                 Poll::Pending => break,
             }
         }
-        if before_write && progress {
-            // Answers came while requests waited: let their slots queue
-            // theirs, then write all at once.
-            self.deferred = true;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
+        ControlFlow::Continue(before_write && progress)
+    }
+
+    /// Handle the frames complete in the buffer after a read of `n` bytes
+    /// (none: the server closed); a bad one ends the connection with a
+    /// GOAWAY that says why.
+    #[inline]
+    fn handle(&mut self, cx: &mut Context<'_>, n: usize) -> ControlFlow<()> {
+        let mut inner = self.conn.0.borrow_mut();
+        if n == 0 {
+            inner.close(Failure::Reset);
+            return ControlFlow::Break(());
         }
-        self.deferred = false;
-        let mut guard = self.conn.0.borrow_mut();
-        let inner = &mut *guard;
+        self.filled += n;
+        match inner.frames(&self.rbuf[self.start..self.filled], Instant::now()) {
+            Ok(used) => self.start += used,
+            Err(ConnError(code)) => {
+                // Tell the server why, if it still listens.
+                inner.wbuf.clear();
+                put_head(&mut inner.wbuf, 8, kind::GOAWAY, 0, 0);
+                inner.wbuf.extend_from_slice(&[0; 4]);
+                inner.wbuf.extend_from_slice(&code.to_be_bytes());
+                let _ = self.io.poll_write(cx, &inner.wbuf);
+                inner.close(Failure::Protocol);
+                return ControlFlow::Break(());
+            }
+        }
+        if self.start == self.filled {
+            self.start = 0;
+            self.filled = 0;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Write the frames queued, as far as the socket takes them, and drop
+    /// them from the queue: `Continue` with the bytes written, `Break` when
+    /// the connection has ended.
+    #[inline]
+    fn write(io: &mut Socket, cx: &mut Context<'_>, inner: &mut Inner) -> ControlFlow<(), usize> {
         let mut written = 0;
         while written < inner.wbuf.len() {
-            match self.io.poll_write(cx, &inner.wbuf[written..]) {
+            match io.poll_write(cx, &inner.wbuf[written..]) {
                 Poll::Ready(Ok(0)) => {
                     inner.close(Failure::Reset);
-                    return Poll::Ready(());
+                    return ControlFlow::Break(());
                 }
                 Poll::Ready(Ok(n)) => written += n,
                 Poll::Ready(Err(e)) => {
                     inner.close(classify_io(&e, Failure::Io));
-                    return Poll::Ready(());
+                    return ControlFlow::Break(());
                 }
                 Poll::Pending => break,
             }
@@ -1153,33 +1203,37 @@ impl Driver {
             inner.wbuf_skip = skip_after(&inner.wbuf, inner.wbuf_skip, written);
         }
         inner.wbuf.drain(..written);
-        if let Err(e) = self.io.release_peeked(written > 0) {
+        ControlFlow::Continue(written)
+    }
+
+    /// After a write of `written` bytes: let the bytes the reads peeked
+    /// leave the socket (a write has carried their acknowledgement), and
+    /// flush what the TLS layer still holds. `Break`: the connection has
+    /// ended.
+    #[inline]
+    fn release_and_flush(
+        io: &mut Socket,
+        unflushed: &mut bool,
+        cx: &mut Context<'_>,
+        inner: &mut Inner,
+        written: usize,
+    ) -> ControlFlow<()> {
+        if let Err(e) = io.release_peeked(written > 0) {
             inner.close(classify_io(&e, Failure::Io));
-            return Poll::Ready(());
+            return ControlFlow::Break(());
         }
-        self.unflushed |= written > 0;
-        if self.unflushed {
-            match self.io.poll_flush(cx) {
-                Poll::Ready(Ok(())) => self.unflushed = false,
+        *unflushed |= written > 0;
+        if *unflushed {
+            match io.poll_flush(cx) {
+                Poll::Ready(Ok(())) => *unflushed = false,
                 Poll::Ready(Err(e)) => {
                     inner.close(classify_io(&e, Failure::Io));
-                    return Poll::Ready(());
+                    return ControlFlow::Break(());
                 }
                 Poll::Pending => {}
             }
         }
-        if inner.finished() || Rc::strong_count(&self.conn) == 1 {
-            inner.close(Failure::Reset);
-            return Poll::Ready(());
-        }
-        if !inner
-            .driver
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            inner.driver = Some(cx.waker().clone());
-        }
-        Poll::Pending
+        ControlFlow::Continue(())
     }
 }
 

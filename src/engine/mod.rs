@@ -263,25 +263,85 @@ pub fn run_resolved(
     stop: &Stop,
     observer: &mut dyn Observer,
 ) -> Result<RunOutput, RunError> {
-    // Closed model: no more cores than requests in flight. Open model:
-    // every core shares the schedule, up to --max-in-flight.
-    let in_flight = match settings.rate {
-        Some(_) => settings.max_in_flight,
-        None => settings.concurrency,
-    };
-    let cores = settings.threads.min(in_flight).max(1);
+    let cores = Cores::of(settings);
     let state = Arc::new(Mutex::new(InputState::default()));
-    let mut inputs: Vec<CoreInput> = Vec::with_capacity(cores);
+    let inputs = core_inputs(settings, cores, input, &state)?;
+    // The cores and this thread: the clock starts when every connection
+    // is open and `--start-at` has come.
+    let barrier = Arc::new(Barrier::new(cores.count + 1));
+    let (ticks, collector) = std::sync::mpsc::channel();
+    let launch = Launch {
+        settings,
+        cores,
+        addrs: &addrs,
+        faults: faults.as_ref(),
+        stop,
+        start_barrier: &barrier,
+        ticks: &ticks,
+    };
+    for (c, input) in inputs.into_iter().enumerate() {
+        let job = launch.job(c, input)?;
+        spawn_core(c, job, ticks.clone())?;
+    }
+    drop(ticks);
+    start(settings, stop, &barrier, faults.as_ref());
+    let (mut stats, elapsed) =
+        collect(settings, cores.count, &collector, faults.as_ref(), observer)?;
+    if let Some(f) = &faults {
+        // What the faults did after the last interval.
+        f.take_into(&mut stats, u64::MAX);
+    }
+    Ok(run_output(stats, elapsed, &state, stop))
+}
+
+/// How many cores a run takes, and what they share.
+#[derive(Clone, Copy)]
+struct Cores {
+    /// Cores to run on.
+    count: usize,
+    /// Requests in flight per endpoint, over every core.
+    in_flight: usize,
+}
+
+impl Cores {
+    /// Closed model: no more cores than requests in flight. Open model:
+    /// every core shares the schedule, up to --max-in-flight.
+    fn of(settings: &Settings) -> Cores {
+        let in_flight = match settings.rate {
+            Some(_) => settings.max_in_flight,
+            None => settings.concurrency,
+        };
+        Cores {
+            count: settings.threads.min(in_flight).max(1),
+            in_flight,
+        }
+    }
+
+    /// Core `c`'s share of what the cores divide.
+    fn share(self, c: usize) -> crate::model::Share {
+        crate::model::Share::new(c, self.count)
+    }
+}
+
+/// Each core's input: its share of the repeated request or of the flow
+/// instances, or the batches of a request stream, which a thread started
+/// here reads into `state`.
+fn core_inputs(
+    settings: &Settings,
+    cores: Cores,
+    input: Workload,
+    state: &Arc<Mutex<InputState>>,
+) -> Result<Vec<CoreInput>, RunError> {
+    let mut inputs: Vec<CoreInput> = Vec::with_capacity(cores.count);
     // The quota counts counted units only; warm-up ones come on top (see
     // `Feed::take_now`).
-    let core = |c: usize| crate::model::Share::new(c, cores);
-    let quota = |c: usize| settings.stop_after.count.map(|n| core(c).share(n));
+    let quota = |c: usize| settings.stop_after.count.map(|n| cores.share(c).share(n));
     // Core c of shard I of N numbers its flow instances c·N + I, then
     // every (cores·N)th: together, over cores and shards, 0, 1, 2, ...
     // with no number twice.
     let flows = |mix: Arc<crate::flow::Mix>| {
-        (0..cores).map(move |c| {
-            let part = settings.shard.part(c, cores);
+        (0..cores.count).map(move |c| {
+            let part = settings.shard.part(c, cores.count);
             CoreInput::Flow {
                 mix: mix.clone(),
                 next: part.index,
@@ -292,7 +352,7 @@ pub fn run_resolved(
     };
     match input {
         Workload::Repeat(request) => {
-            for c in 0..cores {
+            for c in 0..cores.count {
                 inputs.push(CoreInput::Repeat {
                     request: request.clone(),
                     remaining: quota(c),
@@ -302,7 +362,7 @@ pub fn run_resolved(
         Workload::Flow(flow) => inputs.extend(flows(Arc::new(crate::flow::Mix::one(flow)))),
         Workload::Mix(mix) => inputs.extend(flows(mix)),
         Workload::Stream(source) => {
-            let (tx, rx) = async_channel::bounded(cores * 4);
+            let (tx, rx) = async_channel::bounded(cores.count * 4);
             // The input thread may be blocked reading a pipe when the run
             // ends; it is not joined and ends with the process.
             drop(reader::spawn(
@@ -312,7 +372,7 @@ pub fn run_resolved(
                     .count
                     .map(|n| n + settings.warmup.count.unwrap_or(0)),
                 settings.strict,
-                if cores == 1 {
+                if cores.count == 1 {
                     reader::MAX_BATCH_ONE_CORE
                 } else {
                     reader::MAX_BATCH
@@ -320,55 +380,58 @@ pub fn run_resolved(
                 tx,
                 state.clone(),
             )?);
-            for _ in 0..cores {
+            for _ in 0..cores.count {
                 inputs.push(CoreInput::Batches(rx.clone()));
             }
         }
     }
+    Ok(inputs)
+}
 
-    // The cores and this thread: the clock starts when every connection
-    // is open and `--start-at` has come.
-    let barrier = Arc::new(Barrier::new(cores + 1));
-    let (ticks, collector) = std::sync::mpsc::channel();
-    for (c, input) in inputs.into_iter().enumerate() {
-        let share = |n: usize| core(c).share_of(n);
+/// What every core's job is made from.
+struct Launch<'a> {
+    settings: &'a Arc<Settings>,
+    cores: Cores,
+    addrs: &'a [Vec<std::net::SocketAddr>],
+    faults: Option<&'a crate::fault::Running>,
+    stop: &'a Stop,
+    start_barrier: &'a Arc<Barrier>,
+    ticks: &'a std::sync::mpsc::Sender<CoreMsg>,
+}
+
+/// One core's way to every endpoint.
+struct CoreLinks {
+    links: Vec<Prepared>,
+    /// The core's own fault proxies, when an endpoint has faults.
+    proxies: Option<crate::fault::CoreProxies>,
+    /// Per endpoint, the ledger of its faults.
+    ledgers: Vec<Option<crate::fault::Ledger>>,
+}
+
+impl Launch<'_> {
+    /// Core `c`'s job: its share of the connections, slots and warm-up,
+    /// its part of the schedule, its links and its input.
+    fn job(&self, c: usize, input: CoreInput) -> Result<CoreJob, RunError> {
+        let settings = self.settings;
+        let share = |n: usize| self.cores.share(c).share_of(n);
         let by_position = matches!(input, CoreInput::Batches(_));
         let mut transport = settings.transport.clone();
         transport.max_connections = transport.max_connections.map(|n| share(n).max(1));
-        // An endpoint with faults: this core's own proxy in front of it.
-        let (proxies, proxied, ledgers) = match &faults {
-            Some(f) => {
-                let l = f.listen()?;
-                (Some(l.proxies), l.addrs, l.ledgers)
-            }
-            None => {
-                let n = settings.endpoints.len();
-                (None, vec![None; n], (0..n).map(|_| None).collect())
-            }
-        };
-        let mut links = Vec::with_capacity(settings.endpoints.len());
-        for ((spec, a), p) in settings.endpoints.iter().zip(&addrs).zip(proxied) {
-            links.push(
-                Prepared::new(
-                    spec.clone(),
-                    p.map_or_else(|| a.clone(), |p| vec![p]),
-                    settings.tls.clone(),
-                    transport.clone(),
-                )
-                .map_err(RunError::Endpoint)?,
-            );
-        }
-        let slots = share(in_flight).max(1);
+        let CoreLinks {
+            links,
+            proxies,
+            ledgers,
+        } = self.links(&transport)?;
+        let slots = share(self.cores.in_flight).max(1);
         let warm = share(settings.concurrency).clamp(1, slots);
-        let done = ticks.clone();
-        let job = CoreJob {
+        Ok(CoreJob {
             settings: settings.clone(),
             links,
             slots,
             warm,
             schedule: settings
                 .rate
-                .map(|r| pace::Schedule::new(r, settings.shard, c, cores)),
+                .map(|r| pace::Schedule::new(r, settings.shard, c, self.cores.count)),
             // A stream's warm-up goes by position in the input, since the
             // cores take its batches unevenly; anything else each core
             // makes itself, in equal shares.
@@ -382,42 +445,99 @@ pub fn run_resolved(
             },
             warmup_below: settings.warmup.count.filter(|_| by_position),
             input,
-            stop: stop.clone(),
-            start_barrier: barrier.clone(),
-            ticks: ticks.clone(),
+            stop: self.stop.clone(),
+            start_barrier: self.start_barrier.clone(),
+            ticks: self.ticks.clone(),
             core: c,
             ledgers,
             proxies,
-        };
-        std::thread::Builder::new()
-            .name(format!("versus-core-{c}"))
-            .spawn(move || {
-                let result = worker::run(job);
-                let _ = done.send(CoreMsg::Done { core: c, result });
-            })?;
+        })
     }
-    drop(ticks);
+
+    /// A core's links to every endpoint over `transport`; an endpoint with
+    /// faults gets this core's own proxy in front of it.
+    fn links(&self, transport: &endpoint::TransportOptions) -> Result<CoreLinks, RunError> {
+        let settings = self.settings;
+        let (proxies, proxied, ledgers) = match self.faults {
+            Some(f) => {
+                let l = f.listen()?;
+                (Some(l.proxies), l.addrs, l.ledgers)
+            }
+            None => {
+                let n = settings.endpoints.len();
+                (None, vec![None; n], (0..n).map(|_| None).collect())
+            }
+        };
+        let mut links = Vec::with_capacity(settings.endpoints.len());
+        for ((spec, a), p) in settings.endpoints.iter().zip(self.addrs).zip(proxied) {
+            links.push(
+                Prepared::new(
+                    spec.clone(),
+                    p.map_or_else(|| a.clone(), |p| vec![p]),
+                    settings.tls.clone(),
+                    transport.clone(),
+                )
+                .map_err(RunError::Endpoint)?,
+            );
+        }
+        Ok(CoreLinks {
+            links,
+            proxies,
+            ledgers,
+        })
+    }
+}
+
+/// Core `c`'s thread: it carries out `job`, then sends its result to
+/// `done`.
+fn spawn_core(
+    c: usize,
+    job: CoreJob,
+    done: std::sync::mpsc::Sender<CoreMsg>,
+) -> Result<(), RunError> {
+    std::thread::Builder::new()
+        .name(format!("versus-core-{c}"))
+        .spawn(move || {
+            let result = worker::run(job);
+            let _ = done.send(CoreMsg::Done { core: c, result });
+        })?;
+    Ok(())
+}
+
+/// Start the clock: once `--start-at` has come (at once without it), this
+/// thread joins the cores at the start barrier, and the faults count from
+/// then on.
+fn start(
+    settings: &Settings,
+    stop: &Stop,
+    barrier: &Barrier,
+    faults: Option<&crate::fault::Running>,
+) {
     if let Some(at) = settings.start_at {
         wait_until(at, stop);
     }
     barrier.wait();
-    if let Some(f) = &faults {
+    if let Some(f) = faults {
         f.clock_started();
     }
-    let (mut stats, elapsed) = collect(settings, cores, &collector, faults.as_ref(), observer)?;
-    if let Some(f) = &faults {
-        // What the faults did after the last interval.
-        f.take_into(&mut stats, u64::MAX);
-    }
+}
+
+/// The run's output: the cores' merged statistics and the input's.
+fn run_output(
+    stats: RunStats,
+    elapsed: Duration,
+    state: &Mutex<InputState>,
+    stop: &Stop,
+) -> RunOutput {
     let (input, input_error) = match state.lock() {
         Ok(s) => (s.stats.clone(), s.error.clone()),
         Err(_) => (InputStats::default(), None),
     };
-    Ok(RunOutput {
+    RunOutput {
         stats,
         input,
         interrupted: stop.is_stopped() && input_error.is_none(),
         input_error,
         elapsed,
-    })
+    }
 }

@@ -19,6 +19,7 @@ use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{
     tls_config, EndpointSpec, HttpVersion, IoDriver, Scheme, TlsOptions, TransportOptions,
 };
+use crate::engine::pace::Rate;
 use crate::engine::{Settings, StopAfter, Workload};
 use crate::fault::Fault;
 use crate::input::{Format, Source};
@@ -174,305 +175,54 @@ impl Plan {
     /// # Errors
     /// A [`UsageError`] naming the flag or argument and the fix.
     pub fn from_args(args: &RunArgs, stdin_is_terminal: bool) -> Result<Plan, UsageError> {
-        let usage = |m: String| UsageError(m);
-        if args.endpoints.is_empty() {
-            return Err(usage(
-                "no endpoint given: name at least one URL, e.g. `versus http://127.0.0.1:8545/` (or try `versus demo`)".into(),
-            ));
-        }
-        if args.concurrency == 0 {
-            return Err(usage("--concurrency must be at least 1".into()));
-        }
-        if args.timeout.is_zero() {
-            return Err(usage("--timeout must be more than 0 (example: 30s)".into()));
-        }
-        if args.lead == 0 {
-            return Err(usage("--lead must be at least 1".into()));
-        }
-        let mut stop_after = match &args.stop_after {
-            Some(s) => s.parse::<StopAfter>().map_err(usage)?,
-            None => StopAfter::default(),
-        };
+        // The parts are checked in this order: the first usage error a
+        // command line meets is always the same one.
+        check_required(args)?;
+        let mut stop_after = stop_after_of(args)?;
         let compare_mode = args
             .compare
             .parse::<CompareMode>()
-            .map_err(|e| usage(format!("--compare: {e}")))?;
-
-        let warmup = match &args.warmup {
-            Some(w) => w
-                .parse::<StopAfter>()
-                .map_err(|e| usage(e.replace("--stop-after", "--warmup")))?,
-            None => StopAfter::default(),
-        };
-        // Single-request mode: --method or --body, or nothing to read (stdin
-        // a terminal and no input named; `--input-file -` names stdin).
-        let single = args.method.is_some()
-            || args.body.is_some()
-            || (stdin_is_terminal && args.input_file.is_none() && args.input_format.is_none());
-        if warmup.duration.is_some() && stop_after.count.is_some() && !single {
-            return Err(usage(
-                "--warmup DURATION with --stop-after N on a request stream: the input cannot know which requests the warm-up takes; give --warmup as a count".into(),
-            ));
-        }
-        let rate = args
-            .rate
-            .as_deref()
-            .map(str::parse::<crate::engine::pace::Rate>)
-            .transpose()
-            .map_err(usage)?;
-        if args.max_in_flight == 0 {
-            return Err(usage("--max-in-flight must be at least 1".into()));
-        }
-        let global: Vec<(HeaderName, HeaderValue)> = args
-            .headers
-            .iter()
-            .map(|h| parse_header(h).map_err(|e| usage(format!("--header {h:?}: {e}"))))
-            .collect::<Result<_, _>>()?;
-        let mut endpoints = Vec::with_capacity(args.endpoints.len());
-        for arg in &args.endpoints {
-            let mut spec = EndpointSpec::parse(arg, args.show_secrets)
-                .map_err(|e| usage(format!("{e}{}", did_you_mean(arg))))?;
-            for (n, v) in &global {
-                spec.set_header(n.clone(), v.clone());
-            }
-            endpoints.push(spec);
-        }
-        for (i, a) in endpoints.iter().enumerate() {
-            if endpoints[..i].iter().any(|b| b.label == a.label) {
-                return Err(usage(format!(
-                    "two endpoints are labelled {:?}: give them different names (NAME=URL)",
-                    a.label
-                )));
-            }
-        }
-        for eh in &args.endpoint_headers {
-            let (who, header) = eh.split_once('=').ok_or_else(|| {
-                usage(format!(
-                    "--endpoint-header {eh:?}: expected NAME=Header: value"
-                ))
-            })?;
-            let (n, v) = parse_header(header)
-                .map_err(|e| usage(format!("--endpoint-header {eh:?}: {e}")))?;
-            let target = endpoint_index(&endpoints, who).ok_or_else(|| {
-                usage(format!(
-                    "--endpoint-header {eh:?}: no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
-                ))
-            })?;
-            endpoints[target].set_header(n, v);
-        }
-
-        let input_file = args.input_file.clone().filter(|p| p.as_os_str() != "-");
-        let input_format = match (&args.input_format, &input_file) {
-            (Some(f), _) => Some(
-                f.parse::<Format>()
-                    .map_err(|e| usage(format!("--input: {e}")))?,
-            ),
-            (None, Some(path)) => Some(
-                crate::input::detect_file(path)
-                    .map_err(|e| usage(format!("--input-file {}: {e}", path.display())))?,
-            ),
-            (None, None) => None,
-        };
-        if let Some(path) = &input_file {
-            std::fs::metadata(path)
-                .map_err(|e| usage(format!("--input-file {}: {e}", path.display())))?;
-        }
-        if (args.method.is_some() || args.body.is_some())
-            && (args.input_file.is_some() || args.input_format.is_some())
-        {
-            return Err(usage(
-                "--method/--body send one request repeatedly; they cannot be combined with --input or --input-file".into(),
-            ));
-        }
-        let mode = if single {
-            let body = match &args.body {
-                Some(b) => match b.strip_prefix('@') {
-                    Some(path) => Bytes::from(
-                        std::fs::read(path).map_err(|e| usage(format!("--body @{path}: {e}")))?,
-                    ),
-                    None => Bytes::from(b.clone()),
-                },
-                None => Bytes::new(),
-            };
-            let method = match &args.method {
-                Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
-                    .map_err(|_| usage(format!("--method {m:?}: not an HTTP method")))?,
-                None if args.body.is_some() => Method::POST,
-                None => Method::GET,
-            };
-            if stop_after == StopAfter::default() {
-                stop_after.duration = Some(Duration::from_secs(10));
-            }
-            RequestMode::Single(Request {
-                seq: 0,
-                method: Some(method),
-                target: None,
-                headers: Vec::new(),
-                body,
-            })
-        } else {
-            RequestMode::Stream
-        };
-
-        let twin = match args.noise.as_deref() {
-            None => None,
-            Some("") => {
-                let mut again = endpoints[0].clone();
-                again.label = format!("{} (again)", endpoints[0].label);
-                again.named = true;
-                endpoints.push(again);
-                Some(endpoints.len() - 1)
-            }
-            Some(label) => match endpoints.iter().position(|e| e.label == label) {
-                Some(0) => {
-                    return Err(usage(format!(
-                        "--noise={label}: that is the reference itself; name a second copy of it, or give --noise alone"
-                    )))
-                }
-                Some(i) => Some(i),
-                None if label.contains("://") => {
-                    return Err(usage(format!(
-                        "--noise took {label:?} as its label (it takes one, optionally): put the endpoints before --noise, or write --noise=LABEL"
-                    )))
-                }
-                None => return Err(usage(format!("--noise={label}: no endpoint is named {label:?}"))),
-            },
-        };
-        let compare_headers = args
-            .compare_header
-            .iter()
-            .map(|h| {
-                HeaderName::from_bytes(h.trim().as_bytes())
-                    .map_err(|_| usage(format!("--compare-header {h:?}: not a valid header name")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let comparer = Comparer::new(compare_mode)
-            .with_rules(rules(args).map_err(usage)?)
-            .with_jsonrpc(!args.no_jsonrpc)
-            .with_headers(compare_headers.clone())
-            .with_twin(twin);
-        if twin.is_some() && !comparer.enabled() {
-            return Err(usage(
-                "--noise needs a comparison: not with --compare none".into(),
-            ));
-        }
-        let mismatch_log = args.mismatches.as_ref().map(|path| {
-            Arc::new(MismatchLog::new(
-                path,
-                args.mismatch_limit,
-                args.show_secrets,
-            ))
-        });
-        let mut taps: Vec<Arc<dyn crate::engine::Tap>> = Vec::new();
-        if args.verbose > 0 {
-            taps.push(Arc::new(crate::report::verbose::Printer {
-                level: args.verbose,
-            }));
-        }
-        if let Some(log) = &mismatch_log {
-            taps.push(log.clone());
-        }
-
-        let version = match (args.http1, args.http2) {
-            (true, _) => HttpVersion::Http1,
-            (_, true) => HttpVersion::Http2,
-            _ => HttpVersion::Auto,
-        };
-        let faults = faults_of(&args.faults, &endpoints, version)?;
-        let io = io_driver(args.io).map_err(usage)?;
-        let tls = if endpoints.iter().any(|e| e.scheme == Scheme::Https) {
-            let opts = TlsOptions {
-                insecure: args.insecure,
-                ca_file: args.cacert.clone(),
-            };
-            Some(tls_config(&opts, version).map_err(usage)?)
-        } else {
-            None
-        };
+            .map_err(|e| UsageError(format!("--compare: {e}")))?;
+        let single = is_single(args, stdin_is_terminal);
+        let warmup = warmup_of(args, &stop_after, single)?;
+        let rate = open_model(args)?;
+        let mut endpoints = endpoints_of(args)?;
+        let input = StreamInput::of(args)?;
+        let mode = request_mode(args, single, &mut stop_after)?;
+        let comparison = Comparison::of(args, compare_mode, &mut endpoints)?;
+        let outputs = Outputs::of(args);
+        let transport = Transport::of(args, &endpoints)?;
         let shard = args
             .shard
             .as_deref()
             .map_or(Ok(Share::WHOLE), str::parse)
-            .map_err(usage)?;
+            .map_err(UsageError)?;
         let start_at = args
             .start_at
             .as_deref()
             .map(parse_start_at)
             .transpose()
-            .map_err(usage)?;
-        let grpc = GrpcPlan {
-            schema: if args.proto.is_empty() {
-                if !args.proto_path.is_empty() {
-                    return Err(usage(
-                        "--proto-path needs --proto FILE: name the .proto file to compile".into(),
-                    ));
-                }
-                None
-            } else {
-                Some(
-                    crate::grpc::compile(&args.proto, &args.proto_path)
-                        .map_err(|e| usage(e.to_string()))?,
-                )
-            },
-            json: args
-                .grpc_json
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(|e| usage(format!("--grpc-json: {e}")))?
-                .unwrap_or_default(),
-            step_methods: Vec::new(),
-        };
-        let threads = args
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1);
+            .map_err(UsageError)?;
+        let grpc = GrpcPlan::of(args)?;
+        let load = Load::share(args, shard, rate, stop_after, warmup);
         Ok(Plan {
-            engine: Arc::new(Settings {
-                endpoints: endpoints.into_iter().map(Arc::new).collect(),
-                faults,
-                transport: TransportOptions {
-                    timeout: args.timeout,
-                    max_body: args.max_body,
-                    keepalive: !args.no_keepalive,
-                    version,
-                    keep_headers: compare_headers,
-                    max_connections: args
-                        .max_connections
-                        .map(|n| usize::try_from(shard.share(n).max(1)).unwrap_or(usize::MAX)),
-                    io,
-                },
-                tls,
-                concurrency: shard.share_of(args.concurrency).max(1),
-                rate: rate.map(|r| crate::engine::pace::Rate(r.0 / shard.count as f64)),
-                max_in_flight: args.max_in_flight,
-                threads,
-                stop_after: StopAfter {
-                    count: stop_after.count.map(|n| shard.share(n)),
-                    ..stop_after
-                },
-                warmup: StopAfter {
-                    count: warmup.count.map(|n| shard.share(n)),
-                    ..warmup
-                },
-                drain: args.drain,
-                comparer,
-                verbose: args.verbose,
-                window: args.lead,
-                strict: args.strict,
-                interval: Duration::from_secs(1),
-                taps,
-                shard,
+            engine: Arc::new(settings(
+                args,
+                endpoints,
+                transport,
+                comparison,
+                outputs.taps,
+                load,
                 start_at,
-            }),
+            )),
             show_secrets: args.show_secrets,
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
-            mismatch_log,
+            mismatch_log: outputs.mismatch_log,
             steps: Vec::new(),
             notes: Vec::new(),
-            input_format,
-            input_file,
+            input_format: input.format,
+            input_file: input.file,
             grpc,
         })
     }
@@ -506,6 +256,466 @@ impl Plan {
             source,
             &self.engine.endpoints,
         )))
+    }
+}
+
+/// An endpoint is named, and `--concurrency`, `--timeout` and `--lead` are
+/// not zero.
+fn check_required(args: &RunArgs) -> Result<(), UsageError> {
+    if args.endpoints.is_empty() {
+        return Err(UsageError(
+            "no endpoint given: name at least one URL, e.g. `versus http://127.0.0.1:8545/` (or try `versus demo`)".into(),
+        ));
+    }
+    if args.concurrency == 0 {
+        return Err(UsageError("--concurrency must be at least 1".into()));
+    }
+    if args.timeout.is_zero() {
+        return Err(UsageError(
+            "--timeout must be more than 0 (example: 30s)".into(),
+        ));
+    }
+    if args.lead == 0 {
+        return Err(UsageError("--lead must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// `--stop-after`; no limit when it is not given.
+fn stop_after_of(args: &RunArgs) -> Result<StopAfter, UsageError> {
+    match &args.stop_after {
+        Some(s) => s.parse::<StopAfter>().map_err(UsageError),
+        None => Ok(StopAfter::default()),
+    }
+}
+
+/// Single-request mode: `--method` or `--body`, or nothing to read (stdin
+/// a terminal and no input named; `--input-file -` names stdin).
+fn is_single(args: &RunArgs, stdin_is_terminal: bool) -> bool {
+    args.method.is_some()
+        || args.body.is_some()
+        || (stdin_is_terminal && args.input_file.is_none() && args.input_format.is_none())
+}
+
+/// `--warmup`: a request stream cannot be warmed up for a time when the
+/// run stops after a count.
+fn warmup_of(
+    args: &RunArgs,
+    stop_after: &StopAfter,
+    single: bool,
+) -> Result<StopAfter, UsageError> {
+    let warmup = match &args.warmup {
+        Some(w) => w
+            .parse::<StopAfter>()
+            .map_err(|e| UsageError(e.replace("--stop-after", "--warmup")))?,
+        None => StopAfter::default(),
+    };
+    if warmup.duration.is_some() && stop_after.count.is_some() && !single {
+        return Err(UsageError(
+            "--warmup DURATION with --stop-after N on a request stream: the input cannot know which requests the warm-up takes; give --warmup as a count".into(),
+        ));
+    }
+    Ok(warmup)
+}
+
+/// The open model: `--rate` (the whole run's, before a shard takes its
+/// share), and `--max-in-flight`, which must not be zero.
+fn open_model(args: &RunArgs) -> Result<Option<Rate>, UsageError> {
+    let rate = args
+        .rate
+        .as_deref()
+        .map(str::parse::<Rate>)
+        .transpose()
+        .map_err(UsageError)?;
+    if args.max_in_flight == 0 {
+        return Err(UsageError("--max-in-flight must be at least 1".into()));
+    }
+    Ok(rate)
+}
+
+/// The endpoints in command-line order, each with every `--header` and
+/// then its own `--endpoint-header`s; no two may share a label.
+fn endpoints_of(args: &RunArgs) -> Result<Vec<EndpointSpec>, UsageError> {
+    let global: Vec<(HeaderName, HeaderValue)> = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h).map_err(|e| UsageError(format!("--header {h:?}: {e}"))))
+        .collect::<Result<_, _>>()?;
+    let mut endpoints = Vec::with_capacity(args.endpoints.len());
+    for arg in &args.endpoints {
+        let mut spec = EndpointSpec::parse(arg, args.show_secrets)
+            .map_err(|e| UsageError(format!("{e}{}", did_you_mean(arg))))?;
+        for (n, v) in &global {
+            spec.set_header(n.clone(), v.clone());
+        }
+        endpoints.push(spec);
+    }
+    for (i, a) in endpoints.iter().enumerate() {
+        if endpoints[..i].iter().any(|b| b.label == a.label) {
+            return Err(UsageError(format!(
+                "two endpoints are labelled {:?}: give them different names (NAME=URL)",
+                a.label
+            )));
+        }
+    }
+    for eh in &args.endpoint_headers {
+        add_endpoint_header(&mut endpoints, eh)?;
+    }
+    Ok(endpoints)
+}
+
+/// One `--endpoint-header NAME=Header: value`, set on the endpoint it
+/// names (a label, or a position from 0).
+fn add_endpoint_header(endpoints: &mut [EndpointSpec], eh: &str) -> Result<(), UsageError> {
+    let (who, header) = eh.split_once('=').ok_or_else(|| {
+        UsageError(format!(
+            "--endpoint-header {eh:?}: expected NAME=Header: value"
+        ))
+    })?;
+    let (n, v) =
+        parse_header(header).map_err(|e| UsageError(format!("--endpoint-header {eh:?}: {e}")))?;
+    let target = endpoint_index(endpoints, who).ok_or_else(|| {
+        UsageError(format!(
+            "--endpoint-header {eh:?}: no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
+        ))
+    })?;
+    endpoints[target].set_header(n, v);
+    Ok(())
+}
+
+/// Where a request stream is read from.
+struct StreamInput {
+    /// `--input-file`; `None` (or `-`) is stdin.
+    file: Option<PathBuf>,
+    /// `--input`, or else what the file shows it is; `None` for stdin
+    /// without `--input`.
+    format: Option<Format>,
+}
+
+impl StreamInput {
+    /// `--input` and `--input-file`, which must name a file there is.
+    fn of(args: &RunArgs) -> Result<StreamInput, UsageError> {
+        let file = args.input_file.clone().filter(|p| p.as_os_str() != "-");
+        let format = match (&args.input_format, &file) {
+            (Some(f), _) => Some(
+                f.parse::<Format>()
+                    .map_err(|e| UsageError(format!("--input: {e}")))?,
+            ),
+            (None, Some(path)) => Some(
+                crate::input::detect_file(path)
+                    .map_err(|e| UsageError(format!("--input-file {}: {e}", path.display())))?,
+            ),
+            (None, None) => None,
+        };
+        if let Some(path) = &file {
+            std::fs::metadata(path)
+                .map_err(|e| UsageError(format!("--input-file {}: {e}", path.display())))?;
+        }
+        Ok(StreamInput { file, format })
+    }
+}
+
+/// A request stream, or in single-request mode the request `--method` and
+/// `--body` make (they cannot go with a named input), sent for 10s unless
+/// `--stop-after` says otherwise.
+fn request_mode(
+    args: &RunArgs,
+    single: bool,
+    stop_after: &mut StopAfter,
+) -> Result<RequestMode, UsageError> {
+    if (args.method.is_some() || args.body.is_some())
+        && (args.input_file.is_some() || args.input_format.is_some())
+    {
+        return Err(UsageError(
+            "--method/--body send one request repeatedly; they cannot be combined with --input or --input-file".into(),
+        ));
+    }
+    if !single {
+        return Ok(RequestMode::Stream);
+    }
+    let body = match &args.body {
+        Some(b) => match b.strip_prefix('@') {
+            Some(path) => Bytes::from(
+                std::fs::read(path).map_err(|e| UsageError(format!("--body @{path}: {e}")))?,
+            ),
+            None => Bytes::from(b.clone()),
+        },
+        None => Bytes::new(),
+    };
+    let method = match &args.method {
+        Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+            .map_err(|_| UsageError(format!("--method {m:?}: not an HTTP method")))?,
+        None if args.body.is_some() => Method::POST,
+        None => Method::GET,
+    };
+    if *stop_after == StopAfter::default() {
+        stop_after.duration = Some(Duration::from_secs(10));
+    }
+    Ok(RequestMode::Single(Request {
+        seq: 0,
+        method: Some(method),
+        target: None,
+        headers: Vec::new(),
+        body,
+    }))
+}
+
+/// How answers are compared.
+struct Comparison {
+    /// `--compare` with its rules, JSON-RPC awareness, headers and
+    /// `--noise` twin.
+    comparer: Comparer,
+    /// `--compare-header`: the headers compared, which responses keep.
+    headers: Vec<HeaderName>,
+}
+
+impl Comparison {
+    /// The comparison in `mode` with the command line's rules; `--noise`
+    /// needs one, and may add its twin to `endpoints`.
+    fn of(
+        args: &RunArgs,
+        mode: CompareMode,
+        endpoints: &mut Vec<EndpointSpec>,
+    ) -> Result<Comparison, UsageError> {
+        let twin = noise_twin(args, endpoints)?;
+        let headers = args
+            .compare_header
+            .iter()
+            .map(|h| {
+                HeaderName::from_bytes(h.trim().as_bytes()).map_err(|_| {
+                    UsageError(format!("--compare-header {h:?}: not a valid header name"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let comparer = Comparer::new(mode)
+            .with_rules(rules(args).map_err(UsageError)?)
+            .with_jsonrpc(!args.no_jsonrpc)
+            .with_headers(headers.clone())
+            .with_twin(twin);
+        if twin.is_some() && !comparer.enabled() {
+            return Err(UsageError(
+                "--noise needs a comparison: not with --compare none".into(),
+            ));
+        }
+        Ok(Comparison { comparer, headers })
+    }
+}
+
+/// `--noise`: the endpoint that serves the same as the reference, to tell
+/// its noise from differences. Alone, it adds a second copy of the
+/// reference to `endpoints`; with a label, it names one given.
+fn noise_twin(
+    args: &RunArgs,
+    endpoints: &mut Vec<EndpointSpec>,
+) -> Result<Option<usize>, UsageError> {
+    match args.noise.as_deref() {
+        None => Ok(None),
+        Some("") => {
+            let mut again = endpoints[0].clone();
+            again.label = format!("{} (again)", endpoints[0].label);
+            again.named = true;
+            endpoints.push(again);
+            Ok(Some(endpoints.len() - 1))
+        }
+        Some(label) => match endpoints.iter().position(|e| e.label == label) {
+            Some(0) => Err(UsageError(format!(
+                "--noise={label}: that is the reference itself; name a second copy of it, or give --noise alone"
+            ))),
+            Some(i) => Ok(Some(i)),
+            None if label.contains("://") => Err(UsageError(format!(
+                "--noise took {label:?} as its label (it takes one, optionally): put the endpoints before --noise, or write --noise=LABEL"
+            ))),
+            None => Err(UsageError(format!(
+                "--noise={label}: no endpoint is named {label:?}"
+            ))),
+        },
+    }
+}
+
+/// What the run writes besides its report.
+struct Outputs {
+    /// `--mismatches`.
+    mismatch_log: Option<Arc<MismatchLog>>,
+    /// What sees each request: the `-v` printer, then the mismatch log.
+    taps: Vec<Arc<dyn crate::engine::Tap>>,
+}
+
+impl Outputs {
+    /// `--mismatches` and `-v`.
+    fn of(args: &RunArgs) -> Outputs {
+        let mismatch_log = args.mismatches.as_ref().map(|path| {
+            Arc::new(MismatchLog::new(
+                path,
+                args.mismatch_limit,
+                args.show_secrets,
+            ))
+        });
+        let mut taps: Vec<Arc<dyn crate::engine::Tap>> = Vec::new();
+        if args.verbose > 0 {
+            taps.push(Arc::new(crate::report::verbose::Printer {
+                level: args.verbose,
+            }));
+        }
+        if let Some(log) = &mismatch_log {
+            taps.push(log.clone());
+        }
+        Outputs { mismatch_log, taps }
+    }
+}
+
+/// How requests reach the endpoints.
+struct Transport {
+    /// `--http1`, `--http2`, or whichever the endpoint offers.
+    version: HttpVersion,
+    /// Each endpoint's `--fault`s.
+    faults: Vec<Vec<Fault>>,
+    /// `--io`.
+    io: IoDriver,
+    /// TLS, when an endpoint uses it.
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Transport {
+    /// The HTTP version, the faults (which it may rule out), the I/O
+    /// driver, and TLS with `--insecure` and `--cacert`.
+    fn of(args: &RunArgs, endpoints: &[EndpointSpec]) -> Result<Transport, UsageError> {
+        let version = match (args.http1, args.http2) {
+            (true, _) => HttpVersion::Http1,
+            (_, true) => HttpVersion::Http2,
+            _ => HttpVersion::Auto,
+        };
+        let faults = faults_of(&args.faults, endpoints, version)?;
+        let io = io_driver(args.io).map_err(UsageError)?;
+        let tls = if endpoints.iter().any(|e| e.scheme == Scheme::Https) {
+            let opts = TlsOptions {
+                insecure: args.insecure,
+                ca_file: args.cacert.clone(),
+            };
+            Some(tls_config(&opts, version).map_err(UsageError)?)
+        } else {
+            None
+        };
+        Ok(Transport {
+            version,
+            faults,
+            io,
+            tls,
+        })
+    }
+}
+
+impl GrpcPlan {
+    /// `--proto` (with `--proto-path`) compiled, and `--grpc-json`.
+    fn of(args: &RunArgs) -> Result<GrpcPlan, UsageError> {
+        Ok(GrpcPlan {
+            schema: if args.proto.is_empty() {
+                if !args.proto_path.is_empty() {
+                    return Err(UsageError(
+                        "--proto-path needs --proto FILE: name the .proto file to compile".into(),
+                    ));
+                }
+                None
+            } else {
+                Some(
+                    crate::grpc::compile(&args.proto, &args.proto_path)
+                        .map_err(|e| UsageError(e.to_string()))?,
+                )
+            },
+            json: args
+                .grpc_json
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| UsageError(format!("--grpc-json: {e}")))?
+                .unwrap_or_default(),
+            step_methods: Vec::new(),
+        })
+    }
+}
+
+/// The load this process makes: on `--threads` cores, its shard's share of
+/// `--concurrency`, `--rate`, `--max-connections`, and of the counts of
+/// `--stop-after` and `--warmup`.
+struct Load {
+    concurrency: usize,
+    rate: Option<Rate>,
+    max_connections: Option<usize>,
+    threads: usize,
+    stop_after: StopAfter,
+    warmup: StopAfter,
+    shard: Share,
+}
+
+impl Load {
+    /// The shard's share of the load; `rate` is the whole run's.
+    fn share(
+        args: &RunArgs,
+        shard: Share,
+        rate: Option<Rate>,
+        stop_after: StopAfter,
+        warmup: StopAfter,
+    ) -> Load {
+        Load {
+            concurrency: shard.share_of(args.concurrency).max(1),
+            rate: rate.map(|r| Rate(r.0 / shard.count as f64)),
+            max_connections: args
+                .max_connections
+                .map(|n| usize::try_from(shard.share(n).max(1)).unwrap_or(usize::MAX)),
+            threads: args
+                .threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+                .max(1),
+            stop_after: StopAfter {
+                count: stop_after.count.map(|n| shard.share(n)),
+                ..stop_after
+            },
+            warmup: StopAfter {
+                count: warmup.count.map(|n| shard.share(n)),
+                ..warmup
+            },
+            shard,
+        }
+    }
+}
+
+/// The engine's settings, from the parts the command line made.
+fn settings(
+    args: &RunArgs,
+    endpoints: Vec<EndpointSpec>,
+    transport: Transport,
+    comparison: Comparison,
+    taps: Vec<Arc<dyn crate::engine::Tap>>,
+    load: Load,
+    start_at: Option<std::time::SystemTime>,
+) -> Settings {
+    Settings {
+        endpoints: endpoints.into_iter().map(Arc::new).collect(),
+        faults: transport.faults,
+        transport: TransportOptions {
+            timeout: args.timeout,
+            max_body: args.max_body,
+            keepalive: !args.no_keepalive,
+            version: transport.version,
+            keep_headers: comparison.headers,
+            max_connections: load.max_connections,
+            io: transport.io,
+        },
+        tls: transport.tls,
+        concurrency: load.concurrency,
+        rate: load.rate,
+        max_in_flight: args.max_in_flight,
+        threads: load.threads,
+        stop_after: load.stop_after,
+        warmup: load.warmup,
+        drain: args.drain,
+        comparer: comparison.comparer,
+        verbose: args.verbose,
+        window: args.lead,
+        strict: args.strict,
+        interval: Duration::from_secs(1),
+        taps,
+        shard: load.shard,
+        start_at,
     }
 }
 
