@@ -226,7 +226,11 @@ pub fn scenario(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let suite = Suite::load(&args.file, &args.run.endpoints).and_then(|mut s| {
+    let load = match args.list {
+        true => Suite::load_to_list,
+        false => Suite::load,
+    };
+    let suite = load(&args.file, &args.run.endpoints).and_then(|mut s| {
         s.select(&args.patterns)?;
         Ok(s)
     });

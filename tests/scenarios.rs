@@ -292,6 +292,29 @@ fn list_and_match_pick_scenarios() {
 }
 
 #[test]
+fn a_suite_lists_its_scenarios_without_an_endpoint() {
+    // Listing needs no endpoint: a suite whose endpoints are to be named on
+    // the command line lists as it is, a step's own version for a named
+    // endpoint included; running it still asks for one.
+    let text = format!("{SUITE}[scenario.step.endpoint.new]\npath = \"/v2/pay\"\n");
+    let file = write("no-endpoints.toml", &text);
+    let out = run_bin(&["run", file.to_str().unwrap(), "--list"], b"");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "browse  (weight 3)  home\nbuy  (weight 1)  cart -> pay\n"
+    );
+    let out = run_bin(&["run", file.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no endpoint"));
+}
+
+#[test]
 fn weights_are_honoured_within_two_percent_over_ten_thousand_instances() {
     let server = Server::start(|_| Reply::ok("{}"));
     let file = write("weights.toml", SUITE);

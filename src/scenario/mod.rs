@@ -250,7 +250,7 @@ impl Suite {
     ) -> Result<Suite, ScenarioError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
-        let mut suite = Suite::parse_without(&text, path, &[], skip)?;
+        let mut suite = Suite::parse_without(&text, path, &[], skip, true)?;
         suite.notes = notes;
         Ok(suite)
     }
@@ -261,17 +261,30 @@ impl Suite {
     /// # Errors
     /// As [`Suite::load`].
     pub fn parse(text: &str, path: &Path, endpoints: &[String]) -> Result<Suite, ScenarioError> {
-        Suite::parse_without(text, path, endpoints, &[])
+        Suite::parse_without(text, path, endpoints, &[], true)
+    }
+
+    /// [`Suite::load`] for listing the file's scenarios: a file with no
+    /// endpoints (they are to be named on the command line) lists too,
+    /// its steps' own versions for named endpoints unchecked.
+    ///
+    /// # Errors
+    /// As [`Suite::load`], but for a missing endpoint.
+    pub fn load_to_list(path: &Path, endpoints: &[String]) -> Result<Suite, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
+        Suite::parse_without(&text, path, endpoints, &[], false)
     }
 
     /// [`Suite::parse`] without the file's endpoints named in `skip`: the
-    /// file read, then its endpoints, values and scenarios in turn, each
-    /// checked as it is compiled.
+    /// file read, then its endpoints (at least one when `need_endpoints`),
+    /// values and scenarios in turn, each checked as it is compiled.
     fn parse_without(
         text: &str,
         path: &Path,
         endpoints: &[String],
         skip: &[String],
+        need_endpoints: bool,
     ) -> Result<Suite, ScenarioError> {
         let file = File {
             text,
@@ -280,7 +293,7 @@ impl Suite {
         let doc = file.doc()?;
         // Endpoints: the command line's, else the file's.
         let run = if endpoints.is_empty() {
-            file.endpoints(&doc.endpoint, skip)?
+            file.endpoints(&doc.endpoint, skip, need_endpoints)?
         } else {
             Endpoints::given(endpoints)
         };
@@ -307,7 +320,7 @@ impl Suite {
             grpc_methods,
             ..
         } = compiler;
-        if run.names.is_empty() {
+        if run.names.is_empty() && need_endpoints {
             return Err(ScenarioError(format!(
                 "{}: no endpoint is left to run",
                 file.shown
@@ -447,7 +460,15 @@ impl File<'_> {
 
     /// The file's `[[endpoint]]` tables but those named in `skip`: at
     /// least one table, and no name twice.
-    fn endpoints(&self, docs: &[EndpointDoc], skip: &[String]) -> Result<Endpoints, ScenarioError> {
+    fn endpoints(
+        &self,
+        docs: &[EndpointDoc],
+        skip: &[String],
+        need: bool,
+    ) -> Result<Endpoints, ScenarioError> {
+        if docs.is_empty() && !need {
+            return Ok(Endpoints::default());
+        }
         if docs.is_empty() {
             return Err(ScenarioError(format!(
                 "{}: no endpoint: add [[endpoint]] tables (name, url) or name NAME=URL on the command line",
@@ -692,7 +713,9 @@ impl Compiler<'_> {
             ));
         }
         for e in step.endpoint.keys() {
-            if !self.names.contains(e) && !self.skip.contains(e) {
+            // With no endpoints yet (a listing), the names cannot be checked.
+            let known = self.names.is_empty() || self.names.contains(e) || self.skip.contains(e);
+            if !known {
                 return Err(fail(format!(
                     "[endpoint.{e}] names no endpoint of this run (they are {})",
                     self.names.join(", ")
