@@ -14,7 +14,8 @@ use clap::{Args, Parser, Subcommand};
     name = "versus",
     version,
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  ethspam | versus --stop-after=100 --concurrency=5 https://node.example/\n  versus demo\n  versus --stop-after=10s -c 50 http://127.0.0.1:8080/health"
+    after_help = "Examples:\n  ethspam | versus --stop-after=100 --concurrency=5 https://node.example/\n  versus demo\n  versus --stop-after=10s -c 50 http://127.0.0.1:8080/health\n\n-h shows the common options; --help shows every one, in full (docs/cli.md).",
+    after_long_help = "Examples:\n  ethspam | versus --stop-after=100 --concurrency=5 https://node.example/\n  versus demo\n  versus --stop-after=10s -c 50 http://127.0.0.1:8080/health"
 )]
 pub struct Cli {
     /// A subcommand; without one, versus runs against the ENDPOINTs.
@@ -28,27 +29,37 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a self-contained demonstration: two JSON-RPC endpoints inside the
-    /// process, realistic Ethereum traffic, the full report. No network.
+    /// Run a self-contained demonstration.
+    ///
+    /// Two JSON-RPC endpoints inside the process, realistic Ethereum
+    /// traffic, the full report. No network.
     Demo(DemoArgs),
-    /// Write generated requests to stdout, one per line, for piping into
-    /// versus: `versus gen ethereum | versus URL...`.
+    /// Write generated requests to stdout.
+    ///
+    /// One per line, for piping into versus: `versus gen ethereum | versus
+    /// URL...`.
     Gen(GenArgs),
-    /// Report saved runs (files written with --output) again: the text
-    /// report, or JSON, Markdown, CSV or HTML. Several files of the same
-    /// endpoints (shards of one run) are merged first.
+    /// Report saved runs (files written with --output) again.
+    ///
+    /// The text report, or JSON, Markdown, CSV or HTML. Several files of
+    /// the same endpoints (shards of one run) are merged first.
     Report(ReportArgs),
-    /// Merge shards of one run (run on several machines) into one saved
-    /// run: histograms add exactly, counters sum, intervals align by wall
-    /// clock.
+    /// Merge shards of one run into one saved run.
+    ///
+    /// Shards are parts of one run made on several machines: histograms add
+    /// exactly, counters sum, intervals align by wall clock.
     Merge(MergeArgs),
-    /// Compare saved runs side by side per endpoint label (or, given one
-    /// file, its endpoints): rates, latency, size, errors, mismatches, the
-    /// change against the first, and whether it is significant.
+    /// Compare saved runs side by side.
+    ///
+    /// Per endpoint label (or, given one file, its endpoints): rates,
+    /// latency, size, errors, mismatches, the change against the first, and
+    /// whether it is significant.
     Compare(CompareArgs),
-    /// Run a scenario file: named sequences of dependent calls (log in,
-    /// take the token, create, read back), every step compared across the
-    /// endpoints. Every run option applies.
+    /// Run a scenario file.
+    ///
+    /// Named sequences of dependent calls (log in, take the token, create,
+    /// read back), every step compared across the endpoints. Every run
+    /// option applies.
     Run(Box<ScenarioArgs>),
 }
 
@@ -196,8 +207,10 @@ pub enum DemoKind {
 /// Options of a run.
 #[derive(Clone, Debug, Args)]
 pub struct RunArgs {
-    /// Endpoints to send every request to, as URL or NAME=URL. The first is
-    /// the reference the others are compared with. Schemes: http:// and
+    /// Endpoints to send every request to, as URL or NAME=URL; the first is
+    /// the reference.
+    ///
+    /// The first is the reference the others are compared with. Schemes: http:// and
     /// https:// POST each input line as the body; http+get:// and
     /// https+get:// send a GET to the URL joined with the line;
     /// http+post:// and https+post:// POST explicitly; ws:// and wss://
@@ -209,152 +222,229 @@ pub struct RunArgs {
     pub endpoints: Vec<String>,
 
     /// Give up on a request after this long (connect, send, answer).
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = parse_duration, help_heading = "Load")]
     pub timeout: Duration,
 
     /// Stop after N requests per endpoint, or after a duration (10s, 2m).
-    #[arg(long, value_name = "N|DURATION")]
+    #[arg(long, value_name = "N|DURATION", help_heading = "Load")]
     pub stop_after: Option<String>,
 
-    /// Send this many requests (or for this long) first without counting
-    /// them: warm caches, JITs and connection pools; --stop-after counts
-    /// after it.
-    #[arg(long, value_name = "N|DURATION")]
+    /// Send this many requests (or for this long) first without counting them.
+    ///
+    /// Warm caches, JITs and connection pools; --stop-after counts after it.
+    #[arg(long, value_name = "N|DURATION", help_heading = "Load")]
     pub warmup: Option<String>,
 
     /// Requests in flight per endpoint.
-    #[arg(short = 'c', long, default_value_t = 1)]
+    #[arg(short = 'c', long, default_value_t = 1, help_heading = "Load")]
     pub concurrency: usize,
 
+    /// Open model: start this many requests a second per endpoint, on a
+    /// schedule.
+    ///
     /// Open model: start requests on a schedule, this many per second per
-    /// endpoint (`500`, `500/s`, `30000/m`); latency counts from the time
-    /// each request was due.
-    #[arg(long, value_name = "RATE")]
+    /// endpoint (`500`, `500/s`, `30000/m`); latency counts from the time each
+    /// request was due.
+    #[arg(long, value_name = "RATE", help_heading = "Load")]
     pub rate: Option<String>,
 
     /// Open model: most requests in flight per endpoint; a request due when
     /// none is free starts late and is counted.
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_name = "N",
+        help_heading = "Load",
+        hide_short_help = true
+    )]
     pub max_in_flight: usize,
 
+    /// Show more: -v each mismatch, -vv a timing line per request.
+    ///
     /// Show more: -v prints each mismatched request with every endpoint's
     /// answer; -vv also prints a timing line per request on stderr.
-    #[arg(short, long, action = clap::ArgAction::Count)]
+    #[arg(short, long, action = clap::ArgAction::Count, help_heading = "Output")]
     pub verbose: u8,
 
     /// A header for every endpoint, as 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    #[arg(
+        short = 'H',
+        long = "header",
+        value_name = "HEADER",
+        help_heading = "Requests"
+    )]
     pub headers: Vec<String>,
 
     /// A header for one endpoint, as 'NAME=Name: value' where NAME is the
     /// endpoint's label or its position from 0 (repeatable).
-    #[arg(long = "endpoint-header", value_name = "NAME=HEADER")]
+    #[arg(
+        long = "endpoint-header",
+        value_name = "NAME=HEADER",
+        help_heading = "Requests",
+        hide_short_help = true
+    )]
     pub endpoint_headers: Vec<String>,
 
+    /// A network fault on one endpoint, as 'NAME=FAULT' (see
+    /// docs/faults.md).
+    ///
     /// A network fault on one endpoint, as 'NAME=FAULT' where NAME is the
-    /// endpoint's label or its position from 0, e.g. "slow=latency 200ms
-    /// jitter 20ms" or "1=status 503 prob 10% after 10s for 5s"
-    /// (repeatable; see docs/faults.md).
-    #[arg(long = "fault", value_name = "NAME=FAULT")]
+    /// endpoint's label or its position from 0, e.g. "slow=latency 200ms jitter
+    /// 20ms" or "1=status 503 prob 10% after 10s for 5s" (repeatable; see
+    /// docs/faults.md).
+    #[arg(long = "fault", value_name = "NAME=FAULT", help_heading = "Faults")]
     pub faults: Vec<String>,
 
+    /// Single-request mode: send this method repeatedly, no stream.
+    ///
     /// Single-request mode: send this method to every endpoint repeatedly
     /// instead of reading a request stream.
-    #[arg(short = 'm', long)]
+    #[arg(short = 'm', long, help_heading = "Requests")]
     pub method: Option<String>,
 
     /// Single-request mode: send this body (or @FILE) repeatedly; the
     /// method defaults to POST.
-    #[arg(short = 'd', long)]
+    #[arg(short = 'd', long, help_heading = "Requests")]
     pub body: Option<String>,
 
-    /// Input format: lines (one body per line, the default), jsonl, har,
-    /// curl, vegeta, pcap or run (a saved run). Without it, a --input-file's format is
-    /// detected from its name and first bytes; stdin is read as lines.
-    #[arg(long = "input", value_name = "FORMAT")]
+    /// Input format: lines, jsonl, har, curl, vegeta, pcap or run.
+    ///
+    /// Input format: lines (one body per line, the default), jsonl, har, curl,
+    /// vegeta, pcap or run (a saved run). Without it, a --input-file's format
+    /// is detected from its name and first bytes; stdin is read as lines.
+    #[arg(long = "input", value_name = "FORMAT", help_heading = "Requests")]
     pub input_format: Option<String>,
 
     /// Read requests from this file instead of stdin (`-` is stdin).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help_heading = "Requests")]
     pub input_file: Option<PathBuf>,
 
+    /// What counts as the same answer: auto, bytes, json, status or none.
+    ///
     /// What counts as the same answer: auto (bytes, then JSON structure),
     /// bytes, json, status, or none (no comparison).
-    #[arg(long, default_value = "auto", value_name = "MODE")]
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "MODE",
+        help_heading = "Comparison"
+    )]
     pub compare: String,
 
-    /// Leave this JSON path out of the comparison (repeatable), with
-    /// wildcards: `$.result.timestamp`, `$..blockHash`, `$.result[*].nonce`.
-    #[arg(long = "ignore", value_name = "PATH")]
+    /// Leave this JSON path out of the comparison (repeatable), with wildcards.
+    ///
+    /// `$.result.timestamp`, `$..blockHash`, `$.result[*].nonce`.
+    #[arg(long = "ignore", value_name = "PATH", help_heading = "Comparison")]
     pub ignore: Vec<String>,
 
     /// Later endpoints may add object fields the first one lacks.
-    #[arg(long)]
+    #[arg(long, help_heading = "Comparison", hide_short_help = true)]
     pub subset: bool,
 
     /// Compare the array at this path as a multiset: order does not count
     /// (repeatable).
-    #[arg(long, value_name = "PATH")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        help_heading = "Comparison",
+        hide_short_help = true
+    )]
     pub unordered: Vec<String>,
 
     /// Match the elements of the array at PATH by their FIELD instead of
     /// by position (repeatable): `$.result.logs=logIndex`.
-    #[arg(long, value_name = "PATH=FIELD")]
+    #[arg(
+        long,
+        value_name = "PATH=FIELD",
+        help_heading = "Comparison",
+        hide_short_help = true
+    )]
     pub array_key: Vec<String>,
 
     /// Numbers at PATH may differ by VALUE (absolute) or VALUE% (relative)
     /// (repeatable): `$.result.gasPrice=5%`.
-    #[arg(long, value_name = "PATH=VALUE")]
+    #[arg(
+        long,
+        value_name = "PATH=VALUE",
+        help_heading = "Comparison",
+        hide_short_help = true
+    )]
     pub tolerance: Vec<String>,
 
     /// `0xAB` and `0xab` are equal: hex strings compared without case.
-    #[arg(long)]
+    #[arg(long, help_heading = "Comparison", hide_short_help = true)]
     pub ignore_hex_case: bool,
 
     /// Comparison rules from a TOML file, with sections per JSON-RPC method
     /// or per HTTP method and path (see docs/comparison.md, "Rules file").
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Comparison")]
     pub rules: Option<PathBuf>,
 
     /// JSON-RPC: a different `error.message` does not count when the
     /// `error.code`s match.
-    #[arg(long)]
+    #[arg(long, help_heading = "Comparison", hide_short_help = true)]
     pub ignore_error_message: bool,
 
     /// Do not treat JSON-RPC requests specially (no error classes, no
     /// batches matched by id, no result-vs-error kind).
-    #[arg(long)]
+    #[arg(long, help_heading = "Comparison", hide_short_help = true)]
     pub no_jsonrpc: bool,
 
     /// Compare this response header too (repeatable); other headers never
     /// count.
-    #[arg(long, value_name = "NAME")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        help_heading = "Comparison",
+        hide_short_help = true
+    )]
     pub compare_header: Vec<String>,
 
     /// Noise cancellation: send every request twice to the reference (or,
     /// with a label, treat that endpoint as a second copy of the
     /// reference); differences the two reference answers also show are
     /// noise, not mismatches.
-    #[arg(long, value_name = "LABEL", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "LABEL", num_args = 0..=1, default_missing_value = "", help_heading = "Comparison", hide_short_help = true)]
     pub noise: Option<String>,
 
     /// Write every mismatched request as a JSON line to this file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Comparison",
+        hide_short_help = true
+    )]
     pub mismatches: Option<PathBuf>,
 
     /// Most lines written to --mismatches.
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 10_000,
+        value_name = "N",
+        help_heading = "Comparison",
+        hide_short_help = true
+    )]
     pub mismatch_limit: u64,
 
     /// gRPC: compile the schema from this .proto file (repeatable), in
     /// versus itself (no protoc needed). Without it, the schema comes
     /// from each gRPC endpoint's reflection service (v1, then v1alpha).
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "gRPC",
+        hide_short_help = true
+    )]
     pub proto: Vec<PathBuf>,
 
     /// gRPC: a folder that imports in --proto files are relative to
     /// (repeatable; each file's own folder is searched too).
-    #[arg(long, value_name = "DIR")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "gRPC",
+        hide_short_help = true
+    )]
     pub proto_path: Vec<PathBuf>,
 
     /// gRPC: how answers are written as JSON for comparison, a
@@ -363,11 +453,21 @@ pub struct RunArgs {
     /// not strings), defaults (fields at their default value written
     /// out), enum-numbers; rest is the first three, to line gRPC answers
     /// up with a REST API's.
-    #[arg(long, value_name = "OPTIONS")]
+    #[arg(
+        long,
+        value_name = "OPTIONS",
+        help_heading = "gRPC",
+        hide_short_help = true
+    )]
     pub grpc_json: Option<String>,
 
     /// Speak HTTP/1.1 only (no h2 via ALPN on https://).
-    #[arg(long, conflicts_with = "http2")]
+    #[arg(
+        long,
+        conflicts_with = "http2",
+        help_heading = "Transport",
+        hide_short_help = true
+    )]
     pub http1: bool,
 
     /// The I/O driver of plain-TCP HTTP/1.1 connections: uring (a ring per
@@ -379,113 +479,153 @@ pub struct RunArgs {
         value_enum,
         default_value = "auto",
         env = "VERSUS_IO",
-        value_name = "DRIVER"
+        value_name = "DRIVER",
+        help_heading = "Transport",
+        hide_short_help = true
     )]
     pub io: IoMode,
 
     /// Speak HTTP/2 only: ALPN h2 on https://, prior knowledge (h2c) on
     /// http://.
-    #[arg(long)]
+    #[arg(long, help_heading = "Transport", hide_short_help = true)]
     pub http2: bool,
 
     /// Do not verify TLS certificates.
-    #[arg(short = 'k', long)]
+    #[arg(short = 'k', long, help_heading = "Transport")]
     pub insecure: bool,
 
     /// Trust the certificates in this PEM file too.
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Transport",
+        hide_short_help = true
+    )]
     pub cacert: Option<PathBuf>,
 
     /// Open a new connection for every request; its connect time is then
     /// part of the request's latency.
-    #[arg(long)]
+    #[arg(long, help_heading = "Transport", hide_short_help = true)]
     pub no_keepalive: bool,
 
     /// Most HTTP/1.1 connections open to each endpoint at once (all cores
     /// together, at least one per core); a request that finds none free
     /// waits for one (in the open model, the wait is in its latency).
     /// Default: no limit.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Transport", hide_short_help = true)]
     pub max_connections: Option<u64>,
 
     /// Longest input line, in bytes (K, M, G suffixes: 16M). Longer lines
     /// are skipped and reported.
-    #[arg(long, default_value = "16M", value_parser = crate::model::parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = "16M", value_parser = crate::model::parse_size, value_name = "SIZE", help_heading = "Requests", hide_short_help = true)]
     pub max_line: u64,
 
     /// Largest response body accepted; larger ones fail as "body too large".
-    #[arg(long, default_value = "64M", value_parser = crate::model::parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = "64M", value_parser = crate::model::parse_size, value_name = "SIZE", help_heading = "Transport", hide_short_help = true)]
     pub max_body: u64,
 
     /// Stop at the first malformed input record instead of skipping it.
-    #[arg(long)]
+    #[arg(long, help_heading = "Requests", hide_short_help = true)]
     pub strict: bool,
 
     /// Exit 0 even when an endpoint failed every request (by default such
     /// a run exits 4: its figures are errors, not a benchmark).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output", hide_short_help = true)]
     pub allow_failures: bool,
 
     /// Show secrets (API keys in URLs, credential headers) in reports
     /// instead of masking them.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output", hide_short_help = true)]
     pub show_secrets: bool,
 
     /// After the run is stopped, wait this long for requests in flight.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Load", hide_short_help = true)]
     pub drain: Duration,
 
     /// Run shard I of N (0 <= I < N): every Nth record of the request
     /// stream (or flow instance) from the Ith, and the Nth part of --rate,
     /// -c and --stop-after N. N shards together send what one run would;
     /// `versus merge` joins their saved runs.
-    #[arg(long, value_name = "I/N")]
+    #[arg(
+        long,
+        value_name = "I/N",
+        help_heading = "Across machines",
+        hide_short_help = true
+    )]
     pub shard: Option<String>,
 
     /// Start sending at this time (RFC 3339 in UTC, like
     /// 2030-01-01T12:00:00Z), after the connections are open, so that
     /// shards start together; a time already past starts at once and is
     /// recorded as late.
-    #[arg(long, value_name = "TIME")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        help_heading = "Across machines",
+        hide_short_help = true
+    )]
     pub start_at: Option<String>,
 
     /// Cores to use (default: all).
-    #[arg(long)]
+    #[arg(long, help_heading = "Load", hide_short_help = true)]
     pub threads: Option<usize>,
 
     /// How far (in requests) the fastest endpoint may run ahead of the
     /// slowest on each core; bounds memory.
-    #[arg(long, default_value_t = 1024, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = 1024,
+        value_name = "N",
+        help_heading = "Load",
+        hide_short_help = true
+    )]
     pub lead: usize,
 
+    /// Save the run to FILE as it goes (JSON Lines, for `versus report`).
+    ///
     /// Save the run to FILE as it goes (JSON Lines, flushed every interval;
     /// read it with `versus report`, `merge`, `compare`).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        help_heading = "Output"
+    )]
     pub output: Option<PathBuf>,
 
     /// Format of the report on stdout: text, json, markdown or vegeta
     /// (vegeta's text report, per endpoint).
-    #[arg(long, default_value = "text", value_name = "FORMAT")]
+    #[arg(
+        long,
+        default_value = "text",
+        value_name = "FORMAT",
+        help_heading = "Output"
+    )]
     pub format: String,
 
     /// Also write a self-contained HTML report (charts, mismatches) to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub html: Option<PathBuf>,
 
+    /// Check a condition at the end, such as 'p99 < 200ms' (exit 3 if it
+    /// fails; repeatable).
+    ///
     /// Check a condition at the end, such as 'p99 < 200ms', 'errors < 1%',
-    /// 'mismatches == 0', 'rps > 500', 'LABEL: p95 <= 50ms' (repeatable);
-    /// exit 3 if any fails.
-    #[arg(long = "threshold", value_name = "EXPR")]
+    /// 'mismatches == 0', 'rps > 500', 'LABEL: p95 <= 50ms' (repeatable); exit
+    /// 3 if any fails.
+    #[arg(long = "threshold", value_name = "EXPR", help_heading = "Output")]
     pub thresholds: Vec<String>,
+    /// Full-screen live dashboard (q ends the run, p pauses).
+    ///
     /// Full-screen live dashboard: per endpoint rates, latency percentiles,
-    /// errors and mismatches as the run goes. Keys: q ends the run and
-    /// reports, p pauses and resumes, s shows the latest mismatch.
-    #[arg(short = 'i', long, conflicts_with = "quiet")]
+    /// errors and mismatches as the run goes. Keys: q ends the run and reports,
+    /// p pauses and resumes, s shows the latest mismatch.
+    #[arg(short = 'i', long, conflicts_with = "quiet", help_heading = "Output")]
     pub interactive: bool,
 
     /// No progress line on stderr (it is shown only when stderr is a
     /// terminal).
-    #[arg(short = 'q', long)]
+    #[arg(short = 'q', long, help_heading = "Output")]
     pub quiet: bool,
 }
 

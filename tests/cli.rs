@@ -421,3 +421,44 @@ fn noise_before_the_endpoints_says_it_took_one_as_its_label() {
         "{err}"
     );
 }
+
+#[test]
+fn short_help_fits_a_screen_grouped_by_task_and_long_help_has_every_flag() {
+    let run = |flag: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_versus"))
+            .arg(flag)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        text(&out.stdout)
+    };
+    let short = run("-h");
+    let long = run("--help");
+    assert!(
+        short.lines().count() <= 72,
+        "-h is {} lines:\n{short}",
+        short.lines().count()
+    );
+    for heading in ["Load:", "Output:", "Requests:", "Comparison:"] {
+        assert!(short.contains(heading), "-h has no {heading}\n{short}");
+    }
+    for common in [
+        "--stop-after",
+        "--rate",
+        "--compare",
+        "--threshold",
+        "--output",
+    ] {
+        assert!(short.contains(common), "-h leaves out {common}");
+    }
+    // The rest are in --help, which shows every flag.
+    use clap::CommandFactory;
+    for arg in versus::cli::Cli::command().get_arguments() {
+        if let Some(l) = arg.get_long() {
+            if !arg.is_hide_set() {
+                assert!(long.contains(&format!("--{l}")), "--help leaves out --{l}");
+            }
+        }
+    }
+    assert!(!short.contains("--max-in-flight") && long.contains("--max-in-flight"));
+}
