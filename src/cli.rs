@@ -180,6 +180,16 @@ pub struct DemoArgs {
     /// Print each mismatched request (-v).
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Save the demo's run to FILE as it goes (JSON Lines), for `versus
+    /// report` and `versus compare`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write the demo's HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Format of the report on stdout: text, json, markdown or vegeta.
+    #[arg(long, default_value = "text", value_name = "FORMAT")]
+    pub format: String,
 }
 
 impl DemoArgs {

@@ -39,6 +39,54 @@ fn the_demo_runs_offline_and_reports_both_endpoints() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("versus demo:"));
 }
 
+#[test]
+fn the_demo_writes_an_html_report_and_a_saved_run_that_report_and_compare_read() {
+    // A new user's next step after the demo: its HTML report, and its saved
+    // run read back by `versus report` and `versus compare`.
+    let dir = std::env::temp_dir().join(format!("versus-demo-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (html, run) = (dir.join("demo.html"), dir.join("demo.jsonl"));
+    let out = run_bin(
+        &[
+            "demo",
+            "--duration",
+            "1s",
+            "--html",
+            html.to_str().unwrap(),
+            "-o",
+            run.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        b"",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(
+        json["endpoints"].as_array().map(Vec::len),
+        Some(2),
+        "{json}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<html") && page.contains("candidate"),
+        "{page}"
+    );
+    let report = run_bin(&["report", run.to_str().unwrap()], b"");
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert_eq!(report.status.code(), Some(0), "{text}");
+    assert!(text.contains("1. candidate"), "{text}");
+    let compare = run_bin(&["compare", run.to_str().unwrap()], b"");
+    assert_eq!(compare.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&compare.stdout).contains("candidate"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `versus demo WHICH` for a second, which must succeed: its stdout and
 /// stderr.
 fn demo(which: &str) -> (String, String) {

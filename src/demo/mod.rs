@@ -29,18 +29,25 @@ const CANDIDATE_MISMATCH_SHARE: f64 = 0.02;
 /// Latency the candidate adds, on average.
 const CANDIDATE_LATENCY: Duration = Duration::from_micros(300);
 
-/// The command line a demo runs: its duration, concurrency and `-v`
-/// against `endpoints`, quiet (the report follows in seconds, with no
-/// progress line).
+/// The command line a demo runs: its duration, concurrency, `-v` and
+/// outputs against `endpoints`, quiet (the report follows in seconds, with
+/// no progress line).
 fn command_line(args: &DemoArgs, endpoints: &[String]) -> Vec<String> {
     let mut argv = vec![
         "versus".to_string(),
         "--quiet".to_string(),
         format!("--stop-after={}", humantime::format_duration(args.duration)),
         format!("--concurrency={}", args.concurrency()),
+        format!("--format={}", args.format),
     ];
     if args.verbose > 0 {
         argv.push(format!("-{}", "v".repeat(usize::from(args.verbose))));
+    }
+    if let Some(file) = &args.output {
+        argv.push(format!("--output={}", file.display()));
+    }
+    if let Some(file) = &args.html {
+        argv.push(format!("--html={}", file.display()));
     }
     argv.extend(endpoints.iter().cloned());
     argv
