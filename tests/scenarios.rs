@@ -135,7 +135,7 @@ fn errors_before_the_run_exit_2_naming_the_place() {
     let out = run_bin(&["run", bad.to_str().unwrap()], b"");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.toml:6: step \"x\""), "{err}");
+    assert!(err.contains("bad.toml:7: step \"x\""), "{err}");
     assert!(err.contains("{{ id }}"), "{err}");
     let missing = run_bin(&["run", "/nonexistent/scenario.toml"], b"");
     assert_eq!(missing.status.code(), Some(2));

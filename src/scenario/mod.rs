@@ -450,6 +450,28 @@ impl File<'_> {
         format!("{}:{line}", self.shown)
     }
 
+    /// Where the table holding `offset` (a step's name) uses `{{ var }}`:
+    /// the first use between the table's `[[` header and the next one; the
+    /// place of `offset` itself when none is found (a use in an endpoint's
+    /// own version of the step, under a header of its own).
+    fn use_of(&self, offset: usize, var: &str) -> String {
+        let offset = offset.min(self.text.len());
+        let start = self.text[..offset].rfind("[[").unwrap_or(0);
+        let end = self.text[offset..]
+            .find("[[")
+            .map_or(self.text.len(), |i| offset + i);
+        let table = &self.text[start..end];
+        let used = table.match_indices("{{").find(|(i, _)| {
+            let rest = table[i + 2..].trim_start();
+            rest.strip_prefix(var)
+                .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        });
+        match used {
+            Some((i, _)) => self.at(start + i..start + i),
+            None => self.at(offset..offset),
+        }
+    }
+
     /// The file as written; a syntax error names its place.
     fn doc(&self) -> Result<FileDoc, ScenarioError> {
         toml::from_str(self.text).map_err(|e| {
@@ -785,7 +807,13 @@ impl Compiler<'_> {
             }
             for v in compiled.vars() {
                 if !known.contains(v) {
-                    return Err(fail(undefined(v, &self.data, names, endpoint)));
+                    // Named at the line that uses it, not the step's name.
+                    let at = self.file.use_of(step.name.span().start, v);
+                    let why = undefined(v, &self.data, names, endpoint);
+                    return Err(ScenarioError(format!(
+                        "{at}: step {:?}: {why}",
+                        step.name.get_ref()
+                    )));
                 }
             }
             calls.push(Arc::new(compiled));

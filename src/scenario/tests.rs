@@ -136,15 +136,22 @@ fn every_error_before_the_run_names_the_file_line_and_fix() {
         "undefined.toml",
         &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\n\n[[step]]\nname = \"b\"\npath = \"/x/{{{{ token }}}}\"\n"),
     );
-    assert!(e.contains("undefined.toml:15: step \"b\""), "{e}");
+    assert!(e.contains("undefined.toml:16: step \"b\""), "{e}");
     assert!(e.contains("{{ token }}"), "{e}");
     assert!(e.contains("extract"), "{e}");
+    // The line that uses it, not the step's name line: here a method and a
+    // header stand between them.
+    let e = error(
+        "use.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\nmethod = \"GET\"\nheaders = {{ x = \"1\" }}\npath = \"/orders/{{{{ order_id }}}}\"\n"),
+    );
+    assert!(e.contains("use.toml:15: step \"a\""), "{e}");
     // A variable taken by a later step is not defined yet.
     let e = error(
         "order.toml",
         &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\npath = \"/{{{{ id }}}}\"\n\n[[step]]\nname = \"b\"\nextract = {{ id = \"$.id\" }}\n"),
     );
-    assert!(e.contains("order.toml:12: step \"a\""), "{e}");
+    assert!(e.contains("order.toml:13: step \"a\""), "{e}");
     // A template that does not parse.
     let e = error(
         "template.toml",
