@@ -100,6 +100,50 @@ fn every_pagination_style_reaches_the_last_page_with_the_same_items() {
 }
 
 #[test]
+fn a_duplicate_at_the_reference_is_named_at_the_reference() {
+    // The reference repeats item 7; the two others do not. The finding is
+    // the reference's, once per traversal, and neither other endpoint is
+    // blamed for it.
+    let repeats = catalog::start(Catalog {
+        plants: Plants {
+            repeat: Some(7),
+            ..Plants::default()
+        },
+        ..quiet(300)
+    })
+    .unwrap();
+    let (a, b) = (
+        catalog::start(quiet(300)).unwrap(),
+        catalog::start(quiet(300)).unwrap(),
+    );
+    let scenario = r#"
+[[step]]
+name = "items"
+path = "/items?page=0&size=25"
+paginate = { items = "$.content", key = "id", next = "$._links.next.href" }
+rules = { ignore = ["$.items.*._links"] }
+"#;
+    let endpoints = [
+        format!("reference={}hateoas/", repeats.url()),
+        format!("keyset={}hateoas/", a.url()),
+        format!("tokens={}hateoas/", b.url()),
+    ];
+    let report = run_twice("reference-repeats.toml", scenario, &endpoints);
+    let groups = report["comparison"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{:#}", report["comparison"]);
+    let g = &groups[0];
+    assert_eq!(
+        (&g["endpoint"], &g["kind"]),
+        (&Value::from("reference"), &Value::from("duplicated")),
+        "{g:#}"
+    );
+    assert_eq!(g["count"], 2, "once per traversal: {g:#}");
+    assert_eq!(step(&report, 1, "items")["mismatched"], 0);
+    assert_eq!(step(&report, 2, "items")["mismatched"], 0);
+    assert_eq!(step(&report, 0, "items")["traversal"]["repeated_items"], 2);
+}
+
+#[test]
 fn a_skipped_and_a_repeated_item_are_found_by_key() {
     let reference = catalog::start(quiet(500)).unwrap();
     let skips = catalog::start(Catalog {

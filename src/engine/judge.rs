@@ -376,6 +376,17 @@ fn judge(
         for f in &mut j.findings {
             crate::flow::paginate::regroup(f, key);
         }
+        // A duplicate at the reference is found against every other
+        // endpoint: it is one finding.
+        let mut kept: Vec<(usize, String, String)> = Vec::new();
+        j.findings.retain(|f| {
+            let id = (f.endpoint, f.at.clone(), f.kind.clone());
+            let first = !kept.contains(&id);
+            if first {
+                kept.push(id);
+            }
+            first
+        });
     }
     if j.fell_back {
         v.fell_back += 1;

@@ -578,7 +578,8 @@ fn decode(s: &str) -> String {
 /// Name a finding of a paged step by item: `$.items.KEY.price` becomes
 /// the field `$.items[*].price` (at `$.items[?(@.id=="KEY")].price`), an
 /// item only one side has is a `missing item` or an `extra item`, and a
-/// difference in `$.repeated` is a `duplicated` item.
+/// difference in `$.repeated` is a `duplicated` item, named at the endpoint
+/// that repeated it (the reference, when only it did).
 pub(crate) fn regroup(f: &mut Finding, key: &str) {
     let Some(path) = &f.path else { return };
     let (Some(Segment::Key(top)), Some(Segment::Key(k))) = (path.first(), path.get(1)) else {
@@ -600,7 +601,15 @@ pub(crate) fn regroup(f: &mut Finding, key: &str) {
                 }
             }
         }
-        "repeated" => f.kind = "duplicated".into(),
+        "repeated" => {
+            // `$.repeated` counts each item's repeats: one the reference
+            // has and the other endpoint lacks is the reference's own
+            // duplicate, and is named there.
+            if f.kind == "missing" {
+                f.endpoint = 0;
+            }
+            f.kind = "duplicated".into();
+        }
         _ => return,
     }
     f.field = render_grouped(&named);
