@@ -139,6 +139,9 @@ fn error_statuses_are_counted_by_code_name_from_trailers_and_trailers_only_answe
     assert!(report.contains("gRPC NOT_FOUND: 2"), "{report}");
     assert!(report.contains("gRPC DEADLINE_EXCEEDED: 1"), "{report}");
     assert!(report.contains("gRPC UNAVAILABLE: 1"), "{report}");
+    // The I/O driver of plain-TCP HTTP/1.1 connections carried nothing
+    // here: no line for it.
+    assert!(!report.contains("I/O:"), "{report}");
 
     // In the JSON report and in a saved run, by name too.
     let dir = std::env::temp_dir().join(format!("versus-grpc-saved-{}", std::process::id()));
@@ -218,6 +221,8 @@ fn rest_and_grpc_over_the_same_records_agree_after_the_json_options() {
     );
     assert_eq!(out.stats.verdicts.compared, 20, "{report}");
     assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+    // The REST endpoint is plain-TCP HTTP/1.1: its driver is named.
+    assert!(report.contains("   I/O:        "), "{report}");
     // Without the options the proto3 JSON mapping differs from the REST
     // API: camelCase names, 64-bit integers as strings, defaults left out.
     let (out, report) = run_lib(&["--proto", &p, &grpc, &rest], &lines);

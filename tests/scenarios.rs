@@ -168,6 +168,13 @@ fn a_value_missing_at_run_time_fails_that_instance_there_and_the_run_goes_on() {
     assert_eq!(step(&report, 1, "use")["skipped"], 10);
     assert_eq!(step(&report, 1, "use")["requests"], 20);
     assert_eq!(report["endpoints"][0]["flows"]["succeeded"], 30);
+    // The connections the text report counts, in JSON too: one a virtual
+    // user, opened before the clock started.
+    for e in 0..2 {
+        let endpoint = &report["endpoints"][e];
+        assert_eq!(endpoint["connects"], 1, "{endpoint:#}");
+        assert_eq!(endpoint["connects_during_run"], 0, "{endpoint:#}");
+    }
     // The text report names the step, the reason and a sample instance.
     let a = format!("a={}", good.url());
     let b = format!("b={}", flaky.url());

@@ -138,6 +138,19 @@ impl Plan {
         }
     }
 
+    /// Whether some endpoint speaks HTTP/1.1 over plain TCP, the one kind
+    /// of connection `--io` chooses the driver of.
+    fn plain_http1(&self) -> bool {
+        self.engine.transport.version != HttpVersion::Http2
+            && self.engine.endpoints.iter().any(|e| {
+                e.scheme == Scheme::Http
+                    && matches!(
+                        e.style,
+                        crate::model::Style::Post | crate::model::Style::Get
+                    )
+            })
+    }
+
     /// The description of this run that reports render from.
     pub fn run_info(&self) -> RunInfo {
         let engine = &self.engine;
@@ -165,7 +178,11 @@ impl Plan {
                 (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
                 (None, None) => None,
             },
-            io: Some(engine.transport.io.name().to_string()),
+            // The I/O driver is named only where it carried something:
+            // a plain-TCP HTTP/1.1 endpoint.
+            io: self
+                .plain_http1()
+                .then(|| engine.transport.io.name().to_string()),
         }
     }
 
