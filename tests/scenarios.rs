@@ -393,3 +393,20 @@ fn thresholds_can_name_a_step() {
         "{err}"
     );
 }
+
+#[test]
+fn a_mismatch_sample_of_a_step_shows_the_request_the_step_sent() {
+    // Samples name the step's request (method, path, body) as a stream's
+    // show its body, credentials in the path masked.
+    let a = Server::start(|_| Reply::ok(r#"{"n":1}"#));
+    let b = Server::start(|_| Reply::ok(r#"{"n":2}"#));
+    let file = write(
+        "sampled.toml",
+        "[[step]]\nname = \"put\"\nmethod = \"PUT\"\npath = \"/things/7\"\nbody = \"{\\\"x\\\":1}\"\n",
+    );
+    let (a, b) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let report = run_json(&file, &["-c", "1", "--stop-after", "3", &a, &b]);
+    let groups = report["comparison"]["groups"].as_array().unwrap();
+    let sample = &groups[0]["samples"][0];
+    assert_eq!(sample["request"], r#"PUT /things/7 {"x":1}"#, "{report:#}");
+}

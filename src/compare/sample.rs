@@ -46,10 +46,28 @@ pub fn sample(
     };
     MismatchSample {
         seq: req.seq,
-        request: cut(&String::from_utf8_lossy(&req.body), REQUEST_LIMIT),
+        request: shown_request(req),
         values,
         diff,
     }
+}
+
+/// How a sample shows its request: a stream line by its body; a request
+/// with a method and target of its own (a flow step's, a HAR entry's) as
+/// `METHOD target body`, the target's credentials masked.
+pub fn shown_request(req: &Request) -> String {
+    let body = String::from_utf8_lossy(&req.body);
+    let text = match &req.target {
+        None => body.into_owned(),
+        Some(target) => format!(
+            "{} {} {body}",
+            req.method.as_ref().map_or("GET", |m| m.as_str()),
+            crate::model::secret::mask_url(target)
+        )
+        .trim_end()
+        .to_string(),
+    };
+    cut(&text, REQUEST_LIMIT)
 }
 
 /// A sample of a paged step's finding: the item at each endpoint (the

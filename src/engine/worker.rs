@@ -1497,11 +1497,8 @@ fn record_traversal(core: &Core, e: usize, name: &str, run: &StepRun) {
 /// A step that failed, as its error group shows it: the instance, the
 /// request as built (or nothing, when it could not be), the reason.
 fn step_sample(req: &Request, reason: &str) -> stats::MismatchSample {
-    let target = req.target.as_deref().unwrap_or("");
-    let method = req.method.as_ref().map_or("", |m| m.as_str());
-    let body = crate::compare::sample::cut(&String::from_utf8_lossy(&req.body), 200);
     let request = match &req.target {
-        Some(_) => format!("{method} {target} {body}").trim().to_string(),
+        Some(_) => crate::compare::sample::shown_request(req),
         None => "(not built)".to_string(),
     };
     stats::MismatchSample {
