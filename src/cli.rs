@@ -400,6 +400,12 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Comparison", hide_short_help = true)]
     pub no_jsonrpc: bool,
 
+    /// Compare a REST answer's HTTP status with a gRPC answer's code
+    /// strictly (only 200 and OK agree), not by gRPC's HTTP mapping (404 is
+    /// NOT_FOUND, 400 INVALID_ARGUMENT, 503 UNAVAILABLE, ...).
+    #[arg(long, help_heading = "Comparison", hide_short_help = true)]
+    pub no_status_mapping: bool,
+
     /// Compare this response header too (repeatable); other headers never
     /// count.
     #[arg(

@@ -52,6 +52,9 @@ pub struct Comparer {
     jsonrpc: bool,
     headers: Vec<HeaderName>,
     twin: Option<usize>,
+    /// A REST answer and a gRPC one compare by meaning (404 is
+    /// `NOT_FOUND`), as gRPC's HTTP mapping has it.
+    status_mapping: bool,
 }
 
 impl Default for Comparer {
@@ -69,7 +72,16 @@ impl Comparer {
             jsonrpc: true,
             headers: Vec::new(),
             twin: None,
+            status_mapping: true,
         }
+    }
+
+    /// Compare a REST answer's HTTP status with a gRPC answer's code by
+    /// gRPC's HTTP mapping (on by default), or strictly: only a 200 and
+    /// `OK` agree.
+    pub fn with_status_mapping(mut self, on: bool) -> Comparer {
+        self.status_mapping = on;
+        self
     }
 
     /// Use these rules (from the command line and `--rules`).
@@ -226,12 +238,16 @@ impl Comparer {
                 )]
             }
         };
-        if a.status != b.status || grpc_code(a) != grpc_code(b) {
-            return vec![simple(
-                "status",
-                format!("{} vs {}", describe_response(a), describe_response(b)),
-            )];
-        }
+        let error_by_meaning = match self.statuses(a, b) {
+            Statuses::Differ => {
+                return vec![simple(
+                    "status",
+                    format!("{} vs {}", describe_response(a), describe_response(b)),
+                )]
+            }
+            Statuses::Agree => false,
+            Statuses::AgreeOnError => true,
+        };
         let mut out = Vec::new();
         for name in &self.headers {
             let va: Vec<_> = a
@@ -251,6 +267,9 @@ impl Comparer {
             }
         }
         match self.mode {
+            // A REST error answer and a gRPC one of the same meaning: the
+            // gRPC answer has no body to set beside the REST one's.
+            _ if error_by_meaning => {}
             CompareMode::Status | CompareMode::None => {}
             _ if a.body == b.body => {}
             CompareMode::Bytes => out.push(simple("body", "changed".into())),
@@ -263,6 +282,33 @@ impl Comparer {
             },
         }
         out
+    }
+}
+
+/// How two answers' statuses compare.
+enum Statuses {
+    Differ,
+    Agree,
+    /// A REST error status and a gRPC error code of the same meaning.
+    AgreeOnError,
+}
+
+impl Comparer {
+    /// Two answers' statuses: both REST or both gRPC, exactly; a REST
+    /// answer and a gRPC one by gRPC's HTTP mapping, unless it is off.
+    fn statuses(&self, a: &Response, b: &Response) -> Statuses {
+        let exact = a.status == b.status && grpc_code(a) == grpc_code(b);
+        let (rest, grpc) = match (&a.grpc, &b.grpc) {
+            (None, Some(g)) if self.status_mapping => (a, g.code),
+            (Some(g), None) if self.status_mapping => (b, g.code),
+            _ if exact => return Statuses::Agree,
+            _ => return Statuses::Differ,
+        };
+        match crate::grpc::same_meaning(rest.status, grpc) {
+            true if grpc == 0 => Statuses::Agree,
+            true => Statuses::AgreeOnError,
+            false => Statuses::Differ,
+        }
     }
 }
 
@@ -355,6 +401,58 @@ mod tests {
             .iter()
             .map(|f| (f.endpoint, f.field.clone(), f.kind.clone()))
             .collect()
+    }
+
+    /// A gRPC answer: HTTP 200 with status `code`, and `body`.
+    fn grpc(code: u32, body: &str) -> Option<Outcome> {
+        let mut o = Outcome::test_response(200, body);
+        if let Ok(r) = &mut o.result {
+            r.grpc = Some(crate::model::GrpcStatus {
+                code,
+                message: None,
+            });
+        }
+        Some(o)
+    }
+
+    #[test]
+    fn a_rest_status_and_a_grpc_code_compare_by_meaning() {
+        let c = Comparer::new(CompareMode::Auto);
+        let step = || MethodName {
+            group: "get".into(),
+            selector: "get".into(),
+            jsonrpc: false,
+            step: true,
+        };
+        let judged = |c: &Comparer, rest: Option<Outcome>, g: Option<Outcome>| {
+            fields(&c.judge_held(&step, &[rest, g]))
+        };
+        // 404 is NOT_FOUND, whatever each says in its body.
+        assert!(judged(&c, resp(404, r#"{"error":"no such item"}"#), grpc(5, "")).is_empty());
+        // 400 is INVALID_ARGUMENT, and FAILED_PRECONDITION too.
+        assert!(judged(&c, resp(400, "{}"), grpc(3, "")).is_empty());
+        assert!(judged(&c, resp(400, "{}"), grpc(9, "")).is_empty());
+        // Different meanings still differ: 404 against OK, 200 against
+        // NOT_FOUND, 503 against INTERNAL.
+        let differ = |rest, g| judged(&c, rest, g)[0].clone();
+        assert_eq!(differ(resp(404, "{}"), grpc(0, "{}")).1, "status");
+        assert_eq!(
+            differ(resp(200, "{}"), grpc(5, "")).2,
+            "200 vs 200 NOT_FOUND"
+        );
+        assert_eq!(differ(resp(503, "{}"), grpc(13, "")).1, "status");
+        // OK is any 2xx, and then the bodies are compared.
+        assert!(judged(&c, resp(201, r#"{"id":1}"#), grpc(0, r#"{"id":1}"#)).is_empty());
+        assert_eq!(
+            differ(resp(200, r#"{"id":1}"#), grpc(0, r#"{"id":2}"#)).1,
+            "$.id"
+        );
+        // Two gRPC answers compare by code exactly: both map to 400, yet
+        // INVALID_ARGUMENT is not FAILED_PRECONDITION.
+        assert_eq!(differ(grpc(3, ""), grpc(9, "")).1, "status");
+        // Turned off, only 200 and OK agree.
+        let strict = Comparer::new(CompareMode::Auto).with_status_mapping(false);
+        assert_eq!(judged(&strict, resp(404, "{}"), grpc(5, ""))[0].1, "status");
     }
 
     #[test]

@@ -80,6 +80,37 @@ pub fn code_of_http(status: u16) -> u32 {
     }
 }
 
+/// The HTTP status a REST API answers for gRPC status `code`, as gRPC's
+/// HTTP mapping has it (`google/rpc/code.proto`; grpc-gateway's
+/// `HTTPStatusFromCode`): `NOT_FOUND` is 404, `INVALID_ARGUMENT`,
+/// `FAILED_PRECONDITION` and `OUT_OF_RANGE` are 400, and so on; `OK` is
+/// 200 (any 2xx answer means it, see [`same_meaning`]).
+pub fn http_status_of(code: u32) -> u16 {
+    match code {
+        0 => 200,          // OK
+        1 => 499,          // CANCELLED
+        3 | 9 | 11 => 400, // INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE
+        4 => 504,          // DEADLINE_EXCEEDED
+        5 => 404,          // NOT_FOUND
+        6 | 10 => 409,     // ALREADY_EXISTS, ABORTED
+        7 => 403,          // PERMISSION_DENIED
+        8 => 429,          // RESOURCE_EXHAUSTED
+        12 => 501,         // UNIMPLEMENTED
+        14 => 503,         // UNAVAILABLE
+        16 => 401,         // UNAUTHENTICATED
+        _ => 500,          // UNKNOWN, INTERNAL, DATA_LOSS and any other
+    }
+}
+
+/// Whether a REST answer's HTTP `status` means what gRPC status `code`
+/// means: the status [`http_status_of`] gives, or any 2xx for `OK`.
+pub fn same_meaning(status: u16, code: u32) -> bool {
+    match code {
+        0 => (200..300).contains(&status),
+        _ => status == http_status_of(code),
+    }
+}
+
 /// `grpc-message` percent-decoded (gRPC's PROTOCOL-HTTP2: "%" followed by
 /// two hex digits; anything else is kept as it came).
 pub fn decode_message(raw: &[u8]) -> Box<str> {

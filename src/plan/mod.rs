@@ -507,6 +507,7 @@ impl Comparison {
         let comparer = Comparer::new(mode)
             .with_rules(rules(args).map_err(UsageError)?)
             .with_jsonrpc(!args.no_jsonrpc)
+            .with_status_mapping(!args.no_status_mapping)
             .with_headers(headers.clone())
             .with_twin(twin);
         if twin.is_some() && !comparer.enabled() {
