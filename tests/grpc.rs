@@ -599,3 +599,53 @@ fn a_library_flow_calls_grpc_methods_json_in_json_and_status_out() {
         "{tokens:?}"
     );
 }
+
+#[test]
+fn json_records_with_a_rest_path_reach_a_grpc_endpoint_by_its_own_method() {
+    // A REST API that takes the id in its path, and the gRPC method of the
+    // same records: each JSON-lines record carries the REST path and the
+    // message. At the gRPC endpoint the REST path is not a method's, so
+    // the method its URL names is called with the record's body; both
+    // agree. A path of a method's shape that is not in the schema is a
+    // malformed record, said truly.
+    let server = GrpcServer::start(Options::default());
+    let p = proto();
+    let mut records: String = (1..=20)
+        .map(|n| {
+            format!("{{\"method\":\"GET\",\"path\":\"/items/{n}\",\"json\":{{\"id\":\"{n}\"}}}}\n")
+        })
+        .collect();
+    records.push_str("{\"path\":\"/items.Items/Nothing\",\"json\":{\"id\":\"1\"}}\n");
+    let grpc = format!("grpc={}", server.url("GetItem"));
+    let rest = format!("rest={}/", server.http());
+    let out = run_bin(
+        &[
+            "--input",
+            "jsonl",
+            "--proto",
+            &p,
+            "--grpc-json",
+            "rest",
+            "--format",
+            "json",
+            "-q",
+            &grpc,
+            &rest,
+        ],
+        records.as_bytes(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(report["comparison"]["compared"], 20, "{report:#}");
+    assert_eq!(report["comparison"]["mismatched"], 0, "{report:#}");
+    assert_eq!(report["input"]["malformed"], 1, "{report:#}");
+    let why = report["input"]["samples"][0]["reason"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        why.contains("/items.Items/Nothing") && why.contains("schema"),
+        "{report:#}"
+    );
+    assert_eq!(server.calls().len(), 20);
+}

@@ -293,6 +293,18 @@ pub fn split_method(name: &str) -> Option<(&str, &str)> {
         .then_some((service, method))
 }
 
+/// Whether `path` has a gRPC method's shape, `/package.Service/Method`:
+/// two segments, the first a dotted service name.
+pub fn is_method_path(path: &str) -> bool {
+    let path = path.split('?').next().unwrap_or(path);
+    match path.strip_prefix('/').and_then(|p| p.split_once('/')) {
+        Some((service, method)) => {
+            service.contains('.') && !method.is_empty() && !method.contains('/')
+        }
+        None => false,
+    }
+}
+
 /// The method `name` (`package.Service/Method`) in `pool`.
 ///
 /// # Errors
@@ -351,19 +363,27 @@ pub struct Service {
 }
 
 impl Service {
-    /// The method whose `:path` is `path`; `None` for the endpoint's own.
-    /// Methods not resolved before the run are looked up in the schema.
+    /// The method a request calls: the one its `path` names
+    /// (`/package.Service/Method`, looked up in the schema when it was not
+    /// resolved before the run), else the endpoint's own (its URL's). Any
+    /// other path is a REST API's (a record meant for a REST endpoint
+    /// beside this one) and calls the endpoint's own method too. `None`
+    /// when neither names one, or the named one is not in the schema.
     pub fn method(&self, path: Option<&str>) -> Option<std::borrow::Cow<'_, Method>> {
-        match path {
-            None if self.has_default => self.methods.first().map(std::borrow::Cow::Borrowed),
-            None => None,
-            Some(p) => {
-                let p = p.split('?').next().unwrap_or(p);
-                match self.methods.iter().find(|m| m.path == p) {
-                    Some(m) => Some(std::borrow::Cow::Borrowed(m)),
-                    None => find_method(&self.pool, p).ok().map(std::borrow::Cow::Owned),
-                }
-            }
+        let own = || match self.has_default {
+            true => self.methods.first().map(std::borrow::Cow::Borrowed),
+            false => None,
+        };
+        let Some(p) = path else {
+            return own();
+        };
+        let p = p.split('?').next().unwrap_or(p);
+        if let Some(m) = self.methods.iter().find(|m| m.path == p) {
+            return Some(std::borrow::Cow::Borrowed(m));
+        }
+        match is_method_path(p) {
+            true => find_method(&self.pool, p).ok().map(std::borrow::Cow::Owned),
+            false => own(),
         }
     }
 }

@@ -182,9 +182,16 @@ impl Checked {
         let mut seen: Vec<prost_reflect::MessageDescriptor> = Vec::new();
         for (label, service) in &self.services {
             let Some(method) = service.method(req.target.as_deref()) else {
-                return Some(format!(
-                    "no gRPC method for it at endpoint {label}: name one in the URL's path"
-                ));
+                return Some(match req.target.as_deref() {
+                    Some(p) if crate::grpc::is_method_path(p) => {
+                        format!("its path {p} names no method in endpoint {label}'s schema")
+                    }
+                    _ => format!(
+                        "endpoint {label}'s URL names no gRPC method and the record names none: \
+                         give one in the URL (grpc://HOST:PORT/package.Service/Method) or as the \
+                         record's path"
+                    ),
+                });
             };
             if self.services.len() > 1 {
                 if seen.contains(&method.input) {
