@@ -1102,28 +1102,12 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 // Most claims find work at hand: only a wait needs a future.
                 None => match look(&core, e) {
                     Claim::Got(place, unit, due, warmup) => {
-                        begin(&core, e, &unit, warmup);
-                        Some(Claimed {
-                            place,
-                            unit,
-                            due,
-                            warmup,
-                        })
+                        Some(begin(&core, e, (place, unit, due, warmup)))
                     }
                     Claim::Done => None,
-                    Claim::Wait => {
-                        claim(&core, e, &mut slot)
-                            .await
-                            .map(|(place, unit, due, warmup)| {
-                                begin(&core, e, &unit, warmup);
-                                Claimed {
-                                    place,
-                                    unit,
-                                    due,
-                                    warmup,
-                                }
-                            })
-                    }
+                    Claim::Wait => claim(&core, e, &mut slot)
+                        .await
+                        .map(|got| begin(&core, e, got)),
                 },
             };
             let Some(claimed) = claimed else {
@@ -1227,14 +1211,25 @@ async fn run_flow(
     run
 }
 
-/// A unit of work claimed at endpoint `e`: in flight, and a counted
-/// request counted as sent (a flow's steps are counted as they are sent).
-fn begin(core: &Core, e: usize, work: &Unit, warmup: bool) {
+/// A unit of work claimed at endpoint `e` (as [`look`] and [`claim`] give
+/// it): in flight, and a counted request counted as sent (a flow's steps
+/// are counted as they are sent).
+fn begin(core: &Core, e: usize, (place, unit, due, warmup): Got) -> Claimed {
     core.inflight.borrow_mut()[e] += 1;
-    if !warmup && matches!(work, Unit::Request(_)) {
+    if !warmup && matches!(unit, Unit::Request(_)) {
         core.stats.borrow_mut().endpoints[e].sent += 1;
     }
+    Claimed {
+        place,
+        unit,
+        due,
+        warmup,
+    }
 }
+
+/// A unit of work as a claim finds it: its place in the window, the unit,
+/// when it is due (open model), and whether it is warm-up work.
+type Got = (usize, Unit, Option<Instant>, bool);
 
 /// A unit of work done at endpoint `e` (its result in `done`): a counted
 /// request's outcome recorded (and whether it was an error noted with
@@ -1296,17 +1291,12 @@ impl Units for SlotUnits {
         let Claim::Got(place, unit, due, warmup) = look(core, e) else {
             return None;
         };
-        begin(core, e, &unit, warmup);
-        let next = match (&unit, due) {
+        let claimed = begin(core, e, (place, unit, due, warmup));
+        let next = match (&claimed.unit, claimed.due) {
             (Unit::Request(r), None) => Some(r.clone()),
             _ => None,
         };
-        *self.claimed.borrow_mut() = Some(Claimed {
-            place,
-            unit,
-            due,
-            warmup,
-        });
+        *self.claimed.borrow_mut() = Some(claimed);
         next
     }
 
@@ -1322,11 +1312,7 @@ impl Units for SlotUnits {
 /// slot's connection given back while it waits); `None` when the run ends.
 /// For a slot whose [`look`] found none: most find some, and never make
 /// this future.
-async fn claim(
-    core: &Core,
-    e: usize,
-    slot: &mut Slot,
-) -> Option<(usize, Unit, Option<Instant>, bool)> {
+async fn claim(core: &Core, e: usize, slot: &mut Slot) -> Option<Got> {
     loop {
         // Before the look, so that no release between the look and the
         // wait is missed.
