@@ -378,15 +378,17 @@ fn judge(
         }
         // A duplicate at the reference is found against every other
         // endpoint: it is one finding.
-        let mut kept: Vec<(usize, String, String)> = Vec::new();
-        j.findings.retain(|f| {
-            let id = (f.endpoint, f.at.clone(), f.kind.clone());
-            let first = !kept.contains(&id);
-            if first {
-                kept.push(id);
+        let mut n = 0;
+        while n < j.findings.len() {
+            let f = &j.findings[n];
+            let again = j.findings[..n]
+                .iter()
+                .any(|g| g.endpoint == f.endpoint && g.at == f.at && g.kind == f.kind);
+            match again {
+                true => drop(j.findings.remove(n)),
+                false => n += 1,
             }
-            first
-        });
+        }
     }
     if j.fell_back {
         v.fell_back += 1;
