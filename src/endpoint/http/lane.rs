@@ -56,12 +56,18 @@ thread_local! {
     static SLOTS: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
 }
 
+/// Add to this thread's slot counts: `live` slots made (or, negative,
+/// gone) and `laned` slots onto (off) a lane.
+fn count(live: isize, laned: isize) {
+    SLOTS.with(|s| {
+        let (l, n) = s.get();
+        s.set((l.wrapping_add_signed(live), n.wrapping_add_signed(laned)));
+    });
+}
+
 /// A slot made on this thread ([`Slot::new`]), or one gone (its drop).
 pub(super) fn count_slot(made: bool) {
-    SLOTS.with(|s| {
-        let (live, laned) = s.get();
-        s.set((if made { live + 1 } else { live - 1 }, laned));
-    });
+    count(if made { 1 } else { -1 }, 0);
 }
 
 /// A slot on a lane, counted among this thread's laned slots while it is.
@@ -69,20 +75,14 @@ struct OnLane;
 
 impl OnLane {
     fn new() -> OnLane {
-        SLOTS.with(|s| {
-            let (live, laned) = s.get();
-            s.set((live, laned + 1));
-        });
+        count(0, 1);
         OnLane
     }
 }
 
 impl Drop for OnLane {
     fn drop(&mut self) {
-        SLOTS.with(|s| {
-            let (live, laned) = s.get();
-            s.set((live, laned - 1));
-        });
+        count(0, -1);
     }
 }
 
