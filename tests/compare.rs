@@ -422,3 +422,83 @@ fn mismatches_per_endpoint_count_requests_not_fields() {
     assert_eq!(out.stats.endpoints[1].mismatched, 5, "{report}");
     assert_eq!(out.stats.endpoints[0].mismatched, 0, "{report}");
 }
+
+/// A JSON array of `n` objects; `shift` changes every value.
+fn big_answer(n: usize, shift: usize) -> String {
+    let items: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"i":{i},"v":{},"s":"item {i}"}}"#, i + shift))
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+/// How long the run's own comparer takes to judge two answers and make
+/// the sample a report shows of their first difference.
+fn time_to_judge(args: &[&str], a: &str, b: &str) -> std::time::Duration {
+    use clap::Parser;
+    let mut argv = vec!["versus"];
+    argv.extend_from_slice(args);
+    let cli = versus::cli::Cli::try_parse_from(argv).unwrap();
+    let plan = versus::plan::Plan::from_args(&cli.run, false).unwrap();
+    let outcome = |body: &str| versus::model::Outcome {
+        result: Ok(versus::model::Response {
+            status: 200,
+            headers: Vec::new(),
+            body: bytes::Bytes::from(body.to_string()),
+            body_len: body.len() as u64,
+            ttfb: std::time::Duration::ZERO,
+            grpc: None,
+        }),
+        latency: std::time::Duration::ZERO,
+        uncorrected: std::time::Duration::ZERO,
+        lag: None,
+        connect: None,
+        bytes_out: 0,
+        port: 0,
+    };
+    let (a, b) = (outcome(a), outcome(b));
+    let kind = || versus::compare::method::MethodName::step("big");
+    let started = std::time::Instant::now();
+    let outcomes = [Some(&a), Some(&b)];
+    let verdict = plan.engine.comparer.judge(&kind, &outcomes);
+    let req = versus::model::Request::line(0, bytes::Bytes::from_static(b"big"));
+    versus::compare::sample::sample(&req, &outcomes, &verdict.findings[0], ("a", "b"));
+    started.elapsed()
+}
+
+#[test]
+fn a_slow_comparison_is_not_timed_as_the_endpoints_latency() {
+    // One request's answers differ in every one of 2,000 items: judging
+    // them is slow. The other requests are answered at once, and are in
+    // flight while that comparison runs.
+    let (big_a, big_b) = (big_answer(2_000, 0), big_answer(2_000, 1));
+    let (a, b) = (
+        bytes::Bytes::from(big_a.clone()),
+        bytes::Bytes::from(big_b.clone()),
+    );
+    let serve = |big: bytes::Bytes| {
+        move |s: &Seen| match &s.body[..] {
+            b"big" => Reply::ok(big.clone()),
+            _ => Reply::ok(r#"{"ok":true}"#),
+        }
+    };
+    let (one, two) = (Server::start(serve(a)), Server::start(serve(b)));
+    let mut input = Vec::new();
+    for i in 0..400 {
+        input.extend_from_slice(if i == 20 { b"big\n" } else { b"small\n" });
+    }
+    let (e1, e2) = (format!("a={}", one.url()), format!("b={}", two.url()));
+    let args = ["--threads", "1", "-c", "4", "--compare", "json", &e1, &e2];
+    let judging = time_to_judge(&args, &big_a, &big_b);
+    let (out, report) = run_lib(&args, &input);
+    assert_eq!(out.stats.verdicts.compared, 400, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 1, "{report}");
+    // No answer waited behind the comparison: each endpoint's slowest is
+    // well under the time the comparison took.
+    for (e, s) in out.stats.endpoints.iter().enumerate() {
+        let max = std::time::Duration::from_micros(s.latency.max());
+        assert!(
+            max * 4 < judging,
+            "endpoint {e}: max latency {max:?}, judging {judging:?}\n{report}"
+        );
+    }
+}

@@ -6,19 +6,18 @@
 //! HTTP 2xx) by method. Equal answers cost a byte comparison and a method
 //! scan.
 
-use std::cell::OnceCell;
 use std::rc::Rc;
 
 use super::Settings;
 use crate::compare::jsonrpc::{classify_response, mentions_error, ResponseClass};
 use crate::compare::method::{self, MethodName};
-use crate::compare::sample::sample;
 use crate::model::Outcome;
 use crate::model::Request;
 use crate::stats::{
     count_group, jsonrpc_error_name, part, part_index, RunStats, Tallies, BATCH_ERROR, MAX_PARTS,
 };
 
+use super::judge_thread::{self, Differing, ToJudge};
 use super::unit::FlowRun;
 
 /// Record what kind of error `outcome` (endpoint `e`) is, if any: JSON-RPC
@@ -176,24 +175,14 @@ pub(crate) fn verdict(
     settings: &Settings,
     (stats, tallies): (&mut RunStats, &mut Tallies),
     kinds: &mut MethodCache,
+    to: Option<&ToJudge>,
     req: &Rc<Request>,
     outcomes: &[Option<&Outcome>],
     errors: &[bool],
 ) {
-    let kind: OnceCell<MethodName> = OnceCell::new();
-    let kind_of = || {
-        kind.get_or_init(|| {
-            method::kind(
-                req,
-                settings.endpoints[0].style,
-                &settings.endpoints[0].base_path,
-            )
-        })
-        .clone()
-    };
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
         count_at((stats, tallies), outcomes, errors, p.at);
-        judge(settings, stats, req, outcomes, &kind_of, None);
+        judge(settings, stats, to, req, outcomes, None);
         return;
     }
     let grpc_reference = settings
@@ -205,7 +194,7 @@ pub(crate) fn verdict(
         .flatten();
     if let Some(n) = quick.and_then(|m| kinds.named.iter().find(|n| *n.name == *m)) {
         count_at((stats, tallies), outcomes, errors, n.at);
-        judge(settings, stats, req, outcomes, &kind_of, None);
+        judge(settings, stats, to, req, outcomes, None);
         return;
     }
     let quick = quick.and_then(|m| std::str::from_utf8(m).ok());
@@ -230,7 +219,7 @@ pub(crate) fn verdict(
         i
     });
     let counted = stats.verdicts.count_method(name, 1);
-    judge(settings, stats, req, outcomes, &kind_of, None);
+    judge(settings, stats, to, req, outcomes, None);
     let places = at.filter(|_| same).map(|part| Places { part, counted });
     if let (Some(at), Some(m)) = (places, quick) {
         if kinds.named.len() < MAX_PARTS {
@@ -295,6 +284,7 @@ pub(crate) fn flow_verdict(
     steps: &[String],
     flow: Option<&crate::flow::Flow>,
     stats: &mut RunStats,
+    to: Option<&ToJudge>,
     runs: &[Option<&FlowRun>],
 ) {
     for (k, name) in steps.iter().enumerate() {
@@ -314,21 +304,13 @@ pub(crate) fn flow_verdict(
                     Some(s) if outcomes[0].is_some() && others => &s.request,
                     _ => return,
                 };
-                let kind = || MethodName::step(name);
                 // A paged step's answers are its items: findings name them by key.
                 let key = flow
                     .and_then(|f| f.steps().get(k))
                     .and_then(|s| s.paging())
                     .map(|p| p.key());
                 stats.verdicts.count_method(name, 1);
-                judge(
-                    settings,
-                    stats,
-                    reference,
-                    outcomes,
-                    &kind,
-                    Some((name, key)),
-                );
+                judge(settings, stats, to, reference, outcomes, Some((name, key)));
             },
         );
     }
@@ -355,101 +337,27 @@ pub(crate) fn on_stack<T: Copy + Default, R>(
 /// How many items [`on_stack`] holds on the stack.
 const ON_STACK: usize = 8;
 
-/// Judge the outcomes of one request (or, with `step`, one flow step:
-/// its name, and the item key when it pages) at every endpoint, and
-/// record the verdict (the caller counts it under its method).
+/// Count one request's (or, with `step`, one flow step's: its name, and
+/// the item key when it pages) outcomes as compared, and see that they
+/// agree: answers that differ go to the judge thread (`to`), or, when its
+/// queue is full or there is none, are judged here.
 fn judge(
     settings: &Settings,
     stats: &mut RunStats,
+    to: Option<&ToJudge>,
     req: &Request,
     outcomes: &[Option<&Outcome>],
-    kind_of: &dyn Fn() -> MethodName,
     step: Option<(&str, Option<&str>)>,
 ) {
-    let v = &mut stats.verdicts;
-    v.compared += 1;
-    if outcomes.len() < 2 {
+    stats.verdicts.compared += 1;
+    if outcomes.len() < 2 || settings.comparer.agree(outcomes) {
         return;
     }
-    let mut j = settings.comparer.judge(kind_of, outcomes);
-    if let Some((_, Some(key))) = step {
-        for f in &mut j.findings {
-            crate::flow::paginate::regroup(f, key);
-        }
-        // A duplicate at the reference is found against every other
-        // endpoint: it is one finding.
-        let mut n = 0;
-        while n < j.findings.len() {
-            let f = &j.findings[n];
-            let again = j.findings[..n]
-                .iter()
-                .any(|g| g.endpoint == f.endpoint && g.at == f.at && g.kind == f.kind);
-            match again {
-                true => drop(j.findings.remove(n)),
-                false => n += 1,
-            }
-        }
+    let Some(to) = to else {
+        return judge_thread::record(settings, stats, req, outcomes, step);
+    };
+    if let Err(unit) = to.hand(Box::new(Differing::new(req, outcomes, step))) {
+        stats.verdicts.judged_on_core += 1;
+        unit.record(settings, stats);
     }
-    if j.fell_back {
-        v.fell_back += 1;
-    }
-    if settings.comparer.twin().is_some() {
-        for f in unique(j.reference_pair.iter()) {
-            v.noise_field(f).reference_pair += 1;
-        }
-        for f in unique(j.cancelled.iter()) {
-            let n = v.noise_field(f);
-            n.candidate += 1;
-            n.cancelled += 1;
-        }
-        for f in unique(j.findings.iter().map(|f| &f.field)) {
-            v.noise_field(f).candidate += 1;
-        }
-        if !j.mismatched && !j.cancelled.is_empty() {
-            v.noise_only += 1;
-        }
-    }
-    if !j.mismatched {
-        return;
-    }
-    v.mismatched += 1;
-    for (e, s) in stats.endpoints.iter_mut().enumerate().skip(1) {
-        if j.findings.iter().any(|f| f.endpoint == e) {
-            s.mismatched += 1;
-            if let Some((name, _)) = step {
-                part(&mut s.steps, name).mismatched += 1;
-            }
-        }
-    }
-    let v = &mut stats.verdicts;
-    let group = kind_of().group;
-    // A field counts once per request; a paged step's, once per item.
-    let per_item = matches!(step, Some((_, Some(_))));
-    for (n, f) in j.findings.iter().enumerate() {
-        let seen_before = j.findings[..n]
-            .iter()
-            .any(|g| g.endpoint == f.endpoint && g.field == f.field && g.kind == f.kind);
-        if seen_before && !per_item {
-            continue;
-        }
-        let label = &settings.endpoints[f.endpoint].label;
-        count_group(&mut v.groups, &group, &f.field, &f.kind, label, 1, || {
-            let reference = settings.endpoints[0].label.as_str();
-            vec![sample(req, outcomes, f, (reference, label))]
-        });
-    }
-    for tap in &settings.taps {
-        tap.mismatch(settings, req, &group, outcomes, &j.findings);
-    }
-}
-
-/// The distinct strings of `items`, in first-seen order.
-fn unique<'a>(items: impl Iterator<Item = &'a String>) -> Vec<&'a String> {
-    let mut out: Vec<&String> = Vec::new();
-    for i in items {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    out
 }

@@ -6,6 +6,7 @@
 //! where they are merged and shown to an [`Observer`].
 
 mod judge;
+mod judge_thread;
 pub mod pace;
 pub mod preflight;
 pub mod settings;
@@ -21,6 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+use self::judge_thread::JudgeThread;
 pub use self::settings::{Settings, StopAfter};
 pub use self::stop::Stop;
 pub use self::tap::Tap;
@@ -116,11 +118,19 @@ fn gather(pending: &mut BTreeMap<u64, RunStats>, index: u64, stats: RunStats) {
     }
 }
 
-/// Merge the cores' intervals in order as they complete, show each to the
-/// observer, and return the totals and the run's wall time.
+/// Who hands statistics to the collector: the cores, and the judge
+/// thread when there is one.
+struct Participants<'a> {
+    cores: usize,
+    judge: Option<&'a JudgeThread>,
+}
+
+/// Merge the cores' intervals in order as they complete, with what the
+/// judge thread judged meanwhile, show each to the observer, and return
+/// the totals and the run's wall time.
 fn collect(
     settings: &Settings,
-    cores: usize,
+    Participants { cores, judge }: Participants<'_>,
     from: &std::sync::mpsc::Receiver<CoreMsg>,
     faults: Option<&crate::fault::Running>,
     observer: &mut dyn Observer,
@@ -131,6 +141,9 @@ fn collect(
     let mut pending: BTreeMap<u64, RunStats> = BTreeMap::new();
     // Per core: the next interval it has not reported, or None once done.
     let mut next: Vec<Option<u64>> = vec![Some(0); cores];
+    // The judge thread's verdicts not yet shown, and whether it may send more.
+    let mut judged: Option<RunStats> = None;
+    let mut judging = judge.is_some();
     let mut span: Option<(Instant, Instant)> = None;
     // Time paused is in no rate and no run time (every core pauses
     // together; the longest is kept).
@@ -155,15 +168,30 @@ fn collect(
                     }
                     Err(e) => failure = Some(e),
                 }
+                if let Some(j) = judge.filter(|_| next.iter().all(Option::is_none)) {
+                    j.finish();
+                }
+            }
+            CoreMsg::Judged { stats, last } => {
+                match &mut judged {
+                    Some(j) => j.merge(&stats),
+                    None => judged = Some(stats),
+                }
+                judging &= !last;
             }
         }
-        // An interval is complete when every core has reported it or ended.
+        // An interval is complete when every core has reported it or
+        // ended; the last one, also when the judge thread is done.
         while let Some(entry) = pending.first_entry() {
             let index = *entry.key();
-            if next.iter().any(|n| n.is_some_and(|n| n <= index)) {
+            let cores_done = next.iter().all(Option::is_none);
+            if next.iter().any(|n| n.is_some_and(|n| n <= index)) || cores_done && judging {
                 break;
             }
             let mut delta = entry.remove();
+            if let Some(j) = judged.take() {
+                delta.merge(&j);
+            }
             if let Some(f) = faults {
                 f.take_into(&mut delta, index);
             }
@@ -175,7 +203,7 @@ fn collect(
     if let Some(e) = failure {
         return Err(RunError::Core(e));
     }
-    if finished < cores {
+    if finished < cores || judging {
         return Err(RunError::Core(std::io::Error::other(
             "it stopped unexpectedly",
         )));
@@ -270,6 +298,7 @@ pub fn run_resolved(
     // is open and `--start-at` has come.
     let barrier = Arc::new(Barrier::new(cores.count + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
+    let judge = judge_thread(settings, &ticks)?;
     let launch = Launch {
         settings,
         cores,
@@ -278,6 +307,7 @@ pub fn run_resolved(
         stop,
         start_barrier: &barrier,
         ticks: &ticks,
+        judge: judge.as_ref(),
     };
     for (c, input) in inputs.into_iter().enumerate() {
         let job = launch.job(c, input)?;
@@ -285,8 +315,20 @@ pub fn run_resolved(
     }
     drop(ticks);
     start(settings, stop, &barrier, faults.as_ref());
-    let (mut stats, elapsed) =
-        collect(settings, cores.count, &collector, faults.as_ref(), observer)?;
+    let collected = collect(
+        settings,
+        Participants {
+            cores: cores.count,
+            judge: judge.as_ref(),
+        },
+        &collector,
+        faults.as_ref(),
+        observer,
+    );
+    if let Some(j) = judge {
+        j.join();
+    }
+    let (mut stats, elapsed) = collected?;
     if let Some(f) = &faults {
         // What the faults did after the last interval.
         f.take_into(&mut stats, u64::MAX);
@@ -397,6 +439,7 @@ struct Launch<'a> {
     stop: &'a Stop,
     start_barrier: &'a Arc<Barrier>,
     ticks: &'a std::sync::mpsc::Sender<CoreMsg>,
+    judge: Option<&'a JudgeThread>,
 }
 
 /// One core's way to every endpoint.
@@ -448,6 +491,7 @@ impl Launch<'_> {
             stop: self.stop.clone(),
             start_barrier: self.start_barrier.clone(),
             ticks: self.ticks.clone(),
+            judge: self.judge.map(JudgeThread::to),
             core: c,
             ledgers,
             proxies,
@@ -502,6 +546,20 @@ fn spawn_core(
             let _ = done.send(CoreMsg::Done { core: c, result });
         })?;
     Ok(())
+}
+
+/// The judge thread, when answers are compared: it hands its statistics
+/// to the collector as the cores do.
+fn judge_thread(
+    settings: &Arc<Settings>,
+    ticks: &std::sync::mpsc::Sender<CoreMsg>,
+) -> Result<Option<JudgeThread>, RunError> {
+    if settings.endpoints.len() < 2 || !settings.comparer.enabled() {
+        return Ok(None);
+    }
+    let to = ticks.clone();
+    let hand_over = move |stats, last| to.send(CoreMsg::Judged { stats, last }).is_ok();
+    Ok(Some(JudgeThread::spawn(settings.clone(), hand_over)?))
 }
 
 /// Start the clock: once `--start-at` has come (at once without it), this

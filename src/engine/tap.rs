@@ -10,7 +10,8 @@ use crate::compare::Finding;
 use crate::model::Outcome;
 use crate::model::Request;
 
-/// Sees requests as the cores carry them out. Shared by every core.
+/// Sees requests as the cores carry them out, and mismatches as they are
+/// judged (on the judge thread). Shared by every core.
 pub trait Tap: Send + Sync + std::fmt::Debug {
     /// True when the tap wants [`Tap::outcome`] for every request (it is
     /// then called per request and endpoint: keep it for diagnostics).

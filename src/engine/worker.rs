@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::judge;
+use super::judge_thread::ToJudge;
 use super::pace::Schedule;
 use super::slots::Slots;
 use super::timer::PreciseTimer;
@@ -66,6 +67,9 @@ pub(crate) struct CoreJob {
     pub start_barrier: Arc<std::sync::Barrier>,
     /// Where interval statistics go.
     pub ticks: std::sync::mpsc::Sender<CoreMsg>,
+    /// Where answers that differ are judged; `None` when nothing is
+    /// compared.
+    pub judge: Option<ToJudge>,
     /// This core's number.
     pub core: usize,
     /// Per endpoint with faults, the ledger that puts its errors down to
@@ -101,6 +105,9 @@ pub(crate) enum CoreMsg {
         core: usize,
         result: std::io::Result<CoreResult>,
     },
+    /// The judge thread's statistics since it last sent them; `last`
+    /// once it has judged everything.
+    Judged { stats: RunStats, last: bool },
 }
 
 struct Core {
@@ -112,6 +119,8 @@ struct Core {
     direct: Option<RefCell<Feed>>,
     /// The flows this core runs instances of, if any.
     mix: Option<Arc<Mix>>,
+    /// Where answers that differ are judged, off this core.
+    judge: Option<ToJudge>,
     /// The settings's taps that see every outcome (`-vv`); usually none.
     outcome_taps: Vec<Arc<dyn super::Tap>>,
     /// Endpoint labels, for flow steps.
@@ -203,6 +212,7 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         stop,
         start_barrier,
         ticks,
+        judge,
         core: core_number,
         ledgers,
         proxies,
@@ -227,6 +237,7 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         warmup_below,
         started,
         connects: &connects,
+        judge,
     });
     local.block_on(&rt, async {
         stop.core_running(true);
@@ -350,6 +361,7 @@ struct CoreParts<'a> {
     warmup_below: Option<u64>,
     started: Instant,
     connects: &'a [Vec<Duration>],
+    judge: Option<ToJudge>,
 }
 
 impl Core {
@@ -368,6 +380,7 @@ impl Core {
             warmup_below,
             started,
             connects,
+            judge,
         } = parts;
         let endpoints = links.len();
         let (step_names, flow_names) = match &input {
@@ -445,6 +458,7 @@ impl Core {
             keep_body,
             prefetch: (2 * per_endpoint).max(8),
             kinds: RefCell::new(judge::MethodCache::default()),
+            judge,
             spare: RefCell::new(Vec::new()),
             links,
             ledgers,
@@ -1533,6 +1547,7 @@ fn judge_work(core: &Core, work: &Unit, results: &[Option<UnitResult>], warmup: 
         return;
     }
     let settings = &core.settings;
+    let to = core.judge.as_ref();
     let mut stats = core.stats.borrow_mut();
     match work {
         Unit::Request(req) => {
@@ -1549,12 +1564,12 @@ fn judge_work(core: &Core, work: &Unit, results: &[Option<UnitResult>], warmup: 
                 // One endpoint (single-request mode): no lists to fill
                 // (80 instructions a request; callgrind).
                 let (o, error) = each(one);
-                judge::verdict(settings, stats, &mut kinds, req, &[o], &[error]);
+                judge::verdict(settings, stats, &mut kinds, to, req, &[o], &[error]);
                 return;
             }
             judge::on_stack(results.iter().map(|r| each(r).0), |outcomes| {
                 judge::on_stack(results.iter().map(|r| each(r).1), |errors| {
-                    judge::verdict(settings, stats, &mut kinds, req, outcomes, errors);
+                    judge::verdict(settings, stats, &mut kinds, to, req, outcomes, errors);
                 })
             });
         }
@@ -1569,6 +1584,7 @@ fn judge_work(core: &Core, work: &Unit, results: &[Option<UnitResult>], warmup: 
                 &core.step_names[*f],
                 flow,
                 &mut stats,
+                to,
                 &runs.collect::<Vec<_>>(),
             );
         }

@@ -251,6 +251,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "mismatched": v.mismatched,
             "mismatch_rate": fraction(v.mismatched, v.compared),
             "incomplete": v.incomplete,
+            "judged_on_core": v.judged_on_core,
             "reference_answered": !super::reference_silent(&run.stats.endpoints),
             "groups": groups,
         },

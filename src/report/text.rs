@@ -449,6 +449,13 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
             v.fell_back
         )?;
     }
+    if v.judged_on_core > 0 {
+        writeln!(
+            out,
+            "   Judged on a timing core: {} requests (comparing fell behind; latencies on those cores may include comparison time)",
+            v.judged_on_core
+        )?;
+    }
     logged(out, plan)?;
     if v.incomplete > 0 {
         writeln!(

@@ -374,6 +374,9 @@ pub struct VerdictRecord {
     /// Requests compared byte for byte because a body was not JSON.
     #[serde(default)]
     pub fell_back: u64,
+    /// Requests a timing core judged itself (the judge thread was behind).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judged_on_core: u64,
     /// Noise mode: requests whose differences were all noise.
     #[serde(default)]
     pub noise_only: u64,
@@ -647,6 +650,7 @@ impl VerdictRecord {
             error_groups: v.error_groups.clone(),
             methods: v.methods.clone(),
             fell_back: v.fell_back,
+            judged_on_core: v.judged_on_core,
             noise_only: v.noise_only,
             noise: v.noise.clone(),
         }
@@ -662,6 +666,7 @@ impl VerdictRecord {
             error_groups: self.error_groups.clone(),
             methods: self.methods.clone(),
             fell_back: self.fell_back,
+            judged_on_core: self.judged_on_core,
             noise_only: self.noise_only,
             noise: self.noise.clone(),
         }

@@ -715,6 +715,10 @@ pub struct VerdictStats {
     pub noise_only: u64,
     /// Noise mode: per field, reference-pair and candidate differences.
     pub noise: Vec<NoiseField>,
+    /// Requests whose differing answers a timing core judged itself,
+    /// because the judge thread had fallen behind: answers in flight on
+    /// that core meanwhile may hold judging time.
+    pub judged_on_core: u64,
 }
 
 /// Most methods counted by name.
@@ -807,6 +811,7 @@ impl VerdictStats {
             self.count_method(m, *n);
         }
         self.fell_back += other.fell_back;
+        self.judged_on_core += other.judged_on_core;
         self.noise_only += other.noise_only;
         for f in &other.noise {
             let mine = self.noise_field(&f.field);
