@@ -18,6 +18,10 @@ pub(crate) enum Escape {
     /// Inside a JSON string literal: quotes, backslashes and control
     /// characters escaped.
     JsonString,
+    /// In a URL's path or query: percent-encoded but for unreserved
+    /// characters (RFC 3986), so a value is one path segment or one
+    /// query value whatever it holds.
+    Url,
 }
 
 /// A compiled template.
@@ -79,9 +83,23 @@ impl Template {
     /// An unclosed `{{`, an empty or malformed expression, an unknown
     /// function or a wrong number of arguments, as a message naming it.
     pub(crate) fn parse(text: &str, escape: Escape) -> Result<Template, String> {
+        Template::parse_with(text, |_| escape)
+    }
+
+    /// Compile `text`, each hole written as `escape_after` says given the
+    /// literal text between the hole before it (or the start) and it: how
+    /// a JSON body's holes inside its strings are told from those outside.
+    ///
+    /// # Errors
+    /// As [`Template::parse`].
+    pub(crate) fn parse_with(
+        text: &str,
+        mut escape_after: impl FnMut(&str) -> Escape,
+    ) -> Result<Template, String> {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(open) = rest.find("{{") {
+            let escape = escape_after(&rest[..open]);
             if open > 0 {
                 parts.push(Part::Text(rest[..open].to_string()));
             }
@@ -149,6 +167,7 @@ impl Template {
                     let v = serde_json::Value::String(eval(e, lookup, rng)).to_string();
                     out.push_str(&v[1..v.len() - 1]);
                 }
+                Part::Hole(e, Escape::Url) => out.push_str(&urlencode(&eval(e, lookup, rng))),
             }
         }
         out
@@ -251,8 +270,12 @@ impl Parser<'_> {
             self.at += end + 2;
             return Ok(Expr::Str(body[..end].to_string()));
         }
+        // A name may be a JSON path's steps (`params[0].to`), for the
+        // fields of a stream's line (`--template`).
         let len = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .find(|c: char| {
+                !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ']'))
+            })
             .unwrap_or(rest.len());
         if len == 0 {
             return Err(if rest.is_empty() {
