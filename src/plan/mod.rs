@@ -4,8 +4,10 @@
 //! settings (the engine's [`Settings`], the input's source, the reports'
 //! [`RunInfo`]): nothing below the app layer sees a flag.
 
+pub mod checked;
 pub mod grpc;
 pub mod scenario;
+mod template;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -204,6 +206,7 @@ impl Plan {
         let warmup = warmup_of(args, &stop_after, single)?;
         let rate = open_model(args)?;
         let mut endpoints = endpoints_of(args)?;
+        template::add_templates(&args.templates, &mut endpoints, single)?;
         let input = StreamInput::of(args)?;
         let mode = request_mode(args, single, &mut stop_after)?;
         let comparison = Comparison::of(args, compare_mode, &mut endpoints)?;
@@ -269,7 +272,7 @@ impl Plan {
             ))
         };
         // Only this shard's records are checked.
-        Ok(Workload::Stream(grpc::Checked::wrap(
+        Ok(Workload::Stream(checked::Checked::wrap(
             source,
             &self.engine.endpoints,
         )))

@@ -25,8 +25,14 @@ pub fn run_args(suite: &Suite, args: &RunArgs) -> RunArgs {
 /// and add each step's comparison rules as a `[step.NAME]` section.
 ///
 /// # Errors
-/// A step's rules that are not valid rules.
+/// A step's rules that are not valid rules; a `--template`.
 pub fn fit(suite: &Suite, plan: &mut Plan) -> Result<(), ScenarioError> {
+    if let Some(e) = plan.engine.endpoints.iter().find(|e| e.template.is_some()) {
+        return Err(ScenarioError(format!(
+            "--template makes requests of a stream's lines, and a scenario's steps are templates already: give endpoint {} its own version of a step ([step.endpoint.{}])",
+            e.label, e.label
+        )));
+    }
     plan.notes.extend(suite.notes.iter().cloned());
     plan.grpc
         .step_methods
