@@ -933,6 +933,38 @@ mod tests {
     }
 
     #[test]
+    fn templates_go_to_their_endpoint_and_bad_ones_are_usage_errors() {
+        let plan = |extra: &[&str]| {
+            let mut list = extra.to_vec();
+            list.extend([
+                "a=http://127.0.0.1:1/",
+                "g=grpc://127.0.0.1:2/p.S/M",
+                "w=ws://127.0.0.1:3/",
+            ]);
+            Plan::from_args(&args(&list), false)
+        };
+        let p = plan(&[
+            "--template",
+            "a=GET /x/{{ id }}",
+            "--template",
+            "1={\"id\": \"{{ line }}\"}",
+        ])
+        .unwrap();
+        assert!(p.engine.endpoints[0].template.is_some());
+        assert!(p.engine.endpoints[1].template.is_some());
+        assert!(p.engine.endpoints[2].template.is_none());
+        let err = |extra: &[&str]| plan(extra).unwrap_err().0;
+        assert!(err(&["--template", "b=GET /x"]).contains("no endpoint is named \"b\""));
+        assert!(err(&["--template", "a"]).contains("expected NAME=SPEC"));
+        assert!(err(&["--template", "w={}"]).contains("WebSocket"));
+        assert!(err(&["--template", "g=GET /x"]).contains("proto3 JSON"));
+        assert!(
+            err(&["--template", "a=/x", "--template", "a=/y"]).contains("has a template already")
+        );
+        assert!(err(&["-d", "{}", "--template", "a=/x"]).contains("single-request mode"));
+    }
+
+    #[test]
     fn single_request_mode_when_a_method_or_body_is_given_or_stdin_is_a_terminal() {
         let p = Plan::from_args(&args(&["-d", "{}", "http://127.0.0.1:1/"]), false).unwrap();
         let RequestMode::Single(r) = &p.mode else {
