@@ -1023,10 +1023,16 @@ impl Slot {
 
     /// The request this endpoint makes of the stream's record `req` when
     /// it has a template (`--template`); `None` when it sends the record
-    /// as it is. Made here, on the core, rather than on the input thread
-    /// into a variant of the record per endpoint: a request is one
-    /// record shared by every endpoint through the engine, and an
-    /// endpoint without a template then pays one test, not a copy.
+    /// as it is. Made here, on the core, just before the route is chosen
+    /// and the clock starts, rather than on the input thread into a
+    /// variant of the record per endpoint: the engine shares one record
+    /// among every endpoint (window, judging, counting by method), and
+    /// would otherwise carry a request per endpoint through all of it;
+    /// here an endpoint without a template pays one test of a field per
+    /// call (none per request a lane carries). The input thread renders
+    /// each record once to check it (`plan::checked`), so a record that
+    /// lacks a value never gets here; the made request forms no lane (it
+    /// has a target), so lanes only ever carry records as they are.
     #[inline(always)]
     pub fn own_request(&self, req: &Request) -> Option<Rc<Request>> {
         let template = self.link.template.as_ref()?;
