@@ -757,4 +757,16 @@ fn a_line_without_a_field_a_template_reads_is_malformed_by_its_line_number() {
     );
     assert!(samples[1].reason.contains("not JSON"), "{report}");
     assert_eq!(server.calls().len(), 2);
+
+    // The message a template makes is checked against the request type:
+    // outside a string a value is written as it is, so the second line's
+    // id is a number there, and that line is malformed.
+    let (out, report) = against_both(
+        &server,
+        &["--template", r#"grpc={"id": {{ id }}}"#],
+        b"{\"id\": \"\\\"1\\\"\"}\n{\"id\": \"1\"}\n",
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 1, "{report}");
+    assert_eq!(out.input.samples[0].location, "line 2", "{report}");
+    assert_eq!(server.calls().len(), 3);
 }
