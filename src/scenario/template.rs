@@ -375,6 +375,35 @@ mod tests {
     }
 
     #[test]
+    fn each_hole_is_escaped_as_the_text_before_it_says() {
+        let t = Template::parse("/u/{{ user }}?q={{ quote }}", Escape::Url).unwrap();
+        assert_eq!(
+            t.render(&vars, &mut fastrand::Rng::with_seed(1)),
+            "/u/ann%20lee?q=say%20%22hi%22"
+        );
+        // Inside a quoted string or not, as the caller tells from the text.
+        let t =
+            Template::parse_with(
+                "{\"q\": \"{{ quote }}\", \"n\": {{ n }}}",
+                |before| match before.ends_with('"') {
+                    true => Escape::JsonString,
+                    false => Escape::None,
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            t.render(&vars, &mut fastrand::Rng::with_seed(1)),
+            r#"{"q": "say \"hi\"", "n": 7}"#
+        );
+        assert_eq!(
+            Template::parse("{{ params[0].to }}", Escape::None)
+                .unwrap()
+                .vars(),
+            ["params[0].to"]
+        );
+    }
+
+    #[test]
     fn bad_templates_say_what_is_wrong() {
         let err = |t: &str| Template::parse(t, Escape::None).unwrap_err();
         assert!(err("a {{ b").contains("without"));
