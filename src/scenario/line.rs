@@ -164,14 +164,13 @@ impl LineTemplate {
             .body
             .as_ref()
             .map_or_else(Bytes::new, |b| Bytes::from(render(b)));
-        let mut headers = req.headers.clone();
         let Some((method, path)) = &self.http else {
             return Request {
                 body,
-                headers,
                 ..req.clone()
             };
         };
+        let mut headers = req.headers.clone();
         let typed = headers
             .iter()
             .any(|(n, _)| *n == http::header::CONTENT_TYPE);

@@ -1,5 +1,7 @@
-//! Templates of scenario files: text with `{{ expr }}` holes, compiled once
-//! and rendered per request. An expression is a variable (`{{ token }}`)
+//! Templates of scenario files (and of a stream's lines, `line.rs`): text
+//! with `{{ expr }}` holes, compiled once and rendered per request, each
+//! hole escaped for where it stands. An expression is a variable
+//! (`{{ token }}`; a name may hold a JSON path's steps, `params[0].to`)
 //! or a function call (`{{ urlencode(user) }}`, `{{ random_int(1, 100) }}`)
 //! whose arguments are expressions, `"strings"` or integers. Functions:
 //! `uuid()`, `random_int(lo, hi)`, `random_string(n)`, `timestamp()`
