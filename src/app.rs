@@ -226,6 +226,10 @@ pub fn scenario(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
+    if let Err(e) = crate::plan::scenario::check_args(&args.run) {
+        let _ = writeln!(err, "versus: {e}");
+        return Exit::Usage;
+    }
     let load = match args.list {
         true => Suite::load_to_list,
         false => Suite::load,

@@ -295,6 +295,24 @@ pub struct RunArgs {
     )]
     pub endpoint_headers: Vec<String>,
 
+    /// How one endpoint makes its request of each line, as 'NAME=SPEC'
+    /// (see docs/input-formats.md).
+    ///
+    /// How one endpoint makes its request of each line of the stream, as
+    /// 'NAME=SPEC' where NAME is the endpoint's label or its position from
+    /// 0 (repeatable, one per endpoint): for an HTTP endpoint '[METHOD]
+    /// /PATH[?QUERY] [BODY]', e.g. 'GET /items/{{ id }}'; for a gRPC
+    /// endpoint the request message, e.g. '{"id": "{{ line }}"}'. {{ line }}
+    /// is the whole line, {{ NAME }} a field of a JSON line; a line without
+    /// a field the template reads is malformed (see docs/input-formats.md).
+    #[arg(
+        long = "template",
+        value_name = "NAME=SPEC",
+        help_heading = "Requests",
+        hide_short_help = true
+    )]
+    pub templates: Vec<String>,
+
     /// A network fault on one endpoint, as 'NAME=FAULT' (see
     /// docs/faults.md).
     ///

@@ -649,3 +649,124 @@ fn json_records_with_a_rest_path_reach_a_grpc_endpoint_by_its_own_method() {
     );
     assert_eq!(server.calls().len(), 20);
 }
+
+/// A run of `lines` against `server`'s `items.Items/GetItem` (`grpc`)
+/// and its REST view's root (`rest`), the gRPC answers written as the
+/// REST API's, with `flags`.
+fn against_both(
+    server: &GrpcServer,
+    flags: &[&str],
+    lines: &[u8],
+) -> (versus::engine::RunOutput, String) {
+    let p = proto();
+    let grpc = format!("grpc={}", server.url("GetItem"));
+    let rest = format!("rest={}/", server.http());
+    let mut args = vec!["--proto", &p, "--grpc-json", "rest"];
+    args.extend_from_slice(flags);
+    args.extend([grpc.as_str(), rest.as_str()]);
+    run_lib(&args, lines)
+}
+
+/// The REST view's `GET /items/{id}` and `items.Items/GetItem`, each
+/// with the id of a line of ids templated into its request, 4 in flight.
+const PATH_ID_AND_MESSAGE: [&str; 6] = [
+    "-c",
+    "4",
+    "--template",
+    "rest=GET /items/{{ line }}",
+    "--template",
+    r#"grpc={"id": "{{ line }}"}"#,
+];
+
+#[test]
+fn a_stream_line_templated_into_a_path_id_rest_request_and_a_grpc_request_agrees() {
+    let server = GrpcServer::start(Options::default());
+    let lines: String = (0..200).map(|i| format!("{}\n", i % 50 + 1)).collect();
+    let (out, report) = against_both(&server, &PATH_ID_AND_MESSAGE, lines.as_bytes());
+    for s in &out.stats.endpoints {
+        assert_eq!((s.responses, s.errors()), (200, 0), "{report}");
+    }
+    assert_eq!(out.stats.verdicts.compared, 200, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+    // Each line's id reached the gRPC method in its message.
+    let mut called: Vec<u32> = server
+        .calls()
+        .iter()
+        .map(|c| c.request["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    called.sort_unstable();
+    let mut sent: Vec<u32> = (0..200).map(|i| i % 50 + 1).collect();
+    sent.sort_unstable();
+    assert_eq!(called, sent);
+
+    // A field of a JSON line into the REST path; the gRPC endpoint
+    // without a template takes the line as its message, as before.
+    let lines = ids(&["3", "1", "4", "15"]);
+    let (out, report) = against_both(&server, &["--template", "1=GET /items/{{ id }}"], &lines);
+    assert_eq!(out.stats.endpoints[1].responses, 4, "{report}");
+    assert_eq!(out.stats.verdicts.compared, 4, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+}
+
+#[test]
+fn a_templated_rest_answer_that_differs_from_the_grpc_one_is_found() {
+    let server = GrpcServer::start(Options {
+        plant: true,
+        ..Options::default()
+    });
+    let (out, report) = against_both(&server, &PATH_ID_AND_MESSAGE, b"5\n6\n7\n8\n");
+    assert_eq!(out.stats.verdicts.compared, 4, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 1, "{report}");
+    let g = &out.stats.verdicts.groups;
+    assert_eq!(
+        (g[0].field.as_str(), g[0].endpoint.as_str()),
+        ("$.price.units", "rest"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_line_without_a_field_a_template_reads_is_malformed_by_its_line_number() {
+    let server = GrpcServer::start(Options::default());
+    let (out, report) = against_both(
+        &server,
+        &[
+            "--template",
+            "rest=GET /items/{{ id }}",
+            "--template",
+            r#"grpc={"id": "{{ id }}"}"#,
+        ],
+        b"{\"id\": \"1\"}\n{\"sku\": \"2\"}\nnot json\n{\"id\": 3}\n",
+    );
+    for s in &out.stats.endpoints {
+        assert_eq!((s.responses, s.errors()), (2, 0), "{report}");
+    }
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+    assert_eq!(out.input.malformed, 2, "{report}");
+    let samples = &out.input.samples;
+    assert_eq!(
+        (samples[0].location.as_str(), samples[1].location.as_str()),
+        ("line 2", "line 3"),
+        "{report}"
+    );
+    assert!(
+        samples[0]
+            .reason
+            .contains("template reads {{ id }}: not in the record"),
+        "{report}"
+    );
+    assert!(samples[1].reason.contains("not JSON"), "{report}");
+    assert_eq!(server.calls().len(), 2);
+
+    // The message a template makes is checked against the request type:
+    // outside a string a value is written as it is, so the second line's
+    // id is a number there, and that line is malformed.
+    let (out, report) = against_both(
+        &server,
+        &["--template", r#"grpc={"id": {{ id }}}"#],
+        b"{\"id\": \"\\\"1\\\"\"}\n{\"id\": \"1\"}\n",
+    );
+    assert_eq!(out.stats.endpoints[0].responses, 1, "{report}");
+    assert_eq!(out.input.samples[0].location, "line 2", "{report}");
+    assert_eq!(server.calls().len(), 3);
+}

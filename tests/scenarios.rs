@@ -140,6 +140,15 @@ fn errors_before_the_run_exit_2_naming_the_place() {
     let missing = run_bin(&["run", "/nonexistent/scenario.toml"], b"");
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/scenario.toml"));
+    // A stream's template has no place in a scenario: said before the
+    // file's endpoints (here none that answers) are reached.
+    let ok = write("ok.toml", "[[endpoint]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/\"\n\n[[step]]\nname = \"x\"\npath = \"/\"\n");
+    let templated = run_bin(
+        &["run", ok.to_str().unwrap(), "--template", "a=GET /x"],
+        b"",
+    );
+    assert_eq!(templated.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&templated.stderr).contains("[step.endpoint.NAME]"));
 }
 
 #[test]

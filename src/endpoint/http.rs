@@ -43,6 +43,7 @@ use super::{
     TransportOptions,
 };
 use crate::model::{Request, Style};
+use crate::scenario::LineTemplate;
 pub use lane::{park_in_ring, LaneExit, Units};
 pub use quick::{InFlight, Resume};
 use quick::{Point, QuickSend};
@@ -82,6 +83,9 @@ pub struct Prepared {
     /// Set for gRPC endpoints (once their schema is resolved): every
     /// request is a call.
     grpc: Option<GrpcLink>,
+    /// The endpoint's template of a stream's records (`--template`): its
+    /// requests are made of each record by it (see [`carry!`]).
+    template: Option<Arc<LineTemplate>>,
 }
 
 /// One core's connection state and prepared request parts for one endpoint.
@@ -384,6 +388,7 @@ impl Prepared {
         Ok(Prepared {
             dialer,
             opts,
+            template: spec.template.clone(),
             spec,
             authority,
             line_head_h1,
@@ -896,6 +901,11 @@ macro_rules! carry {
         let (keep_body, due): (bool, Option<std::time::Instant>) = ($keep_body, $due);
         let units: &std::rc::Rc<dyn $crate::endpoint::Units> = $units;
         let mut req: std::rc::Rc<$crate::model::Request> = $req;
+        // An endpoint with a template sends its own request of the record
+        // (one no lane forms); one without pays this test alone.
+        if let Some(own) = slot.own_request(&req) {
+            req = own;
+        }
         let mut flight = None;
         let mut carried = true;
         if due.is_none() && slot.lane_fits(&req) {
@@ -1009,6 +1019,24 @@ impl Slot {
     /// The endpoint this slot sends to.
     pub fn endpoint(&self) -> &EndpointSpec {
         &self.link.spec
+    }
+
+    /// The request this endpoint makes of the stream's record `req` when
+    /// it has a template (`--template`); `None` when it sends the record
+    /// as it is. Made here, on the core, just before the route is chosen
+    /// and the clock starts, rather than on the input thread into a
+    /// variant of the record per endpoint: the engine shares one record
+    /// among every endpoint (window, judging, counting by method), and
+    /// would otherwise carry a request per endpoint through all of it;
+    /// here an endpoint without a template pays one test of a field per
+    /// call (none per request a lane carries). The input thread renders
+    /// each record once to check it (`plan::checked`), so a record that
+    /// lacks a value never gets here; the made request forms no lane (it
+    /// has a target), so lanes only ever carry records as they are.
+    #[inline(always)]
+    pub fn own_request(&self, req: &Request) -> Option<Rc<Request>> {
+        let template = self.link.template.as_ref()?;
+        Some(Rc::new(template.request(req)))
     }
 
     /// Open the connection ahead of the run, so that connect time is not in

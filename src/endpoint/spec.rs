@@ -44,6 +44,9 @@ pub struct EndpointSpec {
     /// A gRPC endpoint's schema and methods, resolved before the run
     /// (`None` until then, and for every other endpoint).
     pub grpc: Option<std::sync::Arc<crate::grpc::Service>>,
+    /// How this endpoint makes its request of each record of a stream
+    /// (`--template`), instead of taking the record as its style says.
+    pub template: Option<std::sync::Arc<crate::scenario::LineTemplate>>,
 }
 
 /// A bad endpoint argument; the message names the argument and the fix.
@@ -159,6 +162,7 @@ impl EndpointSpec {
             base_path,
             headers,
             grpc: None,
+            template: None,
         })
     }
 

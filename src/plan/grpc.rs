@@ -1,16 +1,13 @@
 //! Before the run: each gRPC endpoint's schema (the `--proto` files, or
 //! its reflection service) and the methods it calls, resolved into its
-//! [`EndpointSpec::grpc`]; the single request checked against them; and
-//! the request stream wrapped so that a line that does not fit its
-//! method's request type is counted as malformed, with its line number.
+//! [`EndpointSpec::grpc`], and the single request checked against them
+//! (a stream's records are checked as they are read: `checked.rs`).
 
 use std::sync::Arc;
 
 use super::{Plan, RequestMode};
 use crate::endpoint::EndpointSpec;
 use crate::grpc::{find_method, parse_request, split_method, Service};
-use crate::input::{Next, Source};
-use crate::model::Malformed;
 use crate::model::Style;
 
 /// Why the gRPC set-up failed.
@@ -147,99 +144,4 @@ pub fn setup(plan: &mut Plan) -> Result<(), SetupError> {
         }
     }
     Ok(())
-}
-
-/// A request stream whose records are checked against the request type
-/// of each gRPC endpoint's method: one that does not fit is malformed
-/// (counted, its line number and the reason reported), not sent.
-pub struct Checked {
-    source: Box<dyn Source>,
-    services: Vec<(String, Arc<Service>)>,
-    records: u64,
-}
-
-impl Checked {
-    /// `source` checked against the gRPC endpoints of `endpoints`, or
-    /// `source` itself when there are none.
-    pub fn wrap(source: Box<dyn Source>, endpoints: &[Arc<EndpointSpec>]) -> Box<dyn Source> {
-        let services: Vec<(String, Arc<Service>)> = endpoints
-            .iter()
-            .filter_map(|e| e.grpc.clone().map(|s| (e.label.clone(), s)))
-            .collect();
-        if services.is_empty() {
-            return source;
-        }
-        Box::new(Checked {
-            source,
-            services,
-            records: 0,
-        })
-    }
-
-    /// Why `req` does not fit, if it does not. A request type shared by
-    /// several endpoints (one schema) is checked once.
-    fn check(&self, req: &crate::model::Request) -> Option<String> {
-        let mut seen: Vec<prost_reflect::MessageDescriptor> = Vec::new();
-        for (label, service) in &self.services {
-            let Some(method) = service.method(req.target.as_deref()) else {
-                return Some(match req.target.as_deref() {
-                    Some(p) if crate::grpc::is_method_path(p) => {
-                        format!("its path {p} names no method in endpoint {label}'s schema")
-                    }
-                    _ => format!(
-                        "endpoint {label}'s URL names no gRPC method and the record names none: \
-                         give one in the URL (grpc://HOST:PORT/package.Service/Method) or as the \
-                         record's path"
-                    ),
-                });
-            };
-            if self.services.len() > 1 {
-                if seen.contains(&method.input) {
-                    continue;
-                }
-                seen.push(method.input.clone());
-            }
-            if let Err(reason) = parse_request(&method.input, &req.body) {
-                return Some(reason);
-            }
-        }
-        None
-    }
-}
-
-impl Source for Checked {
-    fn next(&mut self) -> std::io::Result<Next> {
-        let next = self.source.next()?;
-        let Next::Request(r) = &next else {
-            return Ok(next);
-        };
-        self.records += 1;
-        match self.check(r) {
-            None => Ok(next),
-            Some(reason) => Ok(Next::Malformed(Malformed {
-                location: self
-                    .source
-                    .location()
-                    .unwrap_or_else(|| format!("record {}", self.records)),
-                reason,
-            })),
-        }
-    }
-
-    fn buffered(&self) -> bool {
-        self.source.buffered()
-    }
-
-    fn summary(&self) -> Option<String> {
-        self.source.summary()
-    }
-
-    fn location(&self) -> Option<String> {
-        self.source.location()
-    }
-
-    fn spent(&mut self) -> Option<Box<dyn Source>> {
-        crate::input::peel_spent(&mut self.source);
-        None
-    }
 }

@@ -4,8 +4,10 @@
 //! settings (the engine's [`Settings`], the input's source, the reports'
 //! [`RunInfo`]): nothing below the app layer sees a flag.
 
+pub mod checked;
 pub mod grpc;
 pub mod scenario;
+mod template;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -204,6 +206,7 @@ impl Plan {
         let warmup = warmup_of(args, &stop_after, single)?;
         let rate = open_model(args)?;
         let mut endpoints = endpoints_of(args)?;
+        template::add_templates(&args.templates, &mut endpoints, single)?;
         let input = StreamInput::of(args)?;
         let mode = request_mode(args, single, &mut stop_after)?;
         let comparison = Comparison::of(args, compare_mode, &mut endpoints)?;
@@ -269,7 +272,7 @@ impl Plan {
             ))
         };
         // Only this shard's records are checked.
-        Ok(Workload::Stream(grpc::Checked::wrap(
+        Ok(Workload::Stream(checked::Checked::wrap(
             source,
             &self.engine.endpoints,
         )))
@@ -927,6 +930,38 @@ mod tests {
         assert!(!p.engine.endpoints[0].headers.contains_key("authorization"));
         assert_eq!(p.engine.endpoints[0].headers["x-first"], "yes");
         assert_eq!(p.mode, RequestMode::Stream);
+    }
+
+    #[test]
+    fn templates_go_to_their_endpoint_and_bad_ones_are_usage_errors() {
+        let plan = |extra: &[&str]| {
+            let mut list = extra.to_vec();
+            list.extend([
+                "a=http://127.0.0.1:1/",
+                "g=grpc://127.0.0.1:2/p.S/M",
+                "w=ws://127.0.0.1:3/",
+            ]);
+            Plan::from_args(&args(&list), false)
+        };
+        let p = plan(&[
+            "--template",
+            "a=GET /x/{{ id }}",
+            "--template",
+            "1={\"id\": \"{{ line }}\"}",
+        ])
+        .unwrap();
+        assert!(p.engine.endpoints[0].template.is_some());
+        assert!(p.engine.endpoints[1].template.is_some());
+        assert!(p.engine.endpoints[2].template.is_none());
+        let err = |extra: &[&str]| plan(extra).unwrap_err().0;
+        assert!(err(&["--template", "b=GET /x"]).contains("no endpoint is named \"b\""));
+        assert!(err(&["--template", "a"]).contains("expected NAME=SPEC"));
+        assert!(err(&["--template", "w={}"]).contains("WebSocket"));
+        assert!(err(&["--template", "g=GET /x"]).contains("proto3 JSON"));
+        assert!(
+            err(&["--template", "a=/x", "--template", "a=/y"]).contains("has a template already")
+        );
+        assert!(err(&["-d", "{}", "--template", "a=/x"]).contains("single-request mode"));
     }
 
     #[test]

@@ -21,6 +21,20 @@ pub fn run_args(suite: &Suite, args: &RunArgs) -> RunArgs {
     run
 }
 
+/// Refuse the options of a run that a scenario has no use for, before
+/// its file is read or its endpoints reached.
+///
+/// # Errors
+/// A `--template`: a scenario's steps are templates already.
+pub fn check_args(args: &RunArgs) -> Result<(), ScenarioError> {
+    match args.templates.first() {
+        Some(t) => Err(ScenarioError(format!(
+            "--template {t:?}: a template makes requests of a stream's lines, and a scenario's steps are templates already: give an endpoint its own version of a step ([step.endpoint.NAME])"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Fit a plan to the suite: keep the headers steps take values from,
 /// and add each step's comparison rules as a `[step.NAME]` section.
 ///

@@ -8,10 +8,13 @@
 //! that does not parse, a variable nothing defines, a JSON path that is
 //! not valid, a step name used twice, a data file without a column that a
 //! step uses; each error names the file and line and says how to fix it.
-//! The format is documented in docs/scenarios.md.
+//! The format is documented in docs/scenarios.md. The same templates make
+//! a stream's records into an endpoint's own requests (`line.rs`,
+//! `--template`).
 
 mod data;
 mod extract;
+mod line;
 mod template;
 
 use std::collections::{BTreeMap, HashSet};
@@ -24,6 +27,7 @@ use toml::Spanned;
 
 use self::data::{Data, Order};
 use self::extract::{Check, Checks, ExtractFrom, JsonPath, Takes};
+pub use self::line::LineTemplate;
 use self::template::{Escape, Template};
 use crate::flow::paginate::{NextPage, Pages, Paging};
 use crate::flow::{Call, Context, Flow, Mix, StepError};

@@ -1,5 +1,7 @@
-//! Templates of scenario files: text with `{{ expr }}` holes, compiled once
-//! and rendered per request. An expression is a variable (`{{ token }}`)
+//! Templates of scenario files (and of a stream's lines, `line.rs`): text
+//! with `{{ expr }}` holes, compiled once and rendered per request, each
+//! hole escaped for where it stands. An expression is a variable
+//! (`{{ token }}`; a name may hold a JSON path's steps, `params[0].to`)
 //! or a function call (`{{ urlencode(user) }}`, `{{ random_int(1, 100) }}`)
 //! whose arguments are expressions, `"strings"` or integers. Functions:
 //! `uuid()`, `random_int(lo, hi)`, `random_string(n)`, `timestamp()`
@@ -18,6 +20,10 @@ pub(crate) enum Escape {
     /// Inside a JSON string literal: quotes, backslashes and control
     /// characters escaped.
     JsonString,
+    /// In a URL's path or query: percent-encoded but for unreserved
+    /// characters (RFC 3986), so a value is one path segment or one
+    /// query value whatever it holds.
+    Url,
 }
 
 /// A compiled template.
@@ -79,9 +85,23 @@ impl Template {
     /// An unclosed `{{`, an empty or malformed expression, an unknown
     /// function or a wrong number of arguments, as a message naming it.
     pub(crate) fn parse(text: &str, escape: Escape) -> Result<Template, String> {
+        Template::parse_with(text, |_| escape)
+    }
+
+    /// Compile `text`, each hole written as `escape_after` says given the
+    /// literal text between the hole before it (or the start) and it: how
+    /// a JSON body's holes inside its strings are told from those outside.
+    ///
+    /// # Errors
+    /// As [`Template::parse`].
+    pub(crate) fn parse_with(
+        text: &str,
+        mut escape_after: impl FnMut(&str) -> Escape,
+    ) -> Result<Template, String> {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(open) = rest.find("{{") {
+            let escape = escape_after(&rest[..open]);
             if open > 0 {
                 parts.push(Part::Text(rest[..open].to_string()));
             }
@@ -149,6 +169,7 @@ impl Template {
                     let v = serde_json::Value::String(eval(e, lookup, rng)).to_string();
                     out.push_str(&v[1..v.len() - 1]);
                 }
+                Part::Hole(e, Escape::Url) => out.push_str(&urlencode(&eval(e, lookup, rng))),
             }
         }
         out
@@ -251,8 +272,12 @@ impl Parser<'_> {
             self.at += end + 2;
             return Ok(Expr::Str(body[..end].to_string()));
         }
+        // A name may be a JSON path's steps (`params[0].to`), for the
+        // fields of a stream's line (`--template`).
         let len = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+            .find(|c: char| {
+                !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '[' | ']'))
+            })
             .unwrap_or(rest.len());
         if len == 0 {
             return Err(if rest.is_empty() {
@@ -349,6 +374,35 @@ mod tests {
             .unwrap()
             .render(&vars, &mut fastrand::Rng::with_seed(1));
         assert_eq!(s.len(), 12);
+    }
+
+    #[test]
+    fn each_hole_is_escaped_as_the_text_before_it_says() {
+        let t = Template::parse("/u/{{ user }}?q={{ quote }}", Escape::Url).unwrap();
+        assert_eq!(
+            t.render(&vars, &mut fastrand::Rng::with_seed(1)),
+            "/u/ann%20lee?q=say%20%22hi%22"
+        );
+        // Inside a quoted string or not, as the caller tells from the text.
+        let t =
+            Template::parse_with(
+                "{\"q\": \"{{ quote }}\", \"n\": {{ n }}}",
+                |before| match before.ends_with('"') {
+                    true => Escape::JsonString,
+                    false => Escape::None,
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            t.render(&vars, &mut fastrand::Rng::with_seed(1)),
+            r#"{"q": "say \"hi\"", "n": 7}"#
+        );
+        assert_eq!(
+            Template::parse("{{ params[0].to }}", Escape::None)
+                .unwrap()
+                .vars(),
+            ["params[0].to"]
+        );
     }
 
     #[test]
