@@ -770,3 +770,23 @@ fn a_line_without_a_field_a_template_reads_is_malformed_by_its_line_number() {
     assert_eq!(out.input.samples[0].location, "line 2", "{report}");
     assert_eq!(server.calls().len(), 3);
 }
+
+#[test]
+fn requests_are_counted_under_the_templated_reference_requests_route() {
+    // The REST endpoint is the reference: its requests are counted under
+    // its route, not under the record's own `POST /`.
+    let server = GrpcServer::start(Options::default());
+    let p = proto();
+    let grpc = format!("grpc={}", server.url("GetItem"));
+    let rest = format!("rest={}/", server.http());
+    let mut args = vec!["--proto", &p, "--grpc-json", "rest"];
+    args.extend_from_slice(&PATH_ID_AND_MESSAGE);
+    args.extend([rest.as_str(), grpc.as_str()]);
+    let (out, report) = run_lib(&args, b"5\n6\n7\n8\n");
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+    assert_eq!(
+        out.stats.verdicts.methods,
+        vec![("GET /items/{id}".to_string(), 4)],
+        "{report}"
+    );
+}

@@ -62,11 +62,7 @@ pub(crate) fn classify(
         let group = match step {
             Some(name) => name,
             None => {
-                kind = method::kind(
-                    req,
-                    settings.endpoints[0].style,
-                    &settings.endpoints[0].base_path,
-                );
+                kind = settings.method_of(req);
                 &kind.group
             }
         };
@@ -153,11 +149,7 @@ impl MethodCache {
             body: req.body.clone(),
             target: req.target.clone(),
             method: req.method.clone(),
-            kind: method::kind(
-                req,
-                settings.endpoints[0].style,
-                &settings.endpoints[0].base_path,
-            ),
+            kind: settings.method_of(req),
         });
         &cached.kind
     }
@@ -185,11 +177,13 @@ pub(crate) fn verdict(
         judge(settings, stats, to, req, outcomes, None);
         return;
     }
-    let grpc_reference = settings
+    // A JSON-RPC record named by its method's bytes, when the reference
+    // sends it as it is.
+    let as_is = settings
         .endpoints
         .first()
-        .is_some_and(|e| e.style == crate::model::Style::Grpc);
-    let quick = (req.target.is_none() && !grpc_reference)
+        .is_some_and(|e| e.style != crate::model::Style::Grpc && e.template.is_none());
+    let quick = (req.target.is_none() && as_is)
         .then(|| method::quick_jsonrpc_name(&req.body))
         .flatten();
     if let Some(n) = quick.and_then(|m| kinds.named.iter().find(|n| *n.name == *m)) {

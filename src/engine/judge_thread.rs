@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::Settings;
-use crate::compare::method::{self, MethodName};
+use crate::compare::method::MethodName;
 use crate::compare::sample::sample;
 use crate::model::{Outcome, Request};
 use crate::stats::{count_group, part, RunStats};
@@ -171,11 +171,7 @@ pub(crate) fn record(
 ) {
     let kind = || match step {
         Some((name, _)) => MethodName::step(name),
-        None => method::kind(
-            req,
-            settings.endpoints[0].style,
-            &settings.endpoints[0].base_path,
-        ),
+        None => settings.method_of(req),
     };
     let mut j = settings.comparer.judge(&kind, outcomes);
     if let Some((_, Some(key))) = step {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::compare::method::{self, MethodName};
 use crate::compare::Comparer;
 use crate::endpoint::{EndpointSpec, TransportOptions};
 use crate::fault::Fault;
@@ -92,4 +93,19 @@ pub struct Settings {
     pub shard: Share,
     /// When to start sending (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
+}
+
+impl Settings {
+    /// The method `req` is counted under: as the reference names it, or,
+    /// when the reference makes its own request of each record
+    /// (`--template`), as it names that request (`GET /items/{id}`, not
+    /// the record's `POST /`).
+    pub fn method_of(&self, req: &crate::model::Request) -> MethodName {
+        let reference = &self.endpoints[0];
+        let kind = |req| method::kind(req, reference.style, &reference.base_path);
+        match &reference.template {
+            Some(t) => kind(&t.request(req)),
+            None => kind(req),
+        }
+    }
 }
