@@ -12,6 +12,7 @@ pub mod mismatch_log;
 pub mod outputs;
 pub mod pages;
 pub mod significance;
+pub mod table;
 pub mod text;
 pub mod threshold;
 pub mod vegeta;
@@ -145,6 +146,13 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
             input.requests, input.malformed
         )
     }
+}
+
+/// Requests completed and errors over every endpoint (the text summary's
+/// `Completed: ... total requests` and `Errors:`).
+pub fn totals(eps: &[crate::stats::EndpointStats]) -> (u64, u64) {
+    eps.iter()
+        .fold((0, 0), |(n, e), s| (n + s.completed(), e + s.errors()))
 }
 
 /// A rate per second as every report shows it: two decimals from 0.01 up

@@ -472,8 +472,7 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
 /// errors, the I/O driver and the warm-up left out.
 fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let eps = &run.stats.endpoints;
-    let total: u64 = eps.iter().map(EndpointStats::completed).sum();
-    let errors: u64 = eps.iter().map(EndpointStats::errors).sum();
+    let (total, errors) = super::totals(eps);
     let mut all = crate::stats::new_histogram();
     for s in eps {
         let _ = all.add(&s.latency);
