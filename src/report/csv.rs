@@ -1,6 +1,7 @@
 //! The CSV report (`versus report --format csv`), for spreadsheets: one
 //! header, then a row per endpoint with the summary figures (latency,
-//! first byte, connections and TLS handshakes among them), then per
+//! first byte, connections and TLS handshakes among them), a `total` row
+//! over every endpoint (requests, errors, latency), then per
 //! endpoint a row per status code (`status`), error kind (`error`), TLS
 //! failure reason (`tls reason`), fault and error cause, a row per error
 //! group by method (`error by method`, named `METHOD: KIND`) and per
@@ -175,6 +176,13 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     for (i, (e, s)) in r.info.endpoints.iter().zip(eps).enumerate() {
         endpoint(r, &e.label, &e.url, s, i == 0).write(out)?;
     }
+    let t = super::Totals::of(eps);
+    Row::new("", "")
+        .set("part", "total")
+        .set("completed", t.requests)
+        .errors(t.errors, t.requests)
+        .latency(&t.latency)
+        .write(out)?;
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         counts(out, &e.label, &e.url, s)?;
     }

@@ -323,8 +323,8 @@ fn head(p: &mut String, r: &Report<'_>, labels: &[&str]) {
 /// rows of `report::table`: rate, latency, errors, statuses, bytes, first
 /// byte, connections, and the mismatched share when answers were
 /// compared), then a line of how many requests were compared, mismatched
-/// and left incomplete, and one of the requests and errors over every
-/// endpoint.
+/// and left incomplete, and one of the requests, their average latency
+/// and errors over every endpoint.
 fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
     let run = r.run;
     let eps = &run.stats.endpoints;
@@ -354,11 +354,14 @@ fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
         },
         v.incomplete
     );
-    let (total, errors) = super::totals(eps);
+    let t = super::Totals::of(eps);
     let _ = writeln!(
         p,
-        "<p>Requests: {total} over all endpoints; errors: {errors} ({}).</p>",
-        super::percent(errors, total)
+        "<p>Requests: {} over all endpoints, latency avg {}; errors: {} ({}).</p>",
+        t.requests,
+        escape(&super::table::mean(&t.latency)),
+        t.errors,
+        super::percent(t.errors, t.requests)
     );
 }
 
@@ -648,8 +651,9 @@ fn samples(g: &crate::stats::MismatchGroup, labels: &[&str]) -> String {
 }
 
 /// The run's configuration: the command line, versus's version, host,
-/// start, interval, concurrency, lead, comparison, the endpoints, and the
-/// shards a merged run came from.
+/// start, interval, concurrency, lead, comparison, the I/O driver of
+/// plain-TCP HTTP/1.1 connections, the endpoints, and the shards a merged
+/// run came from.
 fn configuration(p: &mut String, r: &Report<'_>) {
     p.push_str("<h2>Configuration</h2>\n<table id=\"configuration\">");
     let mut kv = |k: &str, v: String| {
@@ -671,6 +675,9 @@ fn configuration(p: &mut String, r: &Report<'_>) {
         "comparison",
         if r.info.comparison { "on" } else { "off" }.to_string(),
     );
+    if let Some(io) = &r.info.io {
+        kv("I/O", format!("{io} (plain-TCP HTTP/1.1 connections)"));
+    }
     for (i, e) in r.info.endpoints.iter().enumerate() {
         kv(&format!("endpoint {i}"), format!("{} {}", e.label, e.url));
     }

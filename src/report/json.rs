@@ -231,6 +231,7 @@ pub fn value(r: &Report<'_>) -> Value {
             })
         })
         .collect();
+    let t = super::Totals::of(&run.stats.endpoints);
     json!({
         "schema": SCHEMA,
         "version": VERSION,
@@ -247,6 +248,12 @@ pub fn value(r: &Report<'_>) -> Value {
             "io": r.info.io,
         },
         "endpoints": endpoints,
+        "totals": {
+            "requests": t.requests,
+            "errors": t.errors,
+            "error_rate": fraction(t.errors, t.requests),
+            "latency_ms": latency(&t.latency),
+        },
         "comparison": {
             "enabled": r.info.comparison,
             "compared": v.compared,

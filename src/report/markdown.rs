@@ -167,22 +167,28 @@ fn table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// The summary list: requests compared, requests and errors over every
-/// endpoint, mismatched (or why there is no such figure), incomplete, and
-/// the input's malformed records.
+/// The summary list: requests compared, requests, their average latency
+/// and errors over every endpoint, the I/O driver, mismatched (or why
+/// there is no such figure), incomplete, and the input's malformed
+/// records.
 fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let eps = &r.run.stats.endpoints;
     let v = &r.run.stats.verdicts;
     writeln!(out, "## Summary")?;
     writeln!(out)?;
     writeln!(out, "- Compared: {}", v.compared)?;
-    let (total, errors) = super::totals(eps);
-    writeln!(out, "- Requests: {total}")?;
+    let t = super::Totals::of(eps);
+    writeln!(out, "- Requests: {}", t.requests)?;
+    writeln!(out, "- Latency avg: {}", super::table::mean(&t.latency))?;
     writeln!(
         out,
-        "- Errors: {errors} ({})",
-        super::percent(errors, total)
+        "- Errors: {} ({})",
+        t.errors,
+        super::percent(t.errors, t.requests)
     )?;
+    if let Some(io) = &r.info.io {
+        writeln!(out, "- I/O: {} (plain-TCP HTTP/1.1 connections)", cell(io))?;
+    }
     if super::reference_silent(eps) {
         writeln!(
             out,

@@ -148,11 +148,32 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
     }
 }
 
-/// Requests completed and errors over every endpoint (the text summary's
-/// `Completed: ... total requests` and `Errors:`).
-pub fn totals(eps: &[crate::stats::EndpointStats]) -> (u64, u64) {
-    eps.iter()
-        .fold((0, 0), |(n, e), s| (n + s.completed(), e + s.errors()))
+/// The figures over every endpoint together: the text summary's
+/// `Completed: ... total requests`, `Timing: ... request avg` and
+/// `Errors:`.
+pub struct Totals {
+    /// Requests completed.
+    pub requests: u64,
+    /// Of those, errors.
+    pub errors: u64,
+    /// Every endpoint's latencies together, µs.
+    pub latency: Histogram<u64>,
+}
+
+impl Totals {
+    /// The totals of `eps`.
+    pub fn of(eps: &[crate::stats::EndpointStats]) -> Totals {
+        let mut latency = crate::stats::new_histogram();
+        for s in eps {
+            // The histograms resize themselves, so adding cannot fail.
+            let _ = latency.add(&s.latency);
+        }
+        Totals {
+            requests: eps.iter().map(crate::stats::EndpointStats::completed).sum(),
+            errors: eps.iter().map(crate::stats::EndpointStats::errors).sum(),
+            latency,
+        }
+    }
 }
 
 /// A rate per second as every report shows it: two decimals from 0.01 up
