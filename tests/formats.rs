@@ -1,14 +1,22 @@
 //! One saved run, every report format: text, JSON, Markdown, CSV and HTML
 //! render the same computed figures (rates, percentiles, errors by kind,
-//! mismatches per endpoint). JSON-RPC errors once showed in the text
-//! report alone, and CSV gave the reference a mismatch count of its own.
+//! mismatches per endpoint, connections, flows, steps, pages), for a
+//! request stream, a scenario, a paged step and gRPC endpoints. JSON-RPC
+//! errors once showed in the text report alone, CSV gave the reference a
+//! mismatch count of its own, and connection counts were in the text and
+//! JSON reports only.
 
 mod common;
+#[path = "formats/figures.rs"]
+mod figures;
+#[path = "common/grpc_server.rs"]
+mod grpc_server;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::*;
+use figures::{html_row, md_row, Reports};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("versus-formats-{}", std::process::id()));
@@ -16,12 +24,13 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// Run versus with `args` on `input`, saving the run to `name`; a
-/// function rendering the saved run in a format.
+/// Run versus with `args` (a command such as `run FILE` first, if any) on
+/// `input`, saving the run to `name`; a function rendering the saved run
+/// in a format.
 fn saved_run(name: &str, args: &[&str], input: &[u8]) -> impl Fn(&str) -> String {
     let saved = temp(name);
-    let mut all = vec!["-q", "-o", saved.to_str().unwrap()];
-    all.extend(args);
+    let mut all = args.to_vec();
+    all.extend(["-q", "-o", saved.to_str().unwrap()]);
     let out = run_bin(&all, input);
     assert_eq!(
         out.status.code(),
@@ -39,6 +48,16 @@ fn saved_run(name: &str, args: &[&str], input: &[u8]) -> impl Fn(&str) -> String
     }
 }
 
+/// The reports of [`saved_run`], after checking that the text report
+/// holds each of `shown`: what the figures' check must see.
+fn reports_showing(name: &str, args: &[&str], input: &[u8], shown: &[&str]) -> Reports {
+    let reports = Reports::of(saved_run(name, args, input));
+    for s in shown {
+        assert!(reports.text.contains(s), "{s:?}\n{}", reports.text);
+    }
+    reports
+}
+
 /// Two methods, `n` requests.
 fn two_methods(n: usize) -> Vec<u8> {
     let mut out = String::new();
@@ -53,59 +72,6 @@ fn two_methods(n: usize) -> Vec<u8> {
         ));
     }
     out.into_bytes()
-}
-
-/// A latency as the formats print it (`850µs`, `1.250ms`, `0.0012s`), in µs.
-fn micros(s: &str) -> f64 {
-    let s = s.trim();
-    let (n, scale) = if let Some(n) = s.strip_suffix("µs") {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e3)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1e6)
-    } else {
-        panic!("not a latency: {s:?}")
-    };
-    n.parse::<f64>().unwrap_or_else(|_| panic!("{s:?}")) * scale
-}
-
-/// Two latencies printed with different precision are the same figure.
-fn same_latency(a: f64, b: f64, what: &str) {
-    assert!(
-        (a - b).abs() <= 1.0 + a.abs() * 0.001,
-        "{what}: {a} µs against {b} µs"
-    );
-}
-
-/// The cells of the Markdown row named `name`.
-fn md_row(md: &str, name: &str) -> Vec<String> {
-    let line = md
-        .lines()
-        .find(|l| l.starts_with(&format!("| {name} |")))
-        .unwrap_or_else(|| panic!("no row {name:?}:\n{md}"));
-    line.trim_matches('|')
-        .split('|')
-        .skip(1)
-        .map(|c| c.trim().to_string())
-        .collect()
-}
-
-/// The cells of the HTML row whose first cell is `name`.
-fn html_row(html: &str, name: &str) -> Vec<String> {
-    let start = format!("<tr><td>{name}</td>");
-    let at = html
-        .find(&start)
-        .or_else(|| html.find(&format!("<tr><td class=\"text\">{name}</td>")))
-        .unwrap_or_else(|| panic!("no row {name:?}"));
-    let row = &html[at..at + html[at..].find("</tr>").unwrap()];
-    row.split("<td")
-        .skip(2)
-        .map(|c| {
-            let c = &c[c.find('>').unwrap() + 1..];
-            c.trim_end_matches("</td>").to_string()
-        })
-        .collect()
 }
 
 #[test]
@@ -131,8 +97,8 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
         format!("cand={}", candidate.url()),
     );
     let render = saved_run("run.jsonl", &["-c", "3", &r, &c], &two_methods(600));
+    Reports::of(&render).check_every_figure();
     let json: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
-    let text = render("text");
     let md = render("markdown");
     let csv = render("csv");
     let html = render("html");
@@ -143,76 +109,11 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect();
     let col = |name: &str| csv_rows[0].iter().position(|c| c == name).unwrap();
-    let text_rates: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("   Requests:   "))
-        .collect();
-    let text_p = |p: &str| -> Vec<f64> {
-        text.lines()
-            .filter_map(|l| l.trim().strip_prefix(&format!("{p}% in ")))
-            .map(micros)
-            .collect()
-    };
-    let (text_p50, text_p99) = (text_p("50"), text_p("99"));
-    let md_rates = md_row(&md, "Requests per second");
-    let html_rates = html_row(&html, "Requests per second");
-    let md_p99 = md_row(&md, "Latency p99");
-    let html_p99 = html_row(&html, "Latency p99");
-    // The HTML summary once had p90 but not p95.
-    let (md_p95, html_p95) = (md_row(&md, "Latency p95"), html_row(&html, "Latency p95"));
     let md_mismatched = md_row(&md, "Mismatched");
     let html_mismatched = html_row(&html, "Mismatched");
     for (i, e) in eps.iter().enumerate() {
-        let label = e["label"].as_str().unwrap();
-        // Rates: one figure, one format.
-        let rate = versus::report::rate(e["rps"].as_f64().unwrap());
-        assert_eq!(text_rates[i], format!("{rate} per second"), "{label}");
-        assert_eq!(md_rates[i], rate, "{label}");
-        assert_eq!(html_rates[i], rate, "{label}");
-        let row = &csv_rows[1 + i];
-        assert_eq!(row[col("label")], label);
-        assert_eq!(row[col("rps")], rate, "{label}");
-        // Percentiles.
-        let p50 = e["latency_ms"]["p50"].as_f64().unwrap() * 1000.0;
-        let p99 = e["latency_ms"]["p99"].as_f64().unwrap() * 1000.0;
-        same_latency(text_p50[i], p50, "text p50");
-        same_latency(text_p99[i], p99, "text p99");
-        same_latency(
-            row[col("p99_ms")].parse::<f64>().unwrap() * 1000.0,
-            p99,
-            "csv p99",
-        );
-        same_latency(micros(&md_p99[i]), p99, "markdown p99");
-        same_latency(micros(&html_p99[i]), p99, "html p99");
-        let p95 = e["latency_ms"]["p95"].as_f64().unwrap() * 1000.0;
-        same_latency(micros(&md_p95[i]), p95, "markdown p95");
-        same_latency(micros(&html_p95[i]), p95, "html p95");
-        // Errors by kind: the same kinds and counts everywhere.
-        let kinds: BTreeMap<String, u64> = e["errors"]["kinds"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
-            .collect();
-        let total: u64 = kinds.values().sum();
-        assert_eq!(total, e["errors"]["count"].as_u64().unwrap(), "{label}");
-        let csv_kinds: BTreeMap<String, u64> = csv_rows
-            .iter()
-            .filter(|r| r[col("label")] == label && r[col("part")] == "error")
-            .map(|r| (r[col("name")].clone(), r[col("errors")].parse().unwrap()))
-            .collect();
-        assert_eq!(csv_kinds, kinds, "csv {label}");
-        for (kind, n) in &kinds {
-            assert!(
-                text.contains(&format!("     {kind}: {n}\n")),
-                "text {kind}\n{text}"
-            );
-            let shown = versus::report::markdown::cell(kind);
-            assert_eq!(md_row(&md, &shown)[i], n.to_string(), "markdown {kind}");
-            assert_eq!(html_row(&html, kind)[i], n.to_string(), "html {kind}");
-        }
         // Mismatches per endpoint; the reference has none of its own.
-        let csv_mismatched = &row[col("mismatched")];
+        let csv_mismatched = &csv_rows[1 + i][col("mismatched")];
         if i == 0 {
             assert!(e["mismatched"].is_null());
             assert_eq!(csv_mismatched, "");
@@ -462,4 +363,142 @@ fn every_format_shows_the_faults_and_the_errors_they_caused() {
             "csv {cause}\n{csv}"
         );
     }
+}
+
+/// A scenario of two steps: log in, then read the order the token names.
+const ORDERS: &str = r#"
+[[step]]
+name = "login"
+method = "POST"
+path = "/login"
+json = { user = "ann" }
+extract = { token = "$.token" }
+check = { status = 200 }
+
+[[step]]
+name = "read"
+path = "/orders/{{ token }}"
+check = { "$.state" = { exists = true } }
+"#;
+
+/// The orders service of [`ORDERS`]; the order's state is `state`, and
+/// every `fail_every`th read answers 500 (never, at 0).
+fn orders(state: &'static str, fail_every: u64) -> Server {
+    let reads = AtomicU64::new(0);
+    Server::start(move |s| match s.path.as_str() {
+        "/login" => Reply::ok(r#"{"token":"t1"}"#),
+        "/orders/t1" => {
+            let n = reads.fetch_add(1, Ordering::Relaxed) + 1;
+            if fail_every > 0 && n % fail_every == 0 {
+                Reply::ok("{}").status(500)
+            } else {
+                Reply::ok(format!(r#"{{"state":"{state}"}}"#))
+            }
+        }
+        _ => Reply::ok("{}").status(404),
+    })
+}
+
+#[test]
+fn every_format_shows_every_figure_of_a_scenario_run() {
+    let (a, b) = (orders("new", 0), orders("old", 4));
+    let file = scenario_file("formats-orders.toml", ORDERS);
+    let (a, b) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "-c",
+        "2",
+        "--stop-after",
+        "40",
+        &a,
+        &b,
+    ];
+    // Flows, steps, a mismatch group, a step's errors.
+    let shown = [
+        "   Flows:",
+        "   Steps:",
+        "by method and field",
+        "Errors by method",
+    ];
+    reports_showing("scenario.jsonl", &args, b"", &shown).check_every_figure();
+}
+
+#[test]
+fn every_format_shows_every_figure_of_a_pagination_run() {
+    use versus::demo::catalog::{self, Catalog, Plants};
+    let c = catalog::start(Catalog {
+        items: 300,
+        depth_cost: std::time::Duration::ZERO,
+        plants: Plants::default(),
+    })
+    .unwrap();
+    let file = scenario_file(
+        "formats-pages.toml",
+        r#"
+[[step]]
+name = "items"
+path = "/items?page=0&size=40"
+paginate = { items = "$.content", key = "id", next = "$._links.next.href" }
+rules = { ignore = ["$.items.*._links"] }
+
+[step.endpoint.stream]
+path = "/items?limit=30"
+paginate = { items = "$.items", cursor = "$.next_cursor", param = "after" }
+"#,
+    );
+    let (h, s) = (
+        format!("hateoas={}hateoas/", c.url()),
+        format!("stream={}stream/", c.url()),
+    );
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "-c",
+        "1",
+        "--stop-after",
+        "3",
+        &h,
+        &s,
+    ];
+    let shown = ["** Pages of step items:", "   Improvements:"];
+    reports_showing("pages.jsonl", &args, b"", &shown).check_every_figure();
+}
+
+#[test]
+fn every_format_shows_every_figure_of_a_grpc_run() {
+    use grpc_server::{items_proto, GrpcServer, Options};
+    let cert = TestCert::new();
+    let (plain, tls) = (
+        GrpcServer::start(Options::default()),
+        GrpcServer::start_tls(Options::default(), cert.server_config(&[b"h2"])),
+    );
+    let proto = items_proto();
+    let pem = cert.pem_file();
+    let (p, t) = (
+        format!("plain={}", plain.url("GetItem")),
+        format!(
+            "tls=grpcs://127.0.0.1:{}/items.Items/GetItem",
+            tls.addr.port()
+        ),
+    );
+    let input: String = (0..40)
+        .map(|i| match i % 5 {
+            0 => "{\"id\": \"missing\"}\n".to_string(),
+            _ => format!("{{\"id\": \"{i}\"}}\n"),
+        })
+        .collect();
+    let args = [
+        "--proto",
+        proto.to_str().unwrap(),
+        "--cacert",
+        pem.to_str().unwrap(),
+        "-c",
+        "2",
+        &p,
+        &t,
+    ];
+    // gRPC statuses by code name, TLS handshakes at one endpoint.
+    let shown = ["gRPC NOT_FOUND: 8", "   TLS:        "];
+    reports_showing("grpc.jsonl", &args, input.as_bytes(), &shown).check_every_figure();
 }

@@ -1,19 +1,26 @@
 //! The CSV report (`versus report --format csv`), for spreadsheets: one
-//! header, then a row per endpoint with the summary figures, then per
+//! header, then a row per endpoint with the summary figures (latency,
+//! first byte, connections and TLS handshakes among them), a `total` row
+//! over every endpoint (requests, errors, latency), then per
+//! endpoint a row per status code (`status`), error kind (`error`), TLS
+//! failure reason (`tls reason`), fault and error cause, a row per error
+//! group by method (`error by method`, named `METHOD: KIND`) and per
+//! mismatch group (`mismatch`, named `METHOD: FIELD KIND`), then per
 //! endpoint a row for its flow instances, one per flow step and one per
-//! method (when some endpoint saw more than one), then a row per error
-//! kind of each endpoint (`error`) and per error group by method (`error
-//! by method`, named `METHOD: KIND`), their count under `errors`. The
-//! `part` column says which (empty for an endpoint's row); a column a row
-//! has no figure for is left empty (the reference's `mismatched`: it is
-//! what the others are compared with). RFC 4180 quoting.
+//! method (when some endpoint saw more than one), and each paged step's
+//! table cell by cell (`page`) and improvements (`improvement`), their
+//! text under `value`. The `part` column says which (empty for an
+//! endpoint's row); a column a row has no figure for is left empty (the
+//! reference's `mismatched`: it is what the others are compared with).
+//! RFC 4180 quoting.
 
 use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
 
 use super::info::Report;
-use crate::stats::PartStats;
+use crate::model::TlsReason;
+use crate::stats::{EndpointStats, PartStats};
 
 /// Quote a CSV field when needed.
 pub fn field(s: &str) -> String {
@@ -25,7 +32,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 27] = [
+pub const COLUMNS: [&str; 45] = [
     "label",
     "url",
     "rps",
@@ -53,7 +60,30 @@ pub const COLUMNS: [&str; 27] = [
     "instances",
     "succeeded",
     "acted",
+    "min_ms",
+    "stdev_ms",
+    "p25_ms",
+    "p75_ms",
+    "ttfb_mean_ms",
+    "ttfb_p99_ms",
+    "connects",
+    "connects_during_run",
+    "connect_mean_ms",
+    "connect_max_ms",
+    "tls_handshakes",
+    "tls_mean_ms",
+    "tls_max_ms",
+    "failed_connects",
+    "held_s",
+    "abandoned",
+    "incomplete",
+    "value",
 ];
+
+/// Microseconds as the milliseconds of the latency columns.
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1000.0)
+}
 
 /// One row being filled: every column empty until set.
 struct Row([String; COLUMNS.len()]);
@@ -84,16 +114,19 @@ impl Row {
         self.set("errors", errors)
     }
 
-    /// The latency columns (mean, percentiles, max) in ms; empty when the
-    /// histogram is.
+    /// The latency columns (mean, minimum, standard deviation,
+    /// percentiles, max) in ms; empty when the histogram is.
     fn latency(&mut self, h: &Histogram<u64>) -> &mut Row {
         if h.is_empty() {
             return self;
         }
-        let ms = |us: f64| format!("{:.3}", us / 1000.0);
-        self.set("mean_ms", ms(h.mean()));
+        self.set("mean_ms", ms(h.mean()))
+            .set("min_ms", ms(h.min() as f64))
+            .set("stdev_ms", ms(h.stdev()));
         for (column, q) in [
+            ("p25_ms", 0.25),
             ("p50_ms", 0.5),
+            ("p75_ms", 0.75),
             ("p90_ms", 0.9),
             ("p95_ms", 0.95),
             ("p99_ms", 0.99),
@@ -102,6 +135,15 @@ impl Row {
             if let Some(v) = super::quantile(h, q) {
                 self.set(column, ms(v));
             }
+        }
+        self
+    }
+
+    /// `h`'s mean in the column `mean` and its quantile `q` in the column
+    /// `at`, in ms; both empty when `h` is.
+    fn times(&mut self, h: &Histogram<u64>, mean: &str, (at, q): (&str, f64)) -> &mut Row {
+        if let Some(v) = super::quantile(h, q) {
+            self.set(mean, ms(h.mean())).set(at, ms(v));
         }
         self
     }
@@ -130,69 +172,21 @@ impl Row {
 /// Only when writing fails.
 pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(out, "{}", COLUMNS.join(","))?;
-    let v = &r.run.stats.verdicts;
     let eps = &r.run.stats.endpoints;
+    for (i, (e, s)) in r.info.endpoints.iter().zip(eps).enumerate() {
+        endpoint(r, &e.label, &e.url, s, i == 0).write(out)?;
+    }
+    let t = super::Totals::of(eps);
+    Row::new("", "")
+        .set("part", "total")
+        .set("completed", t.requests)
+        .errors(t.errors, t.requests)
+        .latency(&t.latency)
+        .write(out)?;
     for (e, s) in r.info.endpoints.iter().zip(eps) {
-        let mut row = Row::new(&e.label, &e.url);
-        row.set("rps", super::rate(s.rate()))
-            .set("sent", s.sent)
-            .set("completed", s.completed())
-            .set("responses", s.responses)
-            .errors(s.errors(), s.completed())
-            .latency(&s.latency)
-            .set("bytes_in", s.bytes_in)
-            .set("bytes_out", s.bytes_out)
-            .set(
-                "bytes_per_response",
-                s.bytes_in.checked_div(s.responses).unwrap_or(0),
-            )
-            .set("compared", v.compared)
-            .set("failed_checks", s.failed_checks);
-        // The reference is what the others are compared with: it has no
-        // mismatches of its own.
-        if !std::ptr::eq(s, &eps[0]) {
-            row.set("mismatched", s.mismatched);
-        }
-        row.write(out)?;
+        counts(out, &e.label, &e.url, s)?;
     }
-    for (e, s) in r.info.endpoints.iter().zip(eps) {
-        for (kind, n) in s.error_kinds() {
-            Row::new(&e.label, &e.url)
-                .set("part", "error")
-                .set("name", field(&kind))
-                .set("errors", n)
-                .write(out)?;
-        }
-    }
-    for (e, s) in r.info.endpoints.iter().zip(eps) {
-        for f in super::injected(s) {
-            Row::new(&e.label, &e.url)
-                .set("part", "fault")
-                .set("name", field(f.name))
-                .set("acted", f.acted)
-                .write(out)?;
-        }
-        for (kind, cause, n) in super::cause_rows(s) {
-            Row::new(&e.label, &e.url)
-                .set("part", "error cause")
-                .set("name", field(&format!("{kind}: {cause}")))
-                .set("errors", n)
-                .write(out)?;
-        }
-    }
-    for g in v.sorted_error_groups() {
-        let url = r
-            .info
-            .endpoints
-            .iter()
-            .find(|e| e.label == g.endpoint)
-            .map_or("", |e| e.url.as_str());
-        Row::new(&g.endpoint, url)
-            .set("part", "error by method")
-            .set("name", field(&format!("{}: {}", g.method, g.field)))
-            .set("errors", g.count)
-            .write(out)?;
-    }
+    groups(out, r)?;
     let methods = super::shows_methods(eps);
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         if s.flows.instances > 0 {
@@ -200,7 +194,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             for f in std::iter::once(&s.flows).chain(&s.by_flow) {
                 Row::new(&e.label, &e.url)
                     .set("part", "flow")
-                    .set("name", &f.name)
+                    .set("name", field(&f.name))
                     .latency(&f.duration)
                     .set("instances", f.instances)
                     .set("succeeded", f.succeeded)
@@ -214,6 +208,156 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             for p in &s.methods {
                 Row::new(&e.label, &e.url).part("method", p).write(out)?;
             }
+        }
+    }
+    pages(out, r)
+}
+
+/// An endpoint's row: its summary figures, and the run's `compared` and
+/// `incomplete`. The `reference` is what the others are compared with:
+/// it has no mismatches of its own.
+fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference: bool) -> Row {
+    let v = &r.run.stats.verdicts;
+    let mut row = Row::new(label, url);
+    row.set("rps", super::rate(s.rate()))
+        .set("sent", s.sent)
+        .set("completed", s.completed())
+        .set("responses", s.responses)
+        .errors(s.errors(), s.completed())
+        .latency(&s.latency)
+        .set("bytes_in", s.bytes_in)
+        .set("bytes_out", s.bytes_out)
+        .set(
+            "bytes_per_response",
+            s.bytes_in.checked_div(s.responses).unwrap_or(0),
+        )
+        .set("compared", v.compared)
+        .set("incomplete", v.incomplete)
+        .set("failed_checks", s.failed_checks)
+        .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
+        .set("connects", s.connect.len())
+        .set("connects_during_run", s.reconnects)
+        .times(&s.connect, "connect_mean_ms", ("connect_max_ms", 1.0))
+        .set("tls_handshakes", s.tls.len())
+        .times(&s.tls, "tls_mean_ms", ("tls_max_ms", 1.0))
+        .set("failed_connects", s.failed_connects())
+        .set("held_s", s.held_back.as_secs_f64())
+        .set("abandoned", s.abandoned);
+    if !reference {
+        row.set("mismatched", s.mismatched);
+    }
+    row
+}
+
+/// An endpoint's counted things, a row each: statuses, error kinds, TLS
+/// failure reasons, faults and the errors they caused.
+fn counts(out: &mut dyn Write, label: &str, url: &str, s: &EndpointStats) -> io::Result<()> {
+    for (code, n) in s.status.iter().enumerate().filter(|(_, n)| **n > 0) {
+        Row::new(label, url)
+            .set("part", "status")
+            .set("name", code)
+            .set("responses", n)
+            .write(out)?;
+    }
+    let reasons = TlsReason::ALL
+        .iter()
+        .map(|r| (r.name().to_string(), s.tls_reasons[r.index()]))
+        .filter(|(_, n)| *n > 0);
+    let rows = s
+        .error_kinds()
+        .into_iter()
+        .map(|k| ("error", k))
+        .chain(reasons.map(|k| ("tls reason", k)));
+    for (part, (name, n)) in rows {
+        Row::new(label, url)
+            .set("part", part)
+            .set("name", field(&name))
+            .set("errors", n)
+            .write(out)?;
+    }
+    for f in super::injected(s) {
+        Row::new(label, url)
+            .set("part", "fault")
+            .set("name", field(f.name))
+            .set("acted", f.acted)
+            .write(out)?;
+    }
+    for (kind, cause, n) in super::cause_rows(s) {
+        Row::new(label, url)
+            .set("part", "error cause")
+            .set("name", field(&format!("{kind}: {cause}")))
+            .set("errors", n)
+            .write(out)?;
+    }
+    Ok(())
+}
+
+/// The error groups by method (`errors`) and the mismatch groups
+/// (`mismatched`), a row each under the endpoint the group names.
+fn groups(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let v = &r.run.stats.verdicts;
+    for g in v.sorted_error_groups() {
+        Row::new(&g.endpoint, url(r, &g.endpoint))
+            .set("part", "error by method")
+            .set("name", field(&format!("{}: {}", g.method, g.field)))
+            .set("errors", g.count)
+            .write(out)?;
+    }
+    for g in v.sorted_groups() {
+        let name = format!("{}: {} {}", g.method, g.field, g.kind);
+        Row::new(&g.endpoint, url(r, &g.endpoint))
+            .set("part", "mismatch")
+            .set("name", field(&name))
+            .set("mismatched", g.count)
+            .write(out)?;
+    }
+    Ok(())
+}
+
+/// The URL of the endpoint labelled `label`.
+fn url<'a>(r: &'a Report<'_>, label: &str) -> &'a str {
+    r.info
+        .endpoints
+        .iter()
+        .find(|e| e.label == label)
+        .map_or("", |e| e.url.as_str())
+}
+
+/// Each paged step's table (`report::pages`), a `page` row per cell named
+/// `STEP: ROW` (`STEP: HEADING: ROW` below a heading), and a row per
+/// improvement under the endpoint it is of, named `STEP against OTHER`.
+fn pages(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    for step in super::pages::PagedStep::of(r.info, r.run) {
+        let mut heading = String::new();
+        for (name, cells) in step.rows() {
+            let name = match name.strip_prefix("  ") {
+                Some(sub) => format!("{}: {heading}: {sub}", step.name),
+                None => {
+                    heading = name.clone();
+                    format!("{}: {name}", step.name)
+                }
+            };
+            // A heading's cells are empty.
+            let columns = step
+                .columns
+                .iter()
+                .zip(&cells)
+                .filter(|(_, c)| !c.is_empty());
+            for ((label, _, _), cell) in columns {
+                Row::new(label, url(r, label))
+                    .set("part", "page")
+                    .set("name", field(&name))
+                    .set("value", field(cell))
+                    .write(out)?;
+            }
+        }
+        for (g, line) in step.improvements().iter().zip(step.improvement_lines()) {
+            let (this, base) = (step.columns[g.this].0, step.columns[g.base].0);
+            Row::new(this, url(r, this))
+                .set("part", "improvement")
+                .set("name", field(&format!("{} against {base}", step.name)))
+                .set("value", field(&line))
+                .write(out)?;
         }
     }
     Ok(())

@@ -10,7 +10,6 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::info::Report;
-use super::micros;
 
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -320,10 +319,12 @@ fn head(p: &mut String, r: &Report<'_>, labels: &[&str]) {
     );
 }
 
-/// The summary table (a column per endpoint in its colour: rate,
-/// latency, errors, size, and the mismatched share when answers were
+/// The summary table (a column per endpoint in its colour, the shared
+/// rows of `report::table`: rate, latency, errors, statuses, bytes, first
+/// byte, connections, and the mismatched share when answers were
 /// compared), then a line of how many requests were compared, mismatched
-/// and left incomplete.
+/// and left incomplete, and one of the requests, their average latency
+/// and errors over every endpoint.
 fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
     let run = r.run;
     let eps = &run.stats.endpoints;
@@ -332,38 +333,10 @@ fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
         let _ = write!(p, "<th style=\"color:{}\">{}</th>", color(i), escape(l));
     }
     p.push_str("</tr>\n");
-    let mut row = |name: &str, f: &dyn Fn(&crate::stats::EndpointStats) -> String| {
+    for (name, cells) in super::table::rows(r) {
         let _ = write!(p, "<tr><td>{}</td>", escape(name));
-        for s in eps {
-            let _ = write!(p, "<td>{}</td>", escape(&f(s)));
-        }
-        p.push_str("</tr>\n");
-    };
-    let lat = |s: &crate::stats::EndpointStats, q: f64| super::latency(&s.latency, q);
-    row("Requests per second", &|s| super::rate(s.rate()));
-    row("Held back", &super::held);
-    row("Completed", &|s| s.completed().to_string());
-    row("Latency avg", &|s| {
-        if s.latency.is_empty() {
-            "-".into()
-        } else {
-            micros(s.latency.mean())
-        }
-    });
-    row("Latency p50", &|s| lat(s, 0.5));
-    row("Latency p90", &|s| lat(s, 0.9));
-    row("Latency p95", &|s| lat(s, 0.95));
-    row("Latency p99", &|s| lat(s, 0.99));
-    row("Latency max", &|s| lat(s, 1.0));
-    row("Errors", &|s| super::percent(s.errors(), s.completed()));
-    row("Bytes per response", &|s| {
-        s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()
-    });
-    if r.info.comparison && eps.len() > 1 {
-        let _ = write!(p, "<tr><td>Mismatched</td>");
-        for (i, s) in eps.iter().enumerate() {
-            let shown = super::mismatched(i, s, run.stats.verdicts.compared);
-            let _ = write!(p, "<td>{}</td>", escape(&shown));
+        for c in &cells {
+            let _ = write!(p, "<td>{}</td>", escape(c));
         }
         p.push_str("</tr>\n");
     }
@@ -380,6 +353,15 @@ fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
             String::new()
         },
         v.incomplete
+    );
+    let t = super::Totals::of(eps);
+    let _ = writeln!(
+        p,
+        "<p>Requests: {} over all endpoints, latency avg {}; errors: {} ({}).</p>",
+        t.requests,
+        escape(&super::table::mean(&t.latency)),
+        t.errors,
+        super::percent(t.errors, t.requests)
     );
 }
 
@@ -669,8 +651,9 @@ fn samples(g: &crate::stats::MismatchGroup, labels: &[&str]) -> String {
 }
 
 /// The run's configuration: the command line, versus's version, host,
-/// start, interval, concurrency, lead, comparison, the endpoints, and the
-/// shards a merged run came from.
+/// start, interval, concurrency, lead, comparison, the I/O driver of
+/// plain-TCP HTTP/1.1 connections, the endpoints, and the shards a merged
+/// run came from.
 fn configuration(p: &mut String, r: &Report<'_>) {
     p.push_str("<h2>Configuration</h2>\n<table id=\"configuration\">");
     let mut kv = |k: &str, v: String| {
@@ -692,6 +675,9 @@ fn configuration(p: &mut String, r: &Report<'_>) {
         "comparison",
         if r.info.comparison { "on" } else { "off" }.to_string(),
     );
+    if let Some(io) = &r.info.io {
+        kv("I/O", format!("{io} (plain-TCP HTTP/1.1 connections)"));
+    }
     for (i, e) in r.info.endpoints.iter().enumerate() {
         kv(&format!("endpoint {i}"), format!("{} {}", e.label, e.url));
     }
@@ -783,22 +769,23 @@ fn faults(p: &mut String, r: &Report<'_>) {
 }
 
 /// Flows: per endpoint the instances that ended, the successful ones and
-/// how long those took; nothing for a request stream.
+/// how long those took (avg, p50, p99); nothing for a request stream.
 fn flows(p: &mut String, r: &Report<'_>) {
     let eps = &r.run.stats.endpoints;
     if eps.iter().all(|s| s.flows.instances == 0) {
         return;
     }
-    p.push_str("<h2>Flows</h2>\n<table id=\"flows\"><tr><th>endpoint</th><th>instances</th><th>successful</th><th>duration p50</th><th>duration p99</th></tr>\n");
+    p.push_str("<h2>Flows</h2>\n<table id=\"flows\"><tr><th>endpoint</th><th>instances</th><th>successful</th><th>duration avg</th><th>duration p50</th><th>duration p99</th></tr>\n");
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         for (label, f) in super::flow_rows(&e.label, s) {
             let _ = writeln!(
                 p,
-                "<tr><td class=\"text\">{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td class=\"text\">{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&label),
                 f.instances,
                 f.succeeded,
                 escape(&super::percent(f.succeeded, f.instances)),
+                escape(&super::table::mean(&f.duration)),
                 escape(&super::latency(&f.duration, 0.5)),
                 escape(&super::latency(&f.duration, 0.99))
             );

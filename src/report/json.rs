@@ -115,6 +115,8 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "connects": s.connect.len(),
         "connects_during_run": s.reconnects,
         "connect_ms": latency(&s.connect),
+        "tls_handshakes": s.tls.len(),
+        "tls_ms": latency(&s.tls),
         "failed_connects": s.failed_connects(),
         "never_connected": s.never_connected(),
         "held_s": s.held_back.as_secs_f64(),
@@ -229,6 +231,7 @@ pub fn value(r: &Report<'_>) -> Value {
             })
         })
         .collect();
+    let t = super::Totals::of(&run.stats.endpoints);
     json!({
         "schema": SCHEMA,
         "version": VERSION,
@@ -245,6 +248,12 @@ pub fn value(r: &Report<'_>) -> Value {
             "io": r.info.io,
         },
         "endpoints": endpoints,
+        "totals": {
+            "requests": t.requests,
+            "errors": t.errors,
+            "error_rate": fraction(t.errors, t.requests),
+            "latency_ms": latency(&t.latency),
+        },
         "comparison": {
             "enabled": r.info.comparison,
             "compared": v.compared,

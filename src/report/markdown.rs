@@ -6,7 +6,6 @@
 use std::io::{self, Write};
 
 use super::info::Report;
-use super::micros;
 
 /// Make text safe in a Markdown table cell.
 pub fn cell(s: &str) -> String {
@@ -152,94 +151,44 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     thresholds(out, r)
 }
 
-/// The table of figures, a column per endpoint: URL, rate, latency,
-/// errors, the mismatched share when answers were compared, statuses and
-/// size.
+/// The table of figures, a column per endpoint: the URL, then the
+/// shared rows of `report::table` (rate, latency, errors, statuses,
+/// bytes, first byte, connections, mismatched share).
 fn table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
-    let eps = &r.run.stats.endpoints;
     let labels: Vec<String> = r.info.endpoints.iter().map(|e| cell(&e.label)).collect();
     row(out, "", &labels)?;
     writeln!(out, "|---|{}", "---:|".repeat(labels.len()))?;
-    let each = |f: &dyn Fn(&crate::stats::EndpointStats) -> String| -> Vec<String> {
-        eps.iter().map(f).collect()
-    };
-    row(
-        out,
-        "URL",
-        &r.info
-            .endpoints
-            .iter()
-            .map(|e| cell(&e.url))
-            .collect::<Vec<_>>(),
-    )?;
-    row(
-        out,
-        "Requests per second",
-        &each(&|s| super::rate(s.rate())),
-    )?;
-    row(out, "Held back", &each(&super::held))?;
-    row(out, "Completed", &each(&|s| s.completed().to_string()))?;
-    let lat = |q: Option<f64>| {
-        move |s: &crate::stats::EndpointStats| {
-            if s.latency.is_empty() {
-                "-".to_string()
-            } else {
-                match q {
-                    None => micros(s.latency.mean()),
-                    Some(q) if q >= 1.0 => micros(s.latency.max() as f64),
-                    Some(q) => micros(s.latency.value_at_quantile(q) as f64),
-                }
-            }
-        }
-    };
-    row(out, "Latency avg", &each(&lat(None)))?;
-    row(out, "Latency p50", &each(&lat(Some(0.5))))?;
-    row(out, "Latency p90", &each(&lat(Some(0.9))))?;
-    row(out, "Latency p95", &each(&lat(Some(0.95))))?;
-    row(out, "Latency p99", &each(&lat(Some(0.99))))?;
-    row(out, "Latency max", &each(&lat(Some(1.0))))?;
-    row(
-        out,
-        "Errors",
-        &each(&|s| super::percent(s.errors(), s.completed())),
-    )?;
-    if r.info.comparison && eps.len() > 1 {
-        let compared = r.run.stats.verdicts.compared;
-        let shown: Vec<String> = eps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| super::mismatched(i, s, compared))
-            .collect();
-        row(out, "Mismatched", &shown)?;
+    let urls: Vec<String> = r.info.endpoints.iter().map(|e| cell(&e.url)).collect();
+    row(out, "URL", &urls)?;
+    for (name, cells) in super::table::rows(r) {
+        let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+        row(out, name, &cells)?;
     }
-    row(
-        out,
-        "Status",
-        &each(&|s| {
-            s.status
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(c, n)| format!("{c}: {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }),
-    )?;
-    row(
-        out,
-        "Bytes per response",
-        &each(&|s| s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()),
-    )
+    Ok(())
 }
 
-/// The summary list: requests compared, mismatched (or why there is no
-/// such figure), incomplete, and the input's malformed records.
+/// The summary list: requests compared, requests, their average latency
+/// and errors over every endpoint, the I/O driver, mismatched (or why
+/// there is no such figure), incomplete, and the input's malformed
+/// records.
 fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let eps = &r.run.stats.endpoints;
     let v = &r.run.stats.verdicts;
     writeln!(out, "## Summary")?;
     writeln!(out)?;
     writeln!(out, "- Compared: {}", v.compared)?;
+    let t = super::Totals::of(eps);
+    writeln!(out, "- Requests: {}", t.requests)?;
+    writeln!(out, "- Latency avg: {}", super::table::mean(&t.latency))?;
+    writeln!(
+        out,
+        "- Errors: {} ({})",
+        t.errors,
+        super::percent(t.errors, t.requests)
+    )?;
+    if let Some(io) = &r.info.io {
+        writeln!(out, "- I/O: {} (plain-TCP HTTP/1.1 connections)", cell(io))?;
+    }
     if super::reference_silent(eps) {
         writeln!(
             out,
@@ -266,7 +215,7 @@ fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 }
 
 /// Flows: per endpoint (and flow) the instances, the successful ones and
-/// how long those took; nothing for a request stream.
+/// how long those took (avg, p50, p99); nothing for a request stream.
 fn flows(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let eps = &r.run.stats.endpoints;
     if !eps.iter().any(|s| s.flows.instances > 0) {
@@ -277,18 +226,19 @@ fn flows(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "| endpoint | instances | successful | duration p50 | duration p99 |"
+        "| endpoint | instances | successful | duration avg | duration p50 | duration p99 |"
     )?;
-    writeln!(out, "|---|---:|---:|---:|---:|")?;
+    writeln!(out, "|---|---:|---:|---:|---:|---:|")?;
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         for (label, f) in super::flow_rows(&e.label, s) {
             writeln!(
                 out,
-                "| {} | {} | {} ({}) | {} | {} |",
+                "| {} | {} | {} ({}) | {} | {} | {} |",
                 cell(&label),
                 f.instances,
                 f.succeeded,
                 super::percent(f.succeeded, f.instances),
+                super::table::mean(&f.duration),
                 super::latency(&f.duration, 0.5),
                 super::latency(&f.duration, 0.99)
             )?;
@@ -355,8 +305,6 @@ fn thresholds(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     Ok(())
 }
 
-/// A table of every endpoint's parts (flow steps, or methods); `steps`
-/// adds the columns only flow steps have.
 /// Each paged step's comparison (`report::pages`), a table and the
 /// improvements.
 fn pages(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
@@ -383,6 +331,8 @@ fn pages(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// A table of every endpoint's parts (flow steps, or methods); `steps`
+/// adds the columns only flow steps have.
 fn parts(
     out: &mut dyn Write,
     r: &Report<'_>,

@@ -12,6 +12,7 @@ pub mod mismatch_log;
 pub mod outputs;
 pub mod pages;
 pub mod significance;
+pub mod table;
 pub mod text;
 pub mod threshold;
 pub mod vegeta;
@@ -144,6 +145,34 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
             "{} requests read, {} malformed records skipped",
             input.requests, input.malformed
         )
+    }
+}
+
+/// The figures over every endpoint together: the text summary's
+/// `Completed: ... total requests`, `Timing: ... request avg` and
+/// `Errors:`.
+pub struct Totals {
+    /// Requests completed.
+    pub requests: u64,
+    /// Of those, errors.
+    pub errors: u64,
+    /// Every endpoint's latencies together, µs.
+    pub latency: Histogram<u64>,
+}
+
+impl Totals {
+    /// The totals of `eps`.
+    pub fn of(eps: &[crate::stats::EndpointStats]) -> Totals {
+        let mut latency = crate::stats::new_histogram();
+        for s in eps {
+            // The histograms resize themselves, so adding cannot fail.
+            let _ = latency.add(&s.latency);
+        }
+        Totals {
+            requests: eps.iter().map(crate::stats::EndpointStats::completed).sum(),
+            errors: eps.iter().map(crate::stats::EndpointStats::errors).sum(),
+            latency,
+        }
     }
 }
 

@@ -479,12 +479,11 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
 /// errors, the I/O driver and the warm-up left out.
 fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()> {
     let eps = &run.stats.endpoints;
-    let total: u64 = eps.iter().map(EndpointStats::completed).sum();
-    let errors: u64 = eps.iter().map(EndpointStats::errors).sum();
-    let mut all = crate::stats::new_histogram();
-    for s in eps {
-        let _ = all.add(&s.latency);
-    }
+    let super::Totals {
+        requests: total,
+        errors,
+        latency: all,
+    } = super::Totals::of(eps);
     let v = &run.stats.verdicts;
     writeln!(out)?;
     let plural = if eps.len() == 1 { "" } else { "s" };

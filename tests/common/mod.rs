@@ -210,15 +210,7 @@ impl Server {
         limits: Limits,
         handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
     ) -> Server {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.der.clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key.clone_key()),
-            )
-            .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let config = cert.server_config(&[b"h2", b"http/1.1"]);
         Server::start_with(
             Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
             limits,
@@ -564,6 +556,20 @@ impl TestCert {
             key: rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
             pem: cert.pem(),
         }
+    }
+
+    /// A server's TLS configuration with this certificate, offering `alpn`.
+    pub fn server_config(&self, alpn: &[&[u8]]) -> rustls::ServerConfig {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![self.der.clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(self.key.clone_key()),
+            )
+            .unwrap();
+        config.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+        config
     }
 
     /// Write the certificate as PEM to a temporary file.
