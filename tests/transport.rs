@@ -488,8 +488,10 @@ fn tls_failures_are_counted_by_reason() {
         json["endpoints"][0]["errors"]["tls_reasons"]["tls: not a TLS server"], 2,
         "{json}"
     );
-    // Connect attempts, not requests: nothing ever connected.
+    // Connect attempts, not requests: nothing ever connected, and the
+    // rate of requests (as in the text report) is 0.
     assert_eq!(json["endpoints"][0]["failed_connects"], 2, "{json}");
+    assert_eq!(json["endpoints"][0]["rps"], 0.0, "{json}");
     assert_eq!(json["endpoints"][0]["never_connected"], true, "{json}");
     // Told once on stderr, with the fix, however many connections failed.
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -153,25 +153,13 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
 /// The request rate, and the failed connects apart: they are attempts,
 /// not requests, and are left out of the rate.
 fn requests(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
-    let completed = s.completed();
+    writeln!(out, "   Requests:   {} per second", super::rate(s.rate()))?;
     let failed = s.failed_connects();
-    let share = |n: u64| {
-        if completed == 0 {
-            0.0
-        } else {
-            s.rate() * n as f64 / completed as f64
-        }
-    };
-    writeln!(
-        out,
-        "   Requests:   {} per second",
-        super::rate(share(completed - failed))
-    )?;
     if failed > 0 {
         writeln!(
             out,
             "   Connect attempts: {failed} failed ({} per second, each slot backing off), left out of the rate above",
-            super::rate(share(failed))
+            super::rate(s.failed_connect_rate())
         )?;
     }
     Ok(())

@@ -478,9 +478,16 @@ impl EndpointStats {
     }
 
     /// Requests completed per second of the time the endpoint ran
-    /// ([`EndpointStats::active`]); 0 when it never ran.
+    /// ([`EndpointStats::active`]); 0 when it never ran. Failed connect
+    /// attempts are left out: they reached no server, and a slot backing
+    /// off would otherwise count as a rate of requests.
     pub fn rate(&self) -> f64 {
-        per_second(self.completed(), self.active)
+        per_second(self.completed() - self.failed_connects(), self.active)
+    }
+
+    /// Failed connect attempts per second of the time the endpoint ran.
+    pub fn failed_connect_rate(&self) -> f64 {
+        per_second(self.failed_connects(), self.active)
     }
 
     /// Requests sent per second of the time the endpoint ran.
