@@ -122,6 +122,11 @@ pub struct EndpointRecord {
     pub bytes_out: u64,
     /// Connections opened during the run.
     pub reconnects: u64,
+    /// How long requests that found no connection free waited for one:
+    /// histogram (µs); absent when none waited, and in files written
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub connect_wait: String,
     /// Requests in flight when the run was stopped.
     pub abandoned: u64,
     /// Time held back a full lead window ahead, in nanoseconds.
@@ -502,6 +507,7 @@ impl EndpointRecord {
             bytes_in: s.bytes_in,
             bytes_out: s.bytes_out,
             reconnects: s.reconnects,
+            connect_wait: optional_histogram(&s.connect_wait),
             abandoned: s.abandoned,
             held_ns: u64::try_from(s.held_back.as_nanos()).unwrap_or(u64::MAX),
             rate: s.rate(),
@@ -599,14 +605,16 @@ impl EndpointRecord {
             .iter()
             .map(FlowRecord::to_stats)
             .collect::<Result<_, _>>()?;
-        if !self.tls.is_empty() {
-            s.tls = decode_histogram(&self.tls)?;
-        }
-        if !self.uncorrected.is_empty() {
-            s.uncorrected = decode_histogram(&self.uncorrected)?;
-        }
-        if !self.lag.is_empty() {
-            s.lag = decode_histogram(&self.lag)?;
+        // The histograms a record leaves out when empty.
+        for (h, text) in [
+            (&mut s.tls, &self.tls),
+            (&mut s.uncorrected, &self.uncorrected),
+            (&mut s.lag, &self.lag),
+            (&mut s.connect_wait, &self.connect_wait),
+        ] {
+            if !text.is_empty() {
+                *h = decode_histogram(text)?;
+            }
         }
         for (name, n) in &self.failures {
             let f = Failure::ALL
