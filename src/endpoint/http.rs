@@ -467,10 +467,10 @@ impl Link {
         // The least recently used are at the bottom of the pool (below new
         // ones, which may be younger).
         let c = &self.capacity;
-        let mut spare = c.open.get().saturating_sub(c.kept.get());
+        let mut closable = c.open.get().saturating_sub(c.kept.get());
         self.pool.borrow_mut().retain(|i| {
-            let close = spare > 0 && epoch.wrapping_sub(i.since) >= limit;
-            spare -= usize::from(close);
+            let close = closable > 0 && epoch.wrapping_sub(i.since) >= limit;
+            closable -= usize::from(close);
             !close
         });
     }

@@ -132,13 +132,13 @@ mod tests {
     }
 
     #[test]
-    fn the_connections_a_rate_needs_are_those_due_within_five_ms() {
+    fn the_connections_a_rate_needs_are_those_due_within_ten_ms() {
         for (rate, want) in [
             (1.0, 1),
-            (200.0, 1),
-            (1000.0, 5),
-            (3000.0, 15),
-            (20000.0, 100),
+            (100.0, 1),
+            (200.0, 2),
+            (2000.0, 20),
+            (20000.0, 200),
         ] {
             assert_eq!(Rate(rate).connections(), want, "{rate}");
         }

@@ -824,4 +824,21 @@ mod tests {
         assert_eq!(old.failures[Failure::Tls(TlsReason::Other).index()], 3);
         assert_eq!(old.tls_reasons, [0; TlsReason::ALL.len()]);
     }
+
+    #[test]
+    fn connect_waits_round_trip_and_older_files_have_none() {
+        let mut s = EndpointStats::default();
+        crate::stats::record(&mut s.connect_wait, Duration::from_micros(700));
+        let json = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
+        let back: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
+        let back = back.to_stats().unwrap().connect_wait;
+        assert_eq!((back.len(), back.max()), (1, 700));
+        // None waited, or a file from before waits were kept: no field.
+        let none = serde_json::to_value(EndpointRecord::from_stats(&EndpointStats::default()));
+        assert!(none.unwrap().get("connect_wait").is_none());
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("connect_wait");
+        let old = serde_json::from_value::<EndpointRecord>(old).unwrap();
+        assert!(old.to_stats().unwrap().connect_wait.is_empty());
+    }
 }
