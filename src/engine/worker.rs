@@ -679,20 +679,23 @@ impl Core {
         }
     }
 
-    /// The statistics recorded so far, whole (with the TLS handshake times
-    /// the links recorded and the latencies tallied), fresh ones left in
-    /// their place.
+    /// The statistics recorded so far, whole (with the TLS handshake times,
+    /// the waits for connections and the background's connects the links
+    /// recorded, and the latencies tallied), fresh ones left in their
+    /// place. Waits and connects of the warm-up are not counted, as its
+    /// requests are not.
     fn take_stats(&self) -> RunStats {
         let mut stats = self.stats.replace(self.fresh_stats());
+        let counting = self.counting_since.get().is_some();
         for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
             // Same bounds everywhere, so adding cannot fail.
             if let Some(h) = link.take_handshakes() {
                 let _ = s.tls.add(h);
             }
-            if let Some(h) = link.take_waits() {
+            if let Some(h) = link.take_waits().filter(|_| counting) {
                 let _ = s.connect_wait.add(h);
             }
-            if let Some(h) = link.take_opened() {
+            if let Some(h) = link.take_opened().filter(|_| counting) {
                 s.reconnects += h.len();
                 let _ = s.connect.add(h);
             }
