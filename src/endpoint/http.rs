@@ -50,6 +50,7 @@ use quick::{Point, QuickSend};
 
 mod lane;
 mod quick;
+mod spare;
 
 /// The parts of a [`Link`] prepared before its core's thread starts: how to
 /// connect, and each protocol's request parts built once.
@@ -110,6 +111,9 @@ pub struct Link {
     epoch: Cell<u32>,
     /// The response heads the HTTP/1.1 connections replay.
     heads: Heads,
+    /// Open model: the spare connections kept ready, and the figures of
+    /// connects and waits for them.
+    spare: spare::Spare,
 }
 
 /// Idle HTTP/1.1 connections are closed once unused this long: the open
@@ -438,6 +442,7 @@ impl Link {
             }),
             epoch: Cell::new(0),
             heads: Heads::default(),
+            spare: spare::Spare::new(),
         }
     }
 
@@ -464,40 +469,46 @@ impl Link {
         self.epoch.set(epoch);
         let limit = IDLE_LIMIT.as_nanos().div_ceil(every.as_nanos().max(1));
         let limit = u32::try_from(limit).unwrap_or(u32::MAX).max(2);
-        // The pool is a stack: the least recently used are at the bottom.
+        // The least recently used are at the bottom of the pool (below new
+        // ones, which may be younger).
         let c = &self.capacity;
-        let spare = c.open.get().saturating_sub(c.kept.get());
-        let mut pool = self.pool.borrow_mut();
-        let stale = pool
-            .iter()
-            .take_while(|i| epoch.wrapping_sub(i.since) >= limit)
-            .take(spare)
-            .count();
-        pool.drain(..stale);
+        let mut closable = c.open.get().saturating_sub(c.kept.get());
+        self.pool.borrow_mut().retain(|i| {
+            let close = closable > 0 && epoch.wrapping_sub(i.since) >= limit;
+            closable -= usize::from(close);
+            !close
+        });
     }
 
     /// The TLS handshake times since the last call, taken out (`None`
     /// when there were none, at no cost).
     pub fn take_handshakes(&self) -> Option<hdrhistogram::Histogram<u64>> {
-        let mut h = self.dialer.handshakes.borrow_mut();
-        if h.is_empty() {
-            return None;
-        }
-        Some(std::mem::replace(&mut *h, crate::stats::new_histogram()))
+        spare::take(&self.dialer.handshakes)
     }
 
     /// Keep a new connection: an HTTP/1.1 one idle in the pool (with the
     /// connect time `took` to report, if any) in the place `ticket` keeps
     /// for it, an HTTP/2 one as the core's shared connection.
+    ///
+    /// A new HTTP/1.1 connection goes below those used before, to be taken
+    /// last: a busy server may get to a new connection late (it waits in
+    /// its accept queue), and a request on it would wait with it, while
+    /// one that has answered is known to be served.
     fn adopt(&self, connected: Connected, took: Option<Duration>, ticket: Ticket) {
         match connected {
-            Connected::H1(conn) => self.give_back(
-                CountedConn {
-                    conn,
-                    _ticket: ticket,
-                },
-                took,
-            ),
+            Connected::H1(conn) => {
+                self.give_back(
+                    CountedConn {
+                        conn,
+                        _ticket: ticket,
+                    },
+                    took,
+                );
+                let mut pool = self.pool.borrow_mut();
+                if let Some(new) = pool.pop() {
+                    pool.insert(0, new);
+                }
+            }
             // HTTP/2 connections are not counted against the limit.
             Connected::H2(c) => self.keep_h2(c),
         }
@@ -991,6 +1002,11 @@ enum Sender {
     H2(H2Stream),
 }
 
+/// A sender for one request, the connect time of its connection if new
+/// (reported by the first request on it), and since when the request
+/// waited for it, if it found none free.
+type Connection = (Sender, Option<Duration>, Option<Instant>);
+
 /// A slot is counted among its thread's while it lives (see
 /// [`park_in_ring`]).
 impl Drop for Slot {
@@ -1275,17 +1291,20 @@ impl Slot {
                     (kept.await, None)
                 }
             };
-            let (sender, opened, restart) = match kept {
-                Some(c) => (Sender::H1(c), None, false),
+            let (sender, opened, waited) = match kept {
+                Some(c) => (Sender::H1(c), None, None),
                 None => self.sender(refused).await?,
             };
             if opened.is_some() {
                 *connect = opened;
             }
-            if restart && self.link.opts.keepalive {
-                // A reconnect is not the request's latency; it is counted
-                // apart.
-                *clock = Instant::now();
+            if let Some(since) = waited.filter(|_| self.link.opts.keepalive) {
+                // A reconnect is not the request's latency from its send
+                // (in the open model it is from its due time); the wait is
+                // counted apart.
+                let now = Instant::now();
+                self.link.waited(now.saturating_duration_since(since));
+                *clock = now;
             }
             let start = *clock;
             let stream = match sender {
@@ -1328,7 +1347,7 @@ impl Slot {
                             .await
                     };
                     let r = self.answered_h1(c, r, start);
-                    if refused || restart || !self.resend_h1(&r, req) {
+                    if refused || waited.is_some() || !self.resend_h1(&r, req) {
                         return r;
                     }
                     // Not given back: the connection is closed.
@@ -1453,9 +1472,9 @@ impl Slot {
     /// A sender ready for one request, connecting if needed (after the
     /// slot's back-off, when its last connects failed). The second value
     /// is the connect time of a new connection, reported by the first
-    /// request on it; the third whether the request's clock starts afresh
-    /// (it waited for a connection).
-    async fn sender(&mut self, fresh: bool) -> Result<(Sender, Option<Duration>, bool), Failure> {
+    /// request on it; the third, when the request found no connection
+    /// free, since when it waited for one (its clock then starts afresh).
+    async fn sender(&mut self, fresh: bool) -> Result<Connection, Failure> {
         let delay = self.backoff.delay(self.link.opts.timeout);
         let r = self.connection(delay, fresh).await;
         self.backoff.record(&r);
@@ -1469,11 +1488,11 @@ impl Slot {
         &mut self,
         delay: Option<Duration>,
         fresh: bool,
-    ) -> Result<(Sender, Option<Duration>, bool), Failure> {
+    ) -> Result<Connection, Failure> {
         let link = self.link.clone();
         let _connecting;
+        let mut waited = None;
         if link.h2.borrow().negotiated {
-            let mut waited = false;
             loop {
                 if let Some(stream) = link.claim_h2() {
                     return Ok((Sender::H2(stream), None, waited));
@@ -1489,8 +1508,8 @@ impl Slot {
                     // and the creation of this waiter.
                     link.h2_opened.notified()
                 };
+                waited.get_or_insert_with(Instant::now);
                 opened.await;
-                waited = true;
             }
             link.h2.borrow_mut().connecting = true;
             _connecting = Connecting(&link);
@@ -1505,9 +1524,12 @@ impl Slot {
             let queued = capacity.waiting.get() > 0 && capacity.open.get() >= capacity.max;
             if !fresh && !queued {
                 if let Some(idle) = link.take_idle().await {
-                    return Ok((Sender::H1(idle.conn), idle.connect, false));
+                    link.top_up();
+                    return Ok((Sender::H1(idle.conn), idle.connect, None));
                 }
             }
+            link.top_up();
+            let since = Some(Instant::now());
             // None idle: open one (if under the limit), but take whichever
             // connection is ready first, this one or one another slot gives
             // back. A burst of requests then neither waits for a connect
@@ -1544,15 +1566,16 @@ impl Slot {
                 if link.h2.borrow().negotiated {
                     // The connect negotiated HTTP/2 (ALPN): share it.
                     return match link.claim_h2() {
-                        Some(stream) => Ok((Sender::H2(stream), None, true)),
+                        Some(stream) => Ok((Sender::H2(stream), None, since)),
                         None => Err(Failure::Reset),
                     };
                 }
                 if let Some(idle) = link.take_idle().await {
-                    return Ok((Sender::H1(idle.conn), idle.connect, true));
+                    return Ok((Sender::H1(idle.conn), idle.connect, since));
                 }
             }
         }
+        let waited = Some(waited.unwrap_or_else(Instant::now));
         Backoff::wait(delay).await;
         let t0 = Instant::now();
         // Boxed: a connect future (TCP, TLS, the HTTP/2 handshake) is
@@ -1565,12 +1588,12 @@ impl Slot {
                     conn,
                     _ticket: link.ticket(),
                 };
-                Ok((Sender::H1(held), took, true))
+                Ok((Sender::H1(held), took, waited))
             }
             Connected::H2(c) => {
                 link.keep_h2(c);
                 match link.claim_h2() {
-                    Some(stream) => Ok((Sender::H2(stream), took, true)),
+                    Some(stream) => Ok((Sender::H2(stream), took, waited)),
                     None => Err(Failure::Reset),
                 }
             }

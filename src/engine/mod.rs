@@ -466,7 +466,13 @@ impl Launch<'_> {
             ledgers,
         } = self.links(&transport)?;
         let slots = share(self.cores.in_flight).max(1);
-        let warm = share(settings.concurrency).clamp(1, slots);
+        // Open model: also the connections the rate needs (more open in
+        // the background as the run needs them).
+        let warm = settings
+            .rate
+            .map_or(0, pace::Rate::connections)
+            .max(settings.concurrency);
+        let warm = share(warm).clamp(1, slots);
         Ok(CoreJob {
             settings: settings.clone(),
             links,

@@ -10,6 +10,22 @@ use crate::model::Share;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rate(pub f64);
 
+/// How far ahead the connections opened before the clock reach (see
+/// [`Rate::connections`]).
+const AHEAD: Duration = Duration::from_millis(10);
+
+impl Rate {
+    /// The connections this rate needs open before the clock starts: one
+    /// for each request due within [`AHEAD`], so that neither a burst that
+    /// long (a late timer, a core the machine took away a while) nor
+    /// answers that slow put a connect in a request's path. Answers slower
+    /// than that need more, which open in the background as the free ones
+    /// run low.
+    pub fn connections(self) -> usize {
+        (self.0 * AHEAD.as_secs_f64()).ceil() as usize
+    }
+}
+
 impl std::str::FromStr for Rate {
     type Err = String;
     fn from_str(s: &str) -> Result<Rate, String> {
@@ -113,6 +129,19 @@ mod tests {
         // 20000 per second: 50 µs apart, no millisecond rounding.
         let fast = Schedule::new(Rate(20000.0), Share::WHOLE, 0, 1);
         assert_eq!(fast.due(3), Duration::from_micros(150));
+    }
+
+    #[test]
+    fn the_connections_a_rate_needs_are_those_due_within_ten_ms() {
+        for (rate, want) in [
+            (1.0, 1),
+            (100.0, 1),
+            (200.0, 2),
+            (2000.0, 20),
+            (20000.0, 200),
+        ] {
+            assert_eq!(Rate(rate).connections(), want, "{rate}");
+        }
     }
 
     /// N shards of 1000/N per second, each over 1 to 3 cores, send the

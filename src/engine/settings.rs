@@ -58,8 +58,9 @@ pub struct Settings {
     pub transport: TransportOptions,
     /// TLS client configuration, when an endpoint uses TLS.
     pub tls: Option<Arc<rustls::ClientConfig>>,
-    /// Requests in flight per endpoint (closed model); connections opened
-    /// before the clock starts (open model).
+    /// Requests in flight per endpoint (closed model); the least
+    /// connections opened before the clock starts (open model, which also
+    /// opens those its rate needs).
     pub concurrency: usize,
     /// Open model: requests per second per endpoint, on a schedule.
     pub rate: Option<super::pace::Rate>,

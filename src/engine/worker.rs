@@ -218,6 +218,13 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         proxies,
     } = job;
     let links: Vec<Rc<Link>> = links.into_iter().map(|p| Rc::new(Link::new(p))).collect();
+    if schedule.is_some() {
+        // A due request should find a connection free: spare ones are
+        // kept ready, as many as the core's slots at most.
+        for link in &links {
+            link.keep_spare(per_endpoint);
+        }
+    }
     let (slots, connects) = local.block_on(&rt, async {
         if let Some(p) = proxies {
             p.spawn();
@@ -686,15 +693,25 @@ impl Core {
         }
     }
 
-    /// The statistics recorded so far, whole (with the TLS handshake times
-    /// the links recorded and the latencies tallied), fresh ones left in
-    /// their place.
+    /// The statistics recorded so far, whole (with the TLS handshake times,
+    /// the waits for connections and the background's connects the links
+    /// recorded, and the latencies tallied), fresh ones left in their
+    /// place. Waits and connects of the warm-up are not counted, as its
+    /// requests are not.
     fn take_stats(&self) -> RunStats {
         let mut stats = self.stats.replace(self.fresh_stats());
+        let counting = self.counting_since.get().is_some();
         for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
+            // Same bounds everywhere, so adding cannot fail.
             if let Some(h) = link.take_handshakes() {
-                // Same bounds everywhere, so adding cannot fail.
                 let _ = s.tls.add(h);
+            }
+            if let Some(h) = link.take_waits().filter(|_| counting) {
+                let _ = s.connect_wait.add(h);
+            }
+            if let Some(h) = link.take_opened().filter(|_| counting) {
+                s.reconnects += h.len();
+                let _ = s.connect.add(h);
             }
         }
         self.tallies.borrow_mut().flush_into(&mut stats);
@@ -729,8 +746,17 @@ impl Core {
             self.warmup_left
                 .set(self.warmup_left.get().saturating_sub(1));
         } else if self.counting_since.get().is_none() {
-            self.counting_since
-                .set(Some(due.unwrap_or_else(Instant::now)));
+            self.start_counting(due.unwrap_or_else(Instant::now));
+        }
+    }
+
+    /// Count from `at` on: the links' figures of connects and waits so far
+    /// belonged to the warm-up, whose requests are not counted either.
+    fn start_counting(&self, at: Instant) {
+        self.counting_since.set(Some(at));
+        for link in &self.links {
+            link.take_waits();
+            link.take_opened();
         }
     }
 
@@ -1008,7 +1034,7 @@ async fn feed_open(
     // rate), or after the warm-up at the first counted request's place in
     // the schedule.
     if core.warmup_left.get() == 0 && core.warmup_until.is_none() {
-        core.counting_since.set(Some(started));
+        core.start_counting(started);
     }
     for k in 0u64.. {
         if rate.has_changed().unwrap_or(false) {

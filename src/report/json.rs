@@ -117,6 +117,8 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "connect_ms": latency(&s.connect),
         "tls_handshakes": s.tls.len(),
         "tls_ms": latency(&s.tls),
+        "connect_waits": s.connect_wait.len(),
+        "connect_wait_ms": latency(&s.connect_wait),
         "failed_connects": s.failed_connects(),
         "never_connected": s.never_connected(),
         "held_s": s.held_back.as_secs_f64(),

@@ -127,6 +127,7 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
         schedule(out, plan, rate, s)?;
     }
     connections(out, s)?;
+    connect_waits(out, plan, s)?;
     if !s.held_back.is_zero() {
         writeln!(
             out,
@@ -310,6 +311,26 @@ fn connections(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The requests that found no connection free and waited for one: in
+/// the open model always (none is what it should be), else when some did.
+fn connect_waits(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats) -> io::Result<()> {
+    let w = &s.connect_wait;
+    if w.is_empty() {
+        if plan.rate.is_some() {
+            writeln!(out, "   Conn. wait: no request waited for a connection")?;
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "   Conn. wait: {} request{} waited for a connection, {} avg, {} max (part of their latency)",
+        w.len(),
+        if w.len() == 1 { "" } else { "s" },
+        seconds(w.mean().round() as u64),
+        seconds(w.max())
+    )
 }
 
 /// The whole flow instances of an endpoint, if it ran a flow (and of each

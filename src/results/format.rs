@@ -122,6 +122,11 @@ pub struct EndpointRecord {
     pub bytes_out: u64,
     /// Connections opened during the run.
     pub reconnects: u64,
+    /// How long requests that found no connection free waited for one:
+    /// histogram (µs); absent when none waited, and in files written
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub connect_wait: String,
     /// Requests in flight when the run was stopped.
     pub abandoned: u64,
     /// Time held back a full lead window ahead, in nanoseconds.
@@ -505,6 +510,7 @@ impl EndpointRecord {
             bytes_in: s.bytes_in,
             bytes_out: s.bytes_out,
             reconnects: s.reconnects,
+            connect_wait: optional_histogram(&s.connect_wait),
             abandoned: s.abandoned,
             held_ns: u64::try_from(s.held_back.as_nanos()).unwrap_or(u64::MAX),
             rate: s.rate(),
@@ -602,14 +608,16 @@ impl EndpointRecord {
             .iter()
             .map(FlowRecord::to_stats)
             .collect::<Result<_, _>>()?;
-        if !self.tls.is_empty() {
-            s.tls = decode_histogram(&self.tls)?;
-        }
-        if !self.uncorrected.is_empty() {
-            s.uncorrected = decode_histogram(&self.uncorrected)?;
-        }
-        if !self.lag.is_empty() {
-            s.lag = decode_histogram(&self.lag)?;
+        // The histograms a record leaves out when empty.
+        for (h, text) in [
+            (&mut s.tls, &self.tls),
+            (&mut s.uncorrected, &self.uncorrected),
+            (&mut s.lag, &self.lag),
+            (&mut s.connect_wait, &self.connect_wait),
+        ] {
+            if !text.is_empty() {
+                *h = decode_histogram(text)?;
+            }
         }
         for (name, n) in &self.failures {
             let f = Failure::ALL
@@ -820,5 +828,22 @@ mod tests {
             .unwrap();
         assert_eq!(old.failures[Failure::Tls(TlsReason::Other).index()], 3);
         assert_eq!(old.tls_reasons, [0; TlsReason::ALL.len()]);
+    }
+
+    #[test]
+    fn connect_waits_round_trip_and_older_files_have_none() {
+        let mut s = EndpointStats::default();
+        crate::stats::record(&mut s.connect_wait, Duration::from_micros(700));
+        let json = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
+        let back: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
+        let back = back.to_stats().unwrap().connect_wait;
+        assert_eq!((back.len(), back.max()), (1, 700));
+        // None waited, or a file from before waits were kept: no field.
+        let none = serde_json::to_value(EndpointRecord::from_stats(&EndpointStats::default()));
+        assert!(none.unwrap().get("connect_wait").is_none());
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("connect_wait");
+        let old = serde_json::from_value::<EndpointRecord>(old).unwrap();
+        assert!(old.to_stats().unwrap().connect_wait.is_empty());
     }
 }

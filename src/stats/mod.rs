@@ -101,6 +101,10 @@ pub struct EndpointStats {
     pub mismatched: u64,
     /// Connections opened during the run (not counting warm-up connects).
     pub reconnects: u64,
+    /// How long each request that found no connection free waited for
+    /// one (a connect, or one given back at `--max-connections`), µs:
+    /// part of its latency.
+    pub connect_wait: Histogram<u64>,
     /// Requests still in flight when the run was stopped, abandoned.
     pub abandoned: u64,
     /// Time this endpoint could not send because it was a full lead window
@@ -410,6 +414,7 @@ impl Default for EndpointStats {
             late: 0,
             mismatched: 0,
             reconnects: 0,
+            connect_wait: new_histogram(),
             abandoned: 0,
             held_back: Duration::ZERO,
             active: Duration::ZERO,
@@ -599,6 +604,7 @@ impl EndpointStats {
         self.late += other.late;
         self.mismatched += other.mismatched;
         self.reconnects += other.reconnects;
+        let _ = self.connect_wait.add(&other.connect_wait);
         self.abandoned += other.abandoned;
         self.held_back = self.held_back.max(other.held_back);
         self.active = self.active.max(other.active);

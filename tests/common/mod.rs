@@ -83,6 +83,12 @@ struct Limits {
     /// Stop reading each connection for this long once it has read 1 MiB,
     /// with HTTP/2 windows of 256 MiB: the client's writes fill the socket.
     stall: Option<Duration>,
+    /// Once the server is busy (has had 100 requests), serve each new
+    /// connection only this long after it was accepted, as a busy server
+    /// gets to a new connection late: its first request waits.
+    /// Connections opened before the requests are served at once (however
+    /// late a loaded machine runs the accept loop).
+    slow_start: Option<Duration>,
 }
 
 /// A socket that stops reading for a while once, after its first MiB
@@ -182,6 +188,20 @@ impl Server {
         Server::start_with(None, limits, handler)
     }
 
+    /// [`Server::start`], but once it has answered a request each new
+    /// connection is served only `delay` after it was accepted (see
+    /// [`Limits::slow_start`]).
+    pub fn start_slow_start(
+        delay: Duration,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        let limits = Limits {
+            slow_start: Some(delay),
+            ..Limits::default()
+        };
+        Server::start_with(None, limits, handler)
+    }
+
     /// The same over TLS with this certificate; ALPN offers h2 and http/1.1.
     pub fn start_tls(
         cert: &TestCert,
@@ -248,6 +268,10 @@ impl Server {
                         let c = c.clone();
                         let tls = tls.clone();
                         tokio::spawn(async move {
+                            let busy = c.requests.load(Ordering::SeqCst) > 0;
+                            if let Some(d) = limits.slow_start.filter(|_| busy) {
+                                tokio::time::sleep(d).await;
+                            }
                             let taken = Arc::new(AtomicU64::new(0));
                             let enough = Arc::new(tokio::sync::Notify::new());
                             let (t, e, counters) = (taken.clone(), enough.clone(), c.clone());
