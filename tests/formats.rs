@@ -96,8 +96,22 @@ fn every_format_renders_the_same_figures_of_one_saved_run() {
         format!("ref={}", reference.url()),
         format!("cand={}", candidate.url()),
     );
-    let render = saved_run("run.jsonl", &["-c", "3", &r, &c], &two_methods(600));
-    Reports::of(&render).check_every_figure();
+    // One connection a core for three requests in flight: requests wait
+    // for it (`Conn. wait:`).
+    let args = [
+        "-c",
+        "3",
+        "--threads",
+        "1",
+        "--max-connections",
+        "1",
+        &r,
+        &c,
+    ];
+    let render = saved_run("run.jsonl", &args, &two_methods(600));
+    let reports = Reports::of(&render);
+    assert!(reports.text.contains("   Conn. wait: "), "{}", reports.text);
+    reports.check_every_figure();
     let json: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
     let md = render("markdown");
     let csv = render("csv");

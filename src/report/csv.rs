@@ -32,7 +32,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 45] = [
+pub const COLUMNS: [&str; 48] = [
     "label",
     "url",
     "rps",
@@ -78,6 +78,9 @@ pub const COLUMNS: [&str; 45] = [
     "abandoned",
     "incomplete",
     "value",
+    "connect_waits",
+    "connect_wait_mean_ms",
+    "connect_wait_max_ms",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -240,6 +243,12 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .times(&s.connect, "connect_mean_ms", ("connect_max_ms", 1.0))
         .set("tls_handshakes", s.tls.len())
         .times(&s.tls, "tls_mean_ms", ("tls_max_ms", 1.0))
+        .set("connect_waits", s.connect_wait.len())
+        .times(
+            &s.connect_wait,
+            "connect_wait_mean_ms",
+            ("connect_wait_max_ms", 1.0),
+        )
         .set("failed_connects", s.failed_connects())
         .set("held_s", s.held_back.as_secs_f64())
         .set("abandoned", s.abandoned);

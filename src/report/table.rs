@@ -62,6 +62,11 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
         row("TLS avg", &|s| mean(&s.tls));
         row("TLS max", &|s| latency(&s.tls, 1.0));
     }
+    if eps.iter().any(|s| !s.connect_wait.is_empty()) {
+        row("Connection waits", &|s| s.connect_wait.len().to_string());
+        row("Connection wait avg", &|s| mean(&s.connect_wait));
+        row("Connection wait max", &|s| latency(&s.connect_wait, 1.0));
+    }
     row("Abandoned", &|s| s.abandoned.to_string());
     if r.info.comparison && eps.len() > 1 {
         let compared = r.run.stats.verdicts.compared;

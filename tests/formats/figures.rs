@@ -60,7 +60,7 @@ impl Reports {
     /// a figure this check looks for: a figure added to the text report
     /// fails here until it is checked in every format.
     fn knows_every_line(&self) {
-        const ENDPOINT: [&str; 15] = [
+        const ENDPOINT: [&str; 16] = [
             "Requests:",
             "Connect attempts:",
             "Timing:",
@@ -71,6 +71,7 @@ impl Reports {
             "First byte:",
             "Connects:",
             "TLS:",
+            "Conn. wait:",
             "Held back:",
             "Abandoned:",
             "Flows:",
@@ -767,6 +768,25 @@ impl Endpoint<'_> {
             None => {
                 assert_eq!(self.json()["tls_handshakes"], 0, "json tls_handshakes");
                 assert_eq!(self.csv_cell("tls_handshakes"), "0", "csv tls_handshakes");
+            }
+        }
+        match self
+            .after("   Conn. wait: ")
+            .filter(|l| !l.starts_with("no "))
+        {
+            Some(wait) => {
+                let n = wait.split(' ').next().unwrap();
+                self.count(n, "connect_waits", "connect_waits", "Connection waits");
+                let times = wait.split_once(", ").unwrap().1;
+                let [avg, max]: [f64; 2] = figures(times).try_into().unwrap();
+                let avg_at = ("connect_wait_mean_ms", "Connection wait avg");
+                self.latency(avg, "connect_wait_ms", "mean", avg_at.0, avg_at.1);
+                let max_at = ("connect_wait_max_ms", "Connection wait max");
+                self.latency(max, "connect_wait_ms", "max", max_at.0, max_at.1);
+            }
+            None => {
+                assert_eq!(self.json()["connect_waits"], 0, "json connect_waits");
+                assert_eq!(self.csv_cell("connect_waits"), "0", "csv connect_waits");
             }
         }
     }
