@@ -187,6 +187,25 @@ fn cores_keep_the_schedule_interleaved_and_the_run_lasts_its_duration() {
     );
 }
 
+/// A short stream shared by two cores keeps the rate to its last line:
+/// the cores took the stream in batches of 64, so one core ran 128 lines
+/// at half the rate while the other had ended, and 200 lines at 100 a
+/// second took 2.6 s (78 a second).
+#[test]
+fn cores_sharing_a_short_stream_keep_its_rate_to_the_end() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let url = server.url();
+    let args = ["--rate", "100", "--threads", "2", &url];
+    let (out, report) = run_lib(&args, &lines(200));
+    assert_eq!(out.stats.endpoints[0].completed(), 200, "{report}");
+    // Due from 0 to 1.99 s.
+    assert!(
+        out.elapsed < Duration::from_millis(2300),
+        "{:?}\n{report}",
+        out.elapsed
+    );
+}
+
 /// A rate below one a second is shown as it is, not as 0.00.
 #[test]
 fn a_rate_per_hour_is_not_shown_as_zero() {

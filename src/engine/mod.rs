@@ -414,10 +414,10 @@ fn core_inputs(
                     .count
                     .map(|n| n + settings.warmup.count.unwrap_or(0)),
                 settings.strict,
-                if cores.count == 1 {
-                    reader::MAX_BATCH_ONE_CORE
-                } else {
-                    reader::MAX_BATCH
+                match (cores.count, settings.rate) {
+                    (1, _) => reader::MAX_BATCH_ONE_CORE,
+                    (n, Some(rate)) => rate.batch(n).min(reader::MAX_BATCH),
+                    (_, None) => reader::MAX_BATCH,
                 },
                 tx,
                 state.clone(),

@@ -24,6 +24,16 @@ impl Rate {
     pub fn connections(self) -> usize {
         (self.0 * AHEAD.as_secs_f64()).ceil() as usize
     }
+
+    /// The most requests of a stream a batch holds when `cores` cores
+    /// share this rate: what one core is due within [`AHEAD`]. Each core
+    /// keeps its share of the schedule and takes the stream's batches as
+    /// it needs them, so a batch is what a core may take beyond its share:
+    /// 64 at 50 a second a core was 1.3 s, and a run of 200 lines at 100
+    /// a second on two cores ended 0.57 s late, at 78 a second.
+    pub fn batch(self, cores: usize) -> usize {
+        ((self.0 * AHEAD.as_secs_f64() / cores.max(1) as f64).ceil() as usize).max(1)
+    }
 }
 
 impl std::str::FromStr for Rate {
