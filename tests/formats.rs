@@ -14,6 +14,7 @@ mod grpc_server;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use common::*;
 use figures::{html_row, md_row, Reports};
@@ -515,4 +516,16 @@ fn every_format_shows_every_figure_of_a_grpc_run() {
     // gRPC statuses by code name, TLS handshakes at one endpoint.
     let shown = ["gRPC NOT_FOUND: 8", "   TLS:        "];
     reports_showing("grpc.jsonl", &args, input.as_bytes(), &shown).check_every_figure();
+}
+
+#[test]
+fn every_format_shows_every_figure_of_an_open_model_run() {
+    let (a, b) = (
+        Server::start(|_| Reply::ok("{}")),
+        Server::start(|_| Reply::ok("{}").after(Duration::from_millis(2))),
+    );
+    let (a, b) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let args = ["--rate", "200", &a, &b];
+    let shown = ["   Rate:       200", "   Uncorrected: ", "   Send lag:   "];
+    reports_showing("open.jsonl", &args, &two_methods(200), &shown).check_every_figure();
 }

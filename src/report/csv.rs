@@ -32,7 +32,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 48] = [
+pub const COLUMNS: [&str; 55] = [
     "label",
     "url",
     "rps",
@@ -81,6 +81,13 @@ pub const COLUMNS: [&str; 48] = [
     "connect_waits",
     "connect_wait_mean_ms",
     "connect_wait_max_ms",
+    "sent_rps",
+    "uncorrected_p50_ms",
+    "uncorrected_p99_ms",
+    "uncorrected_max_ms",
+    "lag_p50_ms",
+    "lag_p99_ms",
+    "late",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -125,17 +132,25 @@ impl Row {
         }
         self.set("mean_ms", ms(h.mean()))
             .set("min_ms", ms(h.min() as f64))
-            .set("stdev_ms", ms(h.stdev()));
-        for (column, q) in [
-            ("p25_ms", 0.25),
-            ("p50_ms", 0.5),
-            ("p75_ms", 0.75),
-            ("p90_ms", 0.9),
-            ("p95_ms", 0.95),
-            ("p99_ms", 0.99),
-            ("max_ms", 1.0),
-        ] {
-            if let Some(v) = super::quantile(h, q) {
+            .set("stdev_ms", ms(h.stdev()))
+            .quantiles(
+                h,
+                &[
+                    ("p25_ms", 0.25),
+                    ("p50_ms", 0.5),
+                    ("p75_ms", 0.75),
+                    ("p90_ms", 0.9),
+                    ("p95_ms", 0.95),
+                    ("p99_ms", 0.99),
+                    ("max_ms", 1.0),
+                ],
+            )
+    }
+
+    /// Quantiles of `h` in ms into their columns; empty when `h` is.
+    fn quantiles(&mut self, h: &Histogram<u64>, at: &[(&str, f64)]) -> &mut Row {
+        for (column, q) in at {
+            if let Some(v) = super::quantile(h, *q) {
                 self.set(column, ms(v));
             }
         }
@@ -223,6 +238,7 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
     let v = &r.run.stats.verdicts;
     let mut row = Row::new(label, url);
     row.set("rps", super::rate(s.rate()))
+        .set("sent_rps", super::rate(s.sent_rate()))
         .set("sent", s.sent)
         .set("completed", s.completed())
         .set("responses", s.responses)
@@ -249,6 +265,16 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
             "connect_wait_mean_ms",
             ("connect_wait_max_ms", 1.0),
         )
+        .quantiles(
+            &s.uncorrected,
+            &[
+                ("uncorrected_p50_ms", 0.5),
+                ("uncorrected_p99_ms", 0.99),
+                ("uncorrected_max_ms", 1.0),
+            ],
+        )
+        .quantiles(&s.lag, &[("lag_p50_ms", 0.5), ("lag_p99_ms", 0.99)])
+        .set("late", s.late)
         .set("failed_connects", s.failed_connects())
         .set("held_s", s.held_back.as_secs_f64())
         .set("abandoned", s.abandoned);

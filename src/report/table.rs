@@ -19,6 +19,16 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
         rows.push((name, eps.iter().map(f).collect()));
     };
     row("Requests per second", &|s| super::rate(s.rate()));
+    if let Some(rate) = r.info.rate {
+        row("Rate scheduled", &|_| super::rate(rate));
+        row("Rate sent", &|s| super::rate(s.sent_rate()));
+        row("Uncorrected p50", &|s| latency(&s.uncorrected, 0.5));
+        row("Uncorrected p99", &|s| latency(&s.uncorrected, 0.99));
+        row("Uncorrected max", &|s| latency(&s.uncorrected, 1.0));
+        row("Send lag p50", &|s| latency(&s.lag, 0.5));
+        row("Send lag p99", &|s| latency(&s.lag, 0.99));
+        row("Late (max in flight)", &|s| s.late.to_string());
+    }
     row("Held back", &super::held);
     row("Completed", &|s| s.completed().to_string());
     row("Failed connects", &|s| s.failed_connects().to_string());

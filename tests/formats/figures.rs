@@ -44,6 +44,7 @@ impl Reports {
         for (i, block) in blocks.iter().enumerate() {
             let e = Endpoint { r: self, i, block };
             e.rate_and_latency();
+            e.schedule();
             e.errors();
             e.responses();
             e.connections();
@@ -60,8 +61,11 @@ impl Reports {
     /// a figure this check looks for: a figure added to the text report
     /// fails here until it is checked in every format.
     fn knows_every_line(&self) {
-        const ENDPOINT: [&str; 16] = [
+        const ENDPOINT: [&str; 19] = [
             "Requests:",
+            "Rate:",
+            "Uncorrected:",
+            "Send lag:",
             "Connect attempts:",
             "Timing:",
             "Percentiles:",
@@ -577,6 +581,39 @@ impl Endpoint<'_> {
         assert_eq!(self.json()[json].to_string(), text, "json {json}");
         assert_eq!(self.csv_cell(column), text, "csv {column}");
         self.r.table_text(row, self.i, text);
+    }
+
+    /// Open model: `Rate:`, `Uncorrected:` and `Send lag:`.
+    fn schedule(&self) {
+        let run = &self.r.json["run"];
+        let Some(rate) = self.after("   Rate:       ") else {
+            assert!(run["rate"].is_null(), "json run rate");
+            return;
+        };
+        let (scheduled, sent) = rate.split_once(" per second scheduled, ").unwrap();
+        let sent = sent.trim_end_matches(" per second sent");
+        let json_rate = |v: &Value| versus::report::rate(v.as_f64().unwrap());
+        assert_eq!(json_rate(&run["rate"]), scheduled, "json run rate");
+        self.r.table_text("Rate scheduled", self.i, scheduled);
+        assert_eq!(json_rate(&self.json()["sent_rps"]), sent, "json sent_rps");
+        assert_eq!(self.csv_cell("sent_rps"), sent, "csv sent_rps");
+        self.r.table_text("Rate sent", self.i, sent);
+        if let Some(u) = self.after("   Uncorrected: ") {
+            let [p50, p99, max]: [f64; 3] = figures(u).try_into().unwrap();
+            let at = |q: &str| (format!("uncorrected_{q}_ms"), format!("Uncorrected {q}"));
+            for (value, q) in [(p50, "p50"), (p99, "p99"), (max, "max")] {
+                let (column, row) = at(q);
+                self.latency(value, "uncorrected_ms", q, &column, &row);
+            }
+        }
+        if let Some(lag) = self.after("   Send lag:   ") {
+            let (times, late) = lag.split_once("; ").unwrap();
+            let [p50, p99]: [f64; 2] = figures(times).try_into().unwrap();
+            self.latency(p50, "send_lag_ms", "p50", "lag_p50_ms", "Send lag p50");
+            self.latency(p99, "send_lag_ms", "p99", "lag_p99_ms", "Send lag p99");
+            let late = late.split(' ').next().unwrap();
+            self.count(late, "late", "late", "Late (max in flight)");
+        }
     }
 
     /// `Requests:`, `Timing:` and `Percentiles:`.
