@@ -46,6 +46,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The JSON report's endpoint object is one `json!` of every figure, in the
+// text report's order, deeper than the macro's default recursion allows.
+#![recursion_limit = "256"]
+
 pub mod app;
 pub mod cli;
 pub mod commands;

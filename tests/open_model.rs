@@ -469,3 +469,48 @@ fn at_a_steady_rate_connects_stay_out_of_the_requests_path() {
     }
     panic!("{}", failures.join("\n"));
 }
+
+/// The background's connects that fail are counted and shown: a server
+/// that takes the connections opened before the clock, closes each after
+/// 20 requests and then refuses every new one.
+#[test]
+fn failed_background_connects_are_counted() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        // 1,000 a second: the connections due within 10 ms.
+        for stream in listener.incoming().take(10) {
+            let mut s = stream.unwrap();
+            std::thread::spawn(move || {
+                for n in 1..=20 {
+                    if read_request(&mut s).is_none() {
+                        return;
+                    }
+                    let close = if n == 20 { "connection: close\r\n" } else { "" };
+                    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n{close}\r\n{{}}");
+                    if s.write_all(head.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        // The listener is dropped here: new connects are refused.
+    });
+    let args = [
+        "--rate",
+        "1000",
+        "--stop-after",
+        "1s",
+        "--threads",
+        "1",
+        "--method",
+        "GET",
+        &url,
+    ];
+    let (out, report) = run_lib(&args, b"");
+    let failed = out.stats.endpoints[0].spare_failed;
+    assert!(failed > 0, "{report}");
+    let line = format!("   Spare:      {failed} background connect");
+    assert!(report.contains(&line), "{report}");
+}

@@ -713,6 +713,10 @@ impl Core {
                 s.reconnects += h.len();
                 let _ = s.connect.add(h);
             }
+            let failed = link.take_failed_spares();
+            if counting {
+                s.spare_failed += failed;
+            }
         }
         self.tallies.borrow_mut().flush_into(&mut stats);
         self.kinds.borrow_mut().forget_places();
@@ -757,6 +761,7 @@ impl Core {
         for link in &self.links {
             link.take_waits();
             link.take_opened();
+            link.take_failed_spares();
         }
     }
 

@@ -123,6 +123,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "tls_ms": latency(&s.tls),
         "connect_waits": s.connect_wait.len(),
         "connect_wait_ms": latency(&s.connect_wait),
+        "spare_connects_failed": s.spare_failed,
         "failed_connects": s.failed_connects(),
         "never_connected": s.never_connected(),
         "held_s": s.held_back.as_secs_f64(),

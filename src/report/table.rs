@@ -77,6 +77,9 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
         row("Connection wait avg", &|s| mean(&s.connect_wait));
         row("Connection wait max", &|s| latency(&s.connect_wait, 1.0));
     }
+    if eps.iter().any(|s| s.spare_failed > 0) {
+        row("Spare connects failed", &|s| s.spare_failed.to_string());
+    }
     row("Abandoned", &|s| s.abandoned.to_string());
     if r.info.comparison && eps.len() > 1 {
         let compared = r.run.stats.verdicts.compared;

@@ -128,6 +128,7 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
     }
     connections(out, s)?;
     connect_waits(out, plan, s)?;
+    spare_failures(out, s)?;
     if !s.held_back.is_zero() {
         writeln!(
             out,
@@ -330,6 +331,20 @@ fn connect_waits(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats) -> io::
         if w.len() == 1 { "" } else { "s" },
         seconds(w.mean().round() as u64),
         seconds(w.max())
+    )
+}
+
+/// The open model's background connects that failed, when some did: not
+/// requests, but a fault of the endpoint's that no other line shows.
+fn spare_failures(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
+    if s.spare_failed == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "   Spare:      {} background connect{} failed (backing off; a request finding no connection free dials its own)",
+        s.spare_failed,
+        if s.spare_failed == 1 { "" } else { "s" }
     )
 }
 

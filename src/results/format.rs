@@ -127,6 +127,10 @@ pub struct EndpointRecord {
     /// before it was kept.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub connect_wait: String,
+    /// Open model: the background's connects that failed; absent when
+    /// none did, and in files written before they were counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spare_failed: u64,
     /// Requests in flight when the run was stopped.
     pub abandoned: u64,
     /// Time held back a full lead window ahead, in nanoseconds.
@@ -511,6 +515,7 @@ impl EndpointRecord {
             bytes_out: s.bytes_out,
             reconnects: s.reconnects,
             connect_wait: optional_histogram(&s.connect_wait),
+            spare_failed: s.spare_failed,
             abandoned: s.abandoned,
             held_ns: u64::try_from(s.held_back.as_nanos()).unwrap_or(u64::MAX),
             rate: s.rate(),
@@ -580,6 +585,7 @@ impl EndpointRecord {
             connect: decode_histogram(&self.connect)?,
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
+            spare_failed: self.spare_failed,
             faults: self.faults.clone(),
             fault_errors: self
                 .fault_errors
@@ -834,6 +840,10 @@ mod tests {
     fn connect_waits_round_trip_and_older_files_have_none() {
         let mut s = EndpointStats::default();
         crate::stats::record(&mut s.connect_wait, Duration::from_micros(700));
+        s.spare_failed = 4;
+        let spare = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
+        let spare: EndpointRecord = serde_json::from_value(spare).unwrap();
+        assert_eq!(spare.to_stats().unwrap().spare_failed, 4);
         let json = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
         let back: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
         let back = back.to_stats().unwrap().connect_wait;

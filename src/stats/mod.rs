@@ -105,6 +105,9 @@ pub struct EndpointStats {
     /// one (a connect, or one given back at `--max-connections`), µs:
     /// part of its latency.
     pub connect_wait: Histogram<u64>,
+    /// Open model: the background's connects of spare connections that
+    /// failed (it backs off; a request finding none free dials its own).
+    pub spare_failed: u64,
     /// Requests still in flight when the run was stopped, abandoned.
     pub abandoned: u64,
     /// Time this endpoint could not send because it was a full lead window
@@ -415,6 +418,7 @@ impl Default for EndpointStats {
             mismatched: 0,
             reconnects: 0,
             connect_wait: new_histogram(),
+            spare_failed: 0,
             abandoned: 0,
             held_back: Duration::ZERO,
             active: Duration::ZERO,
@@ -605,6 +609,7 @@ impl EndpointStats {
         self.mismatched += other.mismatched;
         self.reconnects += other.reconnects;
         let _ = self.connect_wait.add(&other.connect_wait);
+        self.spare_failed += other.spare_failed;
         self.abandoned += other.abandoned;
         self.held_back = self.held_back.max(other.held_back);
         self.active = self.active.max(other.active);

@@ -61,7 +61,7 @@ impl Reports {
     /// a figure this check looks for: a figure added to the text report
     /// fails here until it is checked in every format.
     fn knows_every_line(&self) {
-        const ENDPOINT: [&str; 19] = [
+        const ENDPOINT: [&str; 20] = [
             "Requests:",
             "Rate:",
             "Uncorrected:",
@@ -76,6 +76,7 @@ impl Reports {
             "Connects:",
             "TLS:",
             "Conn. wait:",
+            "Spare:",
             "Held back:",
             "Abandoned:",
             "Flows:",
@@ -826,6 +827,15 @@ impl Endpoint<'_> {
                 assert_eq!(self.csv_cell("connect_waits"), "0", "csv connect_waits");
             }
         }
+        let spare = self
+            .after("   Spare:      ")
+            .map_or("0", |l| l.split(' ').next().unwrap());
+        let (json, row) = ("spare_connects_failed", "Spare connects failed");
+        match spare {
+            "0" => assert_eq!(self.json()[json], 0, "json {json}"),
+            n => self.count(n, json, json, row),
+        }
+        assert_eq!(self.csv_cell(json), spare, "csv {json}");
     }
 
     /// `Held back:` and `Abandoned:`.

@@ -45,6 +45,8 @@ pub(super) struct Spare {
     /// How long requests that found no connection free waited for one,
     /// µs, not yet taken.
     waits: RefCell<Histogram<u64>>,
+    /// The background's connects that failed, not yet taken.
+    failed: Cell<u64>,
 }
 
 impl Spare {
@@ -54,6 +56,7 @@ impl Spare {
             running: Cell::new(false),
             opened: RefCell::new(new_histogram()),
             waits: RefCell::new(new_histogram()),
+            failed: Cell::new(0),
         }
     }
 }
@@ -112,6 +115,11 @@ impl Link {
     pub fn take_opened(&self) -> Option<Histogram<u64>> {
         take(&self.spare.opened)
     }
+
+    /// The background's connects that failed since the last call.
+    pub fn take_failed_spares(&self) -> u64 {
+        self.spare.failed.replace(0)
+    }
 }
 
 /// The background's connects: one at a time, [`GAP`] apart (longer after
@@ -129,10 +137,13 @@ async fn fill(link: Rc<Link>) {
             .await
             .unwrap_or(Err(Failure::Timeout));
         backoff.record(&connected);
-        if let Ok(c) = connected {
-            // Its connect time is reported here, not by its first request.
-            record(&mut link.spare.opened.borrow_mut(), t0.elapsed());
-            link.adopt(c, None, ticket);
+        match connected {
+            Ok(c) => {
+                // Its connect time is reported here, not by its first request.
+                record(&mut link.spare.opened.borrow_mut(), t0.elapsed());
+                link.adopt(c, None, ticket);
+            }
+            Err(_) => link.spare.failed.set(link.spare.failed.get() + 1),
         }
         tokio::time::sleep(GAP).await;
     }
