@@ -92,6 +92,32 @@ pub fn peel_spent(source: &mut Box<dyn Source>) {
     }
 }
 
+/// A wrapper's [`Source`] methods other than `next`, for one with lasting
+/// work (it filters, checks or records each record) around `self.$inner`:
+/// whether the next record is in memory, the summary and the location are
+/// the inner source's, and the spent wrappers inside it are peeled.
+macro_rules! wrapped_source {
+    ($inner:ident) => {
+        fn buffered(&self) -> bool {
+            self.$inner.buffered()
+        }
+
+        fn summary(&self) -> Option<String> {
+            self.$inner.summary()
+        }
+
+        fn location(&self) -> Option<String> {
+            self.$inner.location()
+        }
+
+        fn spent(&mut self) -> Option<Box<dyn $crate::input::Source>> {
+            $crate::input::peel_spent(&mut self.$inner);
+            None
+        }
+    };
+}
+pub(crate) use wrapped_source;
+
 pub mod curl;
 pub mod detect;
 pub mod ethereum;

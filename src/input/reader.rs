@@ -93,24 +93,9 @@ impl Source for Sharded {
         }
     }
 
-    /// The source's own answer: with other shards' records between, the
-    /// next one of this shard may still have to wait for input.
-    fn buffered(&self) -> bool {
-        self.source.buffered()
-    }
-
-    fn summary(&self) -> Option<String> {
-        self.source.summary()
-    }
-
-    fn location(&self) -> Option<String> {
-        self.source.location()
-    }
-
-    fn spent(&mut self) -> Option<Box<dyn Source>> {
-        super::peel_spent(&mut self.source);
-        None
-    }
+    // `buffered` is the source's own answer: with other shards' records
+    // between, the next one of this shard may still have to wait for input.
+    super::wrapped_source!(source);
 }
 
 /// Start the input thread, sending batches of up to `max_batch` requests.

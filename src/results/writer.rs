@@ -362,22 +362,7 @@ impl Source for Recording {
         Ok(next)
     }
 
-    fn buffered(&self) -> bool {
-        self.source.buffered()
-    }
-
-    fn summary(&self) -> Option<String> {
-        self.source.summary()
-    }
-
-    fn location(&self) -> Option<String> {
-        self.source.location()
-    }
-
-    fn spent(&mut self) -> Option<Box<dyn Source>> {
-        crate::input::peel_spent(&mut self.source);
-        None
-    }
+    crate::input::wrapped_source!(source);
 }
 
 #[cfg(test)]
