@@ -187,17 +187,9 @@ fn expected(example: &str) -> (&'static [i32], &'static str) {
     }
 }
 
-/// Every example of the manual (README.md and docs/*.md) that can run
-/// offline runs: local servers stand in for the remote URLs, files it
-/// names are made first, long runs are cut to a second. Each must end
-/// with the exit code the page gives it and print its key line, so a
-/// false claim fails CI (the single-request example once failed from a
-/// script: stdin was not a terminal). An example on several pages runs
-/// once.
-#[test]
-fn every_readme_example_that_can_run_offline_runs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("versus-readme-{}", std::process::id()));
+/// A `bin/` in `dir` with `versus` and an `ethspam` that stands in for the
+/// real one; the PATH that finds them first.
+fn place_commands(dir: &Path) -> String {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let versus = env!("CARGO_BIN_EXE_versus");
@@ -212,30 +204,17 @@ fn every_readme_example_that_can_run_offline_runs() {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
-    let path = format!(
+    format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
-    );
-    // JSON-RPC answers for any request; shops for the scenario examples.
-    let mut held: Vec<Server> = Vec::new();
-    let mut rpc = || {
-        let s = Server::start(|r| {
-            let id = serde_json::from_slice::<serde_json::Value>(&r.body)
-                .ok()
-                .and_then(|v| v.get("id").cloned())
-                .unwrap_or(serde_json::Value::from(1));
-            Reply::ok(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#))
-        });
-        let url = s.url();
-        held.push(s);
-        url
-    };
-    let shops = [
-        versus::demo::shop::start(false).unwrap(),
-        versus::demo::shop::start(true).unwrap(),
-    ];
-    // The files the examples name.
+    )
+}
+
+/// The files the examples name, in `dir`: fixtures, a JSON-RPC stream,
+/// the shop scenario and a suite of it, the gRPC schemas, and the gRPC
+/// pages scenario pointed at the local server.
+fn place_files(root: &Path, dir: &Path, shops: &[versus::demo::shop::Running], grpc_addr: &str) {
     let fixtures = root.join("tests/fixtures");
     std::fs::copy(fixtures.join("chromium.har"), dir.join("session.har")).unwrap();
     std::fs::copy(fixtures.join("requests.jsonl"), dir.join("requests.jsonl")).unwrap();
@@ -268,8 +247,6 @@ fn every_readme_example_that_can_run_offline_runs() {
     // The gRPC examples' server (the Items service, with its REST views),
     // for their 127.0.0.1:50051; the schema and example files they name,
     // where they name them.
-    let grpc = grpc_server::GrpcServer::start(grpc_server::Options::default());
-    let grpc_addr = grpc.addr.to_string();
     std::fs::create_dir_all(dir.join("tests/fixtures/grpc")).unwrap();
     for proto in ["items.proto", "money.proto"] {
         std::fs::copy(
@@ -287,8 +264,63 @@ fn every_readme_example_that_can_run_offline_runs() {
     std::fs::create_dir_all(dir.join("examples")).unwrap();
     let pages_toml = std::fs::read_to_string(root.join("examples/items-pages.toml"))
         .unwrap()
-        .replace("127.0.0.1:50051", &grpc_addr);
+        .replace("127.0.0.1:50051", grpc_addr);
     std::fs::write(dir.join("examples/items-pages.toml"), pages_toml).unwrap();
+}
+
+/// The saved runs an example reads but does not write, made first by
+/// `saved(flags)`.
+fn make_saved_runs(line: &str, dir: &Path, saved: &mut dyn FnMut(&str)) {
+    for file in ["before.jsonl", "after.jsonl"] {
+        let writes = line.contains(&format!("-o {file}"));
+        if line.contains(file) && !writes && !dir.join(file).exists() {
+            saved(&format!("-o {file}"));
+        }
+    }
+    if line.contains("shard1.jsonl") && !dir.join("shard1.jsonl").exists() {
+        saved("--shard 0/2 -o shard1.jsonl");
+        saved("--shard 1/2 -o shard2.jsonl");
+    }
+    if line.contains("results/shard-") && !dir.join("results").exists() {
+        std::fs::create_dir_all(dir.join("results")).unwrap();
+        saved("--shard 0/2 -o results/shard-0.jsonl");
+        saved("--shard 1/2 -o results/shard-1.jsonl");
+    }
+}
+
+/// Every example of the manual (README.md and docs/*.md) that can run
+/// offline runs: local servers stand in for the remote URLs, files it
+/// names are made first, long runs are cut to a second. Each must end
+/// with the exit code the page gives it and print its key line, so a
+/// false claim fails CI (the single-request example once failed from a
+/// script: stdin was not a terminal). An example on several pages runs
+/// once.
+#[test]
+fn every_readme_example_that_can_run_offline_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("versus-readme-{}", std::process::id()));
+    let path = place_commands(&dir);
+    // JSON-RPC answers for any request; shops for the scenario examples.
+    let mut held: Vec<Server> = Vec::new();
+    let mut rpc = || {
+        let s = Server::start(|r| {
+            let id = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+                .unwrap_or(serde_json::Value::from(1));
+            Reply::ok(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"0x1"}}"#))
+        });
+        let url = s.url();
+        held.push(s);
+        url
+    };
+    let shops = [
+        versus::demo::shop::start(false).unwrap(),
+        versus::demo::shop::start(true).unwrap(),
+    ];
+    let grpc = grpc_server::GrpcServer::start(grpc_server::Options::default());
+    let grpc_addr = grpc.addr.to_string();
+    place_files(root, &dir, &shops, &grpc_addr);
     let sh = |line: &str| {
         Command::new("bash")
             .args(["-c", &format!("timeout 120 {line}")])
@@ -352,30 +384,9 @@ fn every_readme_example_that_can_run_offline_runs() {
             } else {
                 localised(&example, &mut servers, &mut rpc)
             };
-            // The runs the saved-run examples read.
-            for file in ["before.jsonl", "after.jsonl"] {
-                let writes = line.contains(&format!("-o {file}"));
-                if line.contains(file) && !writes && !dir.join(file).exists() {
-                    saved(&mut servers, &mut rpc, &format!("-o {file}"));
-                }
-            }
-            if line.contains("shard1.jsonl") && !dir.join("shard1.jsonl").exists() {
-                saved(&mut servers, &mut rpc, "--shard 0/2 -o shard1.jsonl");
-                saved(&mut servers, &mut rpc, "--shard 1/2 -o shard2.jsonl");
-            }
-            if line.contains("results/shard-") && !dir.join("results").exists() {
-                std::fs::create_dir_all(dir.join("results")).unwrap();
-                saved(
-                    &mut servers,
-                    &mut rpc,
-                    "--shard 0/2 -o results/shard-0.jsonl",
-                );
-                saved(
-                    &mut servers,
-                    &mut rpc,
-                    "--shard 1/2 -o results/shard-1.jsonl",
-                );
-            }
+            make_saved_runs(&line, &dir, &mut |flags| {
+                saved(&mut servers, &mut rpc, flags)
+            });
             let out = sh(&line);
             ran += 1;
             let (codes, key) = expected(&example);

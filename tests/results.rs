@@ -213,14 +213,31 @@ fn two_shards_merged_equal_one_run_over_the_same_requests() {
         .map(|p| p.endpoints[0].completed)
         .sum();
     assert_eq!(per_interval, 1200);
+}
 
-    // Runs made one after the other are not shards of one run: merge and
-    // a report of both refuse them, naming the file (their rates once
-    // added up to 19872.06 per second with no warning).
+/// Runs made one after the other are not shards of one run: merge and a
+/// report of both refuse them, naming the file (their rates once added up
+/// to 19872.06 per second with no warning); so are runs of another
+/// endpoint at one label, and of other endpoints.
+#[test]
+fn files_of_other_runs_are_not_merged_naming_the_file() {
+    let (a, b) = servers();
+    let a_url = format!("a={}", a.url());
+    let b_url = format!("b={}", b.url());
+    let iv = Duration::from_millis(100);
+    let one = temp("refused-shard.jsonl");
+    save_run(
+        &["-c", "3", "-o", one.to_str().unwrap(), &a_url, &b_url],
+        &lines(600),
+        iv,
+    );
+    // A run made later: it starts more than an interval (the slack
+    // shards are allowed) after the first ended.
+    std::thread::sleep(iv * 3);
     let later = temp("later.jsonl");
     save_run(
         &["-c", "3", "-o", later.to_str().unwrap(), &a_url, &b_url],
-        &all[..half],
+        &lines(600),
         iv,
     );
     for args in [

@@ -682,6 +682,7 @@ mod tests {
 
     /// A table of cases, long on purpose: a row per case, read side by side.
     #[test]
+    #[expect(clippy::too_many_lines, reason = "a table of cases, a row each")]
     fn verdict_table() {
         let strict = RuleSet::default();
         let subset = with(|r| r.subset = true);

@@ -302,10 +302,15 @@ impl Ring {
 
     /// Queue one request; the driver submits it on its next turn.
     fn push(&mut self, entry: &io_uring::squeue::Entry) {
-        // SAFETY (for every caller): the buffers an entry points into
-        // belong to a connection in `conns`, which is freed only after the
-        // entry's completion, and are not resized while it is in flight.
-        while unsafe { self.ring.submission().push(entry) }.is_err() {
+        loop {
+            // SAFETY: for every caller, the buffers an entry points into
+            // belong to a connection in `conns`, which is freed only after
+            // the entry's completion, and are not resized while it is in
+            // flight.
+            let queued = unsafe { self.ring.submission().push(entry) };
+            if queued.is_ok() {
+                break;
+            }
             // Full: hand the queue to the kernel now.
             if self.ring.submit().is_err() {
                 std::thread::yield_now();
@@ -802,6 +807,7 @@ impl Drop for Ring {
         let e = opcode::AsyncCancel2::new(types::CancelBuilder::any())
             .build()
             .user_data(CANCEL);
+        // SAFETY: a cancel entry points into no buffer.
         let _ = unsafe { self.ring.submission().push(&e) };
         for _ in 0..10 {
             let ts = types::Timespec::new().nsec(100_000_000);
@@ -2019,6 +2025,7 @@ mod tests {
         let e = opcode::Recv::new(types::Fd(a.as_raw_fd()), buf.as_mut_ptr(), 8)
             .build()
             .user_data(1);
+        // SAFETY: `buf` outlives the receive: the test waits for it below.
         unsafe { ring.ring.submission().push(&e) }.unwrap();
         ring.ring.submit().unwrap();
         let readable = |fd: RawFd| {

@@ -58,6 +58,7 @@ struct Shared {
 // SAFETY: `local` is only touched on the owner thread (see `Shared::wake`
 // and `Slots`, which is not `Send`); `remote` is behind a lock.
 unsafe impl Sync for Shared {}
+// SAFETY: as for `Sync` above.
 unsafe impl Send for Shared {}
 
 /// The futures woken on the owner thread.
@@ -97,6 +98,7 @@ struct Node<F> {
 // dropped by `Slots`, and see `Drop` below); other threads reach `shared`
 // and `index` alone.
 unsafe impl<F> Sync for Node<F> {}
+// SAFETY: as for `Sync` above.
 unsafe impl<F> Send for Node<F> {}
 
 impl<F> Drop for Node<F> {

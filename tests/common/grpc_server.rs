@@ -299,40 +299,34 @@ fn decode_request(desc: MessageDescriptor, body: &[u8]) -> Option<DynamicMessage
     DynamicMessage::decode(desc, body.get(5..5 + len)?).ok()
 }
 
-async fn handle(
+/// The REST views of the same records: `/items.get`, pages at `/items`
+/// and `/stream/items`, and `/items/{id}`; `None` for any other path.
+fn rest(
     st: &Arc<State>,
-    req: http::Request<hyper::body::Incoming>,
-) -> http::Response<Body> {
-    let path = req.uri().path().to_string();
-    if path.starts_with("/grpc.reflection.") {
-        return reflection(st, req).await;
-    }
-    let (parts, body) = req.into_parts();
-    let body = match body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => return json(400, &serde_json::json!({"error": "body"})),
-    };
+    path: &str,
+    query: Option<&str>,
+    body: &Bytes,
+) -> Option<http::Response<Body>> {
     let n_records = st.options.records;
-    // REST view.
     if path == "/items.get" {
-        let id: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let id: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
         let id = id["id"].as_str().unwrap_or("").to_string();
-        return match id.parse::<u32>() {
+        return Some(match id.parse::<u32>() {
             Ok(n) if (1..=n_records).contains(&n) => json(200, &rest_record(n, st.options.plant)),
             _ => json(404, &serde_json::json!({"error": "not found"})),
-        };
+        });
     }
     // REST pages of the same records: offset with a HATEOAS next link,
     // and keyset with a cursor.
     let query = |name: &str| -> Option<u32> {
-        parts.uri.query()?.split('&').find_map(|kv| {
+        query?.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
             (k == name).then(|| v.parse().ok()).flatten()
         })
     };
     if path == "/items" || path == "/stream/items" {
         let limit = query("limit").unwrap_or(10).max(1);
-        let from = match path.as_str() {
+        let from = match path {
             "/items" => query("offset").unwrap_or(0) + 1,
             _ => query("after").unwrap_or(0) + 1,
         };
@@ -341,9 +335,9 @@ async fn handle(
             .map(|n| rest_record(n, st.options.plant))
             .collect();
         let more = to <= n_records;
-        return json(
+        return Some(json(
             200,
-            &match path.as_str() {
+            &match path {
                 "/items" => {
                     let mut links = serde_json::json!({});
                     if more {
@@ -358,14 +352,44 @@ async fn handle(
                     "next_cursor": if more { Some(to - 1) } else { None },
                 }),
             },
-        );
+        ));
     }
     if let Some(id) = path.strip_prefix("/items/") {
-        return match id.parse::<u32>() {
+        return Some(match id.parse::<u32>() {
             Ok(n) if (1..=n_records).contains(&n) => json(200, &rest_record(n, st.options.plant)),
             _ => json(404, &serde_json::json!({"error": "not found"})),
-        };
+        });
     }
+    None
+}
+
+async fn handle(
+    st: &Arc<State>,
+    req: http::Request<hyper::body::Incoming>,
+) -> http::Response<Body> {
+    let path = req.uri().path().to_string();
+    if path.starts_with("/grpc.reflection.") {
+        return reflection(st, req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let body = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return json(400, &serde_json::json!({"error": "body"})),
+    };
+    if let Some(reply) = rest(st, &path, parts.uri.query(), &body) {
+        return reply;
+    }
+    grpc_call(st, path, parts.headers, &body).await
+}
+
+/// A gRPC call of the Items service.
+async fn grpc_call(
+    st: &Arc<State>,
+    path: String,
+    headers: http::HeaderMap,
+    body: &Bytes,
+) -> http::Response<Body> {
+    let n_records = st.options.records;
     let pool = &st.pool;
     let method = path.trim_start_matches('/').to_string();
     let input = match method.as_str() {
@@ -374,12 +398,12 @@ async fn handle(
         "items.Items/ListItemsPage" => "items.ListItemsPageRequest",
         _ => return trailers_only(12, &format!("unknown method {method}")),
     };
-    let Some(request) = decode_request(pool.get_message_by_name(input).unwrap(), &body) else {
+    let Some(request) = decode_request(pool.get_message_by_name(input).unwrap(), body) else {
         return trailers_only(3, "request does not decode");
     };
     st.calls.lock().unwrap().push(Call {
         path: path.clone(),
-        headers: parts.headers.clone(),
+        headers,
         request: serde_json::to_value(&request).unwrap_or_default(),
     });
     match method.as_str() {
