@@ -7,29 +7,63 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, from the bottom up, and the top-level modules of each.
-const LAYERS: &[(&str, &[&str])] = &[
-    (
-        "vocabulary",
-        &["model", "slab", "json_path", "exit", "grpc", "display"],
-    ),
-    (
-        "work and judgement",
-        &["input", "compare", "stats", "flow", "scenario"],
-    ),
-    ("transports", &["endpoint", "fault"]),
-    ("engine", &["engine"]),
-    ("output", &["results", "report", "live"]),
-    (
-        "app",
-        &[
-            "app", "plan", "cli", "commands", "demo", "gen", "lib", "main",
-        ],
-    ),
-];
+/// The layers, from the bottom up, each with its top-level modules, as
+/// ARCHITECTURE.md's "Layers" lists them: the one place they are written.
+/// An item there is `N. **name**: `module` (what it holds), ...`; the
+/// modules are the bare names in backticks outside parentheses.
+fn layers() -> Vec<(String, Vec<String>)> {
+    let map =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let section = map
+        .split("\n## Layers\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a \"## Layers\" section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut layers = Vec::new();
+    for line in section.lines() {
+        let Some((number, item)) = line.split_once(". **") else {
+            continue;
+        };
+        if number.parse::<usize>().is_err() {
+            continue;
+        }
+        let (name, _) = item.split_once("**").unwrap();
+        layers.push((
+            name.trim_matches('`').to_string(),
+            outside_parentheses(item),
+        ));
+    }
+    assert!(layers.len() >= 2, "no numbered layers in ARCHITECTURE.md");
+    layers
+}
 
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|(_, mods)| mods.contains(&module))
+/// The bare lower-case names in backticks of `item`, outside parentheses.
+fn outside_parentheses(item: &str) -> Vec<String> {
+    let (mut depth, mut out) = (0usize, Vec::new());
+    let mut parts = item.split('`');
+    let mut outside = parts.next().unwrap_or("");
+    while let Some(quoted) = parts.next() {
+        depth = outside.chars().fold(depth, |d, c| match c {
+            '(' => d + 1,
+            ')' => d.saturating_sub(1),
+            _ => d,
+        });
+        let bare = !quoted.is_empty() && quoted.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+        if depth == 0 && bare {
+            out.push(quoted.to_string());
+        }
+        outside = parts.next().unwrap_or("");
+    }
+    out
+}
+
+fn layer_of(layers: &[(String, Vec<String>)], module: &str) -> Option<usize> {
+    layers
+        .iter()
+        .position(|(_, mods)| mods.iter().any(|m| m == module))
 }
 
 /// Every `.rs` file under `dir`.
@@ -44,48 +78,136 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file of `src/` belongs to (`endpoint` for
-/// `src/endpoint/h1.rs`, `plan` for `src/plan.rs`).
-fn module_of(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).unwrap();
-    let first = rel.components().next().unwrap().as_os_str();
-    first.to_string_lossy().trim_end_matches(".rs").to_string()
+/// A file's code with line comments left out (lines kept, so that line
+/// numbers hold).
+fn code_of(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect();
+    lines.join("\n")
 }
 
-/// The top-level modules a line of code names through `crate::` (or a
-/// macro's `$crate::`), comments left out.
-fn named(line: &str) -> Vec<String> {
-    let code = line.trim_start();
-    if code.starts_with("//") {
-        return Vec::new();
+/// Every path the code of a file names through `crate::` (a macro's
+/// `$crate::` too) or `super::`, with its line: a grouped import
+/// `use crate::{a::X, b::{self, Y}}` names `crate::a::X`, `crate::b` and
+/// `crate::b::Y`.
+fn paths(text: &str) -> Vec<(usize, Vec<String>)> {
+    let code = code_of(text);
+    let mut out = Vec::new();
+    for (i, _) in code
+        .match_indices("crate::")
+        .chain(code.match_indices("super::"))
+    {
+        // `super::super::x` is met once, at its first `super`.
+        if code[..i].ends_with("super::") || code[..i].ends_with("crate::") {
+            continue;
+        }
+        let line = code[..i].matches('\n').count() + 1;
+        out.extend(use_tree(&code[i..]).0.into_iter().map(|p| (line, p)));
     }
-    let code = code.split("//").next().unwrap_or("");
-    code.match_indices("crate::")
-        .map(|(i, _)| {
-            code[i + 7..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect::<String>()
+    out
+}
+
+/// The paths of the use tree `s` starts with (`a::b::{c, d::{self, e}}`),
+/// and how many bytes of `s` it takes.
+fn use_tree(s: &str) -> (Vec<Vec<String>>, usize) {
+    let mut prefix: Vec<String> = Vec::new();
+    let mut at = 0;
+    loop {
+        let rest = &s[at..];
+        let word = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if word == 0 && rest.starts_with('{') {
+            let (inner, used) = group(&rest[1..]);
+            let paths = inner
+                .into_iter()
+                .map(|p| prefix.iter().cloned().chain(p).collect())
+                .collect();
+            return (paths, at + 1 + used);
+        }
+        if word > 0 && &rest[..word] != "self" {
+            prefix.push(rest[..word].to_string());
+        }
+        at += word;
+        if word == 0 || !s[at..].starts_with("::") {
+            return (vec![prefix], at);
+        }
+        at += 2;
+    }
+}
+
+/// The trees of a group's inside, up to and with its closing brace.
+fn group(s: &str) -> (Vec<Vec<String>>, usize) {
+    let mut paths = Vec::new();
+    let mut at = 0;
+    loop {
+        at += s[at..]
+            .find(|c: char| !(c.is_whitespace() || c == ','))
+            .unwrap_or(s.len() - at);
+        if at >= s.len() || s[at..].starts_with('}') {
+            return (paths, (at + 1).min(s.len()));
+        }
+        let (tree, used) = use_tree(&s[at..]);
+        paths.extend(tree);
+        at += used.max(1);
+        // Past a rename (`X as Y`) to the next tree.
+        at += s[at..].find([',', '}']).unwrap_or(s.len() - at);
+    }
+}
+
+/// `path` (from `crate` or `super`) as a path from the crate's root, seen
+/// from the file of module `at`. `super` of `a/b.rs` is `a`; of
+/// `a/b/mod.rs` too.
+fn absolute(path: &[String], at: &[String]) -> Vec<String> {
+    let mut base: Vec<String> = match path.first().map(String::as_str) {
+        Some("super") => at[..at.len().saturating_sub(1)].to_vec(),
+        _ => Vec::new(),
+    };
+    let mut rest = &path[1.min(path.len())..];
+    while rest.first().is_some_and(|w| w == "super") {
+        base.pop();
+        rest = &rest[1..];
+    }
+    base.extend(rest.iter().cloned());
+    base
+}
+
+/// Every file of `src/`, with its module path and every absolute path its
+/// code names, each with its line.
+type Named = Vec<(PathBuf, Vec<String>, Vec<(usize, Vec<String>)>)>;
+
+fn named_by_file() -> Named {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files
+        .into_iter()
+        .map(|file| {
+            let at = module_path(&src, &file);
+            let text = std::fs::read_to_string(&file).unwrap();
+            let named = paths(&text)
+                .into_iter()
+                .map(|(line, p)| (line, absolute(&p, &at)))
+                .filter(|(_, p)| !p.is_empty())
+                .collect();
+            (file.strip_prefix(&src).unwrap().to_path_buf(), at, named)
         })
-        .filter(|m| !m.is_empty())
         .collect()
 }
 
 /// Every import arrow between top-level modules: (from, to) -> where.
 fn arrows() -> BTreeMap<(String, String), Vec<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
     let mut arrows: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for file in files {
-        let from = module_of(&src, &file);
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            for to in named(line) {
-                if to != from {
-                    let at = format!("{}:{}", file.strip_prefix(&src).unwrap().display(), n + 1);
-                    arrows.entry((from.clone(), to)).or_default().push(at);
-                }
+    for (file, at, named) in named_by_file() {
+        for (line, path) in named {
+            if path[0] != at[0] {
+                let place = format!("{}:{line}", file.display());
+                arrows
+                    .entry((at[0].clone(), path[0].clone()))
+                    .or_default()
+                    .push(place);
             }
         }
     }
@@ -94,32 +216,31 @@ fn arrows() -> BTreeMap<(String, String), Vec<String>> {
 
 #[test]
 fn every_module_has_a_layer() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    let unplaced: BTreeSet<String> = files
-        .iter()
-        .map(|f| module_of(&src, f))
-        .filter(|m| layer_of(m).is_none())
+    let layers = layers();
+    let unplaced: BTreeSet<String> = named_by_file()
+        .into_iter()
+        .map(|(_, at, _)| at[0].clone())
+        .filter(|m| layer_of(&layers, m).is_none())
         .collect();
     assert!(
         unplaced.is_empty(),
-        "modules in no layer (add them to LAYERS and to ARCHITECTURE.md): {unplaced:?}"
+        "modules in no layer (add them to ARCHITECTURE.md's \"Layers\"): {unplaced:?}"
     );
 }
 
 #[test]
 fn no_module_imports_a_layer_above_its_own() {
+    let layers = layers();
     let mut up = Vec::new();
     for ((from, to), at) in arrows() {
-        let (Some(lf), Some(lt)) = (layer_of(&from), layer_of(&to)) else {
+        let (Some(lf), Some(lt)) = (layer_of(&layers, &from), layer_of(&layers, &to)) else {
             continue;
         };
         if lt > lf {
             up.push(format!(
                 "{from} ({}) -> {to} ({}) at {}",
-                LAYERS[lf].0,
-                LAYERS[lt].0,
+                layers[lf].0,
+                layers[lt].0,
                 at.join(", ")
             ));
         }
@@ -199,73 +320,24 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
     path
 }
 
-/// The module paths a line names through `crate::` or `super::`, seen
-/// from the file of module `at`.
-fn paths_named(line: &str, at: &[String]) -> Vec<Vec<String>> {
-    let code = line.trim_start();
-    if code.starts_with("//") {
-        return Vec::new();
-    }
-    let code = code.split("//").next().unwrap_or("");
-    let mut out = Vec::new();
-    for (i, _) in code
-        .match_indices("crate::")
-        .chain(code.match_indices("super::"))
-    {
-        // `super::super::x` is met once, at its first `super`.
-        if code[..i].ends_with("super::") || code[..i].ends_with("crate::") {
-            continue;
-        }
-        let words: Vec<&str> = code[i..]
-            .split("::")
-            .map(|w| {
-                w.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .next()
-                    .unwrap_or("")
-            })
-            .take_while(|w| !w.is_empty())
-            .collect();
-        let mut base: Vec<String> = if words[0] == "crate" {
-            Vec::new()
-        } else {
-            // `super` of `a/b.rs` is `a`; of `a/b/mod.rs` too.
-            at[..at.len().saturating_sub(1)].to_vec()
-        };
-        let mut rest = &words[1..];
-        while rest.first() == Some(&"super") {
-            base.pop();
-            rest = &rest[1..];
-        }
-        base.extend(rest.iter().map(|w| w.to_string()));
-        out.push(base);
-    }
-    out
-}
-
 #[test]
 fn no_files_of_a_folder_import_each_other_in_a_circle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    sources(&src, &mut files);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&src, f)).collect();
+    let files = named_by_file();
+    let modules: BTreeSet<&Vec<String>> = files.iter().map(|(_, at, _)| at).collect();
     let mut arrows = BTreeSet::new();
-    for file in &files {
-        let at = module_path(&src, file);
-        let text = std::fs::read_to_string(file).unwrap();
-        for line in text.lines() {
-            for named in paths_named(line, &at) {
-                // The longest prefix that is a file's module: a sibling of
-                // this file (same folder) makes an arrow.
-                let Some(to) = (1..=named.len())
-                    .rev()
-                    .map(|k| named[..k].to_vec())
-                    .find(|p| modules.contains(p))
-                else {
-                    continue;
-                };
-                if to != at && to.len() == at.len() && to[..to.len() - 1] == at[..at.len() - 1] {
-                    arrows.insert((at.join("/"), to.join("/")));
-                }
+    for (_, at, named) in &files {
+        for (_, path) in named {
+            // The longest prefix that is a file's module: a sibling of
+            // this file (same folder) makes an arrow.
+            let Some(to) = (1..=path.len())
+                .rev()
+                .map(|k| path[..k].to_vec())
+                .find(|p| modules.contains(p))
+            else {
+                continue;
+            };
+            if &to != at && to.len() == at.len() && to[..to.len() - 1] == at[..at.len() - 1] {
+                arrows.insert((at.join("/"), to.join("/")));
             }
         }
     }
@@ -274,27 +346,61 @@ fn no_files_of_a_folder_import_each_other_in_a_circle() {
     assert!(found.is_empty(), "files in a circle:\n{}", shown.join("\n"));
 }
 
-/// The check itself sees an arrow: `crate::` paths in code count, in
-/// comments they do not.
+/// The check itself sees an arrow: `crate::` and `super::` paths in code
+/// count, grouped ones each, and none in comments.
 #[test]
 fn a_path_in_code_is_an_arrow_and_one_in_a_comment_is_not() {
-    assert_eq!(named("use crate::plan::Plan;"), ["plan"]);
+    let named =
+        |text: &str| -> Vec<Vec<String>> { paths(text).into_iter().map(|(_, p)| p).collect() };
+    assert_eq!(named("use crate::plan::Plan;"), [["crate", "plan", "Plan"]]);
     assert_eq!(
         named("let x = $crate::model::Outcome::x(); // crate::cli"),
-        ["model"]
+        [["crate", "model", "Outcome", "x"]]
     );
     assert!(named("/// see [`crate::plan`]").is_empty());
     assert!(named("    // crate::engine").is_empty());
+    assert_eq!(
+        named("use crate::{\n    model::Request, // crate::cli\n    stats::{self, RunStats as S},\n};"),
+        [
+            vec!["crate", "model", "Request"],
+            vec!["crate", "stats"],
+            vec!["crate", "stats", "RunStats"]
+        ]
+    );
+    let lines: Vec<usize> = paths("use std::io;\nuse crate::a;\n\nx(crate::b::C)")
+        .iter()
+        .map(|(l, _)| *l)
+        .collect();
+    assert_eq!(lines, [2, 4]);
     let at = ["endpoint".to_string(), "h1".to_string()];
+    let resolved: Vec<Vec<String>> = named("use super::{io::{classify_io, Io}, h2};")
+        .iter()
+        .map(|p| absolute(p, &at))
+        .collect();
     assert_eq!(
-        paths_named("use super::io::{classify_io, Io};", &at),
-        [["endpoint", "io"]]
+        resolved,
+        [
+            vec!["endpoint", "io", "classify_io"],
+            vec!["endpoint", "io", "Io"],
+            vec!["endpoint", "h2"]
+        ]
     );
+    let lane = ["endpoint".into(), "http".into(), "lane".into()];
     assert_eq!(
-        paths_named(
-            "x: super::super::h1::Conn",
-            &["endpoint".into(), "http".into(), "lane".into()]
-        ),
-        [["endpoint", "h1", "Conn"]]
+        absolute(&named("x: super::super::h1::Conn")[0], &lane),
+        ["endpoint", "h1", "Conn"]
     );
+}
+
+/// The layers come from ARCHITECTURE.md, modules outside parentheses.
+#[test]
+fn the_layers_are_read_from_the_map() {
+    assert_eq!(
+        outside_parentheses("**x**: `model` (a `flow::x`, `cli`), `slab`, `gen`."),
+        ["model", "slab", "gen"]
+    );
+    let layers = layers();
+    assert_eq!(layers[0].0, "vocabulary");
+    assert_eq!(layer_of(&layers, "engine"), Some(3));
+    assert_eq!(layer_of(&layers, "report"), layer_of(&layers, "results"));
 }
