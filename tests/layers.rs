@@ -404,3 +404,18 @@ fn the_layers_are_read_from_the_map() {
     assert_eq!(layer_of(&layers, "engine"), Some(3));
     assert_eq!(layer_of(&layers, "report"), layer_of(&layers, "results"));
 }
+
+/// ARCHITECTURE.md is a map a newcomer reads in fifteen minutes: at most
+/// 2,500 words. A new part of the house replaces words, or moves detail
+/// to the code's own docs.
+#[test]
+fn the_map_stays_short() {
+    let map =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let words = map.split_whitespace().count();
+    assert!(
+        words <= 2500,
+        "ARCHITECTURE.md has {words} words, over 2,500"
+    );
+}
