@@ -457,4 +457,69 @@ mod tests {
             assert!(bad.parse::<Threshold>().is_err(), "{bad}");
         }
     }
+
+    /// A run of 100 answers at one endpoint: 10 with status 500, every
+    /// latency 1 ms, for 1 s; 100 compared, 10 mismatched.
+    fn exact_run() -> (RunInfo, RunStats) {
+        let mut stats = RunStats::new(1);
+        let s = &mut stats.endpoints[0];
+        s.sent = 100;
+        s.responses = 100;
+        s.status[200] = 90;
+        s.status[500] = 10;
+        s.latency.record_n(1000, 100).unwrap();
+        s.active = std::time::Duration::from_secs(1);
+        stats.verdicts.compared = 100;
+        stats.verdicts.mismatched = 10;
+        let info = RunInfo {
+            endpoints: vec![crate::results::info::EndpointInfo {
+                label: "a".into(),
+                named: true,
+                url: "http://127.0.0.1:1/".into(),
+            }],
+            window: 1,
+            comparison: true,
+            rate: None,
+            max_in_flight: 1,
+            twin: None,
+            verbose: 0,
+            logged: None,
+            notes: Vec::new(),
+            warmup: None,
+            io: None,
+        };
+        (info, stats)
+    }
+
+    /// Every operator exactly at its limit, for each kind of limit: `<=`,
+    /// `>=` and `==` hold there, `<`, `>` and `!=` do not.
+    #[test]
+    fn every_operator_holds_or_fails_exactly_at_its_limit() {
+        let (info, stats) = exact_run();
+        for at in [
+            "p99 ? 1ms",
+            "max ? 1000us",
+            "mean ? 1ms",
+            "errors ? 10",
+            "errors ? 10%",
+            "rps ? 100",
+            "mismatches ? 10",
+            "mismatches ? 10%",
+        ] {
+            for (op, holds) in [
+                ("<=", true),
+                (">=", true),
+                ("==", true),
+                ("<", false),
+                (">", false),
+                ("!=", false),
+            ] {
+                let text = at.replace('?', op);
+                let t: Threshold = text.parse().unwrap();
+                let checks = check(&[t], &info, &stats).unwrap();
+                assert_eq!(checks.len(), 1, "{text}");
+                assert_eq!(checks[0].passed, holds, "{text}: {}", checks[0].actual);
+            }
+        }
+    }
 }
