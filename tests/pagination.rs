@@ -260,6 +260,41 @@ paginate = { items = "$.items", key = "id", offset = "offset", limit = 100, max_
     assert!(p50(6) >= p50(4) + 8.0, "{depth:#?}");
 }
 
+/// `max_pages` is a number of pages: a traversal of exactly that many
+/// completes, and one of a page more stops there with its reason.
+#[test]
+fn a_traversal_of_exactly_max_pages_completes_and_one_page_more_stops() {
+    // 1,000 items, 40 a page: 25 pages, the last with no next link.
+    let c = catalog::start(quiet(1000)).unwrap();
+    let endpoint = format!("a={}hateoas/", c.url());
+    let scenario = |max: u32| {
+        format!(
+            r#"
+[[step]]
+name = "items"
+path = "/items?page=0&size=40"
+paginate = {{ items = "$.content", key = "id", next = "$._links.next.href", max_pages = {max} }}
+"#
+        )
+    };
+    let report = run_twice("max-pages-25.toml", &scenario(25), &[endpoint.clone()]);
+    let t = &step(&report, 0, "items")["traversal"];
+    assert_eq!(t["completed"], 2, "{t:#}");
+    assert_eq!(t["stopped"], 0, "{t:#}");
+    assert_eq!(t["items_per_traversal"], 1000.0, "{t:#}");
+    assert_eq!(t["pages_per_traversal"], 25.0, "{t:#}");
+
+    let report = run_twice("max-pages-24.toml", &scenario(24), &[endpoint]);
+    let s = step(&report, 0, "items");
+    assert_eq!(s["traversal"]["completed"], 0, "{s:#}");
+    assert_eq!(s["traversal"]["stopped"], 2, "{s:#}");
+    assert_eq!(s["requests"], 2 * 24, "pages asked for: {s:#}");
+    assert!(
+        report.to_string().contains("more pages than max_pages"),
+        "{report:#}"
+    );
+}
+
 #[test]
 fn traversals_that_cannot_go_on_stop_with_their_reason_counted() {
     let plant = |plants: Plants| {
