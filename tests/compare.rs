@@ -423,6 +423,80 @@ fn mismatches_per_endpoint_count_requests_not_fields() {
     assert_eq!(out.stats.endpoints[0].mismatched, 0, "{report}");
 }
 
+/// A group counts requests: however many elements of one field differ in
+/// an answer, its group counts that request once.
+#[test]
+fn a_group_counts_a_request_once_however_many_elements_of_its_field_differ() {
+    let a = Server::start(|_| Reply::ok(r#"{"items":[1,2,3,4,5,6]}"#));
+    let b = Server::start(|_| Reply::ok(r#"{"items":[7,8,9,10,11,12]}"#));
+    let (out, report) = run_lib(
+        &[&format!("ref={}", a.url()), &format!("new={}", b.url())],
+        &lines(5),
+    );
+    let v = &out.stats.verdicts;
+    assert_eq!(v.mismatched, 5, "{report}");
+    assert!(!v.groups.is_empty(), "{report}");
+    for g in &v.groups {
+        assert_eq!(g.count, 5, "{}: {report}", g.field);
+    }
+}
+
+/// "Where several `tolerance` or `array_keys` entries select the same
+/// path, the last one applies": two sections match eth_getBalance, and
+/// their order decides; eth_blockNumber matches only the first.
+#[test]
+fn the_last_matching_rule_applies_for_tolerance_and_array_keys() {
+    let answer = |gas: u32, logs: &'static str| {
+        Server::start(move |s| {
+            let id = id_of(&s.body);
+            Reply::ok(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"gas":{gas},"logs":{logs}}}}}"#
+            ))
+        })
+    };
+    let a = answer(100, r#"[{"i":1,"v":"x"},{"i":2,"v":"y"}]"#);
+    let b = answer(104, r#"[{"i":2,"v":"y"},{"i":1,"v":"x"}]"#);
+    let (ua, ub) = (a.url(), format!("b={}", b.url()));
+    let dir = std::env::temp_dir().join(format!("versus-last-rule-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rules = dir.join("rules.toml");
+    // The gas differs by 4%; the logs are in another order, matched by `i`
+    // and not by `none` (no element has it: compared in order).
+    let tolerance = |first: &str, last: &str| {
+        format!(
+            "array_keys = {{ \"$.result.logs\" = \"i\" }}\n\
+             [method.\"eth_*\"]\ntolerance = {{ \"$.result.gas\" = \"{first}\" }}\n\
+             [method.eth_getBalance]\ntolerance = {{ \"$.result.gas\" = \"{last}\" }}\n"
+        )
+    };
+    let keys = |first: &str, last: &str| {
+        format!(
+            "tolerance = {{ \"$.result.gas\" = \"5%\" }}\n\
+             [method.\"eth_*\"]\narray_keys = {{ \"$.result.logs\" = \"{first}\" }}\n\
+             [method.eth_getBalance]\narray_keys = {{ \"$.result.logs\" = \"{last}\" }}\n"
+        )
+    };
+    for (file, method, field) in [
+        (tolerance("5%", "1%"), "eth_getBalance", "$.result.gas"),
+        (tolerance("1%", "5%"), "eth_blockNumber", "$.result.gas"),
+        (keys("i", "none"), "eth_getBalance", "$.result.logs"),
+        (keys("none", "i"), "eth_blockNumber", "$.result.logs"),
+    ] {
+        std::fs::write(&rules, &file).unwrap();
+        let (out, report) = run_lib(
+            &["--rules", rules.to_str().unwrap(), &ua, &ub],
+            &rpc_lines(10),
+        );
+        let v = &out.stats.verdicts;
+        assert_eq!(v.mismatched, 5, "{file}\n{report}");
+        for g in &v.groups {
+            assert_eq!(g.method, method, "{file}\n{report}");
+            assert!(g.field.starts_with(field), "{file}\n{report}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A JSON array of `n` objects; `shift` changes every value.
 fn big_answer(n: usize, shift: usize) -> String {
     let items: Vec<String> = (0..n)
