@@ -856,4 +856,32 @@ mod tests {
         let old = serde_json::from_value::<EndpointRecord>(old).unwrap();
         assert!(old.to_stats().unwrap().connect_wait.is_empty());
     }
+
+    /// Every figure a run holds survives its saved file: each endpoint's
+    /// record and the verdicts, written as JSON and read back. Figures
+    /// that are 0 in ordinary runs (late, abandoned, judged on a core,
+    /// background connects failed) are set too.
+    #[test]
+    fn every_figure_survives_a_saved_run() {
+        fn json_round_trip<T: Serialize + for<'de> Deserialize<'de>>(t: &T) -> T {
+            serde_json::from_str(&serde_json::to_string(t).unwrap()).unwrap()
+        }
+        let run = crate::stats::every_figure::run(1);
+        let records: Vec<EndpointRecord> = run
+            .endpoints
+            .iter()
+            .map(|e| json_round_trip(&EndpointRecord::from_stats(e)))
+            .collect();
+        let verdicts = json_round_trip(&VerdictRecord::from_stats(&run.verdicts));
+        let infos: Vec<EndpointInfo> = ["a", "b"]
+            .iter()
+            .map(|l| EndpointInfo {
+                label: l.to_string(),
+                named: true,
+                url: String::new(),
+            })
+            .collect();
+        let back = stats_of(&records, &infos, &verdicts).unwrap();
+        crate::stats::every_figure::assert_same(&back, &run, "read back");
+    }
 }

@@ -10,6 +10,8 @@ use hdrhistogram::Histogram;
 
 use crate::model::{Failure, Outcome, TlsReason};
 
+#[cfg(test)]
+pub(crate) mod every_figure;
 mod tally;
 pub use tally::Tallies;
 
