@@ -453,6 +453,8 @@ mod tests {
             "b: mismatches == 0",
             "p99 =< 1ms",
             ": p99 < 1ms",
+            "errors < -1",
+            "rps > inf",
         ] {
             assert!(bad.parse::<Threshold>().is_err(), "{bad}");
         }
