@@ -29,14 +29,14 @@ fn tls_is_verified_by_default() {
     let cert = TestCert::new();
     let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
     let url = server.https_url();
-    let (out, report) = run_lib(&[&url], &lines(3));
+    let (out, report) = run_lib(&["-c", "1", "--threads", "1", &url], &lines(3));
     assert_eq!(
         out.stats.endpoints[0].failures
             [versus::endpoint::Failure::Tls(TlsReason::UnknownIssuer).index()],
-        3,
+        1,
         "{report}"
     );
-    assert!(report.contains("tls handshake failed: 3"), "{report}");
+    assert!(report.contains("tls handshake failed: 1"), "{report}");
     assert_eq!(server.requests(), 0);
 
     let pem = cert.pem_file();
@@ -413,11 +413,11 @@ fn a_ca_certificate_given_with_cacert_is_trusted_as_curl_does() {
     });
     let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
     let url = server.https_url();
-    let (out, report) = run_lib(&[&url], &lines(2));
+    let (out, report) = run_lib(&["-c", "1", "--threads", "1", &url], &lines(2));
     let reason = TlsReason::CaAsEndEntity;
-    assert_eq!(out.stats.endpoints[0].tls_reasons[reason.index()], 2);
+    assert_eq!(out.stats.endpoints[0].tls_reasons[reason.index()], 1);
     assert!(
-        report.contains("     tls handshake failed: 2\n       tls: certificate is a CA used as an end entity: 2\n"),
+        report.contains("     tls handshake failed: 1\n       tls: certificate is a CA used as an end entity: 1\n"),
         "{report}"
     );
 
@@ -437,18 +437,92 @@ fn a_ca_certificate_given_with_cacert_is_trusted_as_curl_does() {
     let _ = std::fs::remove_file(pem);
 }
 
-/// Two requests to `url` trusting `pem` fail in the TLS handshake for
-/// `reason`, counted and shown under it.
+/// The first of two requests to `url` trusting `pem` fails in the TLS
+/// handshake for `reason`, counted and shown under it; the endpoint is
+/// then stopped, and the second is not sent.
 fn assert_tls_failures(pem: &std::path::Path, url: &str, reason: TlsReason) {
-    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), url], &lines(2));
+    let (out, report) = run_lib(
+        &[
+            "-c",
+            "1",
+            "--threads",
+            "1",
+            "--cacert",
+            pem.to_str().unwrap(),
+            url,
+        ],
+        &lines(2),
+    );
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.tls_reasons[reason.index()], 1, "{report}");
+    assert_eq!(s.stopped(), 1, "{report}");
+    assert!(
+        report.contains(&format!("       {}: 1\n", reason.name())),
+        "{report}"
+    );
+}
+
+/// A certificate that fails verification does not heal by retrying: the
+/// endpoint is stopped at its first failure (one handshake per slot that
+/// connected, not one per request after a growing back-off), told on
+/// stderr with the reason and the fix, and its requests are counted as
+/// not sent. The run goes on for a healthy endpoint, and ends at once
+/// when none is left, however long it was to run.
+#[test]
+fn a_certificate_that_fails_verification_stops_its_endpoint_at_once() {
+    let cert = TestCert::new();
+    let bad = Server::start_tls(&cert, |_| Reply::ok("{}"));
+    let good = Server::start(|_| Reply::ok("{}"));
+    let one = ["-c", "1", "--threads", "1"];
+    let (out, report) = run_lib(
+        &[&one[..], &[&bad.https_url(), &good.url()]].concat(),
+        &lines(30),
+    );
+    let (b, g) = (&out.stats.endpoints[0], &out.stats.endpoints[1]);
     assert_eq!(
-        out.stats.endpoints[0].tls_reasons[reason.index()],
-        2,
+        b.tls_reasons[TlsReason::UnknownIssuer.index()],
+        1,
+        "{report}"
+    );
+    assert_eq!(b.failed_connects(), 1, "{report}");
+    assert_eq!(b.stopped(), 29, "{report}");
+    assert_eq!(b.rate(), 0.0, "{report}");
+    assert_eq!((g.responses, g.errors()), (30, 0), "{report}");
+    assert!(
+        report.contains("     not sent: endpoint stopped: 29\n"),
         "{report}"
     );
     assert!(
-        report.contains(&format!("       {}: 2\n", reason.name())),
+        report.contains("   Connect attempts: 1 failed (")
+            && report.contains("then the endpoint was stopped)"),
         "{report}"
+    );
+    assert_eq!(bad.requests(), 0);
+
+    // Alone, asked to repeat a request for a minute: the run ends after
+    // the first failure (before, it retried with back-off all minute).
+    let out = run_bin(
+        &[
+            &one[..],
+            &["--method", "GET", "--stop-after", "60s", &bad.https_url()],
+        ]
+        .concat(),
+        b"",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("     tls handshake failed: 1\n       tls: unknown issuer: 1\n"),
+        "{text}"
+    );
+    assert!(
+        stderr.contains("tls: unknown issuer for 127.0.0.1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("fix: give the issuing CA"), "{stderr}");
+    assert!(
+        stderr.contains("stopped after its first failed connect (tls: unknown issuer)"),
+        "{stderr}"
     );
 }
 

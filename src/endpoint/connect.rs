@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_name, WebPkiServerVerifier};
@@ -128,6 +128,73 @@ pub(crate) struct Dialer {
     pub keep_headers: Vec<http::HeaderName>,
     /// The driver of plain-TCP HTTP/1.1 connections.
     pub io: super::IoDriver,
+    /// Whether the endpoint was stopped, shared by every core's dialer.
+    pub halt: Arc<Halt>,
+}
+
+/// An endpoint stopped for the rest of a run, shared by every core's link
+/// to it: a counted connect failed on the server's certificate
+/// ([`TlsReason::lasts`]), which stays as it is however often it is
+/// retried. Its requests then fail at once as [`Failure::Stopped`],
+/// without a connect or a back-off; the engine ends the run when no
+/// endpoint is left.
+#[derive(Debug, Default)]
+pub struct Halt {
+    /// 0 while the endpoint runs, else its reason's index + 1.
+    state: AtomicU8,
+    /// The endpoint's label, for the message.
+    label: String,
+}
+
+impl Halt {
+    /// A running endpoint's stop, for the endpoint named `label`.
+    pub fn new(label: &str) -> Halt {
+        Halt {
+            state: AtomicU8::new(0),
+            label: label.to_string(),
+        }
+    }
+
+    /// Why the endpoint was stopped; `None` while it runs.
+    pub fn reason(&self) -> Option<TlsReason> {
+        let n = self.state.load(Ordering::Relaxed);
+        TlsReason::ALL.get(usize::from(n.checked_sub(1)?)).copied()
+    }
+
+    /// [`Failure::Stopped`] once the endpoint was stopped: checked before
+    /// a connect, never on a kept connection.
+    pub(crate) fn check(&self) -> Result<(), Failure> {
+        match self.state.load(Ordering::Relaxed) {
+            0 => Ok(()),
+            _ => Err(Failure::Stopped),
+        }
+    }
+
+    /// Note how a counted connect ended: a certificate that failed
+    /// verification stops the endpoint (told once, after the reason and
+    /// its fix from the handshake).
+    pub(crate) fn note<T>(&self, r: &Result<T, Failure>) {
+        let Err(Failure::Tls(reason)) = r else {
+            return;
+        };
+        if !reason.lasts() {
+            return;
+        }
+        // `as u8`: an index of a ten-element array.
+        let code = reason.index() as u8 + 1;
+        if self
+            .state
+            .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            eprintln!(
+                "versus: {}: stopped after its first failed connect ({}): a certificate \
+                 does not change by retrying, so no more requests go there",
+                self.label,
+                reason.name()
+            );
+        }
+    }
 }
 
 impl Dialer {

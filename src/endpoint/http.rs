@@ -388,6 +388,7 @@ impl Prepared {
             handshakes: std::cell::RefCell::new(crate::stats::new_histogram()),
             keep_headers: opts.keep_headers.clone(),
             io: opts.io,
+            halt: Arc::default(),
         };
         Ok(Prepared {
             dialer,
@@ -407,6 +408,12 @@ impl Prepared {
         })
     }
 
+    /// Share `halt` as this endpoint's stop (see [`super::Halt`]) with the
+    /// other cores' links to it.
+    pub fn share_halt(&mut self, halt: Arc<super::Halt>) {
+        self.dialer.halt = halt;
+    }
+
     /// How to connect.
     pub(super) fn dialer(&self) -> &Dialer {
         &self.dialer
@@ -424,6 +431,12 @@ impl Prepared {
 }
 
 impl Link {
+    /// Whether the endpoint was stopped for the rest of the run (see
+    /// [`super::Halt`]).
+    pub fn halted(&self) -> bool {
+        self.dialer.halt.check().is_err()
+    }
+
     /// A link on the current core.
     pub fn new(prepared: Prepared) -> Link {
         let max = prepared.opts.max_connections.unwrap_or(usize::MAX);
@@ -1475,8 +1488,11 @@ impl Slot {
     /// request on it; the third, when the request found no connection
     /// free, since when it waited for one (its clock then starts afresh).
     async fn sender(&mut self, fresh: bool) -> Result<Connection, Failure> {
-        let delay = self.backoff.delay(self.link.opts.timeout);
+        let link = self.link.clone();
+        link.dialer.halt.check()?;
+        let delay = self.backoff.delay(link.opts.timeout);
         let r = self.connection(delay, fresh).await;
+        link.dialer.halt.note(&r);
         self.backoff.record(&r);
         r
     }

@@ -225,11 +225,13 @@ impl WsSlot {
             None => {
                 // A failed connect is not the old socket's: no port.
                 self.port = 0;
+                dialer.halt.check()?;
                 Backoff::wait(self.backoff.delay(opts.timeout)).await;
                 let t0 = Instant::now();
                 // Boxed: the connect and upgrade future is several KiB that
                 // every slot's task would otherwise carry inline.
                 let s = Box::pin(link.connect(dialer)).await;
+                dialer.halt.note(&s);
                 self.backoff.record(&s);
                 let (s, port) = s?;
                 self.port = port;

@@ -1439,7 +1439,14 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
     if let Some(ledger) = &core.ledgers[e] {
         ledger.blame(outcome, &mut stats.endpoints[e]);
     }
-    judge::classify(settings, &mut stats, e, req, outcome, step)
+    let error = judge::classify(settings, &mut stats, e, req, outcome, step);
+    drop(stats);
+    let stopped = matches!(outcome.result, Err(crate::model::Failure::Stopped));
+    if error && stopped && core.links.iter().all(|l| l.halted()) {
+        // No endpoint is left to send to: the run ends, as at its end.
+        begin_stop(core);
+    }
+    error
 }
 
 /// Record a counted flow step at endpoint `e` as it ends: the request as

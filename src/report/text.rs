@@ -94,7 +94,7 @@ fn connect_line(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Res
         .zip(&run.stats.endpoints)
         .enumerate()
         .filter(|(_, (_, s))| s.never_connected())
-        .map(|(i, (spec, s))| (format!("{i}. {spec}"), s.completed()))
+        .map(|(i, (spec, s))| (format!("{i}. {spec}"), s.completed() - s.stopped()))
         .collect();
     if never.is_empty() {
         return Ok(());
@@ -158,9 +158,13 @@ fn requests(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     writeln!(out, "   Requests:   {} per second", super::rate(s.rate()))?;
     let failed = s.failed_connects();
     if failed > 0 {
+        let then = match s.stopped() {
+            0 => "each slot backing off",
+            _ => "then the endpoint was stopped",
+        };
         writeln!(
             out,
-            "   Connect attempts: {failed} failed ({} per second, each slot backing off), left out of the rate above",
+            "   Connect attempts: {failed} failed ({} per second, {then}), left out of the rate above",
             super::rate(s.failed_connect_rate())
         )?;
     }
