@@ -790,3 +790,24 @@ fn requests_are_counted_under_the_templated_reference_requests_route() {
         "{report}"
     );
 }
+
+/// `grpc://` at a port that answers in HTTP/1.1: the server is up, so the
+/// message says what it answered and where to point the URL, not "cannot
+/// reach the server ... start it".
+#[test]
+fn grpc_at_an_http1_server_says_what_it_answered() {
+    use std::io::Write as _;
+    let server = common::RawServer::start(|mut s, _| {
+        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    });
+    let url = format!("grpc://{}/items.Items/GetItem", server.addr);
+    let out = run_bin(&[&url], &ids(&["1"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("start it"), "{stderr}");
+    assert!(
+        stderr.contains("the server is up but did not speak HTTP/2")
+            && stderr.contains(r#"it answered in HTTP/1: "HTTP/1.1 400 Bad Request""#)
+            && stderr.contains("point grpc:// at the gRPC server's port"),
+        "{stderr}"
+    );
+}

@@ -1268,3 +1268,29 @@ fn every_route_sends_the_same_bytes_and_times_the_server_alike() {
         }
     }
 }
+
+/// Plain HTTP/1.1 at a port that speaks only HTTP/2 (h2c): the server
+/// answers with its SETTINGS and a GOAWAY, as an HTTP/2 server does to a
+/// connection that does not start with the preface. The request fails as
+/// a `malformed response`, and stderr says once what that means and that
+/// `--http2` is the fix.
+#[test]
+fn http1_at_an_h2c_only_port_hints_http2() {
+    use std::io::Write as _;
+    let server = RawServer::start(|mut s, _| {
+        let _ = read_request(&mut s);
+        let mut frames = vec![0, 0, 0, 4, 0, 0, 0, 0, 0];
+        frames.extend_from_slice(&[0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        let _ = s.write_all(&frames);
+    });
+    let out = run_bin(&["-c", "1", &server.url()], &lines(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("malformed response: 2"), "{text}");
+    assert_eq!(
+        stderr.matches("answered HTTP/1.1 with HTTP/2 frames").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("fix: give --http2"), "{stderr}");
+}
