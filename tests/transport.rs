@@ -1288,7 +1288,9 @@ fn http1_at_an_h2c_only_port_hints_http2() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("malformed response: 2"), "{text}");
     assert_eq!(
-        stderr.matches("answered HTTP/1.1 with HTTP/2 frames").count(),
+        stderr
+            .matches("answered HTTP/1.1 with HTTP/2 frames")
+            .count(),
         1,
         "{stderr}"
     );
