@@ -811,3 +811,33 @@ fn grpc_at_an_http1_server_says_what_it_answered() {
         "{stderr}"
     );
 }
+
+/// A templated REST reference counts its requests as `GET /items/{id}`,
+/// and a rules file's `[method."GET /items/{id}"]` section (the form
+/// docs/input-formats.md gives) applies to them: the planted difference
+/// is found without it and ignored with it.
+#[test]
+fn a_rules_section_named_by_a_templated_route_applies_to_its_requests() {
+    let server = GrpcServer::start(Options {
+        plant: true,
+        ..Options::default()
+    });
+    let p = proto();
+    let grpc = format!("grpc={}", server.url("GetItem"));
+    let rest = format!("rest={}/", server.http());
+    let rules = tmp(
+        "route-rules.toml",
+        "[method.\"GET /items/{id}\"]\nignore = [\"$.price.units\"]\n",
+    );
+    let mut args = vec!["--proto", &p, "--grpc-json", "rest"];
+    args.extend_from_slice(&PATH_ID_AND_MESSAGE);
+    args.extend([rest.as_str(), grpc.as_str()]);
+    let (out, report) = run_lib(&args, b"5\n6\n7\n8\n");
+    assert_eq!(out.stats.verdicts.mismatched, 1, "{report}");
+    assert!(report.contains("GET /items/{id}"), "{report}");
+
+    args.extend(["--rules", rules.to_str().unwrap()]);
+    let (out, report) = run_lib(&args, b"5\n6\n7\n8\n");
+    assert_eq!(out.stats.verdicts.compared, 4, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+}
