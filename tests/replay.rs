@@ -415,3 +415,37 @@ fn a_saved_run_replays_exactly_the_requests_it_read() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A GET (or HEAD) record with a body, as the REST-beside-gRPC example
+/// of docs/grpc.md writes it, reaches an HTTP endpoint without the body
+/// (a server that does not read GET bodies took it for the next
+/// request); a POST keeps its body. Said once on stderr.
+#[test]
+fn a_get_records_body_is_not_sent_to_an_http_endpoint() {
+    let (server, seen) = recorder();
+    let input = concat!(
+        r#"{"method": "GET", "path": "/items/7", "json": {"id": "7"}}"#,
+        "\n",
+        r#"{"method": "GET", "path": "/items/8", "json": {"id": "8"}}"#,
+        "\n",
+        r#"{"method": "POST", "path": "/items", "json": {"id": "9"}}"#,
+        "\n",
+    );
+    let out = run_bin(&["--input", "jsonl", &server.url()], input.as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for path in ["/items/7", "/items/8"] {
+        let get = by_path(&seen, path);
+        assert_eq!((get.method.as_str(), &get.body[..]), ("GET", &b""[..]));
+    }
+    assert_eq!(&by_path(&seen, "/items").body[..], br#"{"id":"9"}"#);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("a GET record's body is not sent").count(),
+        1,
+        "{stderr}"
+    );
+}

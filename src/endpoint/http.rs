@@ -282,6 +282,21 @@ impl Drop for Connecting<'_> {
     }
 }
 
+/// Tell once per process on stderr that a GET or HEAD record's body was
+/// not sent to an HTTP endpoint. RFC 9110 gives such a body no meaning,
+/// and a server that does not read it (Python's `http.server`) takes it
+/// for the next request; a record meant for REST beside gRPC carries it
+/// for the gRPC endpoint's message.
+fn tell_body_dropped(label: &str, method: &Method) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "versus: {label}: a {method} record's body is not sent (a GET or HEAD carries none; \
+             a gRPC endpoint takes it as its message); make the record a POST to send it"
+        );
+    }
+}
+
 impl Prepared {
     /// Prepare a link. `addrs` come from [`super::resolve`], done once per run.
     ///
@@ -719,7 +734,16 @@ impl Link {
                 let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
                 (Cow::Owned(join_suffix(&self.spec.base_path, suffix)), &[])
             }
-            (Some(target), _) => (join_target(&self.spec.base_path, target), &req.body),
+            (Some(target), _) => {
+                let body = match *method {
+                    Method::GET | Method::HEAD if !req.body.is_empty() => {
+                        tell_body_dropped(&self.spec.label, method);
+                        &[]
+                    }
+                    _ => &req.body[..],
+                };
+                (join_target(&self.spec.base_path, target), body)
+            }
         };
         if !is_origin_form(&path) {
             return Err(Failure::BadRequest);
