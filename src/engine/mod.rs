@@ -382,7 +382,8 @@ fn core_inputs(
     // The quota counts counted units only; warm-up ones come on top (see
     // `Feed::take_now`).
     let quota = |c: usize| settings.stop_after.count.map(|n| cores.share(c).share(n));
-    // Core c of shard I of N numbers its flow instances c·N + I, then
+    // Core c of shard I of N numbers its flow instances (and repeats of
+    // one request) c·N + I, then
     // every (cores·N)th: together, over cores and shards, 0, 1, 2, ...
     // with no number twice.
     let flows = |mix: Arc<crate::flow::Mix>| {
@@ -398,9 +399,13 @@ fn core_inputs(
     };
     match input {
         Workload::Repeat(request) => {
+            // Numbered as flow instances are.
             for c in 0..cores.count {
+                let part = settings.shard.part(c, cores.count);
                 inputs.push(CoreInput::Repeat {
                     request: request.clone(),
+                    next: part.index,
+                    step: part.count,
                     remaining: quota(c),
                 });
             }
