@@ -241,7 +241,7 @@ fn responses(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     if !statuses.is_empty() {
         writeln!(out, "   Status:     {}", statuses.join(", "))?;
     }
-    let avg_in = s.bytes_in.checked_div(s.responses).unwrap_or(0);
+    let avg_in = s.bytes_per_response().unwrap_or(0);
     writeln!(
         out,
         "   Bytes:      {} in ({avg_in} avg per response), {} out",

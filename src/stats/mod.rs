@@ -481,6 +481,13 @@ impl EndpointStats {
         record(&mut self.connect, took);
     }
 
+    /// The mean body size of a response, to the nearest byte (every
+    /// report shows this one figure); `None` without responses.
+    pub fn bytes_per_response(&self) -> Option<u64> {
+        let half = self.responses / 2;
+        (self.bytes_in.checked_add(half)?).checked_div(self.responses)
+    }
+
     /// Requests that completed: a response or a failure.
     pub fn completed(&self) -> u64 {
         self.responses + self.failures.iter().sum::<u64>()
