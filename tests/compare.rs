@@ -565,3 +565,27 @@ fn single_request_mode_numbers_each_repeat() {
     assert_eq!(numbers, ["0", "1", "2", "3", "4", "5"], "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `-v`'s mismatch samples keep their indentation through bodies of
+/// several lines ending in a line end (their later lines started at the
+/// margin, and the report's next lines after them).
+#[test]
+fn verbose_samples_keep_their_indentation_after_a_body_ending_in_a_newline() {
+    let a = Server::start(|_| Reply::ok("line one\nline two\n"));
+    let b = Server::start(|_| Reply::ok("line one\nline 2\n"));
+    let out = run_bin(&["-v", "-c", "1", &a.url(), &b.url()], b"req one\n");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sample: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("request 0: req one"))
+        .take_while(|l| !l.starts_with("   As bytes"))
+        .collect();
+    assert!(sample.len() > 4, "{text}");
+    for line in &sample {
+        assert!(line.starts_with("         "), "{line:?} in\n{text}");
+    }
+    assert!(
+        sample.iter().any(|l| l.trim() == "line two") && !sample.iter().any(|l| l.is_empty()),
+        "{text}"
+    );
+}

@@ -674,19 +674,21 @@ fn group_table(
 
 fn samples(out: &mut dyn Write, plan: &RunInfo, g: &MismatchGroup) -> io::Result<()> {
     for s in &g.samples {
-        writeln!(
-            out,
-            "         request {}: {}",
-            s.seq,
-            escape_terminal(&s.request)
-        )?;
-        let values: Vec<String> = plan
-            .endpoints
-            .iter()
-            .zip(&s.values)
-            .map(|(e, v)| format!("{}: {v}", e.label))
-            .collect();
-        writeln!(out, "           {}", escape_terminal(&values.join("   ")))?;
+        let head = format!("request {}: ", s.seq);
+        super::write_block(out, "         ", &head, &s.request)?;
+        let labels = plan.endpoints.iter().map(|e| &e.label);
+        if s.values.iter().any(|v| v.trim_end().contains('\n')) {
+            // Bodies of several lines: each endpoint's under its label.
+            for (label, v) in labels.zip(&s.values) {
+                super::write_block(out, "           ", &format!("{label}: "), v)?;
+            }
+        } else {
+            let values: Vec<String> = labels
+                .zip(&s.values)
+                .map(|(label, v)| format!("{label}: {}", v.trim_end()))
+                .collect();
+            writeln!(out, "           {}", escape_terminal(&values.join("   ")))?;
+        }
         for line in s.diff.lines() {
             writeln!(out, "           {}", escape_terminal(line))?;
         }
