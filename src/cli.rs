@@ -301,8 +301,9 @@ pub struct RunArgs {
     /// per endpoint). SPEC is, for an HTTP endpoint '[METHOD]
     /// /PATH[?QUERY] [BODY]', e.g. 'GET /items/{{ id }}'; for a gRPC
     /// endpoint the request message, e.g. '{"id": "{{ line }}"}'. {{ line }}
-    /// is the whole line, {{ NAME }} a field of a JSON line; a line without
-    /// a field the template reads is malformed (see docs/input-formats.md).
+    /// is the whole line, {{ seq }} its number in the stream (as -v and
+    /// --mismatches number it), {{ NAME }} a field of a JSON line; a line
+    /// without a field the template reads is malformed.
     #[arg(
         long = "template",
         value_name = "NAME=SPEC",

@@ -449,3 +449,52 @@ fn a_get_records_body_is_not_sent_to_an_http_endpoint() {
         "{stderr}"
     );
 }
+
+/// `{{ seq }}` in a stream's template is the request's number, the one
+/// `--mismatches` (and `-v`) gives it: each line reaches the templated
+/// endpoint under the number the mismatch log names that line by.
+#[test]
+fn a_templates_seq_is_the_number_the_mismatch_log_gives_the_request() {
+    let (server, seen) = recorder();
+    let other = Server::start(|_| Reply::ok(r#"{"other":true}"#));
+    let dir = std::env::temp_dir().join(format!("versus-seq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("m.jsonl");
+    let input: String = (0..20).map(|i| format!("line{i}\n")).collect();
+    let (a, b) = (format!("a={}", server.url()), format!("b={}", other.url()));
+    let out = run_bin(
+        &[
+            "-c",
+            "3",
+            "--template",
+            "a=POST /n/{{ seq }} {{ line }}",
+            "--mismatches",
+            log.to_str().unwrap(),
+            &a,
+            &b,
+        ],
+        input.as_bytes(),
+    );
+    assert!(
+        out.status.code() != Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logged: std::collections::HashMap<u64, String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let body = v["request"]["body"].as_str().unwrap().to_string();
+            (v["seq"].as_u64().unwrap(), body)
+        })
+        .collect();
+    assert_eq!(logged.len(), 20);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 20);
+    for s in seen.iter() {
+        let n: u64 = s.path.strip_prefix("/n/").unwrap().parse().unwrap();
+        assert_eq!(logged[&n].as_bytes(), &s.body[..], "request {n}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
