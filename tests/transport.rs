@@ -1296,3 +1296,27 @@ fn http1_at_an_h2c_only_port_hints_http2() {
     );
     assert!(stderr.contains("fix: give --http2"), "{stderr}");
 }
+
+/// `--http2` at a port that speaks only HTTP/1.1: it answers the preface
+/// with an HTTP/1 status line, a `malformed response`, and stderr says
+/// once what it answered and that dropping `--http2` is the fix.
+#[test]
+fn http2_at_an_http1_only_port_says_what_it_answered() {
+    use std::io::Write as _;
+    let server = RawServer::start(|mut s, _| {
+        let _ =
+            s.write_all(b"HTTP/1.1 505 HTTP Version Not Supported\r\nConnection: close\r\n\r\n");
+    });
+    let out = run_bin(&["-c", "1", "--http2", &server.url()], &lines(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("malformed response: 2"), "{text}");
+    assert_eq!(
+        stderr
+            .matches(r#"answered HTTP/2 in HTTP/1 ("HTTP/1.1 505 HTTP Version Not Supported")"#)
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("for http://, drop --http2"), "{stderr}");
+}
