@@ -162,7 +162,7 @@ impl Halt {
     }
 
     /// [`Failure::Stopped`] once the endpoint was stopped: checked before
-    /// a connect, never on a kept connection.
+    /// each connect (not per request).
     pub(crate) fn check(&self) -> Result<(), Failure> {
         match self.state.load(Ordering::Relaxed) {
             0 => Ok(()),
@@ -201,6 +201,7 @@ impl Dialer {
     /// Open one connection and run its HTTP handshake; the connection's
     /// driver is spawned on the current `LocalSet`.
     pub async fn connect(&self) -> Result<Connected, Failure> {
+        self.halt.check()?;
         let tcp = self.tcp().await?;
         // Names the connection to a fault proxy (`crate::fault::Ledger`).
         let port = tcp.local_addr().map_or(0, |a| a.port());
@@ -233,6 +234,7 @@ impl Dialer {
     /// Open one connection, TCP or TLS, without any HTTP handshake (for
     /// WebSocket, whose handshake is its own).
     pub async fn open(&self) -> Result<(Box<dyn Io>, u16), Failure> {
+        self.halt.check()?;
         let tcp = self.tcp().await?;
         // Names the connection to a fault proxy (`crate::fault::Ledger`).
         let port = tcp.local_addr().map_or(0, |a| a.port());
@@ -332,10 +334,13 @@ impl Backoff {
         Some(d + d * fastrand::u32(0..=256) / 1024)
     }
 
-    /// Note how a connect (or taking a connection) ended.
+    /// Note how a connect (or taking a connection) ended. A failure that
+    /// stops the endpoint ([`Halt`]) is not waited after: the next connect
+    /// fails at once as [`Failure::Stopped`].
     pub(crate) fn record<T>(&mut self, r: &Result<T, Failure>) {
         self.failures = match r {
-            Ok(_) => 0,
+            Ok(_) | Err(Failure::Stopped) => 0,
+            Err(Failure::Tls(reason)) if reason.lasts() => 0,
             Err(_) => self.failures.saturating_add(1),
         };
     }
@@ -569,6 +574,12 @@ mod tests {
         // Never more than half the timeout.
         assert!(b.delay(Duration::from_millis(100)).unwrap() <= Duration::from_millis(63));
         b.record(&Ok(()));
+        assert_eq!(b.delay(timeout), None);
+        // A certificate's failure stops the endpoint: nothing to wait for.
+        b.record::<()>(&Err(Failure::Refused));
+        b.record::<()>(&Err(Failure::Tls(TlsReason::UnknownIssuer)));
+        assert_eq!(b.delay(timeout), None);
+        b.record::<()>(&Err(Failure::Stopped));
         assert_eq!(b.delay(timeout), None);
     }
 }

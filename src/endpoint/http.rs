@@ -1513,7 +1513,6 @@ impl Slot {
     /// free, since when it waited for one (its clock then starts afresh).
     async fn sender(&mut self, fresh: bool) -> Result<Connection, Failure> {
         let link = self.link.clone();
-        link.dialer.halt.check()?;
         let delay = self.backoff.delay(link.opts.timeout);
         let r = self.connection(delay, fresh).await;
         link.dialer.halt.note(&r);

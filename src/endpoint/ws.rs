@@ -225,7 +225,6 @@ impl WsSlot {
             None => {
                 // A failed connect is not the old socket's: no port.
                 self.port = 0;
-                dialer.halt.check()?;
                 Backoff::wait(self.backoff.delay(opts.timeout)).await;
                 let t0 = Instant::now();
                 // Boxed: the connect and upgrade future is several KiB that
