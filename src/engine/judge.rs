@@ -161,8 +161,9 @@ impl MethodCache {
     }
 }
 
-/// Judge one request whose outcomes are all in, and record the verdict
-/// (its latencies per method counted in `tallies`).
+/// Judge one request whose outcomes are all in (with its number in the
+/// run, which a repeat of single-request mode does not carry itself), and
+/// record the verdict (its latencies per method counted in `tallies`).
 pub(crate) fn verdict(
     settings: &Settings,
     (stats, tallies): (&mut RunStats, &mut Tallies),
