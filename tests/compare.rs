@@ -588,4 +588,15 @@ fn verbose_samples_keep_their_indentation_after_a_body_ending_in_a_newline() {
         sample.iter().any(|l| l.trim() == "line two") && !sample.iter().any(|l| l.is_empty()),
         "{text}"
     );
+    // -v on stderr: a request body of several lines stays under its label.
+    let record = b"{\"method\": \"POST\", \"path\": \"/\", \"body\": \"first\\nsecond\\n\"}\n";
+    let out = run_bin(
+        &["--input", "jsonl", "-v", "-c", "1", &a.url(), &b.url()],
+        record,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("    request: first\n             second\n  0. "),
+        "{stderr}"
+    );
 }
