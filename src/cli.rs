@@ -220,7 +220,7 @@ pub struct RunArgs {
     /// Endpoints to send every request to, as URL or NAME=URL; the first is
     /// the reference.
     ///
-    /// The first is the reference the others are compared with. Schemes: http:// and
+    /// The others are compared with the reference. Schemes: http:// and
     /// https:// POST each input line as the body; http+get:// and
     /// https+get:// send a GET to the URL joined with the line;
     /// http+post:// and https+post:// POST explicitly; ws:// and wss://
@@ -252,8 +252,7 @@ pub struct RunArgs {
     /// Open model: start this many requests a second per endpoint, on a
     /// schedule.
     ///
-    /// Open model: start requests on a schedule, this many per second per
-    /// endpoint (`500`, `500/s`, `30000/m`); latency counts from the time each
+    /// Written `500`, `500/s` or `30000/m`; latency counts from the time each
     /// request was due.
     #[arg(long, value_name = "RATE", help_heading = "Load")]
     pub rate: Option<String>,
@@ -271,8 +270,8 @@ pub struct RunArgs {
 
     /// Show more: -v each mismatch, -vv a timing line per request.
     ///
-    /// Show more: -v prints each mismatched request with every endpoint's
-    /// answer; -vv also prints a timing line per request on stderr.
+    /// -v prints each mismatched request with every endpoint's answer; -vv
+    /// also prints a timing line per request on stderr.
     #[arg(short, long, action = clap::ArgAction::Count, help_heading = "Output")]
     pub verbose: u8,
 
@@ -298,13 +297,13 @@ pub struct RunArgs {
     /// How one endpoint makes its request of each line, as 'NAME=SPEC'
     /// (see docs/input-formats.md).
     ///
-    /// How one endpoint makes its request of each line of the stream, as
-    /// 'NAME=SPEC' where NAME is the endpoint's label or its position from
-    /// 0 (repeatable, one per endpoint): for an HTTP endpoint '[METHOD]
+    /// NAME is the endpoint's label or its position from 0 (repeatable, one
+    /// per endpoint). SPEC is, for an HTTP endpoint '[METHOD]
     /// /PATH[?QUERY] [BODY]', e.g. 'GET /items/{{ id }}'; for a gRPC
     /// endpoint the request message, e.g. '{"id": "{{ line }}"}'. {{ line }}
-    /// is the whole line, {{ NAME }} a field of a JSON line; a line without
-    /// a field the template reads is malformed (see docs/input-formats.md).
+    /// is the whole line, {{ seq }} its number in the stream (as -v and
+    /// --mismatches number it), {{ NAME }} a field of a JSON line; a line
+    /// without a field the template reads is malformed.
     #[arg(
         long = "template",
         value_name = "NAME=SPEC",
@@ -316,17 +315,16 @@ pub struct RunArgs {
     /// A network fault on one endpoint, as 'NAME=FAULT' (see
     /// docs/faults.md).
     ///
-    /// A network fault on one endpoint, as 'NAME=FAULT' where NAME is the
-    /// endpoint's label or its position from 0, e.g. "slow=latency 200ms jitter
-    /// 20ms" or "1=status 503 prob 10% after 10s for 5s" (repeatable; see
-    /// docs/faults.md).
+    /// NAME is the endpoint's label or its position from 0, e.g. "slow=latency
+    /// 200ms jitter 20ms" or "1=status 503 prob 10% after 10s for 5s"
+    /// (repeatable).
     #[arg(long = "fault", value_name = "NAME=FAULT", help_heading = "Faults")]
     pub faults: Vec<String>,
 
     /// Single-request mode: send this method repeatedly, no stream.
     ///
-    /// Single-request mode: send this method to every endpoint repeatedly
-    /// instead of reading a request stream.
+    /// Every endpoint gets the same request again and again; no request
+    /// stream is read.
     #[arg(short = 'm', long, help_heading = "Requests")]
     pub method: Option<String>,
 
@@ -337,9 +335,9 @@ pub struct RunArgs {
 
     /// Input format: lines, jsonl, har, curl, vegeta, pcap or run.
     ///
-    /// Input format: lines (one body per line, the default), jsonl, har, curl,
-    /// vegeta, pcap or run (a saved run). Without it, a --input-file's format
-    /// is detected from its name and first bytes; stdin is read as lines.
+    /// `lines` is one body per line (the default), `run` a saved run. Without
+    /// it, a --input-file's format is detected from its name and first bytes;
+    /// stdin is read as lines.
     #[arg(long = "input", value_name = "FORMAT", help_heading = "Requests")]
     pub input_format: Option<String>,
 
@@ -349,8 +347,7 @@ pub struct RunArgs {
 
     /// What counts as the same answer: auto, bytes, json, status or none.
     ///
-    /// What counts as the same answer: auto (bytes, then JSON structure),
-    /// bytes, json, status, or none (no comparison).
+    /// `auto` compares bytes, then JSON structure; `none` compares nothing.
     #[arg(
         long,
         default_value = "auto",
@@ -617,8 +614,8 @@ pub struct RunArgs {
 
     /// Save the run to FILE as it goes (JSON Lines, for `versus report`).
     ///
-    /// Save the run to FILE as it goes (JSON Lines, flushed every interval;
-    /// read it with `versus report`, `merge`, `compare`).
+    /// Flushed every interval; read it with `versus report`, `merge` or
+    /// `compare`.
     #[arg(
         short = 'o',
         long = "output",
@@ -644,16 +641,15 @@ pub struct RunArgs {
     /// Check a condition at the end, such as 'p99 < 200ms' (exit 3 if it
     /// fails; repeatable).
     ///
-    /// Check a condition at the end, such as 'p99 < 200ms', 'errors < 1%',
-    /// 'mismatches == 0', 'rps > 500', 'LABEL: p95 <= 50ms' (repeatable); exit
-    /// 3 if any fails.
+    /// Others: 'errors < 1%', 'mismatches == 0', 'rps > 500', 'LABEL: p95 <=
+    /// 50ms' (one endpoint's).
     #[arg(long = "threshold", value_name = "EXPR", help_heading = "Output")]
     pub thresholds: Vec<String>,
     /// Full-screen live dashboard (q ends the run, p pauses).
     ///
-    /// Full-screen live dashboard: per endpoint rates, latency percentiles,
-    /// errors and mismatches as the run goes. Keys: q ends the run and reports,
-    /// p pauses and resumes, s shows the latest mismatch.
+    /// It shows per endpoint rates, latency percentiles, errors and mismatches
+    /// as the run goes. Keys: q ends the run and reports, p pauses and resumes,
+    /// s shows the latest mismatch.
     #[arg(short = 'i', long, conflicts_with = "quiet", help_heading = "Output")]
     pub interactive: bool,
 

@@ -1,5 +1,6 @@
 //! How values are shown to a person, in reports, messages and the live
-//! view alike: durations, and text made safe for a terminal.
+//! view alike: durations, text made safe for a terminal, and the nearest
+//! known word to a mistyped one.
 
 use std::time::Duration;
 
@@ -52,4 +53,23 @@ pub fn escape_terminal(s: &str) -> String {
         }
     }
     out
+}
+
+/// The Levenshtein distance between `a` and `b`: how far a word typed
+/// is from a known one, for "did you mean" suggestions.
+pub fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
 }

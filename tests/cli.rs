@@ -462,3 +462,39 @@ fn short_help_fits_a_screen_grouped_by_task_and_long_help_has_every_flag() {
     }
     assert!(!short.contains("--max-in-flight") && long.contains("--max-in-flight"));
 }
+
+/// `--help` shows an option's one-line help and then its long text: the
+/// long text goes on from the line, and does not start over with it
+/// (`-o`, `--threshold`, `-i`, `--template`, `-m`, `--input` and `--fault`
+/// said their first words twice).
+#[test]
+fn no_long_help_repeats_its_first_line() {
+    use clap::CommandFactory;
+    let root = versus::cli::Cli::command();
+    let mut commands = vec![&root];
+    commands.extend(root.get_subcommands());
+    let mut repeated = Vec::new();
+    for cmd in commands {
+        let args = cmd.get_arguments().chain(cmd.get_positionals());
+        for arg in args {
+            let Some(long) = arg.get_long_help().map(|h| h.to_string()) else {
+                continue;
+            };
+            let mut paragraphs = long.split("\n\n");
+            let (Some(first), Some(second)) = (paragraphs.next(), paragraphs.next()) else {
+                continue;
+            };
+            // The line's opening words, up to its first mark.
+            let opening = first
+                .split(['(', ':', ',', ';', '.'])
+                .next()
+                .unwrap_or("")
+                .trim();
+            let second = second.split_whitespace().collect::<Vec<_>>().join(" ");
+            if opening.split_whitespace().count() >= 2 && second.starts_with(opening) {
+                repeated.push(format!("{} {}: {first:?}", cmd.get_name(), arg.get_id()));
+            }
+        }
+    }
+    assert!(repeated.is_empty(), "{}", repeated.join("\n"));
+}

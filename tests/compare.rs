@@ -576,3 +576,101 @@ fn a_slow_comparison_is_not_timed_as_the_endpoints_latency() {
         );
     }
 }
+
+/// Single-request mode numbers its repeats as a stream numbers its
+/// requests (it numbered every one 0): in `--mismatches`, in `-v`'s
+/// mismatch samples and in `-vv`'s lines.
+#[test]
+fn single_request_mode_numbers_each_repeat() {
+    let n = Arc::new(AtomicU64::new(0));
+    let a = Server::start(|_| Reply::ok(r#"{"v":1}"#));
+    let b = Server::start(move |_| {
+        Reply::ok(format!(r#"{{"v":{}}}"#, n.fetch_add(1, Ordering::SeqCst)))
+    });
+    let dir = std::env::temp_dir().join(format!("versus-repeat-seq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("m.jsonl");
+    let (a, b) = (a.url(), b.url());
+    let one = [
+        "-c",
+        "1",
+        "--threads",
+        "1",
+        "--method",
+        "GET",
+        "--stop-after",
+        "6",
+    ];
+    let mut args = one.to_vec();
+    args.extend(["-v", "--mismatches", log.to_str().unwrap(), &a, &b]);
+    let out = run_bin(&args, b"");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut seqs: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    seqs.sort_unstable();
+    // Every answer but the one with v = 1 differs.
+    assert_eq!(seqs.len(), 5, "{text}");
+    seqs.dedup();
+    assert_eq!(seqs.len(), 5, "numbered alike: {text}");
+    assert!(seqs.iter().all(|&s| s < 6), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut shown: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("--- mismatch: request "))
+        .collect();
+    shown.sort_unstable();
+    shown.dedup();
+    assert!(shown.len() > 1, "{stderr}");
+
+    let mut args = one.to_vec();
+    args.extend(["-vv", &a]);
+    let out = run_bin(&args, b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let numbers: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("request=")?.split(' ').next())
+        .collect();
+    assert_eq!(numbers, ["0", "1", "2", "3", "4", "5"], "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `-v`'s mismatch samples keep their indentation through bodies of
+/// several lines ending in a line end (their later lines started at the
+/// margin, and the report's next lines after them).
+#[test]
+fn verbose_samples_keep_their_indentation_after_a_body_ending_in_a_newline() {
+    let a = Server::start(|_| Reply::ok("line one\nline two\n"));
+    let b = Server::start(|_| Reply::ok("line one\nline 2\n"));
+    let out = run_bin(&["-v", "-c", "1", &a.url(), &b.url()], b"req one\n");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sample: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("request 0: req one"))
+        .take_while(|l| !l.starts_with("   As bytes"))
+        .collect();
+    assert!(sample.len() > 4, "{text}");
+    for line in &sample {
+        assert!(line.starts_with("         "), "{line:?} in\n{text}");
+    }
+    assert!(
+        sample.iter().any(|l| l.trim() == "line two") && !sample.iter().any(|l| l.is_empty()),
+        "{text}"
+    );
+    // -v on stderr: a request body of several lines stays under its label.
+    let record = b"{\"method\": \"POST\", \"path\": \"/\", \"body\": \"first\\nsecond\\n\"}\n";
+    let out = run_bin(
+        &["--input", "jsonl", "-v", "-c", "1", &a.url(), &b.url()],
+        record,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("    request: first\n             second\n  0. "),
+        "{stderr}"
+    );
+}

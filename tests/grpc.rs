@@ -790,3 +790,54 @@ fn requests_are_counted_under_the_templated_reference_requests_route() {
         "{report}"
     );
 }
+
+/// `grpc://` at a port that answers in HTTP/1.1: the server is up, so the
+/// message says what it answered and where to point the URL, not "cannot
+/// reach the server ... start it".
+#[test]
+fn grpc_at_an_http1_server_says_what_it_answered() {
+    use std::io::Write as _;
+    let server = common::RawServer::start(|mut s, _| {
+        let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    });
+    let url = format!("grpc://{}/items.Items/GetItem", server.addr);
+    let out = run_bin(&[&url], &ids(&["1"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("start it"), "{stderr}");
+    assert!(
+        stderr.contains("the server is up but did not speak HTTP/2")
+            && stderr.contains(r#"it answered in HTTP/1: "HTTP/1.1 400 Bad Request""#)
+            && stderr.contains("point grpc:// at the gRPC server's port"),
+        "{stderr}"
+    );
+}
+
+/// A templated REST reference counts its requests as `GET /items/{id}`,
+/// and a rules file's `[method."GET /items/{id}"]` section (the form
+/// docs/input-formats.md gives) applies to them: the planted difference
+/// is found without it and ignored with it.
+#[test]
+fn a_rules_section_named_by_a_templated_route_applies_to_its_requests() {
+    let server = GrpcServer::start(Options {
+        plant: true,
+        ..Options::default()
+    });
+    let p = proto();
+    let grpc = format!("grpc={}", server.url("GetItem"));
+    let rest = format!("rest={}/", server.http());
+    let rules = tmp(
+        "route-rules.toml",
+        "[method.\"GET /items/{id}\"]\nignore = [\"$.price.units\"]\n",
+    );
+    let mut args = vec!["--proto", &p, "--grpc-json", "rest"];
+    args.extend_from_slice(&PATH_ID_AND_MESSAGE);
+    args.extend([rest.as_str(), grpc.as_str()]);
+    let (out, report) = run_lib(&args, b"5\n6\n7\n8\n");
+    assert_eq!(out.stats.verdicts.mismatched, 1, "{report}");
+    assert!(report.contains("GET /items/{id}"), "{report}");
+
+    args.extend(["--rules", rules.to_str().unwrap()]);
+    let (out, report) = run_lib(&args, b"5\n6\n7\n8\n");
+    assert_eq!(out.stats.verdicts.compared, 4, "{report}");
+    assert_eq!(out.stats.verdicts.mismatched, 0, "{report}");
+}

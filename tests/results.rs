@@ -1118,3 +1118,32 @@ fn merged_runs_at_a_rate_are_scheduled_at_their_sum() {
     let sent = number_after(line, "scheduled,");
     assert!((90.0..=110.0).contains(&sent), "{line}");
 }
+
+/// Bytes per response is one figure, to the nearest byte, in the text
+/// report, JSON, and `versus compare` (which rounded it while the others
+/// floored it: 131 against 132 B for a mean of 131.5).
+#[test]
+fn bytes_per_response_is_rounded_alike_in_every_report() {
+    let n = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let server = Server::start(move |_| {
+        let odd = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2;
+        Reply::ok("x".repeat(131 + odd as usize))
+    });
+    let dir = std::env::temp_dir().join(format!("versus-bytes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("run.jsonl");
+    let args = ["-c", "1", "--format", "json", "-o", saved.to_str().unwrap()];
+    let out = run_bin(&[&args[..], &[&server.url()]].concat(), &lines(2));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["endpoints"][0]["bytes"]["per_response"], 132, "{json}");
+    let text = run_bin(&["report", saved.to_str().unwrap()], b"");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("   Bytes:      263 in (132 avg per response)"),
+        "{text}"
+    );
+    let compared = run_bin(&["compare", saved.to_str().unwrap()], b"");
+    let compared = String::from_utf8_lossy(&compared.stdout);
+    assert!(compared.contains("132 B"), "{compared}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -29,14 +29,14 @@ fn tls_is_verified_by_default() {
     let cert = TestCert::new();
     let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
     let url = server.https_url();
-    let (out, report) = run_lib(&[&url], &lines(3));
+    let (out, report) = run_lib(&["-c", "1", "--threads", "1", &url], &lines(3));
     assert_eq!(
         out.stats.endpoints[0].failures
             [versus::endpoint::Failure::Tls(TlsReason::UnknownIssuer).index()],
-        3,
+        1,
         "{report}"
     );
-    assert!(report.contains("tls handshake failed: 3"), "{report}");
+    assert!(report.contains("tls handshake failed: 1"), "{report}");
     assert_eq!(server.requests(), 0);
 
     let pem = cert.pem_file();
@@ -413,11 +413,11 @@ fn a_ca_certificate_given_with_cacert_is_trusted_as_curl_does() {
     });
     let server = Server::start_tls(&cert, |_| Reply::ok("{}"));
     let url = server.https_url();
-    let (out, report) = run_lib(&[&url], &lines(2));
+    let (out, report) = run_lib(&["-c", "1", "--threads", "1", &url], &lines(2));
     let reason = TlsReason::CaAsEndEntity;
-    assert_eq!(out.stats.endpoints[0].tls_reasons[reason.index()], 2);
+    assert_eq!(out.stats.endpoints[0].tls_reasons[reason.index()], 1);
     assert!(
-        report.contains("     tls handshake failed: 2\n       tls: certificate is a CA used as an end entity: 2\n"),
+        report.contains("     tls handshake failed: 1\n       tls: certificate is a CA used as an end entity: 1\n"),
         "{report}"
     );
 
@@ -437,18 +437,92 @@ fn a_ca_certificate_given_with_cacert_is_trusted_as_curl_does() {
     let _ = std::fs::remove_file(pem);
 }
 
-/// Two requests to `url` trusting `pem` fail in the TLS handshake for
-/// `reason`, counted and shown under it.
+/// The first of two requests to `url` trusting `pem` fails in the TLS
+/// handshake for `reason`, counted and shown under it; the endpoint is
+/// then stopped, and the second is not sent.
 fn assert_tls_failures(pem: &std::path::Path, url: &str, reason: TlsReason) {
-    let (out, report) = run_lib(&["--cacert", pem.to_str().unwrap(), url], &lines(2));
+    let (out, report) = run_lib(
+        &[
+            "-c",
+            "1",
+            "--threads",
+            "1",
+            "--cacert",
+            pem.to_str().unwrap(),
+            url,
+        ],
+        &lines(2),
+    );
+    let s = &out.stats.endpoints[0];
+    assert_eq!(s.tls_reasons[reason.index()], 1, "{report}");
+    assert_eq!(s.stopped(), 1, "{report}");
+    assert!(
+        report.contains(&format!("       {}: 1\n", reason.name())),
+        "{report}"
+    );
+}
+
+/// A certificate that fails verification does not heal by retrying: the
+/// endpoint is stopped at its first failure (one handshake per slot that
+/// connected, not one per request after a growing back-off), told on
+/// stderr with the reason and the fix, and its requests are counted as
+/// not sent. The run goes on for a healthy endpoint, and ends at once
+/// when none is left, however long it was to run.
+#[test]
+fn a_certificate_that_fails_verification_stops_its_endpoint_at_once() {
+    let cert = TestCert::new();
+    let bad = Server::start_tls(&cert, |_| Reply::ok("{}"));
+    let good = Server::start(|_| Reply::ok("{}"));
+    let one = ["-c", "1", "--threads", "1"];
+    let (out, report) = run_lib(
+        &[&one[..], &[&bad.https_url(), &good.url()]].concat(),
+        &lines(30),
+    );
+    let (b, g) = (&out.stats.endpoints[0], &out.stats.endpoints[1]);
     assert_eq!(
-        out.stats.endpoints[0].tls_reasons[reason.index()],
-        2,
+        b.tls_reasons[TlsReason::UnknownIssuer.index()],
+        1,
+        "{report}"
+    );
+    assert_eq!(b.failed_connects(), 1, "{report}");
+    assert_eq!(b.stopped(), 29, "{report}");
+    assert_eq!(b.rate(), 0.0, "{report}");
+    assert_eq!((g.responses, g.errors()), (30, 0), "{report}");
+    assert!(
+        report.contains("     not sent: endpoint stopped: 29\n"),
         "{report}"
     );
     assert!(
-        report.contains(&format!("       {}: 2\n", reason.name())),
+        report.contains("   Connect attempts: 1 failed (")
+            && report.contains("then the endpoint was stopped)"),
         "{report}"
+    );
+    assert_eq!(bad.requests(), 0);
+
+    // Alone, asked to repeat a request for a minute: the run ends after
+    // the first failure (before, it retried with back-off all minute).
+    let out = run_bin(
+        &[
+            &one[..],
+            &["--method", "GET", "--stop-after", "60s", &bad.https_url()],
+        ]
+        .concat(),
+        b"",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("     tls handshake failed: 1\n       tls: unknown issuer: 1\n"),
+        "{text}"
+    );
+    assert!(
+        stderr.contains("tls: unknown issuer for 127.0.0.1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("fix: give the issuing CA"), "{stderr}");
+    assert!(
+        stderr.contains("stopped after its first failed connect (tls: unknown issuer)"),
+        "{stderr}"
     );
 }
 
@@ -1193,4 +1267,56 @@ fn every_route_sends_the_same_bytes_and_times_the_server_alike() {
             assert_eq!(r, &first, "the {route} sent other bytes");
         }
     }
+}
+
+/// Plain HTTP/1.1 at a port that speaks only HTTP/2 (h2c): the server
+/// answers with its SETTINGS and a GOAWAY, as an HTTP/2 server does to a
+/// connection that does not start with the preface. The request fails as
+/// a `malformed response`, and stderr says once what that means and that
+/// `--http2` is the fix.
+#[test]
+fn http1_at_an_h2c_only_port_hints_http2() {
+    use std::io::Write as _;
+    let server = RawServer::start(|mut s, _| {
+        let _ = read_request(&mut s);
+        let mut frames = vec![0, 0, 0, 4, 0, 0, 0, 0, 0];
+        frames.extend_from_slice(&[0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        let _ = s.write_all(&frames);
+    });
+    let out = run_bin(&["-c", "1", &server.url()], &lines(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("malformed response: 2"), "{text}");
+    assert_eq!(
+        stderr
+            .matches("answered HTTP/1.1 with HTTP/2 frames")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("fix: give --http2"), "{stderr}");
+}
+
+/// `--http2` at a port that speaks only HTTP/1.1: it answers the preface
+/// with an HTTP/1 status line, a `malformed response`, and stderr says
+/// once what it answered and that dropping `--http2` is the fix.
+#[test]
+fn http2_at_an_http1_only_port_says_what_it_answered() {
+    use std::io::Write as _;
+    let server = RawServer::start(|mut s, _| {
+        let _ =
+            s.write_all(b"HTTP/1.1 505 HTTP Version Not Supported\r\nConnection: close\r\n\r\n");
+    });
+    let out = run_bin(&["-c", "1", "--http2", &server.url()], &lines(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("malformed response: 2"), "{text}");
+    assert_eq!(
+        stderr
+            .matches(r#"answered HTTP/2 in HTTP/1 ("HTTP/1.1 505 HTTP Version Not Supported")"#)
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("for http://, drop --http2"), "{stderr}");
 }

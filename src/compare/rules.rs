@@ -177,7 +177,8 @@ pub struct Rules {
 /// What a section applies to.
 #[derive(Debug, Clone)]
 enum Selector {
-    /// JSON-RPC method name glob.
+    /// A glob of the name requests are counted under: a JSON-RPC or gRPC
+    /// method, or an HTTP method and route (`GET /items/{id}`).
     Method(Vec<Glob<u8>>),
     /// HTTP method (`None` for any) and request-target glob.
     Http {
@@ -189,9 +190,11 @@ enum Selector {
 }
 
 impl Selector {
-    fn accepts(&self, http_method: Option<&str>, target: &str) -> bool {
+    /// Whether a request counted under `name`, to `target` (by
+    /// `http_method` when it is an HTTP request), is selected.
+    fn accepts(&self, name: &str, http_method: Option<&str>, target: &str) -> bool {
         match (self, http_method) {
-            (Selector::Method(glob), None) => byte_glob_match(glob, target),
+            (Selector::Method(glob), _) => byte_glob_match(glob, name),
             (Selector::Http { method, path }, Some(actual)) => {
                 method
                     .as_deref()
@@ -302,8 +305,10 @@ impl Rules {
 
     /// The rules for one request: the default merged with every matching section.
     /// `selector` is a JSON-RPC method name (`eth_getBlockByNumber`) or an HTTP method
-    /// and request target (`GET /users/42`).
-    pub fn for_method(&self, selector: &str, jsonrpc: bool) -> Cow<'_, RuleSet> {
+    /// and request target (`GET /users/42`), which `[http]` sections select;
+    /// `name` is the name the request is counted under (the same, or
+    /// `GET /users/{id}`), which `[method]` sections select.
+    pub fn for_method(&self, selector: &str, name: &str, jsonrpc: bool) -> Cow<'_, RuleSet> {
         let (http_method, target) = match selector.split_once(' ') {
             Some((method, target)) => (Some(method), target.trim()),
             None => (None, selector),
@@ -317,7 +322,7 @@ impl Rules {
         };
         let mut merged: Option<RuleSet> = None;
         for (section, overlay) in &self.sections {
-            if section.accepts(http_method, target) {
+            if section.accepts(name, http_method, target) {
                 overlay.apply(merged.get_or_insert_with(base));
             }
         }
@@ -357,23 +362,30 @@ fn parse_selector(kind: &str, name: &str) -> Result<Selector, String> {
         return Ok(Selector::Step(byte_glob(name)));
     }
     if kind == "method" {
-        if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err("a JSON-RPC method name must be non-empty, without spaces".into());
+        if name.is_empty() {
+            return Err("a method name must be non-empty".into());
         }
         return Ok(Selector::Method(byte_glob(name)));
     }
+    http_selector(name)
+        .ok_or_else(|| "expected \"METHOD /path\", e.g. \"GET /users/*\" or \"* /health\"".into())
+}
+
+/// `METHOD /path` (`*` for any method or path) as a selector of HTTP
+/// requests.
+fn http_selector(name: &str) -> Option<Selector> {
     match name.split_once(' ') {
         Some((method, path))
             if (method == "*" || method.bytes().all(|b| b.is_ascii_alphabetic()))
                 && !method.is_empty()
                 && (path.starts_with('/') || path == "*") =>
         {
-            Ok(Selector::Http {
+            Some(Selector::Http {
                 method: (method != "*").then(|| method.to_string()),
                 path: byte_glob(path),
             })
         }
-        _ => Err("expected \"METHOD /path\", e.g. \"GET /users/*\" or \"* /health\"".into()),
+        _ => None,
     }
 }
 
@@ -510,7 +522,7 @@ mod tests {
     #[test]
     fn default_rules_apply_to_unmatched_selectors() {
         let rules = rules();
-        let chosen = rules.for_method("eth_call", false);
+        let chosen = rules.for_method("eth_call", "eth_call", false);
         assert!(matches!(chosen, Cow::Borrowed(_)));
         assert_eq!(chosen.ignore, vec![p("$..timestamp")]);
         assert!(chosen.jsonrpc && chosen.hex_case_insensitive && !chosen.subset);
@@ -519,7 +531,7 @@ mod tests {
     #[test]
     fn matching_sections_add_lists_and_override_flags_in_file_order() {
         let rules = rules();
-        let block = rules.for_method("eth_getBlockByNumber", false);
+        let block = rules.for_method("eth_getBlockByNumber", "eth_getBlockByNumber", false);
         assert_eq!(
             block.ignore,
             vec![
@@ -542,10 +554,14 @@ mod tests {
         );
         assert!(!block.jsonrpc, "the glob section turns jsonrpc off");
         // Also when the request itself is JSON-RPC (awareness on by default).
-        assert!(!rules.for_method("eth_getBlockByNumber", true).jsonrpc);
-        assert!(rules.for_method("eth_call", true).jsonrpc);
+        assert!(
+            !rules
+                .for_method("eth_getBlockByNumber", "eth_getBlockByNumber", true)
+                .jsonrpc
+        );
+        assert!(rules.for_method("eth_call", "eth_call", true).jsonrpc);
 
-        let balance = rules.for_method("eth_getBalance", false);
+        let balance = rules.for_method("eth_getBalance", "eth_getBalance", false);
         assert_eq!(
             balance.ignore,
             vec![p("$..timestamp"), p("$.result.blockHash")]
@@ -556,14 +572,30 @@ mod tests {
     #[test]
     fn http_sections_match_method_and_path() {
         let rules = rules();
-        assert!(rules.for_method("GET /users/42", false).subset);
-        assert!(rules.for_method("get /users/42", false).subset);
-        assert!(!rules.for_method("POST /users/42", false).subset);
-        assert!(!rules.for_method("GET /orders/1", false).subset);
+        assert!(
+            rules
+                .for_method("GET /users/42", "GET /users/42", false)
+                .subset
+        );
+        assert!(
+            rules
+                .for_method("get /users/42", "get /users/42", false)
+                .subset
+        );
+        assert!(
+            !rules
+                .for_method("POST /users/42", "POST /users/42", false)
+                .subset
+        );
+        assert!(
+            !rules
+                .for_method("GET /orders/1", "GET /orders/1", false)
+                .subset
+        );
         // A method name never selects an HTTP section and vice versa.
-        assert!(!rules.for_method("/users/42", false).subset);
+        assert!(!rules.for_method("/users/42", "/users/42", false).subset);
         assert!(rules
-            .for_method("GET eth_getBalance", false)
+            .for_method("GET eth_getBalance", "GET eth_getBalance", false)
             .unordered
             .is_empty());
     }

@@ -200,7 +200,7 @@ impl Comparer {
             self.rules.for_step(&kind.selector)
         } else {
             self.rules
-                .for_method(&kind.selector, self.jsonrpc && kind.jsonrpc)
+                .for_method(&kind.selector, &kind.group, self.jsonrpc && kind.jsonrpc)
         };
         let mut noise = Vec::new();
         if let Some((t, o)) = twin.filter(|_| twin_differs) {

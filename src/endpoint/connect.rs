@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_name, WebPkiServerVerifier};
@@ -128,12 +128,80 @@ pub(crate) struct Dialer {
     pub keep_headers: Vec<http::HeaderName>,
     /// The driver of plain-TCP HTTP/1.1 connections.
     pub io: super::IoDriver,
+    /// Whether the endpoint was stopped, shared by every core's dialer.
+    pub halt: Arc<Halt>,
+}
+
+/// An endpoint stopped for the rest of a run, shared by every core's link
+/// to it: a counted connect failed on the server's certificate
+/// ([`TlsReason::lasts`]), which stays as it is however often it is
+/// retried. Its requests then fail at once as [`Failure::Stopped`],
+/// without a connect or a back-off; the engine ends the run when no
+/// endpoint is left.
+#[derive(Debug, Default)]
+pub struct Halt {
+    /// 0 while the endpoint runs, else its reason's index + 1.
+    state: AtomicU8,
+    /// The endpoint's label, for the message.
+    label: String,
+}
+
+impl Halt {
+    /// A running endpoint's stop, for the endpoint named `label`.
+    pub fn new(label: &str) -> Halt {
+        Halt {
+            state: AtomicU8::new(0),
+            label: label.to_string(),
+        }
+    }
+
+    /// Why the endpoint was stopped; `None` while it runs.
+    pub fn reason(&self) -> Option<TlsReason> {
+        let n = self.state.load(Ordering::Relaxed);
+        TlsReason::ALL.get(usize::from(n.checked_sub(1)?)).copied()
+    }
+
+    /// [`Failure::Stopped`] once the endpoint was stopped: checked before
+    /// each connect (not per request).
+    pub(crate) fn check(&self) -> Result<(), Failure> {
+        match self.state.load(Ordering::Relaxed) {
+            0 => Ok(()),
+            _ => Err(Failure::Stopped),
+        }
+    }
+
+    /// Note how a counted connect ended: a certificate that failed
+    /// verification stops the endpoint (told once, after the reason and
+    /// its fix from the handshake).
+    pub(crate) fn note<T>(&self, r: &Result<T, Failure>) {
+        let Err(Failure::Tls(reason)) = r else {
+            return;
+        };
+        if !reason.lasts() {
+            return;
+        }
+        // `as u8`: an index of a ten-element array.
+        let code = reason.index() as u8 + 1;
+        if self
+            .state
+            .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            eprintln!(
+                "versus: {}: stopped after its first failed connect ({}): a certificate \
+                 does not change by retrying, so no more requests go there",
+                self.label,
+                reason.name()
+            );
+        }
+    }
 }
 
 impl Dialer {
     /// Open one connection and run its HTTP handshake; the connection's
     /// driver is spawned on the current `LocalSet`.
     pub async fn connect(&self) -> Result<Connected, Failure> {
+        self.halt.check()?;
         let tcp = self.tcp().await?;
         // Names the connection to a fault proxy (`crate::fault::Ledger`).
         let port = tcp.local_addr().map_or(0, |a| a.port());
@@ -166,6 +234,7 @@ impl Dialer {
     /// Open one connection, TCP or TLS, without any HTTP handshake (for
     /// WebSocket, whose handshake is its own).
     pub async fn open(&self) -> Result<(Box<dyn Io>, u16), Failure> {
+        self.halt.check()?;
         let tcp = self.tcp().await?;
         // Names the connection to a fault proxy (`crate::fault::Ledger`).
         let port = tcp.local_addr().map_or(0, |a| a.port());
@@ -265,10 +334,13 @@ impl Backoff {
         Some(d + d * fastrand::u32(0..=256) / 1024)
     }
 
-    /// Note how a connect (or taking a connection) ended.
+    /// Note how a connect (or taking a connection) ended. A failure that
+    /// stops the endpoint ([`Halt`]) is not waited after: the next connect
+    /// fails at once as [`Failure::Stopped`].
     pub(crate) fn record<T>(&mut self, r: &Result<T, Failure>) {
         self.failures = match r {
-            Ok(_) => 0,
+            Ok(_) | Err(Failure::Stopped) => 0,
+            Err(Failure::Tls(reason)) if reason.lasts() => 0,
             Err(_) => self.failures.saturating_add(1),
         };
     }
@@ -502,6 +574,12 @@ mod tests {
         // Never more than half the timeout.
         assert!(b.delay(Duration::from_millis(100)).unwrap() <= Duration::from_millis(63));
         b.record(&Ok(()));
+        assert_eq!(b.delay(timeout), None);
+        // A certificate's failure stops the endpoint: nothing to wait for.
+        b.record::<()>(&Err(Failure::Refused));
+        b.record::<()>(&Err(Failure::Tls(TlsReason::UnknownIssuer)));
+        assert_eq!(b.delay(timeout), None);
+        b.record::<()>(&Err(Failure::Stopped));
         assert_eq!(b.delay(timeout), None);
     }
 }

@@ -189,10 +189,16 @@ pub fn reflect(
                     "endpoint {label}: the server did not speak HTTP/2, which gRPC needs"
                 )))
             }
-            Err(f) => {
+            Err(f) if f.at_connect() || f == Failure::Timeout => {
                 return Err(ReflectError::Unreachable(format!(
                     "endpoint {label}: cannot reach the server to ask its reflection service for the schema ({f}): start it, or give the schema with --proto FILE"
                 )))
+            }
+            Err(f) => {
+                let answer = answered(prepared.dialer(), wait).await;
+                return Err(ReflectError::Unreachable(format!(
+                    "endpoint {label}: the server is up but did not speak HTTP/2, which gRPC needs ({f}; {answer}): point grpc:// at the gRPC server's port"
+                )));
             }
         };
         let mut files = grpc::reflection::Files::default();
@@ -242,6 +248,34 @@ pub fn reflect(
             .pool()
             .map_err(|e| ReflectError::Schema(grpc::SchemaError(format!("endpoint {label}: {e}"))))
     })
+}
+
+/// What a server that failed the HTTP/2 handshake answers the preface
+/// with, told on a connection of its own: its HTTP/1 status line, or
+/// that it closed or sent something else.
+async fn answered(dialer: &super::connect::Dialer, wait: Duration) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut buf = [0u8; 512];
+    let read = async {
+        let (mut io, _) = dialer.open().await.ok()?;
+        io.write_all(super::h2::PREFACE).await.ok()?;
+        io.read(&mut buf).await.ok()
+    };
+    let n = tokio::time::timeout(wait, read).await.ok().flatten();
+    match n {
+        Some(0) | None => "it closed the connection without an answer".to_string(),
+        Some(n) => {
+            let line = buf[..n].split(|&b| b == b'\r' || b == b'\n').next();
+            let text = line
+                .filter(|l| !l.is_empty() && l.iter().all(|b| (0x20..0x7f).contains(b)))
+                .map(|l| String::from_utf8_lossy(&l[..l.len().min(80)]).into_owned());
+            match (super::h2::h1_status_line(&buf[..n]), text) {
+                (Some(line), _) => format!("it answered in HTTP/1: {line:?}"),
+                (None, Some(text)) => format!("it answered in plain text: {text:?}"),
+                (None, None) => "it answered with bytes that are not HTTP/2".to_string(),
+            }
+        }
+    }
 }
 
 /// One reflection request and its answer; `path` is the reflection

@@ -141,6 +141,23 @@ impl Heads {
     }
 }
 
+/// Tell once per process on stderr that a server answered an HTTP/1.1
+/// request with HTTP/2 frames (`bytes` start with a SETTINGS or GOAWAY
+/// frame on the connection's stream 0, as an HTTP/2-only cleartext port
+/// answers), with the fix: the request fails as `malformed response`,
+/// which alone does not point to `--http2`.
+fn tell_h2_answer(bytes: &[u8]) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    // Length (under 64 KiB), type, flags, stream 0.
+    let frame = matches!(bytes, [0, _, _, 4 | 7, _, 0, 0, 0, 0, ..]);
+    if frame && !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "versus: a server answered HTTP/1.1 with HTTP/2 frames: it speaks only HTTP/2 on that \
+             port (h2c)\n  fix: give --http2 (HTTP/2 by prior knowledge)"
+        );
+    }
+}
+
 /// Parse a response head at the start of `buf` (into `fields`, reused):
 /// what it says and its length, `None` while incomplete.
 fn parse_new_head(
@@ -149,6 +166,7 @@ fn parse_new_head(
     keep: &[HeaderName],
 ) -> Result<Option<(Head, usize)>, Failure> {
     let Ok(head) = h1_head::parse(buf, fields) else {
+        tell_h2_answer(buf);
         return Err(Failure::Protocol);
     };
     let Some(head) = head else {

@@ -36,7 +36,7 @@ use super::io::classify_io;
 use super::{Failure, RawResponse};
 use crate::model::GrpcStatus;
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(super) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// The receive window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
 const STREAM_WINDOW: u32 = 4 << 20;
 /// The receive window of the connection.
@@ -1151,6 +1151,9 @@ impl Driver {
         match inner.frames(&self.rbuf[self.start..self.filled], Instant::now()) {
             Ok(used) => self.start += used,
             Err(ConnError(code)) => {
+                if !inner.settings_arrived {
+                    tell_h1_answer(&self.rbuf[self.start..self.filled]);
+                }
                 // Tell the server why, if it still listens.
                 inner.wbuf.clear();
                 put_head(&mut inner.wbuf, 8, kind::GOAWAY, 0, 0);
@@ -1254,6 +1257,33 @@ impl Hasher for IdHasher {
 
     fn finish(&self) -> u64 {
         self.0
+    }
+}
+
+/// The status line of an HTTP/1 answer at the start of `bytes` (what an
+/// HTTP/1.1-only server answers the HTTP/2 preface with), if it is one.
+pub(super) fn h1_status_line(bytes: &[u8]) -> Option<&str> {
+    if !bytes.starts_with(b"HTTP/1.") {
+        return None;
+    }
+    let end = bytes.iter().position(|&b| b == b'\r' || b == b'\n')?;
+    std::str::from_utf8(&bytes[..end]).ok()
+}
+
+/// Tell once per process on stderr that a server answered the HTTP/2
+/// preface in HTTP/1 (`bytes`, when they are such an answer), with the
+/// fix: the requests fail as `malformed response`, which alone does not
+/// say that the server does not speak HTTP/2.
+fn tell_h1_answer(bytes: &[u8]) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Some(line) = h1_status_line(bytes) else {
+        return;
+    };
+    if !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "versus: a server answered HTTP/2 in HTTP/1 ({line:?}): it does not speak HTTP/2 on that \
+             port\n  fix: point grpc:// at the gRPC server's port; for http://, drop --http2"
+        );
     }
 }
 

@@ -282,6 +282,21 @@ impl Drop for Connecting<'_> {
     }
 }
 
+/// Tell once per process on stderr that a GET or HEAD record's body was
+/// not sent to an HTTP endpoint. RFC 9110 gives such a body no meaning,
+/// and a server that does not read it (Python's `http.server`) takes it
+/// for the next request; a record meant for REST beside gRPC carries it
+/// for the gRPC endpoint's message.
+fn tell_body_dropped(label: &str, method: &Method) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "versus: {label}: a {method} record's body is not sent (a GET or HEAD carries none; \
+             a gRPC endpoint takes it as its message); make the record a POST to send it"
+        );
+    }
+}
+
 impl Prepared {
     /// Prepare a link. `addrs` come from [`super::resolve`], done once per run.
     ///
@@ -388,6 +403,7 @@ impl Prepared {
             handshakes: std::cell::RefCell::new(crate::stats::new_histogram()),
             keep_headers: opts.keep_headers.clone(),
             io: opts.io,
+            halt: Arc::default(),
         };
         Ok(Prepared {
             dialer,
@@ -407,6 +423,12 @@ impl Prepared {
         })
     }
 
+    /// Share `halt` as this endpoint's stop (see [`super::Halt`]) with the
+    /// other cores' links to it.
+    pub fn share_halt(&mut self, halt: Arc<super::Halt>) {
+        self.dialer.halt = halt;
+    }
+
     /// How to connect.
     pub(super) fn dialer(&self) -> &Dialer {
         &self.dialer
@@ -424,6 +446,12 @@ impl Prepared {
 }
 
 impl Link {
+    /// Whether the endpoint was stopped for the rest of the run (see
+    /// [`super::Halt`]).
+    pub fn halted(&self) -> bool {
+        self.dialer.halt.check().is_err()
+    }
+
     /// A link on the current core.
     pub fn new(prepared: Prepared) -> Link {
         let max = prepared.opts.max_connections.unwrap_or(usize::MAX);
@@ -706,7 +734,16 @@ impl Link {
                 let suffix = std::str::from_utf8(&req.body).map_err(|_| Failure::BadRequest)?;
                 (Cow::Owned(join_suffix(&self.spec.base_path, suffix)), &[])
             }
-            (Some(target), _) => (join_target(&self.spec.base_path, target), &req.body),
+            (Some(target), _) => {
+                let body = match *method {
+                    Method::GET | Method::HEAD if !req.body.is_empty() => {
+                        tell_body_dropped(&self.spec.label, method);
+                        &[]
+                    }
+                    _ => &req.body[..],
+                };
+                (join_target(&self.spec.base_path, target), body)
+            }
         };
         if !is_origin_form(&path) {
             return Err(Failure::BadRequest);
@@ -1475,8 +1512,10 @@ impl Slot {
     /// request on it; the third, when the request found no connection
     /// free, since when it waited for one (its clock then starts afresh).
     async fn sender(&mut self, fresh: bool) -> Result<Connection, Failure> {
-        let delay = self.backoff.delay(self.link.opts.timeout);
+        let link = self.link.clone();
+        let delay = self.backoff.delay(link.opts.timeout);
         let r = self.connection(delay, fresh).await;
+        link.dialer.halt.note(&r);
         self.backoff.record(&r);
         r
     }

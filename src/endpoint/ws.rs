@@ -230,6 +230,7 @@ impl WsSlot {
                 // Boxed: the connect and upgrade future is several KiB that
                 // every slot's task would otherwise carry inline.
                 let s = Box::pin(link.connect(dialer)).await;
+                dialer.halt.note(&s);
                 self.backoff.record(&s);
                 let (s, port) = s?;
                 self.port = port;

@@ -161,20 +161,21 @@ impl MethodCache {
     }
 }
 
-/// Judge one request whose outcomes are all in, and record the verdict
-/// (its latencies per method counted in `tallies`).
+/// Judge one request whose outcomes are all in (with its number in the
+/// run, which a repeat of single-request mode does not carry itself), and
+/// record the verdict (its latencies per method counted in `tallies`).
 pub(crate) fn verdict(
     settings: &Settings,
     (stats, tallies): (&mut RunStats, &mut Tallies),
     kinds: &mut MethodCache,
     to: Option<&ToJudge>,
-    req: &Rc<Request>,
+    (req, seq): (&Rc<Request>, u64),
     outcomes: &[Option<&Outcome>],
     errors: &[bool],
 ) {
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
         count_at((stats, tallies), outcomes, errors, p.at);
-        judge(settings, stats, to, req, outcomes, None);
+        judge(settings, stats, to, (req, seq), outcomes, None);
         return;
     }
     // A JSON-RPC record named by its method's bytes, when the reference
@@ -188,7 +189,7 @@ pub(crate) fn verdict(
         .flatten();
     if let Some(n) = quick.and_then(|m| kinds.named.iter().find(|n| *n.name == *m)) {
         count_at((stats, tallies), outcomes, errors, n.at);
-        judge(settings, stats, to, req, outcomes, None);
+        judge(settings, stats, to, (req, seq), outcomes, None);
         return;
     }
     let quick = quick.and_then(|m| std::str::from_utf8(m).ok());
@@ -213,7 +214,7 @@ pub(crate) fn verdict(
         i
     });
     let counted = stats.verdicts.count_method(name, 1);
-    judge(settings, stats, to, req, outcomes, None);
+    judge(settings, stats, to, (req, seq), outcomes, None);
     let places = at.filter(|_| same).map(|part| Places { part, counted });
     if let (Some(at), Some(m)) = (places, quick) {
         if kinds.named.len() < MAX_PARTS {
@@ -304,7 +305,8 @@ pub(crate) fn flow_verdict(
                     .and_then(|s| s.paging())
                     .map(|p| p.key());
                 stats.verdicts.count_method(name, 1);
-                judge(settings, stats, to, reference, outcomes, Some((name, key)));
+                let numbered = (reference, reference.seq);
+                judge(settings, stats, to, numbered, outcomes, Some((name, key)));
             },
         );
     }
@@ -339,7 +341,7 @@ fn judge(
     settings: &Settings,
     stats: &mut RunStats,
     to: Option<&ToJudge>,
-    req: &Request,
+    (req, seq): (&Request, u64),
     outcomes: &[Option<&Outcome>],
     step: Option<(&str, Option<&str>)>,
 ) {
@@ -347,6 +349,15 @@ fn judge(
     if outcomes.len() < 2 || settings.comparer.agree(outcomes) {
         return;
     }
+    // A repeat of single-request mode shares one request: the copy judged
+    // carries this repeat's number.
+    let numbered;
+    let req = if req.seq == seq {
+        req
+    } else {
+        numbered = Request { seq, ..req.clone() };
+        &numbered
+    };
     let Some(to) = to else {
         return judge_thread::record(settings, stats, req, outcomes, step);
     };

@@ -299,10 +299,14 @@ pub fn run_resolved(
     let barrier = Arc::new(Barrier::new(cores.count + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
     let judge = judge_thread(settings, &ticks)?;
+    let halts: Vec<_> = (settings.endpoints.iter())
+        .map(|spec| Arc::new(endpoint::Halt::new(&spec.label)))
+        .collect();
     let launch = Launch {
         settings,
         cores,
         addrs: &addrs,
+        halts: &halts,
         faults: faults.as_ref(),
         stop,
         start_barrier: &barrier,
@@ -378,7 +382,8 @@ fn core_inputs(
     // The quota counts counted units only; warm-up ones come on top (see
     // `Feed::take_now`).
     let quota = |c: usize| settings.stop_after.count.map(|n| cores.share(c).share(n));
-    // Core c of shard I of N numbers its flow instances c·N + I, then
+    // Core c of shard I of N numbers its flow instances (and repeats of
+    // one request) c·N + I, then
     // every (cores·N)th: together, over cores and shards, 0, 1, 2, ...
     // with no number twice.
     let flows = |mix: Arc<crate::flow::Mix>| {
@@ -394,9 +399,13 @@ fn core_inputs(
     };
     match input {
         Workload::Repeat(request) => {
+            // Numbered as flow instances are.
             for c in 0..cores.count {
+                let part = settings.shard.part(c, cores.count);
                 inputs.push(CoreInput::Repeat {
                     request: request.clone(),
+                    next: part.index,
+                    step: part.count,
                     remaining: quota(c),
                 });
             }
@@ -435,6 +444,8 @@ struct Launch<'a> {
     settings: &'a Arc<Settings>,
     cores: Cores,
     addrs: &'a [Vec<std::net::SocketAddr>],
+    /// Per endpoint, whether it was stopped, shared by every core.
+    halts: &'a [Arc<endpoint::Halt>],
     faults: Option<&'a crate::fault::Running>,
     stop: &'a Stop,
     start_barrier: &'a Arc<Barrier>,
@@ -519,16 +530,22 @@ impl Launch<'_> {
             }
         };
         let mut links = Vec::with_capacity(settings.endpoints.len());
-        for ((spec, a), p) in settings.endpoints.iter().zip(self.addrs).zip(proxied) {
-            links.push(
-                Prepared::new(
-                    spec.clone(),
-                    p.map_or_else(|| a.clone(), |p| vec![p]),
-                    settings.tls.clone(),
-                    transport.clone(),
-                )
-                .map_err(RunError::Endpoint)?,
-            );
+        for (((spec, a), p), halt) in settings
+            .endpoints
+            .iter()
+            .zip(self.addrs)
+            .zip(proxied)
+            .zip(self.halts)
+        {
+            let mut link = Prepared::new(
+                spec.clone(),
+                p.map_or_else(|| a.clone(), |p| vec![p]),
+                settings.tls.clone(),
+                transport.clone(),
+            )
+            .map_err(RunError::Endpoint)?;
+            link.share_halt(halt.clone());
+            links.push(link);
         }
         Ok(CoreLinks {
             links,

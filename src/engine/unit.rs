@@ -15,10 +15,11 @@ use crate::model::Request;
 /// What one place of the lead window asks every endpoint to do.
 #[derive(Clone, Debug)]
 pub(crate) enum Unit {
-    /// One request, the same at every endpoint: shared, so neither the
-    /// endpoints of a compared stream nor the repeats of single-request
-    /// mode copy it.
-    Request(Rc<Request>),
+    /// One request, the same at every endpoint, and its number in the
+    /// run (a stream's request's own `seq`; each repeat's in single-request
+    /// mode): shared, so neither the endpoints of a compared stream nor
+    /// the repeats of single-request mode copy it.
+    Request(Rc<Request>, u64),
     /// Instance `n` of the run's flows: flow `k` of the mix.
     Flow(usize, u64),
 }

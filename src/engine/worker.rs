@@ -29,9 +29,12 @@ use crate::stats::{self, RunStats};
 
 /// Where a core's requests come from.
 pub(crate) enum CoreInput {
-    /// The same request, `remaining` more times (`None`: until stopped).
+    /// The same request, `remaining` more times (`None`: until stopped),
+    /// numbered `next`, then every `step`-th number.
     Repeat {
         request: Request,
+        next: u64,
+        step: u64,
         remaining: Option<u64>,
     },
     /// Batches from the input thread.
@@ -661,7 +664,7 @@ impl Core {
     /// shares) while it waits, however long.
     fn spare(&self, work: Unit) {
         const KEPT: usize = 256;
-        let Unit::Request(mut rc) = work else {
+        let Unit::Request(mut rc, _) = work else {
             return;
         };
         let mut spare = self.spare.borrow_mut();
@@ -737,7 +740,7 @@ impl Core {
     /// stream's request numbered below the warm-up count.
     fn warmup_of(&self, work: &Unit, warmup: bool) -> bool {
         match (work, self.warmup_below) {
-            (Unit::Request(r), Some(below)) => warmup || r.seq < below,
+            (Unit::Request(r, _), Some(below)) => warmup || r.seq < below,
             _ => warmup,
         }
     }
@@ -885,11 +888,31 @@ impl Feed {
     /// quota counts only those; warm-up units come on top).
     fn take_now(&mut self, core: &Core, counted: bool) -> Option<Unit> {
         match &mut self.input {
-            CoreInput::Repeat { remaining, .. } => match take_quota(remaining, counted) {
-                true => self.repeat.clone().map(Unit::Request),
-                false => None,
-            },
-            CoreInput::Batches(_) => self.batch.next().map(|r| Unit::Request(core.share(r))),
+            CoreInput::Repeat {
+                request,
+                next,
+                step,
+                remaining,
+            } => take_quota(remaining, counted).then(|| {
+                let n = *next;
+                *next += *step;
+                // Taps that see every outcome (`-vv`, diagnostics) read the
+                // number in the request: each repeat gets a numbered copy.
+                // Otherwise one request is shared and its number goes
+                // beside it, to where a mismatch is judged.
+                let req = match &self.repeat {
+                    Some(r) if core.outcome_taps.is_empty() => r.clone(),
+                    _ => core.share(Request {
+                        seq: n,
+                        ..request.clone()
+                    }),
+                };
+                Unit::Request(req, n)
+            }),
+            CoreInput::Batches(_) => self.batch.next().map(|r| {
+                let seq = r.seq;
+                Unit::Request(core.share(r), seq)
+            }),
             CoreInput::Flow {
                 mix,
                 next,
@@ -1168,7 +1191,7 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
                 warmup,
                 ..
             } = match &claimed.unit {
-                Unit::Request(req) => {
+                Unit::Request(req, _) => {
                     let (req, due) = (req.clone(), claimed.due);
                     *units.claimed.borrow_mut() = Some(claimed);
                     let (outcome, _) = UnitResult::request_places(&mut done);
@@ -1261,7 +1284,7 @@ async fn run_flow(
 /// are counted as they are sent).
 fn begin(core: &Core, e: usize, (place, unit, due, warmup): Got) -> Claimed {
     core.inflight.borrow_mut()[e] += 1;
-    if !warmup && matches!(unit, Unit::Request(_)) {
+    if !warmup && matches!(unit, Unit::Request(..)) {
         core.stats.borrow_mut().endpoints[e].sent += 1;
     }
     Claimed {
@@ -1288,7 +1311,7 @@ fn record_and_deliver(
     done: &mut Option<UnitResult>,
 ) {
     if let (
-        Unit::Request(req),
+        Unit::Request(req, _),
         Some(UnitResult::Request {
             outcome: Some(o),
             error,
@@ -1338,7 +1361,7 @@ impl Units for SlotUnits {
         };
         let claimed = begin(core, e, (place, unit, due, warmup));
         let next = match (&claimed.unit, claimed.due) {
-            (Unit::Request(r), None) => Some(r.clone()),
+            (Unit::Request(r, _), None) => Some(r.clone()),
             _ => None,
         };
         *self.claimed.borrow_mut() = Some(claimed);
@@ -1347,7 +1370,7 @@ impl Units for SlotUnits {
 
     fn claimed(&self) -> Option<Rc<Request>> {
         match &self.claimed.borrow().as_ref()?.unit {
-            Unit::Request(r) => Some(r.clone()),
+            Unit::Request(r, _) => Some(r.clone()),
             Unit::Flow(..) => None,
         }
     }
@@ -1439,7 +1462,14 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
     if let Some(ledger) = &core.ledgers[e] {
         ledger.blame(outcome, &mut stats.endpoints[e]);
     }
-    judge::classify(settings, &mut stats, e, req, outcome, step)
+    let error = judge::classify(settings, &mut stats, e, req, outcome, step);
+    drop(stats);
+    let stopped = matches!(outcome.result, Err(crate::model::Failure::Stopped));
+    if error && stopped && core.links.iter().all(|l| l.halted()) {
+        // No endpoint is left to send to: the run ends, as at its end.
+        begin_stop(core);
+    }
+    error
 }
 
 /// Record a counted flow step at endpoint `e` as it ends: the request as
@@ -1581,7 +1611,7 @@ fn judge_work(core: &Core, work: &Unit, results: &[Option<UnitResult>], warmup: 
     let to = core.judge.as_ref();
     let mut stats = core.stats.borrow_mut();
     match work {
-        Unit::Request(req) => {
+        Unit::Request(req, seq) => {
             let mut kinds = core.kinds.borrow_mut();
             let mut tallies = core.tallies.borrow_mut();
             fn each(r: &Option<UnitResult>) -> (Option<&Outcome>, bool) {
@@ -1595,12 +1625,20 @@ fn judge_work(core: &Core, work: &Unit, results: &[Option<UnitResult>], warmup: 
                 // One endpoint (single-request mode): no lists to fill
                 // (80 instructions a request; callgrind).
                 let (o, error) = each(one);
-                judge::verdict(settings, stats, &mut kinds, to, req, &[o], &[error]);
+                judge::verdict(settings, stats, &mut kinds, to, (req, *seq), &[o], &[error]);
                 return;
             }
             judge::on_stack(results.iter().map(|r| each(r).0), |outcomes| {
                 judge::on_stack(results.iter().map(|r| each(r).1), |errors| {
-                    judge::verdict(settings, stats, &mut kinds, to, req, outcomes, errors);
+                    judge::verdict(
+                        settings,
+                        stats,
+                        &mut kinds,
+                        to,
+                        (req, *seq),
+                        outcomes,
+                        errors,
+                    );
                 })
             });
         }

@@ -180,11 +180,15 @@ pub enum Failure {
     /// The server reset the request's HTTP/2 stream (RST_STREAM) before
     /// the answer was complete; the connection stayed.
     StreamReset,
+    /// Not sent: the endpoint was stopped for the rest of the run after
+    /// its certificate failed verification ([`TlsReason::lasts`]), which
+    /// no retry can heal.
+    Stopped,
 }
 
 impl Failure {
     /// Every kind, in report order.
-    pub const ALL: [Failure; 11] = [
+    pub const ALL: [Failure; 12] = [
         Failure::Dns,
         Failure::Refused,
         Failure::Connect,
@@ -196,6 +200,7 @@ impl Failure {
         Failure::BadRequest,
         Failure::Io,
         Failure::StreamReset,
+        Failure::Stopped,
     ];
 
     /// Index into [`Failure::ALL`] (every TLS reason has the same one).
@@ -212,6 +217,7 @@ impl Failure {
             Failure::BadRequest => 8,
             Failure::Io => 9,
             Failure::StreamReset => 10,
+            Failure::Stopped => 11,
         }
     }
 
@@ -238,7 +244,8 @@ impl Failure {
             | Failure::Connect
             | Failure::Tls(_)
             | Failure::Reset
-            | Failure::Io => 14, // UNAVAILABLE
+            | Failure::Io
+            | Failure::Stopped => 14, // UNAVAILABLE
         }
     }
 
@@ -257,6 +264,7 @@ impl Failure {
             Failure::BadRequest => "bad request target",
             Failure::Io => "i/o error",
             Failure::StreamReset => "stream reset",
+            Failure::Stopped => "not sent: endpoint stopped",
         }
     }
 }
@@ -334,6 +342,20 @@ impl TlsReason {
             TlsReason::Incompatible => "tls: nothing in common",
             TlsReason::Other => "tls: other",
         }
+    }
+
+    /// Whether the reason is the certificate's, which stays as it is for
+    /// the run: the endpoint is stopped rather than retried.
+    pub fn lasts(self) -> bool {
+        matches!(
+            self,
+            TlsReason::CaAsEndEntity
+                | TlsReason::NameMismatch
+                | TlsReason::Expired
+                | TlsReason::NotYetValid
+                | TlsReason::UnknownIssuer
+                | TlsReason::BadCertificate
+        )
     }
 
     /// The reason named `name` (as [`TlsReason::name`] gives it).

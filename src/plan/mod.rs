@@ -852,28 +852,10 @@ fn did_you_mean(arg: &str) -> String {
         .get_subcommands()
         .map(|c| c.get_name().to_string())
         .filter(|name| name != "help")
-        .find(|name| edits(arg, name) <= 2);
+        .find(|name| crate::display::edits(arg, name) <= 2);
     close.map_or_else(String::new, |name| {
         format!("; did you mean `versus {name}`?")
     })
-}
-
-/// The Levenshtein distance between `a` and `b`.
-fn edits(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(here + 1);
-            prev = here;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -883,7 +865,7 @@ mod tests {
     /// `versus reprot x` once said only `"reprot": not a URL`.
     #[test]
     fn a_mistyped_command_is_named() {
-        assert_eq!(edits("reprot", "report"), 2);
+        assert_eq!(crate::display::edits("reprot", "report"), 2);
         assert_eq!(did_you_mean("reprot"), "; did you mean `versus report`?");
         assert_eq!(did_you_mean("mrege"), "; did you mean `versus merge`?");
         assert_eq!(did_you_mean("localhost:8080"), "");

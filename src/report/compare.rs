@@ -229,9 +229,7 @@ const METRICS: &[Metric] = &[
     Metric {
         name: "response size",
         sense: Sense::Size,
-        total: |c| {
-            (c.stats.responses > 0).then(|| c.stats.bytes_in as f64 / c.stats.responses as f64)
-        },
+        total: |c| c.stats.bytes_per_response().map(|b| b as f64),
         sample: |s| {
             (s.point.responses > 0).then(|| s.point.bytes_in as f64 / s.point.responses as f64)
         },

@@ -247,10 +247,7 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .latency(&s.latency)
         .set("bytes_in", s.bytes_in)
         .set("bytes_out", s.bytes_out)
-        .set(
-            "bytes_per_response",
-            s.bytes_in.checked_div(s.responses).unwrap_or(0),
-        )
+        .set("bytes_per_response", s.bytes_per_response().unwrap_or(0))
         .set("compared", v.compared)
         .set("incomplete", v.incomplete)
         .set("failed_checks", s.failed_checks)

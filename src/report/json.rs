@@ -114,7 +114,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "bytes": {
             "in": s.bytes_in,
             "out": s.bytes_out,
-            "per_response": s.bytes_in.checked_div(s.responses),
+            "per_response": s.bytes_per_response(),
         },
         "connects": s.connect.len(),
         "connects_during_run": s.reconnects,

@@ -24,6 +24,25 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+/// Write `head` and `text` at `indent`, each further line of `text` under
+/// its first: a body's lines keep the sample's indentation (a final line
+/// end and CRs dropped), escaped for the terminal.
+pub(crate) fn write_block(
+    out: &mut dyn std::io::Write,
+    indent: &str,
+    head: &str,
+    text: &str,
+) -> std::io::Result<()> {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let under = " ".repeat(head.chars().count());
+    for (i, line) in text.split('\n').enumerate() {
+        let lead = if i == 0 { head } else { &under };
+        let line = escape_terminal(line.strip_suffix('\r').unwrap_or(line));
+        writeln!(out, "{indent}{}{line}", escape_terminal(lead))?;
+    }
+    Ok(())
+}
+
 /// A fault set on an endpoint (`--fault`) as every format shows it.
 pub struct Injected<'a> {
     /// The fault in its own words.

@@ -58,7 +58,7 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
     });
     row("Bytes in", &|s| s.bytes_in.to_string());
     row("Bytes per response", &|s| {
-        s.bytes_in.checked_div(s.responses).unwrap_or(0).to_string()
+        s.bytes_per_response().unwrap_or(0).to_string()
     });
     row("Bytes out", &|s| s.bytes_out.to_string());
     row("First byte avg", &|s| mean(&s.ttfb));

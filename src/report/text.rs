@@ -94,7 +94,7 @@ fn connect_line(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Res
         .zip(&run.stats.endpoints)
         .enumerate()
         .filter(|(_, (_, s))| s.never_connected())
-        .map(|(i, (spec, s))| (format!("{i}. {spec}"), s.completed()))
+        .map(|(i, (spec, s))| (format!("{i}. {spec}"), s.completed() - s.stopped()))
         .collect();
     if never.is_empty() {
         return Ok(());
@@ -158,9 +158,13 @@ fn requests(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     writeln!(out, "   Requests:   {} per second", super::rate(s.rate()))?;
     let failed = s.failed_connects();
     if failed > 0 {
+        let then = match s.stopped() {
+            0 => "each slot backing off",
+            _ => "then the endpoint was stopped",
+        };
         writeln!(
             out,
-            "   Connect attempts: {failed} failed ({} per second, each slot backing off), left out of the rate above",
+            "   Connect attempts: {failed} failed ({} per second, {then}), left out of the rate above",
             super::rate(s.failed_connect_rate())
         )?;
     }
@@ -237,7 +241,7 @@ fn responses(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     if !statuses.is_empty() {
         writeln!(out, "   Status:     {}", statuses.join(", "))?;
     }
-    let avg_in = s.bytes_in.checked_div(s.responses).unwrap_or(0);
+    let avg_in = s.bytes_per_response().unwrap_or(0);
     writeln!(
         out,
         "   Bytes:      {} in ({avg_in} avg per response), {} out",
@@ -670,19 +674,21 @@ fn group_table(
 
 fn samples(out: &mut dyn Write, plan: &RunInfo, g: &MismatchGroup) -> io::Result<()> {
     for s in &g.samples {
-        writeln!(
-            out,
-            "         request {}: {}",
-            s.seq,
-            escape_terminal(&s.request)
-        )?;
-        let values: Vec<String> = plan
-            .endpoints
-            .iter()
-            .zip(&s.values)
-            .map(|(e, v)| format!("{}: {v}", e.label))
-            .collect();
-        writeln!(out, "           {}", escape_terminal(&values.join("   ")))?;
+        let head = format!("request {}: ", s.seq);
+        super::write_block(out, "         ", &head, &s.request)?;
+        let labels = plan.endpoints.iter().map(|e| &e.label);
+        if s.values.iter().any(|v| v.trim_end().contains('\n')) {
+            // Bodies of several lines: each endpoint's under its label.
+            for (label, v) in labels.zip(&s.values) {
+                super::write_block(out, "           ", &format!("{label}: "), v)?;
+            }
+        } else {
+            let values: Vec<String> = labels
+                .zip(&s.values)
+                .map(|(label, v)| format!("{label}: {}", v.trim_end()))
+                .collect();
+            writeln!(out, "           {}", escape_terminal(&values.join("   ")))?;
+        }
         for line in s.diff.lines() {
             writeln!(out, "           {}", escape_terminal(line))?;
         }

@@ -63,7 +63,7 @@ pub fn mismatch(
         let target = req.target.as_deref().unwrap_or("");
         let _ = writeln!(out, "    {m} {}", super::escape_terminal(target));
     }
-    let _ = writeln!(out, "    request: {}", show_body(&req.body, false));
+    let _ = super::write_block(out, "    ", "request: ", &show_body(&req.body, false));
     for (i, (spec, o)) in settings.endpoints.iter().zip(outcomes).enumerate() {
         let Some(o) = o else { continue };
         match &o.result {

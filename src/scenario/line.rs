@@ -2,8 +2,9 @@
 //! (`--template NAME=SPEC`), in the templates of scenario files: so one
 //! line of ids drives a REST API that takes the id in its path and a gRPC
 //! method that takes it in its message. `{{ line }}` is the record's body
-//! (a plain line is all body), `{{ name }}` a field of it as JSON
-//! (`{{ user.id }}`, `{{ params[0] }}`: a JSON path's steps). A value is a
+//! (a plain line is all body), `{{ seq }}` the request's number in the
+//! stream, `{{ name }}` a field of it as JSON (`{{ user.id }}`,
+//! `{{ params[0] }}`: a JSON path's steps). A value is a
 //! string's text, or any other value's JSON. Holes are escaped where they
 //! stand: percent-encoded in the path and query, JSON-escaped inside a
 //! string of a JSON body, as they are elsewhere.
@@ -26,9 +27,20 @@ pub struct LineTemplate {
     /// Whether the body is JSON (starts with `{` or `[`): sent with
     /// `content-type: application/json` unless a header says otherwise.
     json: bool,
-    /// The values the template reads, by name: `None` is the whole body
-    /// (`line`), else the field's path in it.
-    values: Vec<(String, Option<JsonPath>)>,
+    /// The values the template reads, by name.
+    values: Vec<(String, Read)>,
+}
+
+/// Where a value a template reads comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Read {
+    /// The record's whole body (`line`).
+    Line,
+    /// The request's number in the stream (`seq`), from 0, as `-v` and
+    /// `--mismatches` number it.
+    Seq,
+    /// A field of the record as JSON, by its path.
+    Field(JsonPath),
 }
 
 impl LineTemplate {
@@ -75,17 +87,18 @@ impl LineTemplate {
             })
             .transpose()
             .map_err(|e| format!("the body: {e}"))?;
-        let mut values: Vec<(String, Option<JsonPath>)> = Vec::new();
+        let mut values: Vec<(String, Read)> = Vec::new();
         let read = http.iter().map(|(_, p)| p).chain(&body);
         for name in read.flat_map(Template::vars) {
             if values.iter().any(|(n, _)| n == name) {
                 continue;
             }
-            let path = match name {
-                "line" => None,
-                field => Some(JsonPath::parse(&format!("$.{field}"))?),
+            let from = match name {
+                "line" => Read::Line,
+                "seq" => Read::Seq,
+                field => Read::Field(JsonPath::parse(&format!("$.{field}"))?),
             };
-            values.push((name.to_string(), path));
+            values.push((name.to_string(), from));
         }
         Ok(LineTemplate {
             http,
@@ -122,19 +135,27 @@ impl LineTemplate {
             return Ok(Vec::new());
         }
         let reads = |name: &str, why: &str| format!("reads {{{{ {name} }}}}: {why}");
-        let text = std::str::from_utf8(&req.body)
-            .map_err(|_| reads(&self.values[0].0, "the record is not valid UTF-8"))?;
+        let text = |name: &str| {
+            std::str::from_utf8(&req.body).map_err(|_| reads(name, "the record is not valid UTF-8"))
+        };
         let mut json: Option<serde_json::Value> = None;
         let mut out = Vec::with_capacity(self.values.len());
-        for (name, path) in &self.values {
-            let Some(path) = path else {
-                out.push(text.to_string());
-                continue;
+        for (name, from) in &self.values {
+            let path = match from {
+                Read::Line => {
+                    out.push(text(name)?.to_string());
+                    continue;
+                }
+                Read::Seq => {
+                    out.push(req.seq.to_string());
+                    continue;
+                }
+                Read::Field(path) => path,
             };
             let doc = match &mut json {
                 Some(doc) => doc,
                 None => json.insert(
-                    serde_json::from_str(text)
+                    serde_json::from_str(text(name)?)
                         .map_err(|e| reads(name, &format!("the record is not JSON ({e})")))?,
                 ),
             };
@@ -278,6 +299,18 @@ mod tests {
         );
         let r = http("GET /n/{{ params[1] }}", r#"{"params": [1, 22]}"#).unwrap();
         assert_eq!(r.target.as_deref(), Some("/n/22"));
+    }
+
+    /// `{{ seq }}` is the request's number in the stream (the record's
+    /// number, 3 here), whatever the record holds.
+    #[test]
+    fn seq_is_the_requests_number_in_the_stream() {
+        let r = http("POST /n/{{ seq }} {\"at\": {{ seq }}}", "not json").unwrap();
+        assert_eq!(r.target.as_deref(), Some("/n/3"));
+        assert_eq!(&r.body[..], br#"{"at": 3}"#);
+        let t = LineTemplate::parse("GET /n/{{ seq }}", false).unwrap();
+        let raw = Request::line(9, Bytes::from_static(b"\xff"));
+        assert_eq!(t.render(&raw).unwrap().target.as_deref(), Some("/n/9"));
     }
 
     #[test]

@@ -187,6 +187,12 @@ struct StepDoc {
     endpoint: BTreeMap<String, CallDoc>,
 }
 
+/// The keys of a `[[step]]` table, its call's among them.
+const STEP_KEYS: [&str; 14] = [
+    "name", "method", "path", "grpc", "query", "headers", "body", "json", "paginate", "think",
+    "extract", "check", "rules", "endpoint",
+];
+
 /// `think = "100ms"` as a humantime duration.
 mod humantime_serde_opt {
     use serde::Deserialize;
@@ -195,8 +201,11 @@ mod humantime_serde_opt {
     ) -> Result<Option<std::time::Duration>, D::Error> {
         let s: Option<String> = Option::deserialize(d)?;
         s.map(|s| {
-            humantime::parse_duration(&s)
-                .map_err(|e| serde::de::Error::custom(format!("think = {s:?}: {e}")))
+            humantime::parse_duration(&s).map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "think = {s:?} is not a duration (examples: \"100ms\", \"2s\", \"1m 30s\")"
+                ))
+            })
         })
         .transpose()
     }
@@ -476,12 +485,51 @@ impl File<'_> {
         }
     }
 
-    /// The file as written; a syntax error names its place.
+    /// The file as written; a syntax error names its place. A key no table
+    /// has is named at its own line (the parser names the table's) with
+    /// the nearest key it may have meant.
     fn doc(&self) -> Result<FileDoc, ScenarioError> {
         toml::from_str(self.text).map_err(|e| {
+            let message = e.message().trim_end();
+            if let Some(unknown) = self.unknown_key(message, e.span()) {
+                return ScenarioError(unknown);
+            }
             let place = e.span().map_or(self.shown.clone(), |s| self.at(s));
-            ScenarioError(format!("{place}: {}", e.message().trim_end()))
+            ScenarioError(format!("{place}: {message}"))
         })
+    }
+
+    /// `message` as the parser words an unknown key (``unknown field
+    /// `methd`, expected one of `a`, `b` ``) in the table at `span`: the
+    /// key's own place and the nearest known key.
+    fn unknown_key(&self, message: &str, span: Option<std::ops::Range<usize>>) -> Option<String> {
+        let rest = message.strip_prefix("unknown field `")?;
+        let (key, expected) = rest.split_once('`')?;
+        // A step's own keys and its call's, which serde flattens into it
+        // and then names no others.
+        let mut known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        if known.is_empty() {
+            known = STEP_KEYS.to_vec();
+        }
+        let start = span.map_or(0, |s| s.start).min(self.text.len());
+        let table = &self.text[start..];
+        let at = table.match_indices(key).find_map(|(i, _)| {
+            let before = table[..i].trim_end_matches([' ', '\t', '"']);
+            let after = table[i + key.len()..].trim_start_matches([' ', '\t', '"']);
+            let starts = before.is_empty() || before.ends_with(['\n', '{', ',']);
+            (starts && after.starts_with('=')).then_some(start + i)
+        });
+        let place = self.at(at.unwrap_or(start)..at.unwrap_or(start));
+        let nearest = known
+            .iter()
+            .map(|k| (crate::display::edits(key, k), *k))
+            .min()
+            .filter(|(d, _)| *d <= 2)
+            .map_or(String::new(), |(_, k)| format!("; did you mean `{k}`?"));
+        Some(format!(
+            "{place}: unknown key `{key}`{nearest} (keys here: {})",
+            known.join(", ")
+        ))
     }
 
     /// The file's `[[endpoint]]` tables but those named in `skip`: at

@@ -206,13 +206,47 @@ fn every_error_before_the_run_names_the_file_line_and_fix() {
         e.contains("[endpoint.other] names no endpoint") && e.contains("old, new"),
         "{e}"
     );
-    // A key that does not exist: toml names the line.
+    // A key that does not exist: its own line, and the key meant.
     let e = error(
         "key.toml",
         &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\npth = \"/\"\n"),
     );
-    assert!(e.contains("key.toml:11") && e.contains("pth"), "{e}");
+    assert!(
+        e.contains("key.toml:13: unknown key `pth`; did you mean `path`?"),
+        "{e}"
+    );
     // No endpoint anywhere.
     let e = error("none.toml", "[[step]]\nname = \"a\"\n");
     assert!(e.contains("no endpoint"), "{e}");
+}
+
+/// A mistyped key is named at its own line (the parser named the line of
+/// its table's header) with the key meant; a `think` that is no duration
+/// says what one looks like (it said "expected number at 0").
+#[test]
+fn a_mistyped_key_is_named_at_its_line_with_the_key_meant() {
+    let e = error(
+        "methd.toml",
+        &format!("{ENDPOINTS}\n[[scenario]]\nname = \"s\"\n\n[[scenario.step]]\nname = \"a\"\npath = \"/\"\nmethd = \"GET\"\n"),
+    );
+    assert!(
+        e.contains("methd.toml:17: unknown key `methd`; did you mean `method`?"),
+        "{e}"
+    );
+    let e = error(
+        "weight.toml",
+        &format!("{ENDPOINTS}\n[[scenario]]\nname = \"s\"\n\"wieght\" = 2\n"),
+    );
+    assert!(
+        e.contains("weight.toml:13: unknown key `wieght`; did you mean `weight`? (keys here: name, weight, step)"),
+        "{e}"
+    );
+    let e = error(
+        "think.toml",
+        &format!("{ENDPOINTS}\n[[step]]\nname = \"a\"\npath = \"/\"\nthink = \"abc\"\n"),
+    );
+    assert!(
+        e.contains("think.toml:14: think = \"abc\" is not a duration (examples: \"100ms\""),
+        "{e}"
+    );
 }

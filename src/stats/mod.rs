@@ -483,6 +483,13 @@ impl EndpointStats {
         record(&mut self.connect, took);
     }
 
+    /// The mean body size of a response, to the nearest byte (every
+    /// report shows this one figure); `None` without responses.
+    pub fn bytes_per_response(&self) -> Option<u64> {
+        let half = self.responses / 2;
+        (self.bytes_in.checked_add(half)?).checked_div(self.responses)
+    }
+
     /// Requests that completed: a response or a failure.
     pub fn completed(&self) -> u64 {
         self.responses + self.failures.iter().sum::<u64>()
@@ -490,10 +497,20 @@ impl EndpointStats {
 
     /// Requests completed per second of the time the endpoint ran
     /// ([`EndpointStats::active`]); 0 when it never ran. Failed connect
-    /// attempts are left out: they reached no server, and a slot backing
-    /// off would otherwise count as a rate of requests.
+    /// attempts and requests not sent to a stopped endpoint are left out:
+    /// they reached no server, and a slot backing off would otherwise count
+    /// as a rate of requests.
     pub fn rate(&self) -> f64 {
-        per_second(self.completed() - self.failed_connects(), self.active)
+        per_second(
+            self.completed() - self.failed_connects() - self.stopped(),
+            self.active,
+        )
+    }
+
+    /// Requests not sent because the endpoint was stopped
+    /// ([`Failure::Stopped`]): counted among the failures, not in the rate.
+    pub fn stopped(&self) -> u64 {
+        self.failures[Failure::Stopped.index()]
     }
 
     /// Failed connect attempts per second of the time the endpoint ran.

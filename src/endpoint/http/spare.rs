@@ -127,7 +127,8 @@ impl Link {
 /// ones suffice.
 async fn fill(link: Rc<Link>) {
     let mut backoff = Backoff::default();
-    while link.wants_spare() {
+    // A stopped endpoint gets no more connects (see `super::super::Halt`).
+    while link.wants_spare() && link.dialer.halt.check().is_ok() {
         let Some(ticket) = link.reserve() else {
             break;
         };
