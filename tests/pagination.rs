@@ -277,7 +277,11 @@ paginate = {{ items = "$.content", key = "id", next = "$._links.next.href", max_
 "#
         )
     };
-    let report = run_twice("max-pages-25.toml", &scenario(25), &[endpoint.clone()]);
+    let report = run_twice(
+        "max-pages-25.toml",
+        &scenario(25),
+        std::slice::from_ref(&endpoint),
+    );
     let t = &step(&report, 0, "items")["traversal"];
     assert_eq!(t["completed"], 2, "{t:#}");
     assert_eq!(t["stopped"], 0, "{t:#}");
