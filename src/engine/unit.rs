@@ -329,6 +329,7 @@ async fn traverse(
                 grpc: None,
             }),
             latency: took,
+            start: started,
             uncorrected: took,
             lag: None,
             connect: None,
