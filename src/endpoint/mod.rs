@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-pub use self::connect::{resolve, tls_config, TlsOptions};
+pub use self::connect::{resolve, tls_config, ClientCert, TlsOptions};
 pub(crate) use self::http::{carry, send_on};
 pub use self::http::{park_in_ring, InFlight, LaneExit, Link, Prepared, Resume, Slot, Units};
 pub use self::spec::{EndpointSpec, Scheme, SpecError};

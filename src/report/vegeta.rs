@@ -318,8 +318,10 @@ mod tests {
     fn a_run_saved_without_send_times_takes_the_runs_time() {
         // 600 requests at 60/s: the last is due at 599/60 = 9.983 s; the
         // run's 10.99 s leave 1.007 s of wait, as in the seed.
-        let mut s = EndpointStats::default();
-        s.responses = 600;
+        let mut s = EndpointStats {
+            responses: 600,
+            ..EndpointStats::default()
+        };
         let (attack, wait) = durations(&s, Some(60.0), Duration::from_millis(10_990));
         assert_eq!(go(attack), "9.983s");
         assert_eq!(go(wait), "1.007s");
