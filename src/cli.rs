@@ -187,7 +187,7 @@ pub struct DemoArgs {
     /// Also write the demo's HTML report to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Format of the report on stdout: text, json, markdown or vegeta.
+    /// Format of the report on stdout: text, json, markdown, csv or vegeta.
     #[arg(long, default_value = "text", value_name = "FORMAT")]
     pub format: String,
 }
@@ -669,7 +669,7 @@ pub struct RunArgs {
     )]
     pub output: Option<PathBuf>,
 
-    /// Format of the report on stdout: text, json, markdown or vegeta
+    /// Format of the report on stdout: text, json, markdown, csv or vegeta
     /// (vegeta's text report, per endpoint).
     #[arg(
         long,
