@@ -187,7 +187,7 @@ pub struct DemoArgs {
     /// Also write the demo's HTML report to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Format of the report on stdout: text, json, markdown or vegeta.
+    /// Format of the report on stdout: text, json, markdown, csv or vegeta.
     #[arg(long, default_value = "text", value_name = "FORMAT")]
     pub format: String,
 }
@@ -534,6 +534,48 @@ pub struct RunArgs {
     )]
     pub cacert: Option<PathBuf>,
 
+    /// Mutual TLS: show this client certificate (PEM, the chain with the
+    /// client's own first) to every TLS endpoint that asks for one.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Transport",
+        hide_short_help = true
+    )]
+    pub cert: Option<PathBuf>,
+
+    /// The private key of --cert (PEM); without it, the key is read from
+    /// --cert's file.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "cert",
+        help_heading = "Transport",
+        hide_short_help = true
+    )]
+    pub key: Option<PathBuf>,
+
+    /// A client certificate for one endpoint, as 'NAME=FILE' where NAME is
+    /// the endpoint's label or its position from 0, in place of --cert
+    /// there (repeatable).
+    #[arg(
+        long = "endpoint-cert",
+        value_name = "NAME=FILE",
+        help_heading = "Transport",
+        hide_short_help = true
+    )]
+    pub endpoint_certs: Vec<String>,
+
+    /// The private key of one endpoint's --endpoint-cert, as 'NAME=FILE'
+    /// (repeatable).
+    #[arg(
+        long = "endpoint-key",
+        value_name = "NAME=FILE",
+        help_heading = "Transport",
+        hide_short_help = true
+    )]
+    pub endpoint_keys: Vec<String>,
+
     /// Open a new connection for every request; its connect time is then
     /// part of the request's latency.
     #[arg(long, help_heading = "Transport", hide_short_help = true)]
@@ -624,7 +666,7 @@ pub struct RunArgs {
     )]
     pub output: Option<PathBuf>,
 
-    /// Format of the report on stdout: text, json, markdown or vegeta
+    /// Format of the report on stdout: text, json, markdown, csv or vegeta
     /// (vegeta's text report, per endpoint).
     #[arg(
         long,

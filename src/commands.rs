@@ -173,6 +173,7 @@ impl OutputFiles {
                 ReportFormat::Text,
                 ReportFormat::Json,
                 ReportFormat::Markdown,
+                ReportFormat::Csv,
                 ReportFormat::Vegeta,
             ],
         )?;

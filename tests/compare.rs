@@ -523,6 +523,7 @@ fn time_to_judge(args: &[&str], a: &str, b: &str) -> std::time::Duration {
             grpc: None,
         }),
         latency: std::time::Duration::ZERO,
+        start: std::time::Instant::now(),
         uncorrected: std::time::Duration::ZERO,
         lag: None,
         connect: None,

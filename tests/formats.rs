@@ -529,3 +529,28 @@ fn every_format_shows_every_figure_of_an_open_model_run() {
     let shown = ["   Rate:       200", "   Uncorrected: ", "   Send lag:   "];
     reports_showing("open.jsonl", &args, &two_methods(200), &shown).check_every_figure();
 }
+
+/// `--format csv` on a run prints on stdout, as the other formats do, the
+/// CSV that `versus report --format csv` makes of the saved run.
+#[test]
+fn a_run_prints_its_csv_as_its_saved_run_gives_it() {
+    let (a, b) = (
+        Server::start(|s| Reply::ok(format!(r#"{{"id":{},"result":"0x1"}}"#, id_of(&s.body)))),
+        Server::start(|s| Reply::ok(format!(r#"{{"id":{},"result":"0x2"}}"#, id_of(&s.body)))),
+    );
+    let (a, b) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let saved = temp("live-csv.jsonl");
+    let f = saved.to_str().unwrap();
+    let live = run_bin(&["--format", "csv", "-q", "-o", f, &a, &b], &lines(40));
+    assert_eq!(
+        live.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    let live = String::from_utf8(live.stdout).unwrap();
+    assert!(live.starts_with("label,url,rps,"), "{live}");
+    assert!(live.lines().nth(2).unwrap().starts_with("b,"), "{live}");
+    let again = run_bin(&["report", "--format", "csv", f], b"");
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), live);
+}

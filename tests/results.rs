@@ -1147,3 +1147,88 @@ fn bytes_per_response_is_rounded_alike_in_every_report() {
     assert!(compared.contains("132 B"), "{compared}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A duration as vegeta prints one (`1.2s`, `380.123ms`, `45µs`, `0s`).
+fn go_duration(s: &str) -> Duration {
+    let split = s.find(|c: char| c.is_alphabetic()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: f64 = n
+        .parse()
+        .unwrap_or_else(|_| panic!("not a duration: {s:?}"));
+    let scale = match unit {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => panic!("not a duration: {s:?}"),
+    };
+    Duration::from_secs_f64(n * scale)
+}
+
+/// Each block of a vegeta report: its rate and throughput, and its total,
+/// attack and wait.
+fn vegeta_blocks(report: &str) -> Vec<([f64; 2], [Duration; 3])> {
+    let fields = |l: &str, label: &str| -> Vec<String> {
+        let (_, values) = l.split_at(l.find(']').unwrap() + 1);
+        assert!(l.starts_with(label), "{l}");
+        values.trim().split(", ").map(str::to_string).collect()
+    };
+    let requests = report.lines().filter(|l| l.starts_with("Requests "));
+    let durations = report.lines().filter(|l| l.starts_with("Duration "));
+    requests
+        .zip(durations)
+        .map(|(r, d)| {
+            let r = fields(r, "Requests");
+            let d = fields(d, "Duration");
+            let num = |s: &String| s.parse::<f64>().unwrap();
+            (
+                [num(&r[1]), num(&r[2])],
+                [go_duration(&d[0]), go_duration(&d[1]), go_duration(&d[2])],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn vegeta_blocks_hold_each_endpoints_own_attack_wait_and_throughput() {
+    let fast = Server::start(|_| Reply::ok("ok"));
+    let slow = Server::start(|_| Reply::ok("ok").after(Duration::from_millis(500)));
+    let file = temp("vegeta.jsonl");
+    let f = file.to_str().unwrap();
+    let (fast_url, slow_url) = (
+        format!("fast={}", fast.url()),
+        format!("slow={}", slow.url()),
+    );
+    let args = [
+        "--rate=50",
+        "--format=vegeta",
+        "-q",
+        "-o",
+        f,
+        &fast_url,
+        &slow_url,
+    ];
+    let live = run_bin(&args, &lines(20));
+    assert_eq!(live.status.code(), Some(0), "{}", text(&live.stderr));
+    let report = text(&live.stdout);
+    let blocks = vegeta_blocks(&report);
+    assert_eq!(blocks.len(), 2, "{report}");
+    let ([_, fast_tp], [fast_total, fast_attack, fast_wait]) = blocks[0];
+    let ([_, slow_tp], [slow_total, slow_attack, slow_wait]) = blocks[1];
+    // Both sent the same requests at the same due times: one attack.
+    assert_eq!(fast_attack, slow_attack, "{report}");
+    // The slow endpoint's last request took its 500 ms; the fast one's
+    // wait is its own last answer's, not the slow endpoint's.
+    assert!(slow_wait >= Duration::from_millis(500), "{report}");
+    assert!(fast_wait < Duration::from_millis(500), "{report}");
+    // Throughput: the 20 successes over each one's own total.
+    for (tp, total) in [(fast_tp, fast_total), (slow_tp, slow_total)] {
+        let expected = 20.0 / total.as_secs_f64();
+        assert!((tp - expected).abs() < 0.01 * expected, "{report}");
+    }
+    assert!(fast_tp > slow_tp, "{report}");
+    // The saved run gives the same report.
+    let again = versus(&["report", "--format", "vegeta", f]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(text(&again.stdout), report);
+}

@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_name, WebPkiServerVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use tokio::net::TcpStream;
 
-use super::io::{classify_io, Io};
+use super::io::{classify_io, is_ca_used_as_end_entity, Io};
 use super::{Failure, HttpVersion, Protocol, Scheme, TlsReason};
 
 /// An HTTP/1.1 connection on versus's codec, TCP or TLS.
@@ -41,6 +41,21 @@ pub struct TlsOptions {
     pub insecure: bool,
     /// Extra trusted roots, PEM (`--cacert`).
     pub ca_file: Option<PathBuf>,
+    /// The certificate to show a server that asks for one (mutual TLS).
+    pub client: Option<ClientCert>,
+}
+
+/// A client certificate for mutual TLS: its chain and private key, PEM
+/// files (`--cert` and `--key`, as curl and vegeta take them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCert {
+    /// The certificate chain, the client's own certificate first.
+    pub cert: PathBuf,
+    /// The private key (PKCS#8, PKCS#1 or SEC1); `None` when it is in
+    /// `cert`'s file.
+    pub key: Option<PathBuf>,
+    /// The flags that gave them, as errors name them (`--cert`, `--key`).
+    pub flags: [&'static str; 2],
 }
 
 /// Resolve `host:port` once; connections then go to the first address that
@@ -59,7 +74,8 @@ pub fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
 /// Build the rustls client configuration for one ALPN policy.
 ///
 /// # Errors
-/// When `--cacert` cannot be read or holds no certificate.
+/// When `--cacert` cannot be read or holds no certificate, or a client
+/// certificate or its key cannot be read or do not belong together.
 pub fn tls_config(opts: &TlsOptions, version: HttpVersion) -> Result<Arc<ClientConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
@@ -102,10 +118,18 @@ pub fn tls_config(opts: &TlsOptions, version: HttpVersion) -> Result<Arc<ClientC
             provider,
         }
     };
-    let mut config = builder
+    let builder = builder
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(Arc::new(verifier));
+    let mut config = match &opts.client {
+        None => builder.with_no_client_auth(),
+        Some(c) => {
+            let (chain, key) = read_client_cert(c)?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| client_cert_error(c, &e))?
+        }
+    };
     config.alpn_protocols = match version {
         HttpVersion::Auto => Protocol::Negotiate,
         HttpVersion::Http1 => Protocol::Http1,
@@ -113,6 +137,62 @@ pub fn tls_config(opts: &TlsOptions, version: HttpVersion) -> Result<Arc<ClientC
     }
     .alpn();
     Ok(Arc::new(config))
+}
+
+/// The chain and key of `c`. Errors name the flag and the file, never a
+/// key's contents.
+fn read_client_cert(
+    c: &ClientCert,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    use rustls::pki_types::pem::{Error as Pem, PemObject};
+    let [cert_flag, key_flag] = c.flags;
+    let cert_at = format!("{cert_flag} {}", c.cert.display());
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&c.cert)
+        .map_err(|e| format!("{cert_at}: {}", pem_problem(e)))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{cert_at}: {}", pem_problem(e)))?;
+    if chain.is_empty() {
+        return Err(format!("{cert_at}: no PEM certificate in the file"));
+    }
+    let key = match &c.key {
+        Some(path) => PrivateKeyDer::from_pem_file(path).map_err(|e| match e {
+            Pem::NoItemsFound => format!(
+                "{key_flag} {}: no PEM private key in the file",
+                path.display()
+            ),
+            e => format!("{key_flag} {}: {}", path.display(), pem_problem(e)),
+        })?,
+        None => PrivateKeyDer::from_pem_file(&c.cert).map_err(|e| match e {
+            Pem::NoItemsFound => {
+                format!("{cert_at}: no private key in the file: give it with {key_flag} FILE")
+            }
+            e => format!("{cert_at}: {}", pem_problem(e)),
+        })?,
+    };
+    Ok((chain, key))
+}
+
+/// What is wrong with a PEM file, told without its contents (a key's
+/// stay secret).
+fn pem_problem(e: rustls::pki_types::pem::Error) -> String {
+    match e {
+        rustls::pki_types::pem::Error::Io(e) => format!("cannot read it: {e}"),
+        _ => "not a valid PEM file".to_string(),
+    }
+}
+
+/// Why rustls refused the client certificate `c` and its key.
+fn client_cert_error(c: &ClientCert, e: &rustls::Error) -> String {
+    let [cert_flag, key_flag] = c.flags;
+    let key = c.key.as_ref().unwrap_or(&c.cert);
+    match e {
+        rustls::Error::InconsistentKeys(_) => format!(
+            "{key_flag} {} is not the key of the certificate in {cert_flag} {} (their public keys differ)",
+            key.display(),
+            c.cert.display()
+        ),
+        e => format!("{key_flag} {}: {e}", key.display()),
+    }
 }
 
 /// Where and how to connect: the part of an endpoint the transport needs.
@@ -356,30 +436,7 @@ impl Backoff {
 /// Classify a failed TLS handshake: a TLS error by its reason, the rest
 /// (a reset, a closed connection) as I/O.
 fn classify_tls(e: &io::Error) -> Failure {
-    use rustls::{CertificateError as C, Error as E};
-    let Some(tls) = e.get_ref().and_then(|e| e.downcast_ref::<E>()) else {
-        return classify_io(e, Failure::Tls(TlsReason::Other));
-    };
-    Failure::Tls(match tls {
-        E::InvalidCertificate(c) => match c {
-            C::Expired | C::ExpiredContext { .. } => TlsReason::Expired,
-            C::NotValidYet | C::NotValidYetContext { .. } => TlsReason::NotYetValid,
-            C::NotValidForName | C::NotValidForNameContext { .. } => TlsReason::NameMismatch,
-            C::UnknownIssuer => TlsReason::UnknownIssuer,
-            C::Other(o) if is_ca_used_as_end_entity(o) => TlsReason::CaAsEndEntity,
-            _ => TlsReason::BadCertificate,
-        },
-        E::InvalidMessage(_) | E::InappropriateMessage { .. } => TlsReason::NotTls,
-        E::AlertReceived(_) => TlsReason::Alert,
-        E::PeerIncompatible(_) | E::NoApplicationProtocol => TlsReason::Incompatible,
-        _ => TlsReason::Other,
-    })
-}
-
-/// webpki's "CA used as an end entity", which rustls passes on only as an
-/// opaque error (named by its `Debug` form).
-fn is_ca_used_as_end_entity(e: &rustls::OtherError) -> bool {
-    e.to_string() == "CaUsedAsEndEntity"
+    classify_io(e, Failure::Tls(TlsReason::Other))
 }
 
 /// A pinned certificate (exactly one given with `--cacert`) whose name

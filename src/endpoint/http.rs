@@ -381,10 +381,11 @@ impl Prepared {
             .as_ref()
             .filter(|_| protocol == Protocol::Grpc)
             .map(|service| GrpcLink::new(service.clone(), opts.timeout, &spec));
-        // The run's TLS configuration offers what the version policy says;
-        // an endpoint whose protocol offers otherwise (a WebSocket upgrade
-        // is an HTTP/1.1 request) gets a copy of its own.
-        let tls = tls.map(|config| {
+        // The run's TLS configuration (or the endpoint's own, with its
+        // client certificate) offers what the version policy says; an
+        // endpoint whose protocol offers otherwise (a WebSocket upgrade is
+        // an HTTP/1.1 request) gets a copy of its own.
+        let tls = spec.tls.clone().or(tls).map(|config| {
             let alpn = protocol.alpn();
             if config.alpn_protocols == alpn {
                 config

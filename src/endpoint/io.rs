@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use tokio::net::TcpStream;
 
-use super::Failure;
+use super::{Failure, TlsReason};
 
 /// A byte stream, TCP or TLS.
 pub(crate) trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {
@@ -132,9 +132,16 @@ impl Io for TcpStream {
 /// take a buffer at once.
 impl Io for tokio_rustls::client::TlsStream<TcpStream> {}
 
-/// Map an I/O error to a failure kind; `fallback` for the rest.
+/// Map an I/O error to a failure kind; `fallback` for the rest. A TLS
+/// error is a TLS failure by its reason wherever it is met: a TLS 1.3
+/// server refuses a client's certificate (or its lack of one) after the
+/// client's side of the handshake ended, so its alert comes with the
+/// first read.
 pub(crate) fn classify_io(e: &io::Error, fallback: Failure) -> Failure {
     use io::ErrorKind::*;
+    if let Some(tls) = e.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
+        return Failure::Tls(tls_reason(tls));
+    }
     match e.kind() {
         ConnectionRefused => Failure::Refused,
         ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Failure::Reset,
@@ -170,4 +177,29 @@ pub(crate) enum Relayed {
     Ended,
     /// Taken, and the next request sent whole: the relay goes on.
     Sent,
+}
+
+/// The reason of a TLS error.
+pub(crate) fn tls_reason(tls: &rustls::Error) -> TlsReason {
+    use rustls::{CertificateError as C, Error as E};
+    match tls {
+        E::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => TlsReason::Expired,
+            C::NotValidYet | C::NotValidYetContext { .. } => TlsReason::NotYetValid,
+            C::NotValidForName | C::NotValidForNameContext { .. } => TlsReason::NameMismatch,
+            C::UnknownIssuer => TlsReason::UnknownIssuer,
+            C::Other(o) if is_ca_used_as_end_entity(o) => TlsReason::CaAsEndEntity,
+            _ => TlsReason::BadCertificate,
+        },
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } => TlsReason::NotTls,
+        E::AlertReceived(_) => TlsReason::Alert,
+        E::PeerIncompatible(_) | E::NoApplicationProtocol => TlsReason::Incompatible,
+        _ => TlsReason::Other,
+    }
+}
+
+/// webpki's "CA used as an end entity", which rustls passes on only as an
+/// opaque error (named by its `Debug` form).
+pub(crate) fn is_ca_used_as_end_entity(e: &rustls::OtherError) -> bool {
+    e.to_string() == "CaUsedAsEndEntity"
 }

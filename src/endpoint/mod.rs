@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-pub use self::connect::{resolve, tls_config, Halt, TlsOptions};
+pub use self::connect::{resolve, tls_config, ClientCert, Halt, TlsOptions};
 pub(crate) use self::http::{carry, send_on};
 pub use self::http::{park_in_ring, InFlight, LaneExit, Link, Prepared, Resume, Slot, Units};
 pub use self::spec::{EndpointSpec, Scheme, SpecError};
@@ -343,6 +343,7 @@ impl Outcome {
         Outcome {
             result,
             latency: elapsed.saturating_add(late),
+            start: origin,
             uncorrected: elapsed,
             lag: due.map(|d| start.saturating_duration_since(d)),
             connect,
@@ -366,6 +367,7 @@ impl Outcome {
                 grpc: None,
             }),
             latency: Duration::ZERO,
+            start: Instant::now(),
             uncorrected: Duration::ZERO,
             lag: None,
             connect: None,
@@ -379,6 +381,7 @@ impl Outcome {
         Outcome {
             result: Err(f),
             latency: Duration::ZERO,
+            start: Instant::now(),
             uncorrected: Duration::ZERO,
             lag: None,
             connect: None,

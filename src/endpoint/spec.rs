@@ -47,6 +47,9 @@ pub struct EndpointSpec {
     /// How this endpoint makes its request of each record of a stream
     /// (`--template`), instead of taking the record as its style says.
     pub template: Option<std::sync::Arc<crate::scenario::LineTemplate>>,
+    /// This endpoint's own TLS client configuration, with its own client
+    /// certificate (`--endpoint-cert`), instead of the run's.
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 /// A bad endpoint argument; the message names the argument and the fix.
@@ -163,6 +166,7 @@ impl EndpointSpec {
             headers,
             grpc: None,
             template: None,
+            tls: None,
         })
     }
 

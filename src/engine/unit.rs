@@ -330,6 +330,7 @@ async fn traverse(
                 grpc: None,
             }),
             latency: took,
+            start: started,
             uncorrected: took,
             lag: None,
             connect: None,

@@ -157,6 +157,9 @@ struct Core {
     warmup_below: Option<u64>,
     /// The warm-up ends at this time (`--warmup DURATION`).
     warmup_until: Option<Instant>,
+    /// When the core's clock started: what the endpoints' send times
+    /// ([`stats::Sends`]) count from.
+    started: Instant,
     /// When the first counted request was released: the start of the
     /// counted run (rates, run time).
     counting_since: Cell<Option<Instant>>,
@@ -475,6 +478,7 @@ impl Core {
             warmup_left: Cell::new(warmup.count.unwrap_or(0)),
             warmup_below,
             warmup_until: warmup.duration.map(|d| started + d),
+            started,
             counting_since: Cell::new(None),
             settings,
         });
@@ -1459,6 +1463,9 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
     if let Some(times) = stats.endpoints[e].count(outcome) {
         core.tallies.borrow_mut().response(e, times);
     }
+    // The outcome's own instants, no clock read.
+    let start = outcome.start.saturating_duration_since(core.started);
+    stats.endpoints[e].sends.record(start, outcome.latency);
     if let Some(ledger) = &core.ledgers[e] {
         ledger.blame(outcome, &mut stats.endpoints[e]);
     }

@@ -299,6 +299,7 @@ mod tests {
                     grpc: None,
                 }),
                 latency: Duration::from_micros(micros),
+                start: std::time::Instant::now(),
                 uncorrected: Duration::from_micros(micros),
                 lag: None,
                 connect: None,

@@ -13,7 +13,7 @@ mod size;
 pub use share::Share;
 pub use size::parse_size;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
@@ -91,6 +91,10 @@ pub struct Outcome {
     /// From the start of the request to the end of the body (or the fault);
     /// in the open model, from the time the request was due.
     pub latency: Duration,
+    /// When the latency counts from: the start of the exchange's clock,
+    /// or in the open model the time the request was due when that was
+    /// earlier. `start + latency` is when the request ended.
+    pub start: Instant,
     /// From the actual start of sending to the end: the latency a
     /// closed-loop tool would report (differs from `latency` only in the
     /// open model).

@@ -8,6 +8,7 @@ pub mod checked;
 pub mod grpc;
 pub mod scenario;
 mod template;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +19,7 @@ use http::{HeaderName, HeaderValue, Method};
 use crate::cli::RunArgs;
 use crate::compare::rules::{self as compare_rules, RuleSet, Rules};
 use crate::compare::{CompareMode, Comparer};
-use crate::endpoint::{
-    tls_config, EndpointSpec, HttpVersion, IoDriver, Scheme, TlsOptions, TransportOptions,
-};
+use crate::endpoint::{EndpointSpec, HttpVersion, IoDriver, Scheme, TransportOptions};
 use crate::engine::pace::Rate;
 use crate::engine::{Settings, StopAfter, Workload};
 use crate::fault::Fault;
@@ -211,7 +210,7 @@ impl Plan {
         let mode = request_mode(args, single, &mut stop_after)?;
         let comparison = Comparison::of(args, compare_mode, &mut endpoints)?;
         let outputs = Outputs::of(args);
-        let transport = Transport::of(args, &endpoints)?;
+        let transport = Transport::of(args, &mut endpoints)?;
         let shard = args
             .shard
             .as_deref()
@@ -598,8 +597,9 @@ struct Transport {
 
 impl Transport {
     /// The HTTP version, the faults (which it may rule out), the I/O
-    /// driver, and TLS with `--insecure` and `--cacert`.
-    fn of(args: &RunArgs, endpoints: &[EndpointSpec]) -> Result<Transport, UsageError> {
+    /// driver, and TLS (`src/plan/tls.rs`), which may give an endpoint a
+    /// configuration of its own.
+    fn of(args: &RunArgs, endpoints: &mut [EndpointSpec]) -> Result<Transport, UsageError> {
         let version = match (args.http1, args.http2) {
             (true, _) => HttpVersion::Http1,
             (_, true) => HttpVersion::Http2,
@@ -607,15 +607,7 @@ impl Transport {
         };
         let faults = faults_of(&args.faults, endpoints, version)?;
         let io = io_driver(args.io).map_err(UsageError)?;
-        let tls = if endpoints.iter().any(|e| e.scheme == Scheme::Https) {
-            let opts = TlsOptions {
-                insecure: args.insecure,
-                ca_file: args.cacert.clone(),
-            };
-            Some(tls_config(&opts, version).map_err(UsageError)?)
-        } else {
-            None
-        };
+        let tls = tls::configs(args, endpoints, version)?;
         Ok(Transport {
             version,
             faults,

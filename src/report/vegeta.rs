@@ -5,11 +5,15 @@
 //!
 //! - Requests: completed requests (answers and failures); rate: requests
 //!   over the attack; throughput: successes (status 200-399) over the
-//!   whole duration.
-//! - Duration: attack = the due time of the last request in the open model
-//!   ((requests - 1) / rate, as vegeta's first to last send), the run's
-//!   time in the closed model (which keeps no send times, so wait is 0
-//!   there); wait = the rest of the run; total = attack + wait.
+//!   whole duration (with no attack, one request, both are counts, as
+//!   vegeta's are).
+//! - Duration, the endpoint's own ([`crate::stats::Sends`]): attack = from
+//!   its first request's start to its last one's (in the open model a
+//!   request starts when it was due), wait = from that last start to the
+//!   latest end of a request, total = attack + wait. A saved run written
+//!   before send times were kept gives the run's time instead: attack to
+//!   the last due request ((requests - 1) / rate) in the open model, all
+//!   attack in the closed one.
 //! - Latencies, bytes and status codes from the endpoint's statistics;
 //!   failures count under status code 0, as vegeta's do.
 
@@ -63,25 +67,22 @@ fn block(
     elapsed: Duration,
 ) -> io::Result<()> {
     let requests = s.completed();
-    let (attack, wait) = durations(requests, rate, elapsed);
+    let (attack, wait) = durations(s, rate, elapsed);
     let total = attack + wait;
     let success: u64 = s.status[200..400].iter().sum();
-    let per = |d: Duration, n: u64| {
-        if d.is_zero() {
-            0.0
-        } else {
-            n as f64 / d.as_secs_f64()
-        }
+    // vegeta divides only when the attack took time.
+    let (per_s, throughput) = match attack.is_zero() {
+        true => (requests as f64, success as f64),
+        false => (
+            requests as f64 / attack.as_secs_f64(),
+            success as f64 / total.as_secs_f64(),
+        ),
     };
     line(
         out,
         "Requests",
         "[total, rate, throughput]",
-        &format!(
-            "{requests}, {:.2}, {:.2}",
-            per(attack, requests),
-            per(total, success)
-        ),
+        &format!("{requests}, {per_s:.2}, {throughput:.2}"),
     )?;
     line(
         out,
@@ -217,7 +218,11 @@ fn error_set(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
 }
 
 /// Attack and wait (see the module's doc).
-fn durations(requests: u64, rate: Option<f64>, elapsed: Duration) -> (Duration, Duration) {
+fn durations(s: &EndpointStats, rate: Option<f64>, elapsed: Duration) -> (Duration, Duration) {
+    if !s.sends.is_empty() {
+        return (s.sends.attack(), s.sends.wait());
+    }
+    let requests = s.completed();
     match rate {
         Some(r) if r > 0.0 && requests > 1 => {
             let attack = Duration::from_secs_f64((requests - 1) as f64 / r).min(elapsed);
@@ -276,14 +281,53 @@ mod tests {
     }
 
     #[test]
-    fn the_open_model_attack_ends_at_the_last_due_request() {
+    fn each_endpoint_has_its_own_attack_and_wait() {
+        let ms = Duration::from_millis;
+        let mut s = EndpointStats::default();
+        s.status[200] = 3;
+        s.responses = 3;
+        // Starts at 0, 0.5 and 1 s; the last ends 200 ms after its start,
+        // whatever the run's time.
+        for start in [0, 500, 1000] {
+            s.sends.record(ms(start), ms(200));
+        }
+        assert_eq!(durations(&s, Some(2.0), ms(5000)), (ms(1000), ms(200)));
+        let mut out = Vec::new();
+        block(&mut out, &s, Some(2.0), ms(5000)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // Rate 3 / 1 s, throughput 3 / 1.2 s.
+        assert!(text.starts_with(
+            "Requests      [total, rate, throughput]         3, 3.00, 2.50\n\
+             Duration      [total, attack, wait]             1.2s, 1s, 200ms\n"
+        ));
+        // One request: no attack, so vegeta's rate and throughput are
+        // counts.
+        let mut one = EndpointStats::default();
+        one.status[200] = 1;
+        one.responses = 1;
+        one.sends.record(ms(3), ms(7));
+        let mut out = Vec::new();
+        block(&mut out, &one, None, ms(5000)).unwrap();
+        assert!(String::from_utf8(out).unwrap().starts_with(
+            "Requests      [total, rate, throughput]         1, 1.00, 1.00\n\
+             Duration      [total, attack, wait]             7ms, 0s, 7ms\n"
+        ));
+    }
+
+    #[test]
+    fn a_run_saved_without_send_times_takes_the_runs_time() {
         // 600 requests at 60/s: the last is due at 599/60 = 9.983 s; the
         // run's 10.99 s leave 1.007 s of wait, as in the seed.
-        let (attack, wait) = durations(600, Some(60.0), Duration::from_millis(10_990));
+        let mut s = EndpointStats {
+            responses: 600,
+            ..EndpointStats::default()
+        };
+        let (attack, wait) = durations(&s, Some(60.0), Duration::from_millis(10_990));
         assert_eq!(go(attack), "9.983s");
         assert_eq!(go(wait), "1.007s");
-        // The closed model keeps no send times: all attack.
-        let (attack, wait) = durations(10, None, Duration::from_secs(2));
+        // The closed model: all attack.
+        s.responses = 10;
+        let (attack, wait) = durations(&s, None, Duration::from_secs(2));
         assert_eq!((attack, wait), (Duration::from_secs(2), Duration::ZERO));
     }
 

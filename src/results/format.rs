@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::info::EndpointInfo;
 use crate::model::Malformed;
 use crate::model::{Failure, TlsReason};
-use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, VerdictStats};
+use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, Sends, VerdictStats};
 
 /// The `format` value of a saved run's header.
 pub const FORMAT: &str = "versus-run";
@@ -196,6 +196,42 @@ pub struct EndpointRecord {
     /// faults, when none caused an error, and in older files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fault_errors: Vec<FaultErrorRecord>,
+    /// When the requests started and the last ended
+    /// (`EndpointStats::sends`); absent without requests and in files
+    /// written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<SendsRecord>,
+}
+
+/// An endpoint's send times ([`crate::stats::Sends`]), in nanoseconds
+/// from the start of the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendsRecord {
+    /// The first request's start.
+    pub first_ns: u64,
+    /// The last request's start.
+    pub last_ns: u64,
+    /// The latest end of a request.
+    pub end_ns: u64,
+}
+
+impl SendsRecord {
+    fn from_stats(s: &Sends) -> Option<SendsRecord> {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        (!s.is_empty()).then(|| SendsRecord {
+            first_ns: ns(s.first),
+            last_ns: ns(s.last),
+            end_ns: ns(s.end),
+        })
+    }
+
+    fn to_stats(self) -> Sends {
+        Sends {
+            first: Duration::from_nanos(self.first_ns),
+            last: Duration::from_nanos(self.last_ns),
+            end: Duration::from_nanos(self.end_ns),
+        }
+    }
 }
 
 /// Errors of one kind one fault caused (`EndpointStats::fault_errors`).
@@ -550,6 +586,7 @@ impl EndpointRecord {
                     count: *n,
                 })
                 .collect(),
+            sends: SendsRecord::from_stats(&s.sends),
         }
     }
 
@@ -594,6 +631,7 @@ impl EndpointRecord {
                 .collect(),
             mismatched: self.mismatched.unwrap_or(0),
             failed_checks: self.failed_checks,
+            sends: self.sends.map(SendsRecord::to_stats).unwrap_or_default(),
             steps: self
                 .steps
                 .iter()
@@ -834,6 +872,25 @@ mod tests {
             .unwrap();
         assert_eq!(old.failures[Failure::Tls(TlsReason::Other).index()], 3);
         assert_eq!(old.tls_reasons, [0; TlsReason::ALL.len()]);
+    }
+
+    #[test]
+    fn send_times_round_trip_and_older_files_have_none() {
+        let mut s = EndpointStats::default();
+        s.sends
+            .record(Duration::from_millis(3), Duration::from_millis(200));
+        s.sends
+            .record(Duration::from_millis(9), Duration::from_millis(1));
+        let json = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
+        let back: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back.to_stats().unwrap().sends, s.sends);
+        // No requests, or a file from before send times were kept.
+        let none = serde_json::to_value(EndpointRecord::from_stats(&EndpointStats::default()));
+        assert!(none.unwrap().get("sends").is_none());
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("sends");
+        let old = serde_json::from_value::<EndpointRecord>(old).unwrap();
+        assert!(old.to_stats().unwrap().sends.is_empty());
     }
 
     #[test]

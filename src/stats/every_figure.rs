@@ -26,7 +26,7 @@ fn part_holding(micros: u64, k: u64) -> Histogram<u64> {
 /// A run of two endpoints whose every counter is `k` times a base (and
 /// whose every histogram holds `k` samples): two such runs merged are the
 /// run of `2k`. Times that merge as the longest (`active`, `held_back`)
-/// do not scale.
+/// or the earliest and latest (`sends`) do not scale.
 pub(crate) fn run(k: u64) -> RunStats {
     RunStats {
         endpoints: vec![endpoint(k, 1), endpoint(k, 2)],
@@ -69,6 +69,11 @@ fn endpoint(k: u64, e: u64) -> EndpointStats {
         by_flow: vec![flow("checkout", k)],
         faults: BTreeMap::from([("reset".to_string(), 9 * k)]),
         fault_errors: BTreeMap::from([(("reset".to_string(), "reset".to_string()), 2 * k)]),
+        sends: Sends {
+            first: Duration::from_millis(10 * e),
+            last: Duration::from_millis(900 + e),
+            end: Duration::from_millis(1200 + e),
+        },
     }
 }
 
@@ -214,6 +219,7 @@ fn histograms(e: &mut EndpointStats) -> Vec<&mut Histogram<u64>> {
         by_flow,
         faults: _,
         fault_errors: _,
+        sends: _,
     } = e;
     let mut out = vec![latency, ttfb, connect, tls, uncorrected, lag, connect_wait];
     for p in steps.iter_mut().chain(methods.iter_mut()) {

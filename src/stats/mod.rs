@@ -12,7 +12,9 @@ use crate::model::{Failure, Outcome, TlsReason};
 
 #[cfg(test)]
 pub(crate) mod every_figure;
+mod sends;
 mod tally;
+pub use sends::Sends;
 pub use tally::Tallies;
 
 /// The code under which a JSON-RPC batch answer holding errors is counted.
@@ -146,6 +148,9 @@ pub struct EndpointStats {
     /// slowed) or whose error status a fault answered. The rest of each
     /// kind is the endpoint's own. Empty without faults.
     pub fault_errors: std::collections::BTreeMap<(String, String), u64>,
+    /// When the counted requests started and the last ended (vegeta's
+    /// attack and wait).
+    pub sends: Sends,
 }
 
 /// Most parts (steps, methods) an endpoint keeps by name; later names
@@ -431,6 +436,7 @@ impl Default for EndpointStats {
             by_flow: Vec::new(),
             faults: std::collections::BTreeMap::new(),
             fault_errors: std::collections::BTreeMap::new(),
+            sends: Sends::default(),
         }
     }
 }
@@ -648,6 +654,7 @@ impl EndpointStats {
         for (key, n) in &other.fault_errors {
             *self.fault_errors.entry(key.clone()).or_default() += n;
         }
+        self.sends.merge(&other.sends);
     }
 
     /// Who caused the `n` errors of `kind`: each fault that caused some
@@ -1018,6 +1025,7 @@ mod tests {
                 grpc: None,
             }),
             latency: Duration::from_millis(ms),
+            start: std::time::Instant::now(),
             uncorrected: Duration::from_millis(ms),
             lag: None,
             connect: None,
@@ -1056,6 +1064,7 @@ mod tests {
         b.record(&Outcome {
             result: Err(Failure::Timeout),
             latency: Duration::from_secs(1),
+            start: std::time::Instant::now(),
             uncorrected: Duration::from_secs(1),
             lag: None,
             connect: Some(Duration::from_micros(300)),

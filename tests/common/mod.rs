@@ -225,6 +225,19 @@ impl Server {
         Server::start_tls_with(cert, limits, handler)
     }
 
+    /// [`Server::start`] over TLS with `config` as it is (its ALPN, its
+    /// client certificate verifier).
+    pub fn start_tls_config(
+        config: rustls::ServerConfig,
+        handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static,
+    ) -> Server {
+        Server::start_with(
+            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+            Limits::default(),
+            handler,
+        )
+    }
+
     fn start_tls_with(
         cert: &TestCert,
         limits: Limits,
