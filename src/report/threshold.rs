@@ -524,4 +524,40 @@ mod tests {
             }
         }
     }
+
+    /// A threshold's scope: an endpoint by label or by position, a step
+    /// at every endpoint, or one endpoint's step; what the run lacks, and
+    /// a rate asked of a step, are refused.
+    #[test]
+    fn a_threshold_applies_where_its_scope_names() {
+        let (mut info, _) = exact_run();
+        info.endpoints.push(crate::results::info::EndpointInfo {
+            label: "b".into(),
+            named: true,
+            url: "http://127.0.0.1:2/".into(),
+        });
+        let stats = crate::stats::every_figure::run(1);
+        let steps = step_names(&stats);
+        assert_eq!(steps, ["login"]);
+        let targets = |text: &str| text.parse::<Threshold>().unwrap().targets(&info, &steps);
+        let login = || Some("login".to_string());
+        assert_eq!(targets("p99 < 1ms"), Ok(Some(vec![(0, None), (1, None)])));
+        assert_eq!(targets("b: p99 < 1ms"), Ok(Some(vec![(1, None)])));
+        assert_eq!(targets("a: p99 < 1ms"), Ok(Some(vec![(0, None)])));
+        assert_eq!(targets("1: p99 < 1ms"), Ok(Some(vec![(1, None)])));
+        assert_eq!(
+            targets("login: p99 < 1ms"),
+            Ok(Some(vec![(0, login()), (1, login())]))
+        );
+        assert_eq!(targets("b:login: p99 < 1ms"), Ok(Some(vec![(1, login())])));
+        assert_eq!(targets("mismatches == 0"), Ok(None));
+        for (text, why) in [
+            ("2: p99 < 1ms", "no endpoint or step is named \"2\""),
+            ("c: p99 < 1ms", "no endpoint or step is named \"c\""),
+            ("login: rps > 1", "rps is per endpoint, not per step"),
+        ] {
+            let err = targets(text).unwrap_err();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
 }
