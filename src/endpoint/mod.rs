@@ -315,15 +315,17 @@ fn poll_timer(
 }
 
 impl Outcome {
-    /// The outcome of an exchange that began at `start`, whose clock began
-    /// at `clock` (later than `start` when a reconnect is not counted in the
-    /// latency) and that ended `elapsed` after it (when its answer was
-    /// read). `due` is the open model's scheduled time: latency and time to
-    /// first byte then count from it.
+    /// The outcome of an exchange sent at `clock` (the clock read as it
+    /// began, or read again once a connection it waited for was ready, so
+    /// that the wait is not counted as the answer's) and that ended
+    /// `elapsed` after it (when its answer was read). `due` is the open
+    /// model's scheduled time: latency and time to first byte then count
+    /// from it, and the send lag runs from it to `clock`, the one send
+    /// instant the uncorrected latency starts from too.
     #[inline(always)]
     pub(crate) fn timed(
         mut result: Result<Response, Failure>,
-        (start, clock, elapsed): (Instant, Instant, Duration),
+        (clock, elapsed): (Instant, Duration),
         connect: Option<Duration>,
         bytes_out: u64,
         due: Option<Instant>,
@@ -344,7 +346,7 @@ impl Outcome {
             result,
             latency: elapsed.saturating_add(late),
             uncorrected: elapsed,
-            lag: due.map(|d| start.saturating_duration_since(d)),
+            lag: due.map(|_| late),
             connect,
             bytes_out,
             port: 0,
@@ -562,7 +564,7 @@ mod tests {
             grpc: None,
         };
         let elapsed = Duration::from_millis(20);
-        let o = Outcome::timed(Ok(response()), (start, clock, elapsed), None, 0, None);
+        let o = Outcome::timed(Ok(response()), (clock, elapsed), None, 0, None);
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));
         assert_eq!(
             (o.latency, o.uncorrected),
@@ -571,7 +573,7 @@ mod tests {
         // In the open model it counts from the due time, like the latency.
         let o = Outcome::timed(
             Ok(response()),
-            (start, clock, elapsed),
+            (clock, elapsed),
             None,
             0,
             Some(start),
