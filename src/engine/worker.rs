@@ -170,6 +170,10 @@ struct Core {
     /// out), not because the run was stopped: an endpoint idle then had
     /// finished its work.
     input_ended: Cell<bool>,
+    /// Open model: when sending ended because the input ran out (when the
+    /// next request would have been due); `None` while it lasts to the
+    /// stop. What the sent rate is over.
+    sent_until: Cell<Option<Instant>>,
     /// Per flow of the mix, its steps' names as reports show them (with
     /// the flow's name in front when there are several flows).
     step_names: Vec<Vec<String>>,
@@ -456,6 +460,7 @@ impl Core {
             paused: Cell::new(Duration::ZERO),
             pause_changed: Notify::new(),
             input_ended: Cell::new(false),
+            sent_until: Cell::new(None),
             live_slots: Cell::new(endpoints * per_endpoint),
             inflight: RefCell::new(vec![0; endpoints]),
             idle: RefCell::new(vec![0; endpoints]),
@@ -489,6 +494,11 @@ impl Core {
         // The counted run starts after the warm-up.
         let counted_from = self.counting_since.get().unwrap_or(ended);
         let mut stats = self.take_stats();
+        // Due, released and never sent there: the stop came while the
+        // endpoint had no free slot.
+        for (e, s) in stats.endpoints.iter_mut().enumerate() {
+            s.unsent += self.window.borrow().unclaimed_counted(e);
+        }
         // A unit is judged as soon as every endpoint finished it: what is
         // left was not finished everywhere.
         stats.verdicts.incomplete += self.window.borrow_mut().drain_rest();
@@ -503,6 +513,13 @@ impl Core {
         let mut paused = self.paused.get();
         if let Some(since) = self.paused_since.get() {
             paused += ended.saturating_duration_since(since);
+        }
+        // Sending ends at the stop, which is at the end of --stop-after's
+        // duration (the stop watcher wakes a little after it), or when the
+        // input ran out.
+        let mut sending_until = self.sent_until.get().unwrap_or(stopped_at).min(stopped_at);
+        if let Some(d) = self.settings.stop_after.duration {
+            sending_until = sending_until.min(counted_from + d + paused);
         }
         for (e, s) in stats.endpoints.iter_mut().enumerate() {
             s.abandoned += u64::from(inflight[e]);
@@ -520,6 +537,15 @@ impl Core {
             s.active = until
                 .saturating_duration_since(counted_from)
                 .saturating_sub(paused);
+            // Open model: sending lasts to the stop or to the input's end,
+            // whatever the answers take after it; closed model: each send
+            // waits for an answer, so it lasts as long as the endpoint ran.
+            s.sending = match self.settings.rate {
+                Some(_) => sending_until
+                    .saturating_duration_since(counted_from)
+                    .saturating_sub(paused),
+                None => s.active,
+            };
         }
         CoreResult {
             stats,
@@ -701,7 +727,9 @@ impl Core {
     fn take_stats(&self) -> RunStats {
         let mut stats = self.stats.replace(self.fresh_stats());
         let counting = self.counting_since.get().is_some();
-        for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
+        let mut window = self.window.borrow_mut();
+        for (e, (s, link)) in stats.endpoints.iter_mut().zip(&self.links).enumerate() {
+            s.late += window.take_late(e);
             // Same bounds everywhere, so adding cannot fail.
             if let Some(h) = link.take_handshakes() {
                 let _ = s.tls.add(h);
@@ -900,6 +928,17 @@ impl Feed {
                 *next += *step;
                 Unit::Flow(mix.pick(n), n)
             }),
+        }
+    }
+
+    /// How many more units the input holds without waiting (the current
+    /// batch; a quota's rest, `usize::MAX` without one).
+    fn at_hand(&self) -> usize {
+        match &self.input {
+            CoreInput::Repeat { remaining, .. } | CoreInput::Flow { remaining, .. } => {
+                remaining.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
+            }
+            CoreInput::Batches(_) => self.batch.len(),
         }
     }
 
@@ -1102,23 +1141,43 @@ async fn feed_open(
         let warmup = core.is_warmup();
         let Some(work) = feed.next(&core, !warmup).await else {
             core.input_ended.set(core.stopping.get().is_none());
+            // Sending ended when this request would have been due.
+            core.sent_until.set(Some(due));
             break;
         };
         let warmup = core.warmup_of(&work, warmup);
         if !room(&core, true).await {
-            break;
-        }
-        if !warmup {
-            let idle = core.idle.borrow();
-            let mut stats = core.stats.borrow_mut();
-            for (e, s) in stats.endpoints.iter_mut().enumerate() {
-                if idle[e] == 0 {
-                    s.late += 1;
+            // The window stayed full to the stop: this request and the
+            // rest due before it (before the end of the duration, which the
+            // stop watcher marks a little late) were never sent.
+            if let (false, Some(stop)) = (warmup, core.stopping.get()) {
+                let stop = end().map_or(stop, |end| stop.min(end + shift));
+                let due_at = |j: u64| {
+                    t0 + shift
+                        + schedule
+                            .due(j)
+                            .saturating_sub(schedule.due(k0))
+                            .div_f64(scale)
+                };
+                let more = (k + 1..)
+                    .take_while(|j| due_at(*j) < stop)
+                    .take(feed.at_hand())
+                    .count() as u64;
+                for s in &mut core.stats.borrow_mut().endpoints {
+                    s.unsent += 1 + more;
                 }
             }
+            break;
         }
         core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
-        core.window.borrow_mut().push(work, Some(due), warmup);
+        // Late where the slots free now are fewer than the units waiting
+        // for them, this one included: counted when it is sent.
+        let idle = core.idle.borrow();
+        let late = |e: usize, waiting: usize| idle[e] as usize <= waiting;
+        core.window
+            .borrow_mut()
+            .push_marked(work, Some(due), warmup, late);
+        drop(idle);
         core.wake_one_each();
     }
     core.window.borrow_mut().finish_input();

@@ -168,6 +168,15 @@ pub struct EndpointRecord {
     /// Open model: requests that started late (`--max-in-flight` reached).
     #[serde(default)]
     pub late: u64,
+    /// Open model: requests due before the stop that were never sent;
+    /// absent when none, and in files written before they were counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unsent: u64,
+    /// How long the endpoint was sending (`EndpointStats::sending`), in
+    /// nanoseconds; absent in files written before it was kept (the time
+    /// it ran is then taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending_ns: Option<u64>,
     /// Requests where this endpoint disagreed with the first one, once
     /// each; absent in files written before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -534,6 +543,9 @@ impl EndpointRecord {
             uncorrected: optional_histogram(&s.uncorrected),
             lag: optional_histogram(&s.lag),
             late: s.late,
+            unsent: s.unsent,
+            sending_ns: (!s.sending.is_zero())
+                .then(|| u64::try_from(s.sending.as_nanos()).unwrap_or(u64::MAX)),
             mismatched: Some(s.mismatched),
             failed_checks: s.failed_checks,
             steps: s.steps.iter().map(PartRecord::from_stats).collect(),
@@ -580,11 +592,13 @@ impl EndpointRecord {
             abandoned: self.abandoned,
             held_back: Duration::from_nanos(self.held_ns),
             active: self.active(),
+            sending: self.sending_ns.map_or_else(|| self.active(), Duration::from_nanos),
             latency: decode_histogram(&self.latency)?,
             ttfb: decode_histogram(&self.ttfb)?,
             connect: decode_histogram(&self.connect)?,
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
+            unsent: self.unsent,
             spare_failed: self.spare_failed,
             faults: self.faults.clone(),
             fault_errors: self
