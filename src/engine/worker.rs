@@ -254,8 +254,15 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         stop.core_running(true);
         tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
         tokio::task::spawn_local(watch_stop(core.clone(), stop.clone()));
-        tokio::task::spawn_local(tick(core.clone(), ticks, core_number, started));
-        serve(&core, slots, input, schedule, started, &stop).await
+        let intervals = Rc::new(Intervals {
+            to: ticks,
+            core: core_number,
+            every: core.settings.interval,
+            started,
+            taken: Cell::new(0),
+        });
+        tokio::task::spawn_local(tick(core.clone(), intervals.clone()));
+        serve(&core, slots, input, schedule, &intervals, &stop).await
     })?;
     if core.paused_since.get().is_some() {
         stop.core_paused(false);
@@ -324,7 +331,7 @@ async fn serve(
     slots: Vec<Vec<Slot>>,
     input: Option<CoreInput>,
     schedule: Option<Schedule>,
-    started: Instant,
+    intervals: &Rc<Intervals>,
     stop: &Stop,
 ) -> std::io::Result<()> {
     // Slots first, so they are waiting when the first request is due.
@@ -341,7 +348,7 @@ async fn serve(
                 core.clone(),
                 input,
                 schedule,
-                started,
+                intervals.clone(),
                 stop.clone(),
             ));
         }
@@ -574,32 +581,51 @@ pub(crate) fn tick_index(elapsed: Duration, interval: Duration) -> u64 {
     (elapsed.as_nanos() / interval.as_nanos().max(1)) as u64
 }
 
-/// Hand the statistics of each finished interval to the collector. The
-/// swap is the only cost to the run: no request waits for it.
-async fn tick(
-    core: Rc<Core>,
+/// A core's intervals: each one's statistics handed to the collector once
+/// it has ended, by the tick or (open model) by the feeder about to
+/// release the first request due after it, which the tick may wake a
+/// little too late to keep out of it: a run's intervals, and so a killed
+/// run's saved figures, hold the requests due in them, no more.
+struct Intervals {
     to: std::sync::mpsc::Sender<CoreMsg>,
-    number: usize,
+    core: usize,
+    every: Duration,
     started: Instant,
-) {
-    let every = core.settings.interval;
-    for index in 0u64.. {
-        let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
+    /// Intervals handed over.
+    taken: Cell<u64>,
+}
+
+impl Intervals {
+    /// The end of the interval being filled.
+    fn end(&self) -> Instant {
+        let n = u32::try_from(self.taken.get() + 1).unwrap_or(u32::MAX);
+        self.started + self.every * n
+    }
+
+    /// Hand the interval being filled to the collector; false when it is
+    /// gone.
+    fn hand_over(&self, core: &Core) -> bool {
+        let index = self.taken.get();
+        self.taken.set(index + 1);
+        let stats = core.take_stats();
+        let core = self.core;
+        self.to.send(CoreMsg::Tick { core, index, stats }).is_ok()
+    }
+}
+
+/// Hand the statistics of each finished interval to the collector (unless
+/// the feeder did), and close connections idle for an interval. The swap
+/// is the only cost to the run: no request waits for it.
+async fn tick(core: Rc<Core>, intervals: Rc<Intervals>) {
+    loop {
+        let at = intervals.end();
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
         if core.paused_since.get().is_none() {
             for link in &core.links {
-                link.trim_idle(every);
+                link.trim_idle(intervals.every);
             }
         }
-        let stats = core.take_stats();
-        if to
-            .send(CoreMsg::Tick {
-                core: number,
-                index,
-                stats,
-            })
-            .is_err()
-        {
+        if intervals.end() == at && !intervals.hand_over(&core) {
             return;
         }
     }
@@ -1054,9 +1080,10 @@ async fn feed_open(
     core: Rc<Core>,
     input: CoreInput,
     schedule: Schedule,
-    started: Instant,
+    intervals: Rc<Intervals>,
     stop: Stop,
 ) {
+    let started = intervals.started;
     let mut feed = Feed::new(input);
     let mut timer = PreciseTimer::new().ok();
     // The duration counts from the end of the warm-up.
@@ -1168,6 +1195,12 @@ async fn feed_open(
                 }
             }
             break;
+        }
+        // A request due after the interval's end belongs to the next one.
+        while due >= intervals.end() {
+            if !intervals.hand_over(&core) {
+                break;
+            }
         }
         core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
         // Late where the slots free now are fewer than the units waiting
