@@ -608,7 +608,10 @@ fn a_wait_for_a_connection_is_send_lag_not_answer_time() {
     let lag_p99 = e.lag.value_at_quantile(0.99);
     assert!(lag_p99 >= 300_000, "send lag p99 {lag_p99} µs\n{report}");
     let uncorrected = e.uncorrected.max();
-    assert!(uncorrected < 400_000, "uncorrected max {uncorrected} µs\n{report}");
+    assert!(
+        uncorrected < 400_000,
+        "uncorrected max {uncorrected} µs\n{report}"
+    );
     // Corrected = lag + uncorrected, request by request: the worst
     // corrected latency is at least the worst lag.
     assert!(e.latency.max() >= e.lag.max(), "{report}");
@@ -645,7 +648,10 @@ fn latency_counts_from_the_due_time_when_the_feeder_is_late() {
     // Request k is due at 20k ms and sent at about 100k ms.
     let p90 = e.latency.value_at_quantile(0.9);
     let uncorrected = e.uncorrected.max();
-    assert!(uncorrected < 300_000, "uncorrected max {uncorrected} µs\n{report}");
+    assert!(
+        uncorrected < 300_000,
+        "uncorrected max {uncorrected} µs\n{report}"
+    );
     assert!(
         p90 >= uncorrected + 300_000,
         "p90 {p90} µs, uncorrected max {uncorrected} µs\n{report}"

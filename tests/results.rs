@@ -464,7 +464,11 @@ fn a_killed_open_model_run_reads_back_the_rate_it_sent() {
     let s = Server::start(|_| Reply::ok("{}"));
     let file = temp("killed_open.jsonl");
     let args = ["--rate", "50", "--stop-after", "1h", "--threads", "1"];
-    killed_after(&[&args[..], &["--method", "GET", &s.url()]].concat(), &file, 3);
+    killed_after(
+        &[&args[..], &["--method", "GET", &s.url()]].concat(),
+        &file,
+        3,
+    );
     let out = versus(&["report", file.to_str().unwrap()]);
     let report = text(&out.stdout);
     assert!(

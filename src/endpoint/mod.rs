@@ -571,13 +571,7 @@ mod tests {
             (Duration::from_millis(20), Duration::from_millis(20))
         );
         // In the open model it counts from the due time, like the latency.
-        let o = Outcome::timed(
-            Ok(response()),
-            (clock, elapsed),
-            None,
-            0,
-            Some(start),
-        );
+        let o = Outcome::timed(Ok(response()), (clock, elapsed), None, 0, Some(start));
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(60));
         assert_eq!(
             (o.latency, o.uncorrected),

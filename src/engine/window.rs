@@ -205,7 +205,11 @@ impl<W: Clone, D> LeadWindow<W, D> {
     pub fn unclaimed_counted(&self, e: usize) -> u64 {
         self.queues[e]
             .iter()
-            .filter(|p| self.entries[**p & !LATE].as_ref().is_some_and(|x| !x.warmup))
+            .filter(|p| {
+                self.entries[**p & !LATE]
+                    .as_ref()
+                    .is_some_and(|x| !x.warmup)
+            })
             .count() as u64
     }
 
@@ -399,5 +403,27 @@ mod tests {
         });
         assert!(back.is_some_and(|b| Rc::ptr_eq(&b, &unit)));
         assert_eq!(Rc::strong_count(&unit), 1);
+    }
+
+    /// A unit marked late at an endpoint is counted late there when that
+    /// endpoint claims (sends) it, never while it waits: one the stop
+    /// leaves unclaimed is unsent, not late. Warm-up units count in
+    /// neither.
+    #[test]
+    fn late_counts_units_claimed_and_unsent_those_left() {
+        let mut w = W::new(8, 2);
+        // Late at endpoint 0 only, then late at both, then warm-up.
+        w.push_marked(1, None, false, |e, _| e == 0);
+        w.push_marked(2, None, false, |_, _| true);
+        w.push_marked(3, None, true, |_, _| true);
+        assert!(matches!(w.claim(0), Claim::Got(_, 1, ..)));
+        assert!(matches!(w.claim(1), Claim::Got(_, 1, ..)));
+        assert_eq!((w.take_late(0), w.take_late(1)), (1, 0));
+        assert!(matches!(w.claim(0), Claim::Got(_, 2, ..)));
+        assert!(matches!(w.claim(0), Claim::Got(_, 3, ..)));
+        assert_eq!((w.take_late(0), w.take_late(0)), (1, 0));
+        // Endpoint 1 never claimed 2 (counted) nor 3 (warm-up).
+        assert_eq!((w.unclaimed_counted(0), w.unclaimed_counted(1)), (0, 1));
+        assert_eq!(w.take_late(1), 0);
     }
 }

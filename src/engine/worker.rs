@@ -602,9 +602,14 @@ impl Intervals {
         self.started + self.every * n
     }
 
-    /// Hand the interval being filled to the collector; false when it is
-    /// gone.
+    /// Close the connections idle for a while, and hand the interval being
+    /// filled to the collector; false when it is gone.
     fn hand_over(&self, core: &Core) -> bool {
+        if core.paused_since.get().is_none() {
+            for link in &core.links {
+                link.trim_idle(self.every);
+            }
+        }
         let index = self.taken.get();
         self.taken.set(index + 1);
         let stats = core.take_stats();
@@ -613,18 +618,13 @@ impl Intervals {
     }
 }
 
-/// Hand the statistics of each finished interval to the collector (unless
-/// the feeder did), and close connections idle for an interval. The swap
-/// is the only cost to the run: no request waits for it.
+/// Hand over each finished interval (see [`Intervals::hand_over`]) unless
+/// the feeder did. The swap is the only cost to the run: no request waits
+/// for it.
 async fn tick(core: Rc<Core>, intervals: Rc<Intervals>) {
     loop {
         let at = intervals.end();
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
-        if core.paused_since.get().is_none() {
-            for link in &core.links {
-                link.trim_idle(intervals.every);
-            }
-        }
         if intervals.end() == at && !intervals.hand_over(&core) {
             return;
         }
@@ -1099,7 +1099,11 @@ async fn feed_open(
     // (core c of n starts c gaps after core 0).
     let mut rate = stop.rate_changes();
     let offset = schedule.due(0);
-    let (mut k0, mut t0, mut scale) = (0u64, started + offset, *rate.borrow_and_update());
+    let mut at = Anchor {
+        k0: 0,
+        t0: started + offset,
+        scale: *rate.borrow_and_update(),
+    };
     // Counting starts with the schedule, the same instant on every core
     // (not at this core's first request, which may be far off at a low
     // rate), or after the warm-up at the first counted request's place in
@@ -1109,23 +1113,14 @@ async fn feed_open(
     }
     for k in 0u64.. {
         if rate.has_changed().unwrap_or(false) {
-            let now = Instant::now();
-            let next = t0
-                + shift
-                + schedule
-                    .due(k)
-                    .saturating_sub(schedule.due(k0))
-                    .div_f64(scale);
-            t0 = next.max(now) - shift;
-            k0 = k;
-            scale = *rate.borrow_and_update();
+            let next = at.due(&schedule, k, shift);
+            at = Anchor {
+                k0: k,
+                t0: next.max(Instant::now()) - shift,
+                scale: *rate.borrow_and_update(),
+            };
         }
-        let mut due = t0
-            + shift
-            + schedule
-                .due(k)
-                .saturating_sub(schedule.due(k0))
-                .div_f64(scale);
+        let mut due = at.due(&schedule, k, shift);
         if end().is_some_and(|end| due >= end + shift) {
             // The schedule is done but the run lasts its duration: the
             // stop watcher ends it then (a rate too low for another
@@ -1179,15 +1174,8 @@ async fn feed_open(
             // stop watcher marks a little late) were never sent.
             if let (false, Some(stop)) = (warmup, core.stopping.get()) {
                 let stop = end().map_or(stop, |end| stop.min(end + shift));
-                let due_at = |j: u64| {
-                    t0 + shift
-                        + schedule
-                            .due(j)
-                            .saturating_sub(schedule.due(k0))
-                            .div_f64(scale)
-                };
                 let more = (k + 1..)
-                    .take_while(|j| due_at(*j) < stop)
+                    .take_while(|j| at.due(&schedule, *j, shift) < stop)
                     .take(feed.at_hand())
                     .count() as u64;
                 for s in &mut core.stats.borrow_mut().endpoints {
@@ -1196,25 +1184,54 @@ async fn feed_open(
             }
             break;
         }
-        // A request due after the interval's end belongs to the next one.
-        while due >= intervals.end() {
-            if !intervals.hand_over(&core) {
-                break;
-            }
-        }
-        core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
-        // Late where the slots free now are fewer than the units waiting
-        // for them, this one included: counted when it is sent.
-        let idle = core.idle.borrow();
-        let late = |e: usize, waiting: usize| idle[e] as usize <= waiting;
-        core.window
-            .borrow_mut()
-            .push_marked(work, Some(due), warmup, late);
-        drop(idle);
-        core.wake_one_each();
+        release(&core, &intervals, work, due, offset, warmup);
     }
     core.window.borrow_mut().finish_input();
     core.wake_all();
+}
+
+/// Where the open model's schedule stands after rate changes: from request
+/// `k0`, due at `t0`, requests follow at `scale` times the rate.
+struct Anchor {
+    k0: u64,
+    t0: Instant,
+    scale: f64,
+}
+
+impl Anchor {
+    /// When request `k` is due, `shift` (the time paused) later.
+    fn due(&self, schedule: &Schedule, k: u64, shift: Duration) -> Instant {
+        let since = schedule.due(k).saturating_sub(schedule.due(self.k0));
+        self.t0 + shift + since.div_f64(self.scale)
+    }
+}
+
+/// Open model: release `work`, due at `due` (`offset` after the start of
+/// this core's schedule), into the window, after handing over the interval
+/// it is due after, if any; marked late at each endpoint whose free slots
+/// are fewer than the units waiting for them, this one included (counted
+/// when it is sent).
+fn release(
+    core: &Core,
+    intervals: &Intervals,
+    work: Unit,
+    due: Instant,
+    offset: Duration,
+    warmup: bool,
+) {
+    while due >= intervals.end() {
+        if !intervals.hand_over(core) {
+            break;
+        }
+    }
+    core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
+    let idle = core.idle.borrow();
+    let late = |e: usize, waiting: usize| idle[e] as usize <= waiting;
+    core.window
+        .borrow_mut()
+        .push_marked(work, Some(due), warmup, late);
+    drop(idle);
+    core.wake_one_each();
 }
 
 /// One slot: claim the endpoint's next unit of work, carry it out,

@@ -592,7 +592,9 @@ impl EndpointRecord {
             abandoned: self.abandoned,
             held_back: Duration::from_nanos(self.held_ns),
             active: self.active(),
-            sending: self.sending_ns.map_or_else(|| self.active(), Duration::from_nanos),
+            sending: self
+                .sending_ns
+                .map_or_else(|| self.active(), Duration::from_nanos),
             latency: decode_histogram(&self.latency)?,
             ttfb: decode_histogram(&self.ttfb)?,
             connect: decode_histogram(&self.connect)?,
