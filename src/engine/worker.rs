@@ -254,13 +254,8 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         stop.core_running(true);
         tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
         tokio::task::spawn_local(watch_stop(core.clone(), stop.clone()));
-        let intervals = Rc::new(Intervals {
-            to: ticks,
-            core: core_number,
-            every: core.settings.interval,
-            started,
-            taken: Cell::new(0),
-        });
+        let every = core.settings.interval;
+        let intervals = Rc::new(Intervals::new(ticks, core_number, every, started));
         tokio::task::spawn_local(tick(core.clone(), intervals.clone()));
         serve(&core, slots, input, schedule, &intervals, &stop).await
     })?;
@@ -593,13 +588,31 @@ struct Intervals {
     started: Instant,
     /// Intervals handed over.
     taken: Cell<u64>,
+    /// The end of the interval being filled (read for every request
+    /// released).
+    end: Cell<Instant>,
 }
 
 impl Intervals {
+    fn new(
+        to: std::sync::mpsc::Sender<CoreMsg>,
+        core: usize,
+        every: Duration,
+        started: Instant,
+    ) -> Self {
+        Intervals {
+            to,
+            core,
+            every,
+            started,
+            taken: Cell::new(0),
+            end: Cell::new(started + every),
+        }
+    }
+
     /// The end of the interval being filled.
     fn end(&self) -> Instant {
-        let n = u32::try_from(self.taken.get() + 1).unwrap_or(u32::MAX);
-        self.started + self.every * n
+        self.end.get()
     }
 
     /// Close the connections idle for a while, and hand the interval being
@@ -612,6 +625,8 @@ impl Intervals {
         }
         let index = self.taken.get();
         self.taken.set(index + 1);
+        let n = u32::try_from(index + 2).unwrap_or(u32::MAX);
+        self.end.set(self.started + self.every * n);
         let stats = core.take_stats();
         let core = self.core;
         self.to.send(CoreMsg::Tick { core, index, stats }).is_ok()
