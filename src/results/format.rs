@@ -872,4 +872,30 @@ mod tests {
         let old = serde_json::from_value::<EndpointRecord>(old).unwrap();
         assert!(old.to_stats().unwrap().connect_wait.is_empty());
     }
+
+    /// The due requests left unsent and the time sending lasted are kept;
+    /// a file from before they were has none unsent and the sent rate over
+    /// the time the endpoint ran.
+    #[test]
+    fn unsent_and_sending_round_trip_and_older_files_send_while_they_ran() {
+        let s = EndpointStats {
+            sent: 60,
+            unsent: 20,
+            active: Duration::from_millis(3200),
+            sending: Duration::from_secs(3),
+            ..EndpointStats::default()
+        };
+        let json = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
+        let back: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
+        let back = back.to_stats().unwrap();
+        assert_eq!((back.unsent, back.sending), (20, Duration::from_secs(3)));
+        assert_eq!(back.sent_rate(), 20.0);
+        let mut old = json;
+        let fields = old.as_object_mut().unwrap();
+        fields.remove("unsent");
+        fields.remove("sending_ns");
+        let old = serde_json::from_value::<EndpointRecord>(old).unwrap();
+        let old = old.to_stats().unwrap();
+        assert_eq!((old.unsent, old.sending), (0, Duration::from_millis(3200)));
+    }
 }
