@@ -445,16 +445,38 @@ fn flow_instances_start_on_the_schedule_in_the_open_model() {
         Reply::ok(body).after(Duration::from_millis(50))
     });
     let url = slow.url();
-    let out = order_run(&[
+    let args = [
         "--rate",
         "40",
         "--max-in-flight",
         "20",
         "--stop-after",
         "2s",
-        &url,
-    ]);
+    ];
+    let plan = plan(&[&args[..], &[&url]].concat());
+    let out = run(
+        &plan,
+        Workload::Flow(Arc::new(order_flow())),
+        &mut engine::Quiet,
+    );
     let s = &out.stats.endpoints[0];
+    // The rate line names its units: instances are scheduled, their
+    // steps' requests sent (three an instance), not one beside the other
+    // under one name.
+    let mut report = Vec::new();
+    versus::report::text::write(&mut report, &plan.run_info(), &out).unwrap();
+    let report = String::from_utf8(report).unwrap();
+    let sent = format!(
+        "{} requests per second sent",
+        versus::report::rate(s.sent_rate())
+    );
+    assert!(
+        report.contains(&format!(
+            "Rate:       40.00 instances per second scheduled, {sent}"
+        )),
+        "{report}"
+    );
+    assert!((100.0..=121.0).contains(&s.sent_rate()), "{report}");
     // 2 s at 40/s: 80 instances, give or take the edges.
     assert!(
         (76..=81).contains(&s.flows.instances),

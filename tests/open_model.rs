@@ -514,3 +514,147 @@ fn failed_background_connects_are_counted() {
     let line = format!("   Spare:      {failed} background connect");
     assert!(report.contains(&line), "{report}");
 }
+
+/// `--rate 20 --stop-after 2s` with two slots at a route that answers in
+/// 200 ms: 40 requests fall due, the slots send 10 a second. Those that
+/// wait for a slot go late, and those still waiting at the stop are
+/// reported as due but not sent, in every count: none is lost without a
+/// word, and `late` counts only requests that were sent.
+#[test]
+fn due_requests_the_stop_left_waiting_are_reported_unsent() {
+    let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(200)));
+    let (out, report) = run_lib(
+        &[
+            "--rate",
+            "20",
+            "--stop-after",
+            "2s",
+            "--max-in-flight",
+            "2",
+            "--threads",
+            "1",
+            "--method",
+            "GET",
+            &server.url(),
+        ],
+        b"",
+    );
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.sent + e.unsent, 40, "{report}");
+    assert_eq!(server.requests(), e.sent, "{report}");
+    assert!((15..=25).contains(&e.sent), "{report}");
+    assert!(e.late <= e.sent, "late {} of {}\n{report}", e.late, e.sent);
+    assert!(
+        report.contains(&format!(
+            "Unsent:     {} requests due but not sent: the run stopped while they waited for a free slot (--max-in-flight 2)",
+            e.unsent
+        )),
+        "{report}"
+    );
+}
+
+/// The sent rate is over the time sending lasted: 40 a second sent on
+/// schedule for 3 s shows 40, though the last answers come 200 ms after
+/// the stop; an input that ends early shows its rate, not more.
+#[test]
+fn the_sent_rate_is_over_the_sending_not_the_wait_for_answers() {
+    let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(200)));
+    let url = server.url();
+    let args = ["--rate", "40", "--stop-after", "3s", "--threads", "1"];
+    let (out, report) = run_lib(&[&args[..], &["--method", "GET", &url]].concat(), b"");
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.sent, 120, "{report}");
+    assert!(
+        report.contains("Rate:       40.00 per second scheduled, 40.00 per second sent"),
+        "{report}"
+    );
+    // 50 lines at 100 a second: sent in half a second, the last due at
+    // 490 ms (the next would have been due at 500 ms).
+    let (out, report) = run_lib(&["--rate", "100", "--threads", "1", &url], &lines(50));
+    assert_eq!(out.stats.endpoints[0].sent, 50, "{report}");
+    assert!(
+        report.contains("Rate:       100.00 per second scheduled, 100.00 per second sent"),
+        "{report}"
+    );
+}
+
+/// One send instant for the send lag and the uncorrected latency: the
+/// moment the request is written, after any wait for a connection. Two
+/// connections at a 200 ms route for 20 requests a second: most requests
+/// wait for a connection, and that wait is send lag (it was 3 ms at p99
+/// when the lag ended before the wait), while the uncorrected latency is
+/// the server's 200 ms.
+#[test]
+fn a_wait_for_a_connection_is_send_lag_not_answer_time() {
+    let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(200)));
+    let (out, report) = run_lib(
+        &[
+            "--rate",
+            "20",
+            "--stop-after",
+            "2s",
+            "--max-connections",
+            "2",
+            "--threads",
+            "1",
+            "--method",
+            "GET",
+            &server.url(),
+        ],
+        b"",
+    );
+    let e = &out.stats.endpoints[0];
+    assert!(!e.connect_wait.is_empty(), "{report}");
+    let lag_p99 = e.lag.value_at_quantile(0.99);
+    assert!(lag_p99 >= 300_000, "send lag p99 {lag_p99} µs\n{report}");
+    let uncorrected = e.uncorrected.max();
+    assert!(
+        uncorrected < 400_000,
+        "uncorrected max {uncorrected} µs\n{report}"
+    );
+    // Corrected = lag + uncorrected, request by request: the worst
+    // corrected latency is at least the worst lag.
+    assert!(e.latency.max() >= e.lag.max(), "{report}");
+}
+
+/// The feeder itself falls behind: one slot and a lead of one at a route
+/// that answers in 100 ms, 50 requests a second due. The window is full,
+/// so each request is released long after it was due; its latency still
+/// counts from its due time (its answer alone takes 100 ms, the truth is
+/// hundreds of milliseconds).
+#[test]
+fn latency_counts_from_the_due_time_when_the_feeder_is_late() {
+    let server = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(100)));
+    let (out, report) = run_lib(
+        &[
+            "--rate",
+            "50",
+            "--stop-after",
+            "1s",
+            "--max-in-flight",
+            "1",
+            "--lead",
+            "1",
+            "--threads",
+            "1",
+            "--method",
+            "GET",
+            &server.url(),
+        ],
+        b"",
+    );
+    let e = &out.stats.endpoints[0];
+    assert!(e.responses >= 5, "{report}");
+    // Request k is due at 20k ms and sent at about 100k ms.
+    let p90 = e.latency.value_at_quantile(0.9);
+    let uncorrected = e.uncorrected.max();
+    assert!(
+        uncorrected < 300_000,
+        "uncorrected max {uncorrected} µs\n{report}"
+    );
+    assert!(
+        p90 >= uncorrected + 300_000,
+        "p90 {p90} µs, uncorrected max {uncorrected} µs\n{report}"
+    );
+    assert!(e.unsent > 0 && e.sent + e.unsent == 50, "{report}");
+}

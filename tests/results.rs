@@ -415,20 +415,12 @@ fn compare_of_a_10ms_and_a_20ms_server_is_significant_with_direction_and_size() 
     );
 }
 
-#[test]
-fn a_run_killed_with_sigkill_leaves_a_file_that_report_reads() {
-    let s = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(2)));
-    let file = temp("killed.jsonl");
+/// Run versus with `args` saving to `file`, and kill it (SIGKILL) once
+/// `intervals` complete intervals are saved.
+fn killed_after(args: &[&str], file: &std::path::Path, intervals: usize) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
-        .args([
-            "-d",
-            "{}",
-            "--stop-after",
-            "1h",
-            "-o",
-            file.to_str().unwrap(),
-            &s.url(),
-        ])
+        .args(args)
+        .args(["-o", file.to_str().unwrap()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -436,8 +428,9 @@ fn a_run_killed_with_sigkill_leaves_a_file_that_report_reads() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let lines = std::fs::read(&file).map_or(0, |b| b.iter().filter(|c| **c == b'\n').count());
-        if lines >= 3 {
+        let lines = std::fs::read(file).map_or(0, |b| b.iter().filter(|c| **c == b'\n').count());
+        // The header, then the intervals.
+        if lines > intervals {
             break;
         }
         assert!(Instant::now() < deadline, "no intervals written");
@@ -445,6 +438,13 @@ fn a_run_killed_with_sigkill_leaves_a_file_that_report_reads() {
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+}
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_a_file_that_report_reads() {
+    let s = Server::start(|_| Reply::ok("{}").after(Duration::from_millis(2)));
+    let file = temp("killed.jsonl");
+    killed_after(&["-d", "{}", "--stop-after", "1h", &s.url()], &file, 2);
     let out = versus(&["report", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let err = text(&out.stderr);
@@ -469,6 +469,28 @@ fn a_run_killed_with_sigkill_leaves_a_file_that_report_reads() {
         text(&out.stderr).contains("is cut off"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// A killed open-model run's complete intervals hold the requests due in
+/// them: read back, it shows the rate it sent at, 50 a second, not more
+/// (the request due at an interval's end was counted in it, and 151 sent
+/// in 3 s showed 50.33).
+#[test]
+fn a_killed_open_model_run_reads_back_the_rate_it_sent() {
+    let s = Server::start(|_| Reply::ok("{}"));
+    let file = temp("killed_open.jsonl");
+    let args = ["--rate", "50", "--stop-after", "1h", "--threads", "1"];
+    killed_after(
+        &[&args[..], &["--method", "GET", &s.url()]].concat(),
+        &file,
+        3,
+    );
+    let out = versus(&["report", file.to_str().unwrap()]);
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("Rate:       50.00 per second scheduled, 50.00 per second sent"),
+        "{report}"
     );
 }
 

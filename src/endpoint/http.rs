@@ -1247,18 +1247,18 @@ impl Slot {
             _ => Instant::now(),
         };
         let elapsed = end.saturating_duration_since(clock);
-        self.finish(result, (start, clock, elapsed), connect, bytes_out, due)
+        self.finish(result, (clock, elapsed), connect, bytes_out, due)
     }
 
-    /// The outcome of a request begun at `start`, its clock begun at
-    /// `clock`, ended `elapsed` after it (`times`); the HTTP/1.1
+    /// The outcome of a request sent at `clock`, ended `elapsed` after it
+    /// (`times`, see [`Outcome::timed`]); the HTTP/1.1
     /// connection it went on kept for this slot's next request when it can
     /// carry one, unless another slot waits for a connection.
     #[inline(always)]
     fn finish(
         &mut self,
         result: Result<Response, Failure>,
-        times: (Instant, Instant, Duration),
+        times: (Instant, Duration),
         connect: Option<Duration>,
         bytes_out: u64,
         due: Option<Instant>,

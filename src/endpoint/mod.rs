@@ -315,15 +315,17 @@ fn poll_timer(
 }
 
 impl Outcome {
-    /// The outcome of an exchange that began at `start`, whose clock began
-    /// at `clock` (later than `start` when a reconnect is not counted in the
-    /// latency) and that ended `elapsed` after it (when its answer was
-    /// read). `due` is the open model's scheduled time: latency and time to
-    /// first byte then count from it.
+    /// The outcome of an exchange sent at `clock` (the clock read as it
+    /// began, or read again once a connection it waited for was ready, so
+    /// that the wait is not counted as the answer's) and that ended
+    /// `elapsed` after it (when its answer was read). `due` is the open
+    /// model's scheduled time: latency and time to first byte then count
+    /// from it, and the send lag runs from it to `clock`, the one send
+    /// instant the uncorrected latency starts from too.
     #[inline(always)]
     pub(crate) fn timed(
         mut result: Result<Response, Failure>,
-        (start, clock, elapsed): (Instant, Instant, Duration),
+        (clock, elapsed): (Instant, Duration),
         connect: Option<Duration>,
         bytes_out: u64,
         due: Option<Instant>,
@@ -345,7 +347,7 @@ impl Outcome {
             latency: elapsed.saturating_add(late),
             start: origin,
             uncorrected: elapsed,
-            lag: due.map(|d| start.saturating_duration_since(d)),
+            lag: due.map(|_| late),
             connect,
             bytes_out,
             port: 0,
@@ -565,20 +567,14 @@ mod tests {
             grpc: None,
         };
         let elapsed = Duration::from_millis(20);
-        let o = Outcome::timed(Ok(response()), (start, clock, elapsed), None, 0, None);
+        let o = Outcome::timed(Ok(response()), (clock, elapsed), None, 0, None);
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(10));
         assert_eq!(
             (o.latency, o.uncorrected),
             (Duration::from_millis(20), Duration::from_millis(20))
         );
         // In the open model it counts from the due time, like the latency.
-        let o = Outcome::timed(
-            Ok(response()),
-            (start, clock, elapsed),
-            None,
-            0,
-            Some(start),
-        );
+        let o = Outcome::timed(Ok(response()), (clock, elapsed), None, 0, Some(start));
         assert_eq!(o.result.unwrap().ttfb, Duration::from_millis(60));
         assert_eq!(
             (o.latency, o.uncorrected),

@@ -198,7 +198,7 @@ impl WsSlot {
             port: self.port,
             ..Outcome::timed(
                 result,
-                (start, clock, clock.elapsed()),
+                (clock, clock.elapsed()),
                 connect,
                 req.body.len() as u64,
                 due,

@@ -26,6 +26,12 @@ struct Entry<W> {
     pending: usize,
 }
 
+/// The mark of a place in an endpoint's queue (its top bit, above any
+/// place): released when the endpoint had no free slot, so it is sent
+/// late (the open model's `late`), counted when it is claimed, that is
+/// sent, and never when the stop leaves it unsent.
+const LATE: usize = 1 << (usize::BITS - 1);
+
 /// What an endpoint may do next.
 #[derive(Debug)]
 pub(crate) enum Claim<W> {
@@ -45,8 +51,12 @@ pub(crate) struct LeadWindow<W, D> {
     entries: Vec<Option<Entry<W>>>,
     /// Free places, reused last-in first-out.
     free: Vec<usize>,
-    /// Per endpoint, the places it has not claimed yet, in push order.
+    /// Per endpoint, the places it has not claimed yet, in push order,
+    /// each perhaps marked [`LATE`].
     queues: Vec<VecDeque<usize>>,
+    /// Per endpoint, the counted units claimed that were marked late, not
+    /// yet taken ([`LeadWindow::take_late`]).
+    late: Vec<u64>,
     /// `limit * endpoints` results, by place and endpoint; none with one
     /// endpoint, whose result goes straight to the judge.
     results: Vec<Option<D>>,
@@ -63,6 +73,7 @@ impl<W: Clone, D> LeadWindow<W, D> {
             queues: (0..endpoints)
                 .map(|_| VecDeque::with_capacity(limit))
                 .collect(),
+            late: vec![0; endpoints],
             results: if endpoints > 1 {
                 (0..limit * endpoints).map(|_| None).collect()
             } else {
@@ -77,6 +88,18 @@ impl<W: Clone, D> LeadWindow<W, D> {
     }
 
     pub fn push(&mut self, work: W, due: Option<Instant>, warmup: bool) {
+        self.push_marked(work, due, warmup, |_, _| false);
+    }
+
+    /// [`LeadWindow::push`], marked late at each endpoint `e` where
+    /// `late(e, waiting)` (`waiting`: the units already waiting there).
+    pub fn push_marked(
+        &mut self,
+        work: W,
+        due: Option<Instant>,
+        warmup: bool,
+        late: impl Fn(usize, usize) -> bool,
+    ) {
         let Some(place) = self.free.pop() else {
             debug_assert!(false, "push into a full window");
             return;
@@ -88,8 +111,9 @@ impl<W: Clone, D> LeadWindow<W, D> {
             started: 0,
             pending: self.endpoints,
         });
-        for q in &mut self.queues {
-            q.push_back(place);
+        for (e, q) in self.queues.iter_mut().enumerate() {
+            let mark = if late(e, q.len()) { LATE } else { 0 };
+            q.push_back(place | mark);
         }
     }
 
@@ -105,8 +129,12 @@ impl<W: Clone, D> LeadWindow<W, D> {
 
     pub fn claim(&mut self, e: usize) -> Claim<W> {
         match self.queues[e].pop_front() {
-            Some(place) => match &mut self.entries[place] {
+            Some(marked) => match &mut self.entries[marked & !LATE] {
                 Some(entry) => {
+                    let place = marked & !LATE;
+                    if marked & LATE != 0 && !entry.warmup {
+                        self.late[e] += 1;
+                    }
                     entry.started += 1;
                     let work = if entry.started == self.endpoints {
                         entry.work.take()
@@ -171,6 +199,24 @@ impl<W: Clone, D> LeadWindow<W, D> {
         let entry = self.entries[place].take();
         self.free.push(place);
         entry.and_then(|e| e.work)
+    }
+
+    /// How many counted units endpoint `e` has not claimed.
+    pub fn unclaimed_counted(&self, e: usize) -> u64 {
+        self.queues[e]
+            .iter()
+            .filter(|p| {
+                self.entries[**p & !LATE]
+                    .as_ref()
+                    .is_some_and(|x| !x.warmup)
+            })
+            .count() as u64
+    }
+
+    /// The counted units endpoint `e` claimed (sent) late since the last
+    /// call.
+    pub fn take_late(&mut self, e: usize) -> u64 {
+        std::mem::take(&mut self.late[e])
     }
 
     /// At the end of the run: how many counted units some endpoint started
@@ -357,5 +403,27 @@ mod tests {
         });
         assert!(back.is_some_and(|b| Rc::ptr_eq(&b, &unit)));
         assert_eq!(Rc::strong_count(&unit), 1);
+    }
+
+    /// A unit marked late at an endpoint is counted late there when that
+    /// endpoint claims (sends) it, never while it waits: one the stop
+    /// leaves unclaimed is unsent, not late. Warm-up units count in
+    /// neither.
+    #[test]
+    fn late_counts_units_claimed_and_unsent_those_left() {
+        let mut w = W::new(8, 2);
+        // Late at endpoint 0 only, then late at both, then warm-up.
+        w.push_marked(1, None, false, |e, _| e == 0);
+        w.push_marked(2, None, false, |_, _| true);
+        w.push_marked(3, None, true, |_, _| true);
+        assert!(matches!(w.claim(0), Claim::Got(_, 1, ..)));
+        assert!(matches!(w.claim(1), Claim::Got(_, 1, ..)));
+        assert_eq!((w.take_late(0), w.take_late(1)), (1, 0));
+        assert!(matches!(w.claim(0), Claim::Got(_, 2, ..)));
+        assert!(matches!(w.claim(0), Claim::Got(_, 3, ..)));
+        assert_eq!((w.take_late(0), w.take_late(0)), (1, 0));
+        // Endpoint 1 never claimed 2 (counted) nor 3 (warm-up).
+        assert_eq!((w.unclaimed_counted(0), w.unclaimed_counted(1)), (0, 1));
+        assert_eq!(w.take_late(1), 0);
     }
 }

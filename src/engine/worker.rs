@@ -176,6 +176,10 @@ struct Core {
     /// out), not because the run was stopped: an endpoint idle then had
     /// finished its work.
     input_ended: Cell<bool>,
+    /// Open model: when sending ended because the input ran out (when the
+    /// next request would have been due); `None` while it lasts to the
+    /// stop. What the sent rate is over.
+    sent_until: Cell<Option<Instant>>,
     /// Per flow of the mix, its steps' names as reports show them (with
     /// the flow's name in front when there are several flows).
     step_names: Vec<Vec<String>>,
@@ -256,8 +260,10 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         stop.core_running(true);
         tokio::task::spawn_local(watch_pause(core.clone(), stop.clone()));
         tokio::task::spawn_local(watch_stop(core.clone(), stop.clone()));
-        tokio::task::spawn_local(tick(core.clone(), ticks, core_number, started));
-        serve(&core, slots, input, schedule, started, &stop).await
+        let every = core.settings.interval;
+        let intervals = Rc::new(Intervals::new(ticks, core_number, every, started));
+        tokio::task::spawn_local(tick(core.clone(), intervals.clone()));
+        serve(&core, slots, input, schedule, &intervals, &stop).await
     })?;
     if core.paused_since.get().is_some() {
         stop.core_paused(false);
@@ -326,7 +332,7 @@ async fn serve(
     slots: Vec<Vec<Slot>>,
     input: Option<CoreInput>,
     schedule: Option<Schedule>,
-    started: Instant,
+    intervals: &Rc<Intervals>,
     stop: &Stop,
 ) -> std::io::Result<()> {
     // Slots first, so they are waiting when the first request is due.
@@ -343,7 +349,7 @@ async fn serve(
                 core.clone(),
                 input,
                 schedule,
-                started,
+                intervals.clone(),
                 stop.clone(),
             ));
         }
@@ -462,6 +468,7 @@ impl Core {
             paused: Cell::new(Duration::ZERO),
             pause_changed: Notify::new(),
             input_ended: Cell::new(false),
+            sent_until: Cell::new(None),
             live_slots: Cell::new(endpoints * per_endpoint),
             inflight: RefCell::new(vec![0; endpoints]),
             idle: RefCell::new(vec![0; endpoints]),
@@ -496,6 +503,11 @@ impl Core {
         // The counted run starts after the warm-up.
         let counted_from = self.counting_since.get().unwrap_or(ended);
         let mut stats = self.take_stats();
+        // Due, released and never sent there: the stop came while the
+        // endpoint had no free slot.
+        for (e, s) in stats.endpoints.iter_mut().enumerate() {
+            s.unsent += self.window.borrow().unclaimed_counted(e);
+        }
         // A unit is judged as soon as every endpoint finished it: what is
         // left was not finished everywhere.
         stats.verdicts.incomplete += self.window.borrow_mut().drain_rest();
@@ -510,6 +522,13 @@ impl Core {
         let mut paused = self.paused.get();
         if let Some(since) = self.paused_since.get() {
             paused += ended.saturating_duration_since(since);
+        }
+        // Sending ends at the stop, which is at the end of --stop-after's
+        // duration (the stop watcher wakes a little after it), or when the
+        // input ran out.
+        let mut sending_until = self.sent_until.get().unwrap_or(stopped_at).min(stopped_at);
+        if let Some(d) = self.settings.stop_after.duration {
+            sending_until = sending_until.min(counted_from + d + paused);
         }
         for (e, s) in stats.endpoints.iter_mut().enumerate() {
             s.abandoned += u64::from(inflight[e]);
@@ -527,6 +546,15 @@ impl Core {
             s.active = until
                 .saturating_duration_since(counted_from)
                 .saturating_sub(paused);
+            // Open model: sending lasts to the stop or to the input's end,
+            // whatever the answers take after it; closed model: each send
+            // waits for an answer, so it lasts as long as the endpoint ran.
+            s.sending = match self.settings.rate {
+                Some(_) => sending_until
+                    .saturating_duration_since(counted_from)
+                    .saturating_sub(paused),
+                None => s.active,
+            };
         }
         CoreResult {
             stats,
@@ -555,32 +583,71 @@ pub(crate) fn tick_index(elapsed: Duration, interval: Duration) -> u64 {
     (elapsed.as_nanos() / interval.as_nanos().max(1)) as u64
 }
 
-/// Hand the statistics of each finished interval to the collector. The
-/// swap is the only cost to the run: no request waits for it.
-async fn tick(
-    core: Rc<Core>,
+/// A core's intervals: each one's statistics handed to the collector once
+/// it has ended, by the tick or (open model) by the feeder about to
+/// release the first request due after it, which the tick may wake a
+/// little too late to keep out of it: a run's intervals, and so a killed
+/// run's saved figures, hold the requests due in them, no more.
+struct Intervals {
     to: std::sync::mpsc::Sender<CoreMsg>,
-    number: usize,
+    core: usize,
+    every: Duration,
     started: Instant,
-) {
-    let every = core.settings.interval;
-    for index in 0u64.. {
-        let at = started + every * u32::try_from(index + 1).unwrap_or(u32::MAX);
-        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+    /// Intervals handed over.
+    taken: Cell<u64>,
+    /// The end of the interval being filled (read for every request
+    /// released).
+    end: Cell<Instant>,
+}
+
+impl Intervals {
+    fn new(
+        to: std::sync::mpsc::Sender<CoreMsg>,
+        core: usize,
+        every: Duration,
+        started: Instant,
+    ) -> Self {
+        Intervals {
+            to,
+            core,
+            every,
+            started,
+            taken: Cell::new(0),
+            end: Cell::new(started + every),
+        }
+    }
+
+    /// The end of the interval being filled.
+    fn end(&self) -> Instant {
+        self.end.get()
+    }
+
+    /// Close the connections idle for a while, and hand the interval being
+    /// filled to the collector; false when it is gone.
+    fn hand_over(&self, core: &Core) -> bool {
         if core.paused_since.get().is_none() {
             for link in &core.links {
-                link.trim_idle(every);
+                link.trim_idle(self.every);
             }
         }
+        let index = self.taken.get();
+        self.taken.set(index + 1);
+        let n = u32::try_from(index + 2).unwrap_or(u32::MAX);
+        self.end.set(self.started + self.every * n);
         let stats = core.take_stats();
-        if to
-            .send(CoreMsg::Tick {
-                core: number,
-                index,
-                stats,
-            })
-            .is_err()
-        {
+        let core = self.core;
+        self.to.send(CoreMsg::Tick { core, index, stats }).is_ok()
+    }
+}
+
+/// Hand over each finished interval (see [`Intervals::hand_over`]) unless
+/// the feeder did. The swap is the only cost to the run: no request waits
+/// for it.
+async fn tick(core: Rc<Core>, intervals: Rc<Intervals>) {
+    loop {
+        let at = intervals.end();
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+        if intervals.end() == at && !intervals.hand_over(&core) {
             return;
         }
     }
@@ -708,7 +775,9 @@ impl Core {
     fn take_stats(&self) -> RunStats {
         let mut stats = self.stats.replace(self.fresh_stats());
         let counting = self.counting_since.get().is_some();
-        for (s, link) in stats.endpoints.iter_mut().zip(&self.links) {
+        let mut window = self.window.borrow_mut();
+        for (e, (s, link)) in stats.endpoints.iter_mut().zip(&self.links).enumerate() {
+            s.late += window.take_late(e);
             // Same bounds everywhere, so adding cannot fail.
             if let Some(h) = link.take_handshakes() {
                 let _ = s.tls.add(h);
@@ -930,6 +999,17 @@ impl Feed {
         }
     }
 
+    /// How many more units the input holds without waiting (the current
+    /// batch; a quota's rest, `usize::MAX` without one).
+    fn at_hand(&self) -> usize {
+        match &self.input {
+            CoreInput::Repeat { remaining, .. } | CoreInput::Flow { remaining, .. } => {
+                remaining.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
+            }
+            CoreInput::Batches(_) => self.batch.len(),
+        }
+    }
+
     /// Wait for the next batch. False when the input has ended (or the run
     /// is stopping).
     async fn refill(&mut self, core: &Core) -> bool {
@@ -1042,9 +1122,10 @@ async fn feed_open(
     core: Rc<Core>,
     input: CoreInput,
     schedule: Schedule,
-    started: Instant,
+    intervals: Rc<Intervals>,
     stop: Stop,
 ) {
+    let started = intervals.started;
     let mut feed = Feed::new(input);
     let mut timer = PreciseTimer::new().ok();
     // The duration counts from the end of the warm-up.
@@ -1060,7 +1141,11 @@ async fn feed_open(
     // (core c of n starts c gaps after core 0).
     let mut rate = stop.rate_changes();
     let offset = schedule.due(0);
-    let (mut k0, mut t0, mut scale) = (0u64, started + offset, *rate.borrow_and_update());
+    let mut at = Anchor {
+        k0: 0,
+        t0: started + offset,
+        scale: *rate.borrow_and_update(),
+    };
     // Counting starts with the schedule, the same instant on every core
     // (not at this core's first request, which may be far off at a low
     // rate), or after the warm-up at the first counted request's place in
@@ -1070,23 +1155,14 @@ async fn feed_open(
     }
     for k in 0u64.. {
         if rate.has_changed().unwrap_or(false) {
-            let now = Instant::now();
-            let next = t0
-                + shift
-                + schedule
-                    .due(k)
-                    .saturating_sub(schedule.due(k0))
-                    .div_f64(scale);
-            t0 = next.max(now) - shift;
-            k0 = k;
-            scale = *rate.borrow_and_update();
+            let next = at.due(&schedule, k, shift);
+            at = Anchor {
+                k0: k,
+                t0: next.max(Instant::now()) - shift,
+                scale: *rate.borrow_and_update(),
+            };
         }
-        let mut due = t0
-            + shift
-            + schedule
-                .due(k)
-                .saturating_sub(schedule.due(k0))
-                .div_f64(scale);
+        let mut due = at.due(&schedule, k, shift);
         if end().is_some_and(|end| due >= end + shift) {
             // The schedule is done but the run lasts its duration: the
             // stop watcher ends it then (a rate too low for another
@@ -1129,27 +1205,75 @@ async fn feed_open(
         let warmup = core.is_warmup();
         let Some(work) = feed.next(&core, !warmup).await else {
             core.input_ended.set(core.stopping.get().is_none());
+            // Sending ended when this request would have been due.
+            core.sent_until.set(Some(due));
             break;
         };
         let warmup = core.warmup_of(&work, warmup);
         if !room(&core, true).await {
-            break;
-        }
-        if !warmup {
-            let idle = core.idle.borrow();
-            let mut stats = core.stats.borrow_mut();
-            for (e, s) in stats.endpoints.iter_mut().enumerate() {
-                if idle[e] == 0 {
-                    s.late += 1;
+            // The window stayed full to the stop: this request and the
+            // rest due before it (before the end of the duration, which the
+            // stop watcher marks a little late) were never sent.
+            if let (false, Some(stop)) = (warmup, core.stopping.get()) {
+                let stop = end().map_or(stop, |end| stop.min(end + shift));
+                let more = (k + 1..)
+                    .take_while(|j| at.due(&schedule, *j, shift) < stop)
+                    .take(feed.at_hand())
+                    .count() as u64;
+                for s in &mut core.stats.borrow_mut().endpoints {
+                    s.unsent += 1 + more;
                 }
             }
+            break;
         }
-        core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
-        core.window.borrow_mut().push(work, Some(due), warmup);
-        core.wake_one_each();
+        release(&core, &intervals, work, due, offset, warmup);
     }
     core.window.borrow_mut().finish_input();
     core.wake_all();
+}
+
+/// Where the open model's schedule stands after rate changes: from request
+/// `k0`, due at `t0`, requests follow at `scale` times the rate.
+struct Anchor {
+    k0: u64,
+    t0: Instant,
+    scale: f64,
+}
+
+impl Anchor {
+    /// When request `k` is due, `shift` (the time paused) later.
+    fn due(&self, schedule: &Schedule, k: u64, shift: Duration) -> Instant {
+        let since = schedule.due(k).saturating_sub(schedule.due(self.k0));
+        self.t0 + shift + since.div_f64(self.scale)
+    }
+}
+
+/// Open model: release `work`, due at `due` (`offset` after the start of
+/// this core's schedule), into the window, after handing over the interval
+/// it is due after, if any; marked late at each endpoint whose free slots
+/// are fewer than the units waiting for them, this one included (counted
+/// when it is sent).
+fn release(
+    core: &Core,
+    intervals: &Intervals,
+    work: Unit,
+    due: Instant,
+    offset: Duration,
+    warmup: bool,
+) {
+    while due >= intervals.end() {
+        if !intervals.hand_over(core) {
+            break;
+        }
+    }
+    core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
+    let idle = core.idle.borrow();
+    let late = |e: usize, waiting: usize| idle[e] as usize <= waiting;
+    core.window
+        .borrow_mut()
+        .push_marked(work, Some(due), warmup, late);
+    drop(idle);
+    core.wake_one_each();
 }
 
 /// One slot: claim the endpoint's next unit of work, carry it out,

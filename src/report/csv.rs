@@ -32,7 +32,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 56] = [
+pub const COLUMNS: [&str; 57] = [
     "label",
     "url",
     "rps",
@@ -89,6 +89,7 @@ pub const COLUMNS: [&str; 56] = [
     "lag_p99_ms",
     "late",
     "spare_connects_failed",
+    "unsent",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -274,6 +275,7 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .quantiles(&s.lag, &[("lag_p50_ms", 0.5), ("lag_p99_ms", 0.99)])
         .set("late", s.late)
         .set("spare_connects_failed", s.spare_failed)
+        .set("unsent", s.unsent)
         .set("failed_connects", s.failed_connects())
         .set("held_s", s.held_back.as_secs_f64())
         .set("abandoned", s.abandoned);

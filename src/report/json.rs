@@ -100,6 +100,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "uncorrected_ms": latency(&s.uncorrected),
         "send_lag_ms": latency(&s.lag),
         "late": s.late,
+        "unsent": s.unsent,
         "ttfb_ms": latency(&s.ttfb),
         "errors": {
             "count": s.errors(),

@@ -115,6 +115,15 @@ pub fn quantile(h: &Histogram<u64>, q: f64) -> Option<f64> {
     }
 }
 
+/// What the open model schedules at an endpoint: flow instances in a
+/// scenario, requests otherwise.
+pub fn scheduled_unit(s: &crate::stats::EndpointStats) -> &'static str {
+    match s.steps.is_empty() {
+        true => "requests",
+        false => "instances",
+    }
+}
+
 /// [`quantile`] as a latency (`850µs`, `1.250ms`), or `-` when empty.
 pub fn latency(h: &Histogram<u64>, q: f64) -> String {
     quantile(h, q).map_or_else(|| "-".to_string(), micros)

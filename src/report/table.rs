@@ -28,6 +28,7 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
         row("Send lag p50", &|s| latency(&s.lag, 0.5));
         row("Send lag p99", &|s| latency(&s.lag, 0.99));
         row("Late (max in flight)", &|s| s.late.to_string());
+        row("Unsent (stopped)", &|s| s.unsent.to_string());
     }
     row("Held back", &super::held);
     row("Completed", &|s| s.completed().to_string());

@@ -258,13 +258,20 @@ fn responses(out: &mut dyn Write, s: &EndpointStats) -> io::Result<()> {
     Ok(())
 }
 
-/// Open model (`--rate`, scheduled `rate` per second): the rate sent,
-/// the latency from the actual send (as a closed-loop tool reports it)
-/// and how far sending lagged behind the schedule.
+/// Open model (`--rate`, scheduled `rate` per second): the rate sent
+/// (over the time sending lasted, not the wait for the last answers), the
+/// latency from the actual send (as a closed-loop tool reports it), how
+/// far sending lagged behind the schedule, and the due requests the stop
+/// left unsent. A scenario schedules instances and sends their steps'
+/// requests: each figure is named for what it counts.
 fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -> io::Result<()> {
+    let (scheduled, sent) = match s.steps.is_empty() {
+        true => ("", ""),
+        false => (" instances", " requests"),
+    };
     writeln!(
         out,
-        "   Rate:       {} per second scheduled, {} per second sent",
+        "   Rate:       {}{scheduled} per second scheduled, {}{sent} per second sent",
         super::rate(rate),
         super::rate(s.sent_rate())
     )?;
@@ -280,11 +287,22 @@ fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -
     if !s.lag.is_empty() {
         writeln!(
             out,
-            "   Send lag:   {} p50, {} p99 behind the schedule; {} requests late because --max-in-flight ({}) was reached",
+            "   Send lag:   {} p50, {} p99 behind the schedule; {} {} late because --max-in-flight ({}) was reached",
             seconds(s.lag.value_at_percentile(50.0)),
             seconds(s.lag.value_at_percentile(99.0)),
             s.late,
+            super::scheduled_unit(s),
             plan.max_in_flight
+        )?;
+    }
+    if s.unsent > 0 {
+        writeln!(
+            out,
+            "   Unsent:     {} {} due but not sent: the run stopped while they waited for a free slot (--max-in-flight {}) or room in the lead window (--lead {})",
+            s.unsent,
+            super::scheduled_unit(s),
+            plan.max_in_flight,
+            plan.window
         )?;
     }
     Ok(())

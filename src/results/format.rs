@@ -168,6 +168,15 @@ pub struct EndpointRecord {
     /// Open model: requests that started late (`--max-in-flight` reached).
     #[serde(default)]
     pub late: u64,
+    /// Open model: requests due before the stop that were never sent;
+    /// absent when none, and in files written before they were counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unsent: u64,
+    /// How long the endpoint was sending (`EndpointStats::sending`), in
+    /// nanoseconds; absent in files written before it was kept (the time
+    /// it ran is then taken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending_ns: Option<u64>,
     /// Requests where this endpoint disagreed with the first one, once
     /// each; absent in files written before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -570,6 +579,9 @@ impl EndpointRecord {
             uncorrected: optional_histogram(&s.uncorrected),
             lag: optional_histogram(&s.lag),
             late: s.late,
+            unsent: s.unsent,
+            sending_ns: (!s.sending.is_zero())
+                .then(|| u64::try_from(s.sending.as_nanos()).unwrap_or(u64::MAX)),
             mismatched: Some(s.mismatched),
             failed_checks: s.failed_checks,
             steps: s.steps.iter().map(PartRecord::from_stats).collect(),
@@ -617,11 +629,15 @@ impl EndpointRecord {
             abandoned: self.abandoned,
             held_back: Duration::from_nanos(self.held_ns),
             active: self.active(),
+            sending: self
+                .sending_ns
+                .map_or_else(|| self.active(), Duration::from_nanos),
             latency: decode_histogram(&self.latency)?,
             ttfb: decode_histogram(&self.ttfb)?,
             connect: decode_histogram(&self.connect)?,
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
+            unsent: self.unsent,
             spare_failed: self.spare_failed,
             faults: self.faults.clone(),
             fault_errors: self
@@ -940,5 +956,31 @@ mod tests {
             .collect();
         let back = stats_of(&records, &infos, &verdicts).unwrap();
         crate::stats::every_figure::assert_same(&back, &run, "read back");
+    }
+
+    /// The due requests left unsent and the time sending lasted are kept;
+    /// a file from before they were has none unsent and the sent rate over
+    /// the time the endpoint ran.
+    #[test]
+    fn unsent_and_sending_round_trip_and_older_files_send_while_they_ran() {
+        let s = EndpointStats {
+            sent: 60,
+            unsent: 20,
+            active: Duration::from_millis(3200),
+            sending: Duration::from_secs(3),
+            ..EndpointStats::default()
+        };
+        let json = serde_json::to_value(EndpointRecord::from_stats(&s)).unwrap();
+        let back: EndpointRecord = serde_json::from_value(json.clone()).unwrap();
+        let back = back.to_stats().unwrap();
+        assert_eq!((back.unsent, back.sending), (20, Duration::from_secs(3)));
+        assert_eq!(back.sent_rate(), 20.0);
+        let mut old = json;
+        let fields = old.as_object_mut().unwrap();
+        fields.remove("unsent");
+        fields.remove("sending_ns");
+        let old = serde_json::from_value::<EndpointRecord>(old).unwrap();
+        let old = old.to_stats().unwrap();
+        assert_eq!((old.unsent, old.sending), (0, Duration::from_millis(3200)));
     }
 }

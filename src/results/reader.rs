@@ -264,6 +264,9 @@ impl RunReader {
                     if s.active.is_zero() {
                         s.active = elapsed;
                     }
+                    if s.sending.is_zero() {
+                        s.sending = elapsed;
+                    }
                 }
                 let input = InputStats {
                     requests: stats.endpoints.iter().map(|s| s.sent).max().unwrap_or(0),

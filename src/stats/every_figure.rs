@@ -25,8 +25,8 @@ fn part_holding(micros: u64, k: u64) -> Histogram<u64> {
 
 /// A run of two endpoints whose every counter is `k` times a base (and
 /// whose every histogram holds `k` samples): two such runs merged are the
-/// run of `2k`. Times that merge as the longest (`active`, `held_back`)
-/// or the earliest and latest (`sends`) do not scale.
+/// run of `2k`. Times that merge as the longest (`active`, `held_back`,
+/// `sending`) or the earliest and latest (`sends`) do not scale.
 pub(crate) fn run(k: u64) -> RunStats {
     RunStats {
         endpoints: vec![endpoint(k, 1), endpoint(k, 2)],
@@ -55,6 +55,8 @@ fn endpoint(k: u64, e: u64) -> EndpointStats {
         uncorrected: holding(700, k),
         lag: holding(40, k),
         late: 3 * k,
+        unsent: 2 * k,
+        sending: Duration::from_secs(9 + e),
         mismatched: 4 * k,
         reconnects: 5 * k,
         connect_wait: holding(60, k),
@@ -205,6 +207,8 @@ fn histograms(e: &mut EndpointStats) -> Vec<&mut Histogram<u64>> {
         uncorrected,
         lag,
         late: _,
+        unsent: _,
+        sending: _,
         mismatched: _,
         reconnects: _,
         connect_wait,

@@ -99,6 +99,17 @@ pub struct EndpointStats {
     /// Open model: requests released when no slot was free for this
     /// endpoint (`--max-in-flight` reached); they started late.
     pub late: u64,
+    /// Open model: requests (flow instances in a scenario) due before the
+    /// run stopped that were never sent to this endpoint: the stop came
+    /// while they waited for a free slot (`--max-in-flight`) or for room
+    /// in the lead window (`--lead`).
+    pub unsent: u64,
+    /// How long this endpoint was sending, what the sent rate is over:
+    /// open model, from the start of counting to the stop, or to when the
+    /// next request would have been due once the input ran out (not the
+    /// wait for the last answers); closed model, where every send waits
+    /// for an answer, [`EndpointStats::active`]. Paused time left out.
+    pub sending: Duration,
     /// Requests where this endpoint disagreed with the first one: once a
     /// request however many fields differ (the mismatch groups count
     /// fields).
@@ -422,6 +433,8 @@ impl Default for EndpointStats {
             uncorrected: new_histogram(),
             lag: new_histogram(),
             late: 0,
+            unsent: 0,
+            sending: Duration::ZERO,
             mismatched: 0,
             reconnects: 0,
             connect_wait: new_histogram(),
@@ -524,9 +537,10 @@ impl EndpointStats {
         per_second(self.failed_connects(), self.active)
     }
 
-    /// Requests sent per second of the time the endpoint ran.
+    /// Requests sent per second of the time the endpoint was sending
+    /// ([`EndpointStats::sending`]).
     pub fn sent_rate(&self) -> f64 {
-        per_second(self.sent, self.active)
+        per_second(self.sent, self.sending)
     }
 
     /// Connect attempts that failed (counted among the failures): requests
@@ -631,6 +645,8 @@ impl EndpointStats {
         let _ = self.uncorrected.add(&other.uncorrected);
         let _ = self.lag.add(&other.lag);
         self.late += other.late;
+        self.unsent += other.unsent;
+        self.sending = self.sending.max(other.sending);
         self.mismatched += other.mismatched;
         self.reconnects += other.reconnects;
         let _ = self.connect_wait.add(&other.connect_wait);

@@ -592,7 +592,10 @@ impl Endpoint<'_> {
             return;
         };
         let (scheduled, sent) = rate.split_once(" per second scheduled, ").unwrap();
+        // A scenario names its units: instances scheduled, requests sent.
+        let scheduled = scheduled.trim_end_matches(" instances");
         let sent = sent.trim_end_matches(" per second sent");
+        let sent = sent.trim_end_matches(" requests");
         let json_rate = |v: &Value| versus::report::rate(v.as_f64().unwrap());
         assert_eq!(json_rate(&run["rate"]), scheduled, "json run rate");
         self.r.table_text("Rate scheduled", self.i, scheduled);
@@ -615,6 +618,10 @@ impl Endpoint<'_> {
             let late = late.split(' ').next().unwrap();
             self.count(late, "late", "late", "Late (max in flight)");
         }
+        let unsent = self
+            .after("   Unsent:     ")
+            .map_or("0", |u| u.split(' ').next().unwrap());
+        self.count(unsent, "unsent", "unsent", "Unsent (stopped)");
     }
 
     /// `Requests:`, `Timing:` and `Percentiles:`.

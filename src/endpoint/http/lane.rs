@@ -199,7 +199,7 @@ impl Relay for Lane {
         let bytes_out = self.req.take().map_or(0, |r| r.body.len() as u64);
         let outcome = Outcome {
             port: self.port,
-            ..Outcome::timed(Ok(response), (start, start, elapsed), None, bytes_out, None)
+            ..Outcome::timed(Ok(response), (start, elapsed), None, bytes_out, None)
         };
         let Some(next) = self.units.answered(outcome) else {
             self.end.set(Some(RelayEnd::Answered));

@@ -123,7 +123,7 @@ impl Future for QuickSend<'_> {
                 // when the general path's future is dropped.
                 drop(conn);
                 let timeout = Err(Failure::Timeout);
-                let times = (start, start, start.elapsed());
+                let times = (start, start.elapsed());
                 let bytes_out = req.body.len() as u64;
                 **out = Some(slot.finish(timeout, times, None, bytes_out, *due));
                 return Poll::Ready(Ok(()));
@@ -144,7 +144,7 @@ impl Future for QuickSend<'_> {
             Err(_) => start.elapsed(),
         };
         let bytes_out = req.body.len() as u64;
-        **out = Some(slot.finish(r, (start, start, elapsed), None, bytes_out, *due));
+        **out = Some(slot.finish(r, (start, elapsed), None, bytes_out, *due));
         Poll::Ready(Ok(()))
     }
 }
