@@ -571,4 +571,27 @@ mod tests {
             assert!(err.contains(why), "{text}: {err}");
         }
     }
+
+    /// A check shows the figure it measured under the threshold's own
+    /// name (`p99.9 = 1.000ms`), whichever metric.
+    #[test]
+    fn a_check_names_the_figure_it_measured() {
+        let (info, stats) = exact_run();
+        for metric in [
+            "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "rps", "errors",
+        ] {
+            let limit = if matches!(metric, "rps" | "errors") {
+                "1"
+            } else {
+                "1ms"
+            };
+            let t: Threshold = format!("{metric} < {limit}").parse().unwrap();
+            let checks = check(&[t], &info, &stats).unwrap();
+            let shown = &checks[0].actual;
+            assert!(
+                shown.starts_with(&format!("{metric} = ")),
+                "{metric}: {shown}"
+            );
+        }
+    }
 }
