@@ -32,7 +32,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 56] = [
+pub const COLUMNS: [&str; 59] = [
     "label",
     "url",
     "rps",
@@ -89,6 +89,9 @@ pub const COLUMNS: [&str; 56] = [
     "lag_p99_ms",
     "late",
     "spare_connects_failed",
+    "judged_on_core",
+    "not_judged",
+    "judge_queue_peak_bytes",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -232,9 +235,9 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     pages(out, r)
 }
 
-/// An endpoint's row: its summary figures, and the run's `compared` and
-/// `incomplete`. The `reference` is what the others are compared with:
-/// it has no mismatches of its own.
+/// An endpoint's row: its summary figures, and the run's `compared`,
+/// `incomplete` and judging figures. The `reference` is what the others
+/// are compared with: it has no mismatches of its own.
 fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference: bool) -> Row {
     let v = &r.run.stats.verdicts;
     let mut row = Row::new(label, url);
@@ -253,6 +256,9 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         )
         .set("compared", v.compared)
         .set("incomplete", v.incomplete)
+        .set("judged_on_core", v.judged_on_core)
+        .set("not_judged", v.not_judged)
+        .set("judge_queue_peak_bytes", v.judge_queue_peak)
         .set("failed_checks", s.failed_checks)
         .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
         .set("connects", s.connect.len())

@@ -354,6 +354,13 @@ fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
         },
         v.incomplete
     );
+    let judging: Vec<String> = super::judging(v)
+        .into_iter()
+        .map(|(name, value)| format!("{name}: {value}"))
+        .collect();
+    if !judging.is_empty() {
+        let _ = writeln!(p, "<p>{}.</p>", escape(&judging.join("; ")));
+    }
     let t = super::Totals::of(eps);
     let _ = writeln!(
         p,

@@ -269,6 +269,8 @@ pub fn value(r: &Report<'_>) -> Value {
             "mismatch_rate": fraction(v.mismatched, v.compared),
             "incomplete": v.incomplete,
             "judged_on_core": v.judged_on_core,
+            "not_judged": v.not_judged,
+            "judge_queue_peak_bytes": v.judge_queue_peak,
             "reference_answered": !super::reference_silent(&run.stats.endpoints),
             "groups": groups,
         },

@@ -205,6 +205,9 @@ fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     } else {
         writeln!(out, "- Mismatched: - (comparison off)")?;
     }
+    for (name, value) in super::judging(v) {
+        writeln!(out, "- {name}: {value}")?;
+    }
     if v.incomplete > 0 {
         writeln!(out, "- Incomplete: {}", v.incomplete)?;
     }

@@ -148,6 +148,43 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
     }
 }
 
+/// The summary's figures of judging that are not zero, a name and a
+/// value each, as every format shows them: requests a timing core judged
+/// itself, the most bytes waiting for the judge thread, and requests not
+/// judged because the run stopped first.
+pub fn judging(v: &crate::stats::VerdictStats) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if v.judged_on_core > 0 {
+        out.push((
+            "Judged on a timing core",
+            format!("{} requests", v.judged_on_core),
+        ));
+    }
+    if v.judge_queue_peak > 0 {
+        out.push(("Judge queue peak", size(v.judge_queue_peak)));
+    }
+    if v.not_judged > 0 {
+        out.push(("Not judged", format!("{} requests", v.not_judged)));
+    }
+    out
+}
+
+/// A size in bytes in the units the size flags take (`--judge-memory
+/// 256MiB`): `512 B`, `1.5 KiB`, `12.3 MiB`, `1.2 GiB`.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// The figures over every endpoint together: the text summary's
 /// `Completed: ... total requests`, `Timing: ... request avg` and
 /// `Errors:`.

@@ -473,13 +473,7 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
             v.fell_back
         )?;
     }
-    if v.judged_on_core > 0 {
-        writeln!(
-            out,
-            "   Judged on a timing core: {} requests (comparing fell behind; latencies on those cores may include comparison time)",
-            v.judged_on_core
-        )?;
-    }
+    judging(out, v)?;
     logged(out, plan)?;
     if v.incomplete > 0 {
         writeln!(
@@ -540,6 +534,20 @@ fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()
             out,
             "   Warm-up:    {w} sent first at every endpoint, counted nowhere (the rates and run time start after it)"
         )?;
+    }
+    Ok(())
+}
+
+/// Where answers that differ were judged: on a timing core, how much
+/// waited for the judge thread at most, and what was not judged.
+fn judging(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
+    for (name, value) in super::judging(v) {
+        let why = match name {
+            "Judged on a timing core" => "comparing fell behind; latencies on those cores may include comparison time",
+            "Judge queue peak" => "of differing answers waiting to be judged at once; --judge-memory bounds it",
+            _ => "their answers differ, and the run was stopped before they were judged: compared, counted neither as mismatched nor as agreeing",
+        };
+        writeln!(out, "   {name}: {value} ({why})")?;
     }
     Ok(())
 }

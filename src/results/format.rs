@@ -386,6 +386,13 @@ pub struct VerdictRecord {
     /// Requests a timing core judged itself (the judge thread was behind).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub judged_on_core: u64,
+    /// Requests whose differing answers were not judged: the run was
+    /// stopped while they waited.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_judged: u64,
+    /// The most bytes of differing answers waiting to be judged at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judge_queue_peak: u64,
     /// Noise mode: requests whose differences were all noise.
     #[serde(default)]
     pub noise_only: u64,
@@ -665,6 +672,8 @@ impl VerdictRecord {
             methods: v.methods.clone(),
             fell_back: v.fell_back,
             judged_on_core: v.judged_on_core,
+            not_judged: v.not_judged,
+            judge_queue_peak: v.judge_queue_peak,
             noise_only: v.noise_only,
             noise: v.noise.clone(),
         }
@@ -681,6 +690,8 @@ impl VerdictRecord {
             methods: self.methods.clone(),
             fell_back: self.fell_back,
             judged_on_core: self.judged_on_core,
+            not_judged: self.not_judged,
+            judge_queue_peak: self.judge_queue_peak,
             noise_only: self.noise_only,
             noise: self.noise.clone(),
         }

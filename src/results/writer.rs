@@ -276,6 +276,12 @@ impl Observer for Tee<'_> {
             o.interval(index, delta, total);
         }
     }
+
+    fn judging(&mut self, left: u64) {
+        for o in &mut self.0 {
+            o.judging(left);
+        }
+    }
 }
 
 /// Mask secrets on a command line: URLs (keys in paths and queries,

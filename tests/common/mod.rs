@@ -479,12 +479,24 @@ pub fn run_lib_with(
     observer: &mut dyn versus::engine::Observer,
     stop: &versus::engine::Stop,
 ) -> (versus::engine::RunOutput, String) {
+    run_lib_tapped(args, input, observer, stop, None)
+}
+
+/// [`run_lib_with`] with one more tap, which sees what the run's own do.
+pub fn run_lib_tapped(
+    args: &[&str],
+    input: &[u8],
+    observer: &mut dyn versus::engine::Observer,
+    stop: &versus::engine::Stop,
+    tap: Option<Arc<dyn versus::engine::Tap>>,
+) -> (versus::engine::RunOutput, String) {
     use clap::Parser;
     let mut argv = vec!["versus"];
     argv.extend_from_slice(args);
     let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
     let mut plan = versus::plan::Plan::from_args(&cli.run, false).expect("plan");
     versus::plan::grpc::setup(&mut plan).expect("gRPC set-up");
+    plan.engine_mut().taps.extend(tap);
     let plan = Arc::new(plan);
     if let Some(log) = &plan.mismatch_log {
         log.open().expect("--mismatches");
