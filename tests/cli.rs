@@ -348,78 +348,12 @@ fn ctrl_c_prints_a_partial_report_and_exits_0_with_a_complete_result_file() {
     let _ = std::fs::remove_file(saved);
 }
 
-/// Ctrl-C after sending, while answers still wait to be judged (the judge
-/// thread is held up writing the mismatch log to a pipe nobody reads
-/// yet), prints the report at once: what was judged, and how many
-/// requests were not.
+/// Ctrl-C after sending, while answers still wait to be judged, prints
+/// the report at once: what was judged, and how many requests were not.
 #[test]
 fn ctrl_c_while_answers_wait_to_be_judged_still_prints_the_report() {
-    use std::os::unix::fs::OpenOptionsExt;
-    let pad = "x".repeat(500);
-    let answer = |v: u32| {
-        let body = format!(r#"{{"v":{v},"pad":"{pad}"}}"#);
-        move |_: &Seen| Reply::ok(body.clone())
-    };
-    let (one, two) = (Server::start(answer(1)), Server::start(answer(2)));
-    let fifo = std::env::temp_dir().join(format!("versus-judging-{}.fifo", std::process::id()));
-    let _ = std::fs::remove_file(&fifo);
-    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo(3) with a NUL-terminated path has no memory effects.
-    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
-    // The reading end, open (so that versus can open the writing end) and
-    // not read: the pipe fills, and the judge thread waits.
-    let mut reader = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
-    let (e1, e2) = (format!("a={}", one.url()), format!("b={}", two.url()));
-    let args = ["--mismatches", fifo.to_str().unwrap(), "--drain", "0s"];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
-        .args(args)
-        .args(["-c", "4", &e1, &e2])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&lines(1_000)).unwrap();
-    drop(stdin);
-    let (tx, stderr) = std::sync::mpsc::channel();
-    let err = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    // Every request sent: the mismatch log's first lines fill the pipe
-    // long before.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while one.requests() + two.requests() < 2_000 {
-        assert!(Instant::now() < deadline, "not every request was sent");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    sigint(&child);
-    // Stopped once it says so.
-    while !stderr
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap()
-        .starts_with("versus: stopping;")
-    {}
-    // The run is stopped: let the judge thread go on.
-    let drained = std::thread::spawn(move || {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&reader);
-        // SAFETY: fcntl(2) on an open descriptor has no memory effects.
-        unsafe { libc::fcntl(fd, libc::F_SETFL, 0) };
-        let mut log = Vec::new();
-        std::io::Read::read_to_end(&mut reader, &mut log).unwrap();
-        log
-    });
-    let out = child.wait_with_output().unwrap();
+    let out = stopped_while_judging(&[]);
     let stdout = text(&out.stdout);
-    drained.join().unwrap();
-    let _ = std::fs::remove_file(&fifo);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("Stopped:    interrupted"), "{stdout}");
     let compared = number_after(&stdout, "Completed:");

@@ -39,6 +39,11 @@ fn saved_run(name: &str, args: &[&str], input: &[u8]) -> impl Fn(&str) -> String
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    rendered(saved)
+}
+
+/// A function rendering the saved run `saved` in a format.
+fn rendered(saved: PathBuf) -> impl Fn(&str) -> String {
     move |format: &str| {
         let out = run_bin(
             &["report", "--format", format, saved.to_str().unwrap()],
@@ -528,4 +533,50 @@ fn every_format_shows_every_figure_of_an_open_model_run() {
     let args = ["--rate", "200", &a, &b];
     let shown = ["   Rate:       200", "   Uncorrected: ", "   Send lag:   "];
     reports_showing("open.jsonl", &args, &two_methods(200), &shown).check_every_figure();
+}
+
+#[test]
+fn every_format_shows_what_was_judged_on_the_cores_compared_as_bytes_and_malformed() {
+    let reference = Server::start(|s| Reply::ok(format!(r#"{{"id":{}}}"#, id_of(&s.body))));
+    let candidate = Server::start(|s| match id_of(&s.body) % 3 {
+        0 => Reply::ok("not json"),
+        1 => Reply::ok(r#"{"id":-1}"#),
+        _ => Reply::ok(format!(r#"{{"id":{}}}"#, id_of(&s.body))),
+    });
+    let (r, c) = (
+        format!("ref={}", reference.url()),
+        format!("cand={}", candidate.url()),
+    );
+    // No room for the judge thread: every differing answer is judged on
+    // its core. One line too long for --max-line is skipped.
+    let args = ["--judge-memory", "1", "--max-line", "200", &r, &c];
+    let mut input = two_methods(90);
+    input.extend_from_slice(format!("{}\n", "x".repeat(300)).as_bytes());
+    let shown = [
+        "   As bytes:   30 requests",
+        "   Judged on a timing core: 60 requests (",
+        "   Input:      90 requests read, 1 malformed",
+    ];
+    reports_showing("on-core.jsonl", &args, &input, &shown).check_every_figure();
+}
+
+#[test]
+fn every_format_shows_what_a_stop_left_unjudged() {
+    let saved = temp("stopped-judging.jsonl");
+    let out = stopped_while_judging(&["-q", "-o", saved.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports = Reports::of(rendered(saved));
+    for s in [
+        "   Judge queue peak: ",
+        "   Not judged: ",
+        "   Stopped:    ",
+    ] {
+        assert!(reports.text.contains(s), "{s:?}\n{}", reports.text);
+    }
+    reports.check_every_figure();
 }

@@ -32,7 +32,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 59] = [
+pub const COLUMNS: [&str; 62] = [
     "label",
     "url",
     "rps",
@@ -92,6 +92,9 @@ pub const COLUMNS: [&str; 59] = [
     "judged_on_core",
     "not_judged",
     "judge_queue_peak_bytes",
+    "compared_as_bytes",
+    "malformed",
+    "interrupted",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -236,7 +239,8 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 }
 
 /// An endpoint's row: its summary figures, and the run's `compared`,
-/// `incomplete` and judging figures. The `reference` is what the others
+/// `incomplete`, judging figures, requests compared as bytes, malformed
+/// records and whether it was interrupted. The `reference` is what the others
 /// are compared with: it has no mismatches of its own.
 fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference: bool) -> Row {
     let v = &r.run.stats.verdicts;
@@ -259,6 +263,9 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("judged_on_core", v.judged_on_core)
         .set("not_judged", v.not_judged)
         .set("judge_queue_peak_bytes", v.judge_queue_peak)
+        .set("compared_as_bytes", v.fell_back)
+        .set("malformed", r.run.input.malformed)
+        .set("interrupted", r.run.interrupted)
         .set("failed_checks", s.failed_checks)
         .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
         .set("connects", s.connect.len())

@@ -323,8 +323,9 @@ fn head(p: &mut String, r: &Report<'_>, labels: &[&str]) {
 /// rows of `report::table`: rate, latency, errors, statuses, bytes, first
 /// byte, connections, and the mismatched share when answers were
 /// compared), then a line of how many requests were compared, mismatched
-/// and left incomplete, and one of the requests, their average latency
-/// and errors over every endpoint.
+/// and left incomplete, one per figure only some runs have
+/// (`report::notes`), and one of the requests, their average latency and
+/// errors over every endpoint.
 fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
     let run = r.run;
     let eps = &run.stats.endpoints;
@@ -354,12 +355,8 @@ fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
         },
         v.incomplete
     );
-    let judging: Vec<String> = super::judging(v)
-        .into_iter()
-        .map(|(name, value)| format!("{name}: {value}"))
-        .collect();
-    if !judging.is_empty() {
-        let _ = writeln!(p, "<p>{}.</p>", escape(&judging.join("; ")));
+    for (name, value) in super::notes(run) {
+        let _ = writeln!(p, "<p>{name}: {}.</p>", escape(&value));
     }
     let t = super::Totals::of(eps);
     let _ = writeln!(

@@ -268,6 +268,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "mismatched": v.mismatched,
             "mismatch_rate": fraction(v.mismatched, v.compared),
             "incomplete": v.incomplete,
+            "compared_as_bytes": v.fell_back,
             "judged_on_core": v.judged_on_core,
             "not_judged": v.not_judged,
             "judge_queue_peak_bytes": v.judge_queue_peak,

@@ -169,8 +169,8 @@ fn table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 
 /// The summary list: requests compared, requests, their average latency
 /// and errors over every endpoint, the I/O driver, mismatched (or why
-/// there is no such figure), incomplete, and the input's malformed
-/// records.
+/// there is no such figure), incomplete, and the figures only some runs
+/// have (`report::notes`).
 fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let eps = &r.run.stats.endpoints;
     let v = &r.run.stats.verdicts;
@@ -205,14 +205,11 @@ fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     } else {
         writeln!(out, "- Mismatched: - (comparison off)")?;
     }
-    for (name, value) in super::judging(v) {
-        writeln!(out, "- {name}: {value}")?;
-    }
     if v.incomplete > 0 {
         writeln!(out, "- Incomplete: {}", v.incomplete)?;
     }
-    if r.run.input.malformed > 0 {
-        writeln!(out, "- Input: {}", super::input_counts(r.run))?;
+    for (name, value) in super::notes(r.run) {
+        writeln!(out, "- {name}: {}", cell(&value))?;
     }
     Ok(())
 }

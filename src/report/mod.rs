@@ -148,10 +148,31 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
     }
 }
 
+/// The summary's figures that only some runs have, a name and a value
+/// each, as the Markdown and HTML reports list them (the text report says
+/// the same values in its own words): requests compared as bytes, the
+/// figures of judging, the input's malformed records and the source's
+/// summary.
+pub fn notes(run: &crate::engine::RunOutput) -> Vec<(&'static str, String)> {
+    let v = &run.stats.verdicts;
+    let mut out = Vec::new();
+    if v.fell_back > 0 {
+        out.push(("As bytes", format!("{} requests", v.fell_back)));
+    }
+    out.extend(judging(v));
+    if run.input.malformed > 0 {
+        out.push(("Input", input_counts(run)));
+    }
+    if let Some(summary) = &run.input.summary {
+        out.push(("Source", summary.clone()));
+    }
+    out
+}
+
 /// The summary's figures of judging that are not zero, a name and a
-/// value each, as every format shows them: requests a timing core judged
-/// itself, the most bytes waiting for the judge thread, and requests not
-/// judged because the run stopped first.
+/// value each: requests a timing core judged itself, the most bytes
+/// waiting for the judge thread, and requests not judged because the run
+/// stopped first.
 pub fn judging(v: &crate::stats::VerdictStats) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     if v.judged_on_core > 0 {

@@ -4,9 +4,11 @@
 //! bytes, first byte, connections, TLS, failed connects, held back,
 //! abandoned, flows, steps, methods), each paged step's table and
 //! improvements, and the summary (totals, run time, I/O driver, mismatch
-//! and error groups, incomplete). A line of the text report this check
-//! does not know fails it, so a figure added to the text report is added
-//! here, and to every format, too.
+//! and error groups, incomplete, and the lines only some runs have: as
+//! bytes, judged on a timing core, judge queue peak, not judged, input,
+//! source, stopped). A line of the text report this check does not know
+//! fails it, so a figure added to the text report is added here, and to
+//! every format, too.
 
 use std::collections::BTreeMap;
 
@@ -83,7 +85,7 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 8] = [
+        const SUMMARY: [&str; 15] = [
             "Completed:",
             "Timing:",
             "Errors:",
@@ -92,6 +94,13 @@ impl Reports {
             "by method and field",
             "Errors by method",
             "Incomplete:",
+            "As bytes:",
+            "Judged on a timing core:",
+            "Judge queue peak:",
+            "Not judged:",
+            "Input:",
+            "Source:",
+            "Stopped:",
         ];
         let summary = self.text.split("\n** Summary for ").nth(1).unwrap();
         let heads = |text: &str, indent: &str| -> Vec<String> {
@@ -425,6 +434,102 @@ impl Reports {
         };
         self.shown(&md, &format!("incomplete: {incomplete}"));
         self.groups(summary);
+        self.notes(summary, endpoint_rows);
+        self.stopped(summary, endpoint_rows);
+    }
+
+    /// The summary's lines only some runs have, each in every format, or
+    /// in none: a count of requests, or (`Judge queue peak:`, `Input:`,
+    /// `Source:`) a figure of its own.
+    fn notes(&self, summary: &str, endpoint_rows: &[Vec<String>]) {
+        let v = &self.json["comparison"];
+        let notes = [
+            ("As bytes", &v["compared_as_bytes"], "compared_as_bytes"),
+            (
+                "Judged on a timing core",
+                &v["judged_on_core"],
+                "judged_on_core",
+            ),
+            (
+                "Judge queue peak",
+                &v["judge_queue_peak_bytes"],
+                "judge_queue_peak_bytes",
+            ),
+            ("Not judged", &v["not_judged"], "not_judged"),
+            ("Input", &self.json["input"]["malformed"], "malformed"),
+            ("Source", &self.json["input"]["summary"], ""),
+        ];
+        for (name, json, column) in notes {
+            let csv: Vec<&str> = match column {
+                "" => Vec::new(),
+                c => endpoint_rows
+                    .iter()
+                    .map(|r| r[self.col(c)].as_str())
+                    .collect(),
+            };
+            let Some(line) = line_after(summary, &format!("{name}: ")) else {
+                assert!(
+                    json.is_null() || json == 0,
+                    "json {name} without a text line: {json}"
+                );
+                assert!(csv.iter().all(|c| *c == "0"), "csv {column}: {csv:?}");
+                assert!(
+                    !self.md.contains(&format!("\n- {name}: ")),
+                    "markdown {name}"
+                );
+                assert!(!self.html.contains(&format!("<p>{name}: ")), "html {name}");
+                continue;
+            };
+            let line = line.trim_start();
+            let value = match name {
+                "Judge queue peak" => {
+                    let peak = line.split(" (").next().unwrap();
+                    let bytes = json.as_u64().unwrap();
+                    assert_eq!(versus::report::size(bytes), peak, "json {name}");
+                    peak.to_string()
+                }
+                "Input" => {
+                    assert!(line.contains(&format!(" {json} malformed")), "json {name}");
+                    line.to_string()
+                }
+                "Source" => {
+                    assert_eq!(json, line, "json {name}");
+                    line.to_string()
+                }
+                _ => {
+                    let n = line.split(' ').next().unwrap();
+                    assert_eq!(json.to_string(), n, "json {name}");
+                    format!("{n} requests")
+                }
+            };
+            if name != "Source" {
+                let n = json.to_string();
+                assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
+            }
+            let md = versus::report::markdown::cell(&value);
+            self.shown(
+                &format!("- {name}: {md}\n"),
+                &format!("<p>{name}: {value}.</p>"),
+            );
+        }
+    }
+
+    /// `Stopped:`, when Ctrl-C stopped the run, in every format.
+    fn stopped(&self, summary: &str, endpoint_rows: &[Vec<String>]) {
+        let stopped = line_after(summary, "Stopped:").is_some();
+        assert_eq!(self.json["run"]["interrupted"], stopped, "json interrupted");
+        let column = self.col("interrupted");
+        assert!(
+            endpoint_rows
+                .iter()
+                .all(|r| r[column] == stopped.to_string()),
+            "csv interrupted"
+        );
+        let (md, html) = (
+            self.md.contains(" long, interrupted."),
+            self.html.contains(" long, interrupted, started"),
+        );
+        assert_eq!((md, html), (stopped, stopped), "markdown, html interrupted");
     }
 
     /// The mismatch groups and the errors by method, row for row.
