@@ -580,3 +580,37 @@ fn every_format_shows_what_a_stop_left_unjudged() {
     }
     reports.check_every_figure();
 }
+
+#[test]
+fn every_format_shows_the_noise_of_a_two_copy_reference() {
+    let clock = std::sync::Arc::new(AtomicU64::new(0));
+    let (c1, c2) = (clock.clone(), clock.clone());
+    // Every answer carries a fresh timestamp: only noise. The reference's
+    // `value` sometimes differs between its two answers, and the
+    // candidate's every 10th request: noisy, and also really different.
+    let reference = Server::start(move |s| {
+        let ts = c1.fetch_add(1, Ordering::SeqCst);
+        let value = if ts % 7 == 0 { "0x0" } else { "0x1" };
+        Reply::ok(format!(
+            r#"{{"id":{},"value":"{value}","ts":{ts}}}"#,
+            id_of(&s.body)
+        ))
+    });
+    let candidate = Server::start(move |s| {
+        let ts = c2.fetch_add(1, Ordering::SeqCst);
+        let id = id_of(&s.body);
+        let value = if id % 10 == 0 { "0x2" } else { "0x1" };
+        Reply::ok(format!(r#"{{"id":{id},"value":"{value}","ts":{ts}}}"#))
+    });
+    let (r, c) = (
+        format!("ref={}", reference.url()),
+        format!("new={}", candidate.url()),
+    );
+    let args = ["--noise", "-c", "2", &r, &c];
+    let shown = [
+        "   Noise:      ",
+        "     noisy fields",
+        "     fields that are noisy and also really differ",
+    ];
+    reports_showing("noise.jsonl", &args, &two_methods(300), &shown).check_every_figure();
+}

@@ -5,7 +5,8 @@
 //! endpoint a row per status code (`status`), error kind (`error`), TLS
 //! failure reason (`tls reason`), fault and error cause, a row per error
 //! group by method (`error by method`, named `METHOD: KIND`) and per
-//! mismatch group (`mismatch`, named `METHOD: FIELD KIND`), then per
+//! mismatch group (`mismatch`, named `METHOD: FIELD KIND`), in noise mode
+//! a `noise` row per noisy field (named by it), then per
 //! endpoint a row for its flow instances, one per flow step and one per
 //! method (when some endpoint saw more than one), and each paged step's
 //! table cell by cell (`page`) and improvements (`improvement`), their
@@ -32,7 +33,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 62] = [
+pub const COLUMNS: [&str; 66] = [
     "label",
     "url",
     "rps",
@@ -95,6 +96,10 @@ pub const COLUMNS: [&str; 62] = [
     "compared_as_bytes",
     "malformed",
     "interrupted",
+    "noise_only",
+    "noise_reference_pair",
+    "noise_candidate",
+    "noise_cancelled",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -212,6 +217,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         counts(out, &e.label, &e.url, s)?;
     }
     groups(out, r)?;
+    noise(out, r)?;
     let methods = super::shows_methods(eps);
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         if s.flows.instances > 0 {
@@ -236,6 +242,26 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         }
     }
     pages(out, r)
+}
+
+/// Noise mode: a `noise` row per field where the two reference answers
+/// differed, under the reference's second copy, with its counts.
+fn noise(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(n) = super::noise(r.info, &r.run.stats.verdicts) else {
+        return Ok(());
+    };
+    let twin = r.info.twin.map(|t| &r.info.endpoints[t]);
+    for f in &n.fields {
+        let (label, url) = twin.map_or(("", ""), |e| (e.label.as_str(), e.url.as_str()));
+        Row::new(label, url)
+            .set("part", "noise")
+            .set("name", field(&f.counts.field))
+            .set("noise_reference_pair", f.counts.reference_pair)
+            .set("noise_candidate", f.counts.candidate)
+            .set("noise_cancelled", f.counts.cancelled)
+            .write(out)?;
+    }
+    Ok(())
 }
 
 /// An endpoint's row: its summary figures, and the run's `compared`,
@@ -266,6 +292,7 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("compared_as_bytes", v.fell_back)
         .set("malformed", r.run.input.malformed)
         .set("interrupted", r.run.interrupted)
+        .set("noise_only", v.noise_only)
         .set("failed_checks", s.failed_checks)
         .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
         .set("connects", s.connect.len())

@@ -272,6 +272,17 @@ pub fn value(r: &Report<'_>) -> Value {
             "judged_on_core": v.judged_on_core,
             "not_judged": v.not_judged,
             "judge_queue_peak_bytes": v.judge_queue_peak,
+            "noise": super::noise(r.info, v).map(|n| json!({
+                "twin": n.twin,
+                "noise_only": n.noise_only,
+                "fields": n.fields.iter().map(|f| json!({
+                    "field": f.counts.field,
+                    "reference_pair": f.counts.reference_pair,
+                    "candidate": f.counts.candidate,
+                    "cancelled": f.counts.cancelled,
+                    "only_noise": f.only_noise,
+                })).collect::<Vec<_>>(),
+            })),
             "reference_answered": !super::reference_silent(&run.stats.endpoints),
             "groups": groups,
         },

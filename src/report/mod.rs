@@ -169,6 +169,69 @@ pub fn notes(run: &crate::engine::RunOutput) -> Vec<(&'static str, String)> {
     out
 }
 
+/// Noise mode's figures (`--noise`), as every format shows them.
+pub struct Noise<'a> {
+    /// The endpoint that is the reference's second copy.
+    pub twin: &'a str,
+    /// Requests that differed only where the two reference answers differ.
+    pub noise_only: u64,
+    /// The fields where the two reference answers differed, most often
+    /// first.
+    pub fields: Vec<NoisyField<'a>>,
+}
+
+/// A field where the two reference answers differed.
+pub struct NoisyField<'a> {
+    /// Its counts.
+    pub counts: &'a crate::stats::NoiseField,
+    /// Share of the compared requests where the reference answers differ
+    /// here.
+    pub reference_pair: String,
+    /// Share of the compared requests where a candidate differs here.
+    pub candidate: String,
+    /// Every candidate difference here was noise.
+    pub only_noise: bool,
+}
+
+impl Noise<'_> {
+    /// The summary's sentence (`Noise:`).
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} is a second copy of the reference; {} requests differed only where the two reference answers differ",
+            self.twin, self.noise_only
+        )
+    }
+}
+
+/// Noise mode's figures, when the run had a second copy of the
+/// reference.
+pub fn noise<'a>(
+    info: &'a crate::results::info::RunInfo,
+    v: &'a crate::stats::VerdictStats,
+) -> Option<Noise<'a>> {
+    let twin = &info.endpoints.get(info.twin?)?.label;
+    let mut fields: Vec<_> = v.noise.iter().filter(|f| f.reference_pair > 0).collect();
+    fields.sort_by(|a, b| {
+        b.reference_pair
+            .cmp(&a.reference_pair)
+            .then_with(|| a.field.cmp(&b.field))
+    });
+    let fields = fields
+        .into_iter()
+        .map(|f| NoisyField {
+            counts: f,
+            reference_pair: percent(f.reference_pair, v.compared),
+            candidate: percent(f.candidate, v.compared),
+            only_noise: f.candidate == f.cancelled,
+        })
+        .collect();
+    Some(Noise {
+        twin,
+        noise_only: v.noise_only,
+        fields,
+    })
+}
+
 /// The summary's figures of judging that are not zero, a name and a
 /// value each: requests a timing core judged itself, the most bytes
 /// waiting for the judge thread, and requests not judged because the run

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use super::{duration, escape_terminal, percent, seconds};
 use crate::engine::RunOutput;
 use crate::model::{Failure, TlsReason};
-use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
+use crate::stats::{EndpointStats, MismatchGroup, VerdictStats};
 
 use crate::results::info::RunInfo;
 
@@ -701,32 +701,22 @@ fn samples(out: &mut dyn Write, plan: &RunInfo, g: &MismatchGroup) -> io::Result
 /// Noise mode: how often each field differs between the two reference
 /// answers and at the candidates; fields that are only noise apart.
 fn noise(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<()> {
-    let Some(twin) = plan.twin else {
+    let Some(noise) = super::noise(plan, v) else {
         return Ok(());
     };
     writeln!(
         out,
-        "   Noise:      {} is a second copy of the reference; {} requests differed only where the two reference answers differ",
-        super::escape_terminal(&plan.endpoints[twin].label),
-        v.noise_only
+        "   Noise:      {}",
+        super::escape_terminal(&noise.sentence())
     )?;
-    let mut fields: Vec<_> = v.noise.iter().collect();
-    fields.sort_by(|a, b| {
-        b.reference_pair
-            .cmp(&a.reference_pair)
-            .then_with(|| a.field.cmp(&b.field))
-    });
-    let row = |f: &NoiseField| {
+    let row = |f: &super::NoisyField| {
         [
-            f.field.clone(),
-            percent(f.reference_pair, v.compared),
-            percent(f.candidate, v.compared),
+            f.counts.field.clone(),
+            f.reference_pair.clone(),
+            f.candidate.clone(),
         ]
     };
-    let (noisy, mixed): (Vec<_>, Vec<_>) = fields
-        .into_iter()
-        .filter(|f| f.reference_pair > 0)
-        .partition(|f| f.candidate == f.cancelled);
+    let (noisy, mixed): (Vec<_>, Vec<_>) = noise.fields.iter().partition(|f| f.only_noise);
     for (title, list) in [
         (
             "noisy fields (every candidate difference there was noise)",

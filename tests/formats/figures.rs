@@ -85,7 +85,7 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 15] = [
+        const SUMMARY: [&str; 18] = [
             "Completed:",
             "Timing:",
             "Errors:",
@@ -101,6 +101,9 @@ impl Reports {
             "Input:",
             "Source:",
             "Stopped:",
+            "Noise:",
+            "noisy fields",
+            "fields that are noisy and also really differ",
         ];
         let summary = self.text.split("\n** Summary for ").nth(1).unwrap();
         let heads = |text: &str, indent: &str| -> Vec<String> {
@@ -436,6 +439,72 @@ impl Reports {
         self.groups(summary);
         self.notes(summary, endpoint_rows);
         self.stopped(summary, endpoint_rows);
+        self.noise(summary, endpoint_rows);
+    }
+
+    /// `Noise:` and its tables of fields, in every format.
+    fn noise(&self, summary: &str, endpoint_rows: &[Vec<String>]) {
+        let json = &self.json["comparison"]["noise"];
+        let column = self.col("noise_only");
+        let Some(sentence) = line_after(summary, "Noise:") else {
+            assert!(json.is_null(), "json noise");
+            assert!(endpoint_rows.iter().all(|r| r[column] == "0"));
+            assert!(!self.md.contains("- Noise:") && !self.html.contains("<p>Noise:"));
+            return;
+        };
+        let sentence = sentence.trim_start();
+        let (twin, noise_only) = (json["twin"].as_str().unwrap(), &json["noise_only"]);
+        assert_eq!(
+            sentence,
+            format!("{twin} is a second copy of the reference; {noise_only} requests differed only where the two reference answers differ"),
+            "json noise"
+        );
+        let n = noise_only.to_string();
+        assert!(
+            endpoint_rows.iter().all(|r| r[column] == n),
+            "csv noise_only"
+        );
+        let md = versus::report::markdown::cell(sentence);
+        self.shown(
+            &format!("- Noise: {md}\n"),
+            &format!("<p>Noise: {sentence}.</p>"),
+        );
+        let compared = self.json["comparison"]["compared"].as_u64().unwrap();
+        let mut lines = summary.lines().peekable();
+        while let Some(line) = lines.next() {
+            let only_noise = match line.trim_start() {
+                l if l.starts_with("noisy fields") => "yes",
+                l if l.starts_with("fields that are noisy and also really differ") => "no",
+                _ => continue,
+            };
+            while let Some(row) = lines.next_if(|l| l.starts_with("       ")) {
+                let [field, pair, candidate]: [String; 3] =
+                    cells(row).try_into().unwrap_or_else(|r| panic!("{r:?}"));
+                let f = json["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["field"] == field.as_str())
+                    .unwrap_or_else(|| panic!("json noise field {field}"));
+                let share = |key: &str| versus::report::percent(f[key].as_u64().unwrap(), compared);
+                assert_eq!(share("reference_pair"), pair, "json noise {field}");
+                assert_eq!(share("candidate"), candidate, "json noise {field}");
+                assert_eq!(f["only_noise"], only_noise == "yes", "json noise {field}");
+                let cell = versus::report::markdown::cell(&field);
+                self.shown(
+                    &format!("| {cell} | {pair} | {candidate} | {only_noise} |"),
+                    &format!("<tr><td class=\"text\">{field}</td><td>{pair}</td><td>{candidate}</td><td>{only_noise}</td></tr>"),
+                );
+                let csv = self.csv_row(twin, "noise", &field);
+                for key in ["reference_pair", "candidate", "cancelled"] {
+                    assert_eq!(
+                        csv[self.col(&format!("noise_{key}"))],
+                        f[key].to_string(),
+                        "csv noise {field} {key}"
+                    );
+                }
+            }
+        }
     }
 
     /// The summary's lines only some runs have, each in every format, or
