@@ -606,8 +606,9 @@ fn every_format_shows_the_noise_of_a_two_copy_reference() {
         format!("ref={}", reference.url()),
         format!("new={}", candidate.url()),
     );
-    let args = ["--noise", "-c", "2", &r, &c];
+    let args = ["--noise", "--warmup", "10", "-c", "2", &r, &c];
     let shown = [
+        "   Warm-up:    10 requests sent first",
         "   Noise:      ",
         "     noisy fields",
         "     fields that are noisy and also really differ",

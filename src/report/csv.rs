@@ -33,7 +33,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 66] = [
+pub const COLUMNS: [&str; 67] = [
     "label",
     "url",
     "rps",
@@ -100,6 +100,7 @@ pub const COLUMNS: [&str; 66] = [
     "noise_reference_pair",
     "noise_candidate",
     "noise_cancelled",
+    "warmup",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -293,6 +294,7 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("malformed", r.run.input.malformed)
         .set("interrupted", r.run.interrupted)
         .set("noise_only", v.noise_only)
+        .set("warmup", field(r.info.warmup.as_deref().unwrap_or("")))
         .set("failed_checks", s.failed_checks)
         .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
         .set("connects", s.connect.len())

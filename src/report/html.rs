@@ -356,7 +356,7 @@ fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
         },
         v.incomplete
     );
-    for (name, value) in super::notes(run) {
+    for (name, value) in super::notes(r.info, run) {
         let _ = writeln!(p, "<p>{name}: {}.</p>", escape(&value));
     }
     if let Some(n) = super::noise(r.info, v) {

@@ -254,6 +254,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "lead": r.info.window,
             "shards": r.header.shards.len().max(1),
             "io": r.info.io,
+            "warmup": r.info.warmup,
         },
         "endpoints": endpoints,
         "totals": {

@@ -209,7 +209,7 @@ fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     if v.incomplete > 0 {
         writeln!(out, "- Incomplete: {}", v.incomplete)?;
     }
-    for (name, value) in super::notes(r.run) {
+    for (name, value) in super::notes(r.info, r.run) {
         writeln!(out, "- {name}: {}", cell(&value))?;
     }
     if let Some(n) = super::noise(r.info, v) {

@@ -150,12 +150,19 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
 
 /// The summary's figures that only some runs have, a name and a value
 /// each, as the Markdown and HTML reports list them (the text report says
-/// the same values in its own words): requests compared as bytes, the
+/// the same values in its own words): the warm-up left out, requests
+/// compared as bytes, the
 /// figures of judging, the input's malformed records and the source's
 /// summary.
-pub fn notes(run: &crate::engine::RunOutput) -> Vec<(&'static str, String)> {
+pub fn notes(
+    info: &crate::results::info::RunInfo,
+    run: &crate::engine::RunOutput,
+) -> Vec<(&'static str, String)> {
     let v = &run.stats.verdicts;
     let mut out = Vec::new();
+    if let Some(w) = &info.warmup {
+        out.push(("Warm-up", w.clone()));
+    }
     if v.fell_back > 0 {
         out.push(("As bytes", format!("{} requests", v.fell_back)));
     }

@@ -76,6 +76,9 @@ pub struct Header {
     /// `epoll`, `io_uring`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
+    /// `--warmup` as given (`50`, `2s`): sent first, counted nowhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
 }
 
 /// One shard of a merged file.

@@ -65,7 +65,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         verbose: 0,
         logged: None,
         notes: f.header.notes.clone(),
-        warmup: None,
+        warmup: f.header.warmup.clone(),
         io: f.header.io.clone(),
     };
     Ok(SavedRun {

@@ -70,6 +70,7 @@ pub fn header(
         shards: Vec::new(),
         notes: info.notes.clone(),
         io: info.io.clone(),
+        warmup: info.warmup.clone(),
     }
 }
 

@@ -4,9 +4,9 @@
 //! bytes, first byte, connections, TLS, failed connects, held back,
 //! abandoned, flows, steps, methods), each paged step's table and
 //! improvements, and the summary (totals, run time, I/O driver, mismatch
-//! and error groups, incomplete, and the lines only some runs have: as
-//! bytes, judged on a timing core, judge queue peak, not judged, input,
-//! source, stopped). A line of the text report this check does not know
+//! and error groups, incomplete, and the lines only some runs have:
+//! warm-up, as bytes, judged on a timing core, judge queue peak, not
+//! judged, input, source, stopped, noise). A line of the text report this check does not know
 //! fails it, so a figure added to the text report is added here, and to
 //! every format, too.
 
@@ -85,11 +85,12 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 18] = [
+        const SUMMARY: [&str; 19] = [
             "Completed:",
             "Timing:",
             "Errors:",
             "I/O:",
+            "Warm-up:",
             "Mismatched:",
             "by method and field",
             "Errors by method",
@@ -513,6 +514,7 @@ impl Reports {
     fn notes(&self, summary: &str, endpoint_rows: &[Vec<String>]) {
         let v = &self.json["comparison"];
         let notes = [
+            ("Warm-up", &self.json["run"]["warmup"], "warmup"),
             ("As bytes", &v["compared_as_bytes"], "compared_as_bytes"),
             (
                 "Judged on a timing core",
@@ -541,7 +543,10 @@ impl Reports {
                     json.is_null() || json == 0,
                     "json {name} without a text line: {json}"
                 );
-                assert!(csv.iter().all(|c| *c == "0"), "csv {column}: {csv:?}");
+                assert!(
+                    csv.iter().all(|c| *c == "0" || c.is_empty()),
+                    "csv {column}: {csv:?}"
+                );
                 assert!(
                     !self.md.contains(&format!("\n- {name}: ")),
                     "markdown {name}"
@@ -565,13 +570,19 @@ impl Reports {
                     assert_eq!(json, line, "json {name}");
                     line.to_string()
                 }
+                "Warm-up" => {
+                    let w = line.split(" sent first").next().unwrap();
+                    assert_eq!(json, w, "json {name}");
+                    assert!(csv.iter().all(|c| *c == w), "csv {column}: {csv:?}");
+                    w.to_string()
+                }
                 _ => {
                     let n = line.split(' ').next().unwrap();
                     assert_eq!(json.to_string(), n, "json {name}");
                     format!("{n} requests")
                 }
             };
-            if name != "Source" {
+            if !matches!(name, "Source" | "Warm-up") {
                 let n = json.to_string();
                 assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
             }
