@@ -549,13 +549,24 @@ fn every_format_shows_what_was_judged_on_the_cores_compared_as_bytes_and_malform
     );
     // No room for the judge thread: every differing answer is judged on
     // its core. One line too long for --max-line is skipped.
-    let args = ["--judge-memory", "1", "--max-line", "200", &r, &c];
+    let log = temp("on-core-mismatches.jsonl");
+    let args = [
+        "--judge-memory",
+        "1",
+        "--max-line",
+        "200",
+        "--mismatches",
+        log.to_str().unwrap(),
+        &r,
+        &c,
+    ];
     let mut input = two_methods(90);
     input.extend_from_slice(format!("{}\n", "x".repeat(300)).as_bytes());
     let shown = [
         "   As bytes:   30 requests",
         "   Judged on a timing core: 60 requests (",
         "   Input:      90 requests read, 1 malformed",
+        "   Logged:     60 of 60 mismatched requests written",
     ];
     reports_showing("on-core.jsonl", &args, &input, &shown).check_every_figure();
 }

@@ -33,7 +33,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 67] = [
+pub const COLUMNS: [&str; 69] = [
     "label",
     "url",
     "rps",
@@ -101,6 +101,8 @@ pub const COLUMNS: [&str; 67] = [
     "noise_candidate",
     "noise_cancelled",
     "warmup",
+    "mismatches_seen",
+    "mismatches_logged",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -295,6 +297,8 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("interrupted", r.run.interrupted)
         .set("noise_only", v.noise_only)
         .set("warmup", field(r.info.warmup.as_deref().unwrap_or("")))
+        .set("mismatches_seen", r.info.logged.map_or(0, |l| l.0))
+        .set("mismatches_logged", r.info.logged.map_or(0, |l| l.1))
         .set("failed_checks", s.failed_checks)
         .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
         .set("connects", s.connect.len())

@@ -270,6 +270,9 @@ pub fn value(r: &Report<'_>) -> Value {
             "mismatch_rate": fraction(v.mismatched, v.compared),
             "incomplete": v.incomplete,
             "compared_as_bytes": v.fell_back,
+            "logged": r.info.logged.map(|(seen, written, limit)| json!({
+                "seen": seen, "written": written, "limit": limit,
+            })),
             "judged_on_core": v.judged_on_core,
             "not_judged": v.not_judged,
             "judge_queue_peak_bytes": v.judge_queue_peak,

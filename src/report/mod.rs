@@ -151,7 +151,7 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
 /// The summary's figures that only some runs have, a name and a value
 /// each, as the Markdown and HTML reports list them (the text report says
 /// the same values in its own words): the warm-up left out, requests
-/// compared as bytes, the
+/// compared as bytes, the mismatch log's lines, the
 /// figures of judging, the input's malformed records and the source's
 /// summary.
 pub fn notes(
@@ -167,6 +167,9 @@ pub fn notes(
         out.push(("As bytes", format!("{} requests", v.fell_back)));
     }
     out.extend(judging(v));
+    if let Some(l) = logged(info) {
+        out.push(("Logged", l));
+    }
     if run.input.malformed > 0 {
         out.push(("Input", input_counts(run)));
     }
@@ -174,6 +177,22 @@ pub fn notes(
         out.push(("Source", summary.clone()));
     }
     out
+}
+
+/// `--mismatches`: how many mismatched requests were written, and why
+/// not all when some were not (the summary's `Logged:`).
+pub fn logged(info: &crate::results::info::RunInfo) -> Option<String> {
+    let (seen, written, limit) = info.logged?;
+    let why = if written < seen.min(limit) {
+        " (some lines could not be written)"
+    } else if seen > limit {
+        " (--mismatch-limit reached)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{written} of {seen} mismatched requests written to --mismatches{why}"
+    ))
 }
 
 /// Noise mode's figures (`--noise`), as every format shows them.

@@ -555,20 +555,10 @@ fn judging(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
 /// `--mismatches`: how many mismatched requests were written, and why
 /// not all when some were not.
 fn logged(out: &mut dyn Write, plan: &RunInfo) -> io::Result<()> {
-    let Some((seen, written, limit)) = plan.logged else {
-        return Ok(());
-    };
-    let why = if written < seen.min(limit) {
-        " (some lines could not be written)"
-    } else if seen > limit {
-        " (--mismatch-limit reached)"
-    } else {
-        ""
-    };
-    writeln!(
-        out,
-        "   Logged:     {written} of {seen} mismatched requests written to --mismatches{why}"
-    )
+    match super::logged(plan) {
+        Some(l) => writeln!(out, "   Logged:     {l}"),
+        None => Ok(()),
+    }
 }
 
 /// The input's malformed records (counts and the first few, with where

@@ -464,6 +464,10 @@ pub struct TotalsLine {
     pub endpoints: Vec<EndpointRecord>,
     /// Comparison counters and every mismatch group.
     pub verdicts: VerdictRecord,
+    /// `--mismatches`: mismatched requests seen, lines written, and the
+    /// limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged: Option<(u64, u64, u64)>,
 }
 
 /// A histogram as base64 of its V2+DEFLATE serialization.

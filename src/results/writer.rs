@@ -231,7 +231,7 @@ impl RunWriter {
     }
 
     /// Write the totals line of a finished run.
-    pub fn totals(&mut self, run: &RunOutput) {
+    pub fn totals(&mut self, run: &RunOutput, logged: Option<(u64, u64, u64)>) {
         let line = TotalsLine {
             kind: "totals".into(),
             elapsed_ns: u64::try_from(run.elapsed.as_nanos()).unwrap_or(u64::MAX),
@@ -240,6 +240,7 @@ impl RunWriter {
             input_error: run.input_error.as_ref().map(ToString::to_string),
             endpoints: super::format::records_of(&run.stats),
             verdicts: VerdictRecord::from_stats(&run.stats.verdicts),
+            logged,
         };
         self.line(&line);
     }

@@ -6,7 +6,7 @@
 //! improvements, and the summary (totals, run time, I/O driver, mismatch
 //! and error groups, incomplete, and the lines only some runs have:
 //! warm-up, as bytes, judged on a timing core, judge queue peak, not
-//! judged, input, source, stopped, noise). A line of the text report this check does not know
+//! judged, logged, input, source, stopped, noise). A line of the text report this check does not know
 //! fails it, so a figure added to the text report is added here, and to
 //! every format, too.
 
@@ -85,7 +85,7 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 19] = [
+        const SUMMARY: [&str; 20] = [
             "Completed:",
             "Timing:",
             "Errors:",
@@ -99,6 +99,7 @@ impl Reports {
             "Judged on a timing core:",
             "Judge queue peak:",
             "Not judged:",
+            "Logged:",
             "Input:",
             "Source:",
             "Stopped:",
@@ -527,6 +528,7 @@ impl Reports {
                 "judge_queue_peak_bytes",
             ),
             ("Not judged", &v["not_judged"], "not_judged"),
+            ("Logged", &v["logged"], "mismatches_logged"),
             ("Input", &self.json["input"]["malformed"], "malformed"),
             ("Source", &self.json["input"]["summary"], ""),
         ];
@@ -570,6 +572,20 @@ impl Reports {
                     assert_eq!(json, line, "json {name}");
                     line.to_string()
                 }
+                "Logged" => {
+                    let (written, seen) = (&json["written"], &json["seen"]);
+                    let start = format!("{written} of {seen} mismatched requests written");
+                    assert!(line.starts_with(&start), "json {name}: {json}");
+                    let seen_column = self.col("mismatches_seen");
+                    assert!(
+                        csv.iter().all(|c| *c == written.to_string())
+                            && endpoint_rows
+                                .iter()
+                                .all(|r| r[seen_column] == seen.to_string()),
+                        "csv {column}: {csv:?}"
+                    );
+                    line.to_string()
+                }
                 "Warm-up" => {
                     let w = line.split(" sent first").next().unwrap();
                     assert_eq!(json, w, "json {name}");
@@ -582,7 +598,7 @@ impl Reports {
                     format!("{n} requests")
                 }
             };
-            if !matches!(name, "Source" | "Warm-up") {
+            if !matches!(name, "Source" | "Warm-up" | "Logged") {
                 let n = json.to_string();
                 assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
             }
