@@ -573,15 +573,13 @@ impl Reports {
                     line.to_string()
                 }
                 "Logged" => {
-                    let (written, seen) = (&json["written"], &json["seen"]);
+                    let (written, seen) = (json["written"].to_string(), json["seen"].to_string());
                     let start = format!("{written} of {seen} mismatched requests written");
                     assert!(line.starts_with(&start), "json {name}: {json}");
                     let seen_column = self.col("mismatches_seen");
                     assert!(
-                        csv.iter().all(|c| *c == written.to_string())
-                            && endpoint_rows
-                                .iter()
-                                .all(|r| r[seen_column] == seen.to_string()),
+                        csv.iter().all(|c| *c == written)
+                            && endpoint_rows.iter().all(|r| r[seen_column] == seen),
                         "csv {column}: {csv:?}"
                     );
                     line.to_string()
