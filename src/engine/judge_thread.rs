@@ -16,10 +16,10 @@
 //! The queue is bounded by the bytes it holds (`Settings::judge_memory`):
 //! a unit that would take it past the bound is judged by its core, which
 //! counts it (`judged_on_core`), so no verdict is lost and the report
-//! says which latencies may hold judging time. Once the run is stopped
-//! (Ctrl-C), the thread judges for at most the drain period more and
-//! counts what is left as not judged (`not_judged`), so a long backlog
-//! cannot hold the report back.
+//! says which latencies may hold judging time. Once the run has been
+//! stopped (Ctrl-C) for the drain period, neither this thread nor a core
+//! judges any more: what is left is counted as not judged (`not_judged`),
+//! so a long backlog cannot hold the report back.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -104,9 +104,18 @@ struct Backlog {
     bytes: AtomicU64,
     peak: AtomicU64,
     units: AtomicU64,
+    /// The run's stop, and how long judging goes on after it.
+    stop: Stop,
+    drain: std::time::Duration,
 }
 
 impl Backlog {
+    /// The run has been stopped for the drain period: what is still to
+    /// judge is counted as not judged.
+    fn gave_up(&self) -> bool {
+        self.stop.stopped_for().is_some_and(|d| d >= self.drain)
+    }
+
     /// A unit of `size` bytes left the queue.
     fn release(&self, size: u64) {
         self.bytes.fetch_sub(size, Ordering::AcqRel);
@@ -122,6 +131,13 @@ pub(crate) struct ToJudge {
 }
 
 impl ToJudge {
+    /// Judging has given up (the run has been stopped for the drain
+    /// period): a unit the queue has no room for is not judged on the
+    /// core either.
+    pub(crate) fn gave_up(&self) -> bool {
+        self.backlog.gave_up()
+    }
+
     /// Hand `unit` over; given back when it would take the queue past its
     /// bound in bytes, or the thread is gone.
     pub(crate) fn hand(&self, unit: Box<Differing>) -> Result<(), Box<Differing>> {
@@ -168,11 +184,12 @@ impl JudgeThread {
             bytes: AtomicU64::new(0),
             peak: AtomicU64::new(0),
             units: AtomicU64::new(0),
+            stop,
+            drain: settings.drain,
         });
         let queue = Queue {
             from,
             backlog: backlog.clone(),
-            stop,
         };
         let thread = std::thread::Builder::new()
             .name("versus-judge".to_string())
@@ -211,7 +228,6 @@ impl JudgeThread {
 struct Queue {
     from: Receiver<Job>,
     backlog: Arc<Backlog>,
-    stop: Stop,
 }
 
 /// The thread's loop: judge each unit as it comes (once the run has been
@@ -227,17 +243,13 @@ fn judge_all(
     let mut stats = RunStats::new(n);
     let mut judged = 0u64;
     let mut handed = Instant::now();
-    let mut stopped: Option<Instant> = None;
     loop {
         let job = queue.from.recv_timeout(settings.interval);
-        if stopped.is_none() && queue.stop.is_stopped() {
-            stopped = Some(Instant::now());
-        }
         let finished = match job {
             Ok(Job::Judge(unit)) => {
-                match stopped {
-                    Some(at) if at.elapsed() >= settings.drain => stats.verdicts.not_judged += 1,
-                    _ => unit.record(settings, &mut stats),
+                match queue.backlog.gave_up() {
+                    true => stats.verdicts.not_judged += 1,
+                    false => unit.record(settings, &mut stats),
                 }
                 queue.backlog.release(unit.bytes);
                 judged += 1;
