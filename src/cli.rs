@@ -611,7 +611,9 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Output", hide_short_help = true)]
     pub show_secrets: bool,
 
-    /// After the run is stopped, wait this long for requests in flight.
+    /// After the run is stopped, wait this long for requests in flight
+    /// and for the differing answers waiting to be judged (those left
+    /// are counted as not judged).
     #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Load", hide_short_help = true)]
     pub drain: Duration,
 
@@ -644,7 +646,8 @@ pub struct RunArgs {
     pub threads: Option<usize>,
 
     /// How far (in requests) the fastest endpoint may run ahead of the
-    /// slowest on each core; bounds memory.
+    /// slowest on each core; bounds the requests and answers held open
+    /// per core (not those waiting to be judged: see --judge-memory).
     #[arg(
         long,
         default_value_t = 1024,
@@ -653,6 +656,12 @@ pub struct RunArgs {
         hide_short_help = true
     )]
     pub lead: usize,
+
+    /// Most memory the differing answers waiting to be judged may hold
+    /// (K, M, G suffixes); past it a timing core judges the request
+    /// itself, and the report counts it.
+    #[arg(long, default_value = "256M", value_parser = crate::model::parse_size, value_name = "SIZE", help_heading = "Comparison", hide_short_help = true)]
+    pub judge_memory: u64,
 
     /// Save the run to FILE as it goes (JSON Lines, for `versus report`).
     ///

@@ -307,7 +307,7 @@ impl OutputFiles {
             self.info.logged = Some(log.counts());
         }
         if let Some(w) = self.writer.as_mut() {
-            w.totals(run);
+            w.totals(run, self.info.logged);
             w.check()
                 .map_err(|e| format!("--output {}: {e}", w.path().display()))?;
         }
@@ -426,13 +426,14 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
     for warning in &f.warnings {
         let _ = writeln!(err, "versus: warning: {warning}");
     }
-    w.totals(&RunOutput {
+    let run = RunOutput {
         stats: f.stats,
         input: f.input,
         input_error: f.input_error.map(crate::input::reader::InputError::Saved),
         elapsed: f.elapsed,
         interrupted: f.interrupted,
-    });
+    };
+    w.totals(&run, f.logged);
     if let Err(e) = w.check() {
         let _ = writeln!(err, "versus: --output {}: {e}", args.output.display());
         return Exit::Failed;

@@ -110,11 +110,13 @@ fn watch_signals(stop: &Stop, drain: Duration) -> std::io::Result<()> {
                     _ = int.recv() => {}
                     _ = term.recv() => {}
                 }
+                // Stop first, then say so: once the line is out, the run
+                // is stopping.
+                stop.stop();
                 versus::live::announce(&format!(
-                    "versus: stopping; waiting up to {} for requests in flight (Ctrl-C again to quit at once)",
+                    "versus: stopping; waiting up to {} for requests in flight and for judging (Ctrl-C again to quit at once)",
                     report::duration(drain)
                 ));
-                stop.stop();
                 tokio::select! {
                     _ = int.recv() => {}
                     _ = term.recv() => {}

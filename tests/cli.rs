@@ -348,6 +348,21 @@ fn ctrl_c_prints_a_partial_report_and_exits_0_with_a_complete_result_file() {
     let _ = std::fs::remove_file(saved);
 }
 
+/// Ctrl-C after sending, while answers still wait to be judged, prints
+/// the report at once: what was judged, and how many requests were not.
+#[test]
+fn ctrl_c_while_answers_wait_to_be_judged_still_prints_the_report() {
+    let out = stopped_while_judging(&[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("Stopped:    interrupted"), "{stdout}");
+    let compared = number_after(&stdout, "Completed:");
+    let mismatched = number_after(&stdout, "Mismatched:");
+    let not_judged = number_after(&stdout, "Not judged:");
+    assert!(not_judged > 0.0, "{stdout}");
+    assert_eq!(mismatched + not_judged, compared, "{stdout}");
+}
+
 /// Ctrl-C while the input has given nothing yet (`tail -f x | versus`) is
 /// still an interruption: the report and exit 0, not "no requests".
 #[test]

@@ -675,3 +675,148 @@ fn verbose_samples_keep_their_indentation_after_a_body_ending_in_a_newline() {
         "{stderr}"
     );
 }
+
+/// A tap that holds the judge thread at the first mismatch it judges
+/// until opened: the cores go on, and what they hand over piles up
+/// behind it (a core judging a unit itself passes).
+#[derive(Debug, Default)]
+struct Gate {
+    open: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+impl versus::engine::Tap for Gate {
+    fn mismatch(
+        &self,
+        _: &versus::engine::Settings,
+        _: &versus::model::Request,
+        _: &str,
+        _: &[Option<&versus::model::Outcome>],
+        _: &[versus::compare::Finding],
+    ) {
+        if std::thread::current().name() != Some("versus-judge") {
+            return;
+        }
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.opened.wait(open).unwrap();
+        }
+    }
+}
+
+/// Once every core has ended with answers left to judge: note how many,
+/// stop the run when asked to (as Ctrl-C does), and open the gate.
+struct Backlog {
+    gate: Arc<Gate>,
+    stop: Option<versus::engine::Stop>,
+    left: Option<u64>,
+}
+
+impl versus::engine::Observer for Backlog {
+    fn judging(&mut self, left: u64) {
+        if self.left.is_none() {
+            self.left = Some(left);
+            if let Some(s) = &self.stop {
+                s.stop();
+            }
+            self.gate.open();
+        }
+    }
+}
+
+/// Two endpoints whose ~2 KB answers differ in one field for every
+/// request, and `n` requests.
+fn differing(n: usize) -> (Server, Server, Vec<u8>) {
+    let pad = "x".repeat(2_000);
+    let answer = move |v: u32| {
+        let body = bytes::Bytes::from(format!(r#"{{"v":{v},"pad":"{pad}"}}"#));
+        move |_: &Seen| Reply::ok(body.clone())
+    };
+    let one = Server::start(answer(1));
+    let two = Server::start(answer(2));
+    (one, two, lines(n))
+}
+
+/// Run `n` differing requests with `--judge-memory 64K` while the judge
+/// thread is held at its first unit until every core has ended; `stop`
+/// stops the run then. Returns the run, its report and how many units
+/// were left to judge when the cores ended.
+fn held_judge(n: usize, extra: &[&str], stop: bool) -> (versus::engine::RunOutput, String, u64) {
+    let (one, two, input) = differing(n);
+    let (e1, e2) = (format!("a={}", one.url()), format!("b={}", two.url()));
+    let mut args = vec!["--threads", "1", "-c", "4", "--judge-memory", "64K"];
+    args.extend_from_slice(extra);
+    args.extend([e1.as_str(), e2.as_str()]);
+    let gate = Arc::new(Gate::default());
+    let handle = versus::engine::Stop::new();
+    let mut seen = Backlog {
+        gate: gate.clone(),
+        stop: stop.then(|| handle.clone()),
+        left: None,
+    };
+    let tap: Arc<dyn versus::engine::Tap> = gate;
+    let (out, report) = run_lib_tapped(&args, &input, &mut seen, &handle, Some(tap));
+    let left = seen
+        .left
+        .expect("the cores ended with answers left to judge");
+    (out, report, left)
+}
+
+/// When judging falls behind, the queue holds at most `--judge-memory` of
+/// answers; past it the cores judge themselves, and every verdict is
+/// counted exactly once, on the core or off it.
+#[test]
+fn when_judging_falls_behind_the_queue_stays_in_its_bytes_and_every_verdict_counts_once() {
+    let (out, report, left) = held_judge(300, &[], false);
+    let v = &out.stats.verdicts;
+    assert_eq!((v.compared, v.mismatched), (300, 300), "{report}");
+    assert_eq!(v.not_judged, 0, "{report}");
+    // The queue filled to its bound (each unit holds about 4 KB of
+    // answers), and the rest were judged on the core.
+    assert!(v.judge_queue_peak <= 64 * 1024, "{}", v.judge_queue_peak);
+    assert!(v.judge_queue_peak > 32 * 1024, "{}", v.judge_queue_peak);
+    assert!(v.judged_on_core > 0 && v.judged_on_core < 300, "{report}");
+    assert_eq!(left, 300 - v.judged_on_core, "{report}");
+    assert_eq!(out.stats.endpoints[1].mismatched, 300, "{report}");
+    let peak = versus::report::size(v.judge_queue_peak);
+    assert!(
+        report.contains(&format!("   Judge queue peak: {peak} (")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "   Judged on a timing core: {} requests (",
+            v.judged_on_core
+        )),
+        "{report}"
+    );
+}
+
+/// Stopped (Ctrl-C) while answers wait to be judged, the run judges for
+/// the drain period at most, and reports what it judged and how many
+/// requests it did not.
+#[test]
+fn a_stop_during_the_judging_backlog_reports_what_was_judged_and_counts_the_rest() {
+    let (out, report, left) = held_judge(300, &["--drain", "0s"], true);
+    let v = &out.stats.verdicts;
+    assert!(out.interrupted, "{report}");
+    assert_eq!(v.compared, 300, "{report}");
+    // The unit the judge thread held was judged; with no drain period,
+    // every one behind it was not.
+    assert!(left > 1, "{report}");
+    assert_eq!(v.not_judged, left - 1, "{report}");
+    assert_eq!(v.mismatched, v.judged_on_core + 1, "{report}");
+    assert_eq!(v.mismatched + v.not_judged, v.compared, "{report}");
+    assert!(
+        report.contains(&format!("   Not judged: {} requests (", v.not_judged)),
+        "{report}"
+    );
+    assert!(report.contains("Stopped:    interrupted"), "{report}");
+}

@@ -39,6 +39,11 @@ fn saved_run(name: &str, args: &[&str], input: &[u8]) -> impl Fn(&str) -> String
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    rendered(saved)
+}
+
+/// A function rendering the saved run `saved` in a format.
+fn rendered(saved: PathBuf) -> impl Fn(&str) -> String {
     move |format: &str| {
         let out = run_bin(
             &["report", "--format", format, saved.to_str().unwrap()],
@@ -553,4 +558,96 @@ fn a_run_prints_its_csv_as_its_saved_run_gives_it() {
     assert!(live.lines().nth(2).unwrap().starts_with("b,"), "{live}");
     let again = run_bin(&["report", "--format", "csv", f], b"");
     assert_eq!(String::from_utf8(again.stdout).unwrap(), live);
+}
+
+#[test]
+fn every_format_shows_what_was_judged_on_the_cores_compared_as_bytes_and_malformed() {
+    let reference = Server::start(|s| Reply::ok(format!(r#"{{"id":{}}}"#, id_of(&s.body))));
+    let candidate = Server::start(|s| match id_of(&s.body) % 3 {
+        0 => Reply::ok("not json"),
+        1 => Reply::ok(r#"{"id":-1}"#),
+        _ => Reply::ok(format!(r#"{{"id":{}}}"#, id_of(&s.body))),
+    });
+    let (r, c) = (
+        format!("ref={}", reference.url()),
+        format!("cand={}", candidate.url()),
+    );
+    // No room for the judge thread: every differing answer is judged on
+    // its core. One line too long for --max-line is skipped.
+    let log = temp("on-core-mismatches.jsonl");
+    let args = [
+        "--judge-memory",
+        "1",
+        "--max-line",
+        "200",
+        "--mismatches",
+        log.to_str().unwrap(),
+        &r,
+        &c,
+    ];
+    let mut input = two_methods(90);
+    input.extend_from_slice(format!("{}\n", "x".repeat(300)).as_bytes());
+    let shown = [
+        "   As bytes:   30 requests",
+        "   Judged on a timing core: 60 requests (",
+        "   Input:      90 requests read, 1 malformed",
+        "   Logged:     60 of 60 mismatched requests written",
+    ];
+    reports_showing("on-core.jsonl", &args, &input, &shown).check_every_figure();
+}
+
+#[test]
+fn every_format_shows_what_a_stop_left_unjudged() {
+    let saved = temp("stopped-judging.jsonl");
+    let out = stopped_while_judging(&["-q", "-o", saved.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports = Reports::of(rendered(saved));
+    for s in [
+        "   Judge queue peak: ",
+        "   Not judged: ",
+        "   Stopped:    ",
+    ] {
+        assert!(reports.text.contains(s), "{s:?}\n{}", reports.text);
+    }
+    reports.check_every_figure();
+}
+
+#[test]
+fn every_format_shows_the_noise_of_a_two_copy_reference() {
+    let clock = std::sync::Arc::new(AtomicU64::new(0));
+    let (c1, c2) = (clock.clone(), clock.clone());
+    // Every answer carries a fresh timestamp: only noise. The reference's
+    // `value` sometimes differs between its two answers, and the
+    // candidate's every 10th request: noisy, and also really different.
+    let reference = Server::start(move |s| {
+        let ts = c1.fetch_add(1, Ordering::SeqCst);
+        let value = if ts % 7 == 0 { "0x0" } else { "0x1" };
+        Reply::ok(format!(
+            r#"{{"id":{},"value":"{value}","ts":{ts}}}"#,
+            id_of(&s.body)
+        ))
+    });
+    let candidate = Server::start(move |s| {
+        let ts = c2.fetch_add(1, Ordering::SeqCst);
+        let id = id_of(&s.body);
+        let value = if id % 10 == 0 { "0x2" } else { "0x1" };
+        Reply::ok(format!(r#"{{"id":{id},"value":"{value}","ts":{ts}}}"#))
+    });
+    let (r, c) = (
+        format!("ref={}", reference.url()),
+        format!("new={}", candidate.url()),
+    );
+    let args = ["--noise", "--warmup", "10", "-c", "2", &r, &c];
+    let shown = [
+        "   Warm-up:    10 requests sent first",
+        "   Noise:      ",
+        "     noisy fields",
+        "     fields that are noisy and also really differ",
+    ];
+    reports_showing("noise.jsonl", &args, &two_methods(300), &shown).check_every_figure();
 }

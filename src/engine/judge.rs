@@ -336,7 +336,8 @@ const ON_STACK: usize = 8;
 /// Count one request's (or, with `step`, one flow step's: its name, and
 /// the item key when it pages) outcomes as compared, and see that they
 /// agree: answers that differ go to the judge thread (`to`), or, when its
-/// queue is full or there is none, are judged here.
+/// queue is full or there is none, are judged here (counted as not judged
+/// instead once judging has given up after a stop).
 fn judge(
     settings: &Settings,
     stats: &mut RunStats,
@@ -362,6 +363,10 @@ fn judge(
         return judge_thread::record(settings, stats, req, outcomes, step);
     };
     if let Err(unit) = to.hand(Box::new(Differing::new(req, outcomes, step))) {
+        if to.gave_up() {
+            stats.verdicts.not_judged += 1;
+            return;
+        }
         stats.verdicts.judged_on_core += 1;
         unit.record(settings, stats);
     }

@@ -11,24 +11,26 @@
 //! The thread records into statistics of its own and hands them to the
 //! collector at most once an interval; the collector adds them to the
 //! next interval it shows and holds the run's last interval until this
-//! thread has judged everything the cores handed over. When the queue is
-//! full (judging is slower than answers come), the core judges the unit
-//! itself and counts it (`judged_on_core`): no verdict is lost, and the
-//! report says which latencies may hold judging time.
+//! thread has judged everything the cores handed over.
+//!
+//! The queue is bounded by the bytes it holds (`Settings::judge_memory`):
+//! a unit that would take it past the bound is judged by its core, which
+//! counts it (`judged_on_core`), so no verdict is lost and the report
+//! says which latencies may hold judging time. Once the run has been
+//! stopped (Ctrl-C) for the drain period, neither this thread nor a core
+//! judges any more: what is left is counted as not judged (`not_judged`),
+//! so a long backlog cannot hold the report back.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::Settings;
+use super::{Settings, Stop};
 use crate::compare::method::MethodName;
 use crate::compare::sample::sample;
 use crate::model::{Outcome, Request};
 use crate::stats::{count_group, part, RunStats};
-
-/// Units the queue holds before a core judges on its own: enough for a
-/// burst of differing answers, bounded so memory is.
-const QUEUE: usize = 4096;
 
 /// One unit's answers that differ: its request (or flow step's request),
 /// every endpoint's outcome in endpoint order, and, for a flow step, its
@@ -37,6 +39,8 @@ pub(crate) struct Differing {
     req: Request,
     outcomes: Vec<Option<Outcome>>,
     step: Option<(String, Option<String>)>,
+    /// What it holds in memory, about: counted against the queue's bound.
+    bytes: u64,
 }
 
 impl Differing {
@@ -46,11 +50,33 @@ impl Differing {
         outcomes: &[Option<&Outcome>],
         step: Option<(&str, Option<&str>)>,
     ) -> Differing {
-        Differing {
+        let mut unit = Differing {
             req: req.clone(),
             outcomes: outcomes.iter().map(|o| o.cloned()).collect(),
             step: step.map(|(name, key)| (name.to_string(), key.map(str::to_string))),
-        }
+            bytes: 0,
+        };
+        unit.bytes = unit.size();
+        unit
+    }
+
+    /// The bytes this unit keeps alive: its bodies (shared, but held
+    /// while it waits), compared headers and its own structures.
+    fn size(&self) -> u64 {
+        let answer = |o: &Outcome| {
+            o.result.as_ref().map_or(0, |r| {
+                let headers: usize = r
+                    .headers
+                    .iter()
+                    .map(|(n, v)| n.as_str().len() + v.len())
+                    .sum();
+                r.body.len() + headers
+            })
+        };
+        let own = std::mem::size_of::<Differing>()
+            + self.outcomes.len() * std::mem::size_of::<Option<Outcome>>();
+        let held: usize = self.outcomes.iter().flatten().map(answer).sum();
+        (own + held + self.req.body.len()) as u64
     }
 
     /// Judge it and record the verdict into `stats`.
@@ -69,16 +95,69 @@ enum Job {
     Finish,
 }
 
+/// What the cores and the judge thread share of the queue: the bytes
+/// waiting in it, their most, and how many units wait (for the progress
+/// line). Touched only by units whose answers differ.
+struct Backlog {
+    /// The bound on `bytes`.
+    limit: u64,
+    bytes: AtomicU64,
+    peak: AtomicU64,
+    units: AtomicU64,
+    /// The run's stop, and how long judging goes on after it.
+    stop: Stop,
+    drain: std::time::Duration,
+}
+
+impl Backlog {
+    /// The run has been stopped for the drain period: what is still to
+    /// judge is counted as not judged.
+    fn gave_up(&self) -> bool {
+        self.stop.stopped_for().is_some_and(|d| d >= self.drain)
+    }
+
+    /// A unit of `size` bytes left the queue.
+    fn release(&self, size: u64) {
+        self.bytes.fetch_sub(size, Ordering::AcqRel);
+        self.units.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// A core's way to the judge thread.
 #[derive(Clone)]
-pub(crate) struct ToJudge(SyncSender<Job>);
+pub(crate) struct ToJudge {
+    to: Sender<Job>,
+    backlog: Arc<Backlog>,
+}
 
 impl ToJudge {
-    /// Hand `unit` over; given back when the queue is full.
+    /// Judging has given up (the run has been stopped for the drain
+    /// period): a unit the queue has no room for is not judged on the
+    /// core either.
+    pub(crate) fn gave_up(&self) -> bool {
+        self.backlog.gave_up()
+    }
+
+    /// Hand `unit` over; given back when it would take the queue past its
+    /// bound in bytes, or the thread is gone.
     pub(crate) fn hand(&self, unit: Box<Differing>) -> Result<(), Box<Differing>> {
-        self.0.try_send(Job::Judge(unit)).map_err(|e| match e {
-            TrySendError::Full(Job::Judge(u)) | TrySendError::Disconnected(Job::Judge(u)) => u,
-            _ => unreachable!("only units are handed over"),
+        let b = &self.backlog;
+        let size = unit.bytes;
+        let fits = |queued: u64| queued.checked_add(size).filter(|n| *n <= b.limit);
+        let Ok(before) = b
+            .bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, fits)
+        else {
+            return Err(unit);
+        };
+        b.peak.fetch_max(before + size, Ordering::Relaxed);
+        b.units.fetch_add(1, Ordering::Relaxed);
+        self.to.send(Job::Judge(unit)).map_err(|e| {
+            b.release(size);
+            match e.0 {
+                Job::Judge(u) => u,
+                Job::Finish => unreachable!("only units are handed over"),
+            }
         })
     }
 }
@@ -92,17 +171,31 @@ pub(crate) struct JudgeThread {
 impl JudgeThread {
     /// Start it. `hand_over(stats, last)` gives its statistics to the
     /// collector (`last` once, after [`JudgeThread::finish`]); it returns
-    /// false once the collector is gone.
+    /// false once the collector is gone. After `stop`, it judges for at
+    /// most `settings.drain` more.
     pub(crate) fn spawn(
         settings: Arc<Settings>,
+        stop: Stop,
         hand_over: impl FnMut(RunStats, bool) -> bool + Send + 'static,
     ) -> std::io::Result<JudgeThread> {
-        let (to, from) = std::sync::mpsc::sync_channel(QUEUE);
+        let (to, from) = std::sync::mpsc::channel();
+        let backlog = Arc::new(Backlog {
+            limit: settings.judge_memory,
+            bytes: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+            units: AtomicU64::new(0),
+            stop,
+            drain: settings.drain,
+        });
+        let queue = Queue {
+            from,
+            backlog: backlog.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("versus-judge".to_string())
-            .spawn(move || judge_all(&settings, &from, hand_over))?;
+            .spawn(move || judge_all(&settings, &queue, hand_over))?;
         Ok(JudgeThread {
-            to: ToJudge(to),
+            to: ToJudge { to, backlog },
             thread,
         })
     }
@@ -112,11 +205,16 @@ impl JudgeThread {
         self.to.clone()
     }
 
+    /// Units handed over and not judged yet.
+    pub(crate) fn left(&self) -> u64 {
+        self.to.backlog.units.load(Ordering::Relaxed)
+    }
+
     /// Every core has ended (what each handed over is in the queue before
     /// this): the thread judges the rest and hands over its last
     /// statistics.
     pub(crate) fn finish(&self) {
-        let _ = self.to.0.send(Job::Finish);
+        let _ = self.to.to.send(Job::Finish);
     }
 
     /// Wait for the thread to end, after [`JudgeThread::finish`].
@@ -126,11 +224,19 @@ impl JudgeThread {
     }
 }
 
-/// The thread's loop: judge each unit as it comes; hand the statistics
-/// over once an interval when there are any, and at the end.
+/// The judge thread's end of the queue.
+struct Queue {
+    from: Receiver<Job>,
+    backlog: Arc<Backlog>,
+}
+
+/// The thread's loop: judge each unit as it comes (once the run has been
+/// stopped for the drain period, count it as not judged instead); hand
+/// the statistics over once an interval when there are any, and at the
+/// end.
 fn judge_all(
     settings: &Settings,
-    from: &Receiver<Job>,
+    queue: &Queue,
     mut hand_over: impl FnMut(RunStats, bool) -> bool,
 ) {
     let n = settings.endpoints.len();
@@ -138,10 +244,14 @@ fn judge_all(
     let mut judged = 0u64;
     let mut handed = Instant::now();
     loop {
-        let job = from.recv_timeout(settings.interval);
+        let job = queue.from.recv_timeout(settings.interval);
         let finished = match job {
             Ok(Job::Judge(unit)) => {
-                unit.record(settings, &mut stats);
+                match queue.backlog.gave_up() {
+                    true => stats.verdicts.not_judged += 1,
+                    false => unit.record(settings, &mut stats),
+                }
+                queue.backlog.release(unit.bytes);
                 judged += 1;
                 false
             }
@@ -149,7 +259,8 @@ fn judge_all(
             Err(RecvTimeoutError::Timeout) => false,
         };
         if finished || (judged > 0 && handed.elapsed() >= settings.interval) {
-            let stats = std::mem::replace(&mut stats, RunStats::new(n));
+            let mut stats = std::mem::replace(&mut stats, RunStats::new(n));
+            stats.verdicts.judge_queue_peak = queue.backlog.peak.load(Ordering::Relaxed);
             if !hand_over(stats, finished) || finished {
                 return;
             }

@@ -43,6 +43,13 @@ pub trait Observer {
     fn interval(&mut self, index: u64, delta: &RunStats, total: &RunStats) {
         let _ = (index, delta, total);
     }
+
+    /// Every core has ended and the judge thread still has `left`
+    /// differing answers to judge: called when the cores end and then
+    /// about once an interval until it is done, before the last interval.
+    fn judging(&mut self, left: u64) {
+        let _ = left;
+    }
 }
 
 /// An observer that does nothing.
@@ -170,6 +177,7 @@ fn collect(
                 }
                 if let Some(j) = judge.filter(|_| next.iter().all(Option::is_none)) {
                     j.finish();
+                    backlog(observer, j);
                 }
             }
             CoreMsg::Judged { stats, last } => {
@@ -178,6 +186,9 @@ fn collect(
                     None => judged = Some(stats),
                 }
                 judging &= !last;
+                if let Some(j) = judge.filter(|_| judging && next.iter().all(Option::is_none)) {
+                    backlog(observer, j);
+                }
             }
         }
         // An interval is complete when every core has reported it or
@@ -210,6 +221,14 @@ fn collect(
     }
     let elapsed = span.map_or(Duration::ZERO, |(s, e)| e - s);
     Ok((total, elapsed.saturating_sub(paused)))
+}
+
+/// Tell `observer` how many units the judge thread has left, if any.
+fn backlog(observer: &mut dyn Observer, judge: &JudgeThread) {
+    let left = judge.left();
+    if left > 0 {
+        observer.judging(left);
+    }
 }
 
 /// Sleep until `at` (at once when it has passed), or until `stop`.
@@ -298,7 +317,7 @@ pub fn run_resolved(
     // is open and `--start-at` has come.
     let barrier = Arc::new(Barrier::new(cores.count + 1));
     let (ticks, collector) = std::sync::mpsc::channel();
-    let judge = judge_thread(settings, &ticks)?;
+    let judge = judge_thread(settings, stop, &ticks)?;
     let halts: Vec<_> = (settings.endpoints.iter())
         .map(|spec| Arc::new(endpoint::Halt::new(&spec.label)))
         .collect();
@@ -575,6 +594,7 @@ fn spawn_core(
 /// to the collector as the cores do.
 fn judge_thread(
     settings: &Arc<Settings>,
+    stop: &Stop,
     ticks: &std::sync::mpsc::Sender<CoreMsg>,
 ) -> Result<Option<JudgeThread>, RunError> {
     if settings.endpoints.len() < 2 || !settings.comparer.enabled() {
@@ -582,7 +602,11 @@ fn judge_thread(
     }
     let to = ticks.clone();
     let hand_over = move |stats, last| to.send(CoreMsg::Judged { stats, last }).is_ok();
-    Ok(Some(JudgeThread::spawn(settings.clone(), hand_over)?))
+    Ok(Some(JudgeThread::spawn(
+        settings.clone(),
+        stop.clone(),
+        hand_over,
+    )?))
 }
 
 /// Start the clock: once `--start-at` has come (at once without it), this

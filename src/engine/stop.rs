@@ -4,7 +4,8 @@
 //! no request touches it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -14,6 +15,8 @@ use tokio::sync::watch;
 #[derive(Clone, Debug)]
 pub struct Stop {
     stop: Arc<watch::Sender<bool>>,
+    /// When it was first stopped.
+    stopped_at: Arc<OnceLock<Instant>>,
     pause: Arc<watch::Sender<bool>>,
     /// Cores running, and cores that have applied a pause.
     cores: Arc<(AtomicUsize, AtomicUsize)>,
@@ -32,6 +35,7 @@ impl Stop {
     pub fn new() -> Stop {
         Stop {
             stop: Arc::new(watch::Sender::new(false)),
+            stopped_at: Arc::new(OnceLock::new()),
             pause: Arc::new(watch::Sender::new(false)),
             cores: Arc::new((AtomicUsize::new(0), AtomicUsize::new(0))),
             rate_scale: Arc::new(watch::Sender::new(1.0)),
@@ -40,7 +44,13 @@ impl Stop {
 
     /// Stop the run. Idempotent.
     pub fn stop(&self) {
+        self.stopped_at.get_or_init(Instant::now);
         self.stop.send_replace(true);
+    }
+
+    /// How long ago the run was stopped; `None` while it goes.
+    pub fn stopped_for(&self) -> Option<Duration> {
+        self.stopped_at.get().map(Instant::elapsed)
     }
 
     /// True once [`Stop::stop`] was called.

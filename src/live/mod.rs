@@ -135,6 +135,12 @@ impl Observer for LiveView {
             View::Dashboard(d) => d.interval(index, delta, total),
         }
     }
+
+    fn judging(&mut self, left: u64) {
+        if let View::Progress(p) = &mut self.view {
+            p.judging(left);
+        }
+    }
 }
 
 /// `12,345`.

@@ -39,18 +39,13 @@ impl Progress {
         let input = self.gauge.as_mut().and_then(InputGauge::fraction);
         self.tracker
             .observe(index, delta, total, std::time::Duration::ZERO, input);
-        // A terminal that does not know its size (a pty of `script`)
-        // says 0 columns.
-        let width = ratatui::crossterm::terminal::size()
-            .ok()
-            .map(|(w, _)| usize::from(w))
-            .filter(|w| *w > 0)
-            .unwrap_or(80);
-        let text = line(self.tracker.snapshot(), width);
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r{text}\x1b[K");
-        let _ = err.flush();
-        super::terminal::set_progress(true);
+        draw(&line(self.tracker.snapshot(), width(), None));
+    }
+
+    /// Sending has ended and `left` differing answers wait to be judged:
+    /// say so, since no interval comes until they are.
+    pub fn judging(&mut self, left: u64) {
+        draw(&line(self.tracker.snapshot(), width(), Some(left)));
     }
 
     /// Clear the line: the run is over.
@@ -59,9 +54,28 @@ impl Progress {
     }
 }
 
+/// The terminal's width in columns (80 when it does not know: a pty of
+/// `script` says 0).
+fn width() -> usize {
+    ratatui::crossterm::terminal::size()
+        .ok()
+        .map(|(w, _)| usize::from(w))
+        .filter(|w| *w > 0)
+        .unwrap_or(80)
+}
+
+/// Redraw the line as `text`.
+fn draw(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r{text}\x1b[K");
+    let _ = err.flush();
+    super::terminal::set_progress(true);
+}
+
 /// The progress line for `s`, at most `width` characters (a wrapped line
-/// could not be redrawn in place).
-pub fn line(s: &Snapshot, width: usize) -> String {
+/// could not be redrawn in place); with `judging`, the differing answers
+/// still to judge once sending has ended, instead of the time left.
+pub fn line(s: &Snapshot, width: usize, judging: Option<u64>) -> String {
     let mut parts = vec![super::clock(s.elapsed)];
     let flow = s.is_flow();
     for e in &s.endpoints {
@@ -85,8 +99,16 @@ pub fn line(s: &Snapshot, width: usize) -> String {
     if s.endpoints.len() > 1 {
         parts.push(format!("mismatched {}", super::count(s.mismatched)));
     }
-    if let Some(left) = s.left {
-        parts.push(format!("{} left", super::clock(left)));
+    match judging {
+        Some(n) => parts.push(format!(
+            "judging {} differing answers left… (Ctrl-C: report what is judged)",
+            super::count(n)
+        )),
+        None => {
+            if let Some(left) = s.left {
+                parts.push(format!("{} left", super::clock(left)));
+            }
+        }
     }
     let full = parts.join(" │ ");
     let room = width.saturating_sub(1).max(1);
@@ -124,7 +146,7 @@ mod tests {
     #[test]
     fn shows_counts_rates_errors_mismatches_and_time_left() {
         assert_eq!(
-            line(&snapshot(), 200),
+            line(&snapshot(), 200, None),
             "12.0s │ ref 12,345 done 1020/s │ new 12,001 done 990/s │ errors 3 │ mismatched 12 │ 8.0s left"
         );
     }
@@ -141,21 +163,29 @@ mod tests {
             }];
         }
         assert_eq!(
-            line(&s, 200),
+            line(&s, 200, None),
             "12.0s │ ref 12,345 done 1020/s 4,115/4,115 ok │ new 12,001 done 990/s 3,990/4,000 ok │ errors 3 │ mismatched 12 │ 8.0s left"
         );
     }
 
     #[test]
+    fn after_sending_says_how_many_answers_are_left_to_judge() {
+        assert_eq!(
+            line(&snapshot(), 200, Some(1_234)),
+            "12.0s │ ref 12,345 done 1020/s │ new 12,001 done 990/s │ errors 3 │ mismatched 12 │ judging 1,234 differing answers left… (Ctrl-C: report what is judged)"
+        );
+    }
+
+    #[test]
     fn fits_the_terminal_and_escapes_labels() {
-        let cut = line(&snapshot(), 30);
+        let cut = line(&snapshot(), 30, None);
         assert_eq!(cut.chars().count(), 29, "{cut}");
         assert!(cut.ends_with('…'));
         let mut s = snapshot();
         s.endpoints.truncate(1);
         s.endpoints[0].label = "a\x1b[2Jb".into();
         s.left = None;
-        let l = line(&s, 200);
+        let l = line(&s, 200, None);
         assert!(!l.contains('\x1b'), "{l:?}");
         assert!(!l.contains("mismatched"), "{l}");
     }

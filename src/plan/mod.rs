@@ -724,6 +724,7 @@ fn settings(
         comparer: comparison.comparer,
         verbose: args.verbose,
         window: args.lead,
+        judge_memory: args.judge_memory,
         strict: args.strict,
         interval: Duration::from_secs(1),
         taps,

@@ -5,7 +5,8 @@
 //! endpoint a row per status code (`status`), error kind (`error`), TLS
 //! failure reason (`tls reason`), fault and error cause, a row per error
 //! group by method (`error by method`, named `METHOD: KIND`) and per
-//! mismatch group (`mismatch`, named `METHOD: FIELD KIND`), then per
+//! mismatch group (`mismatch`, named `METHOD: FIELD KIND`), in noise mode
+//! a `noise` row per noisy field (named by it), then per
 //! endpoint a row for its flow instances, one per flow step and one per
 //! method (when some endpoint saw more than one), and each paged step's
 //! table cell by cell (`page`) and improvements (`improvement`), their
@@ -32,7 +33,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 57] = [
+pub const COLUMNS: [&str; 70] = [
     "label",
     "url",
     "rps",
@@ -90,6 +91,19 @@ pub const COLUMNS: [&str; 57] = [
     "late",
     "spare_connects_failed",
     "unsent",
+    "judged_on_core",
+    "not_judged",
+    "judge_queue_peak_bytes",
+    "compared_as_bytes",
+    "malformed",
+    "interrupted",
+    "noise_only",
+    "noise_reference_pair",
+    "noise_candidate",
+    "noise_cancelled",
+    "warmup",
+    "mismatches_seen",
+    "mismatches_logged",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -207,6 +221,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         counts(out, &e.label, &e.url, s)?;
     }
     groups(out, r)?;
+    noise(out, r)?;
     let methods = super::shows_methods(eps);
     for (e, s) in r.info.endpoints.iter().zip(eps) {
         if s.flows.instances > 0 {
@@ -233,9 +248,30 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     pages(out, r)
 }
 
-/// An endpoint's row: its summary figures, and the run's `compared` and
-/// `incomplete`. The `reference` is what the others are compared with:
-/// it has no mismatches of its own.
+/// Noise mode: a `noise` row per field where the two reference answers
+/// differed, under the reference's second copy, with its counts.
+fn noise(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(n) = super::noise(r.info, &r.run.stats.verdicts) else {
+        return Ok(());
+    };
+    let twin = r.info.twin.map(|t| &r.info.endpoints[t]);
+    for f in &n.fields {
+        let (label, url) = twin.map_or(("", ""), |e| (e.label.as_str(), e.url.as_str()));
+        Row::new(label, url)
+            .set("part", "noise")
+            .set("name", field(&f.counts.field))
+            .set("noise_reference_pair", f.counts.reference_pair)
+            .set("noise_candidate", f.counts.candidate)
+            .set("noise_cancelled", f.counts.cancelled)
+            .write(out)?;
+    }
+    Ok(())
+}
+
+/// An endpoint's row: its summary figures, and the run's `compared`,
+/// `incomplete`, judging figures, requests compared as bytes, malformed
+/// records and whether it was interrupted. The `reference` is what the others
+/// are compared with: it has no mismatches of its own.
 fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference: bool) -> Row {
     let v = &r.run.stats.verdicts;
     let mut row = Row::new(label, url);
@@ -251,6 +287,16 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("bytes_per_response", s.bytes_per_response().unwrap_or(0))
         .set("compared", v.compared)
         .set("incomplete", v.incomplete)
+        .set("judged_on_core", v.judged_on_core)
+        .set("not_judged", v.not_judged)
+        .set("judge_queue_peak_bytes", v.judge_queue_peak)
+        .set("compared_as_bytes", v.fell_back)
+        .set("malformed", r.run.input.malformed)
+        .set("interrupted", r.run.interrupted)
+        .set("noise_only", v.noise_only)
+        .set("warmup", field(r.info.warmup.as_deref().unwrap_or("")))
+        .set("mismatches_seen", r.info.logged.map_or(0, |l| l.0))
+        .set("mismatches_logged", r.info.logged.map_or(0, |l| l.1))
         .set("failed_checks", s.failed_checks)
         .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
         .set("connects", s.connect.len())

@@ -288,6 +288,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         timeline.errors(&mut p);
     }
     mismatches(&mut p, r, &labels);
+    noise(&mut p, r);
     configuration(&mut p, r);
     p.push_str("</body></html>\n");
     out.write_all(p.as_bytes())
@@ -323,8 +324,9 @@ fn head(p: &mut String, r: &Report<'_>, labels: &[&str]) {
 /// rows of `report::table`: rate, latency, errors, statuses, bytes, first
 /// byte, connections, and the mismatched share when answers were
 /// compared), then a line of how many requests were compared, mismatched
-/// and left incomplete, and one of the requests, their average latency
-/// and errors over every endpoint.
+/// and left incomplete, one per figure only some runs have
+/// (`report::notes`), and one of the requests, their average latency and
+/// errors over every endpoint.
 fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
     let run = r.run;
     let eps = &run.stats.endpoints;
@@ -354,6 +356,12 @@ fn summary(p: &mut String, r: &Report<'_>, labels: &[&str]) {
         },
         v.incomplete
     );
+    for (name, value) in super::notes(r.info, run) {
+        let _ = writeln!(p, "<p>{name}: {}.</p>", escape(&value));
+    }
+    if let Some(n) = super::noise(r.info, v) {
+        let _ = writeln!(p, "<p>Noise: {}.</p>", escape(&n.sentence()));
+    }
     let t = super::Totals::of(eps);
     let _ = writeln!(
         p,
@@ -620,6 +628,29 @@ fn mismatches(p: &mut String, r: &Report<'_>, labels: &[&str]) {
             escape(&g.kind),
             escape(&g.endpoint),
             g.count
+        );
+    }
+    p.push_str("</table>\n");
+}
+
+/// Noise mode: each field where the two reference answers differed, how
+/// often there and at the candidates, and whether that was only noise.
+fn noise(p: &mut String, r: &Report<'_>) {
+    let Some(n) = super::noise(r.info, &r.run.stats.verdicts) else {
+        return;
+    };
+    if n.fields.is_empty() {
+        return;
+    }
+    p.push_str("<h2>Noise</h2>\n<table id=\"noise\"><tr><th>field</th><th>reference vs reference</th><th>reference vs candidate</th><th>only noise</th></tr>\n");
+    for f in &n.fields {
+        let _ = writeln!(
+            p,
+            "<tr><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&f.counts.field),
+            f.reference_pair,
+            f.candidate,
+            if f.only_noise { "yes" } else { "no" }
         );
     }
     p.push_str("</table>\n");

@@ -255,6 +255,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "lead": r.info.window,
             "shards": r.header.shards.len().max(1),
             "io": r.info.io,
+            "warmup": r.info.warmup,
         },
         "endpoints": endpoints,
         "totals": {
@@ -269,7 +270,24 @@ pub fn value(r: &Report<'_>) -> Value {
             "mismatched": v.mismatched,
             "mismatch_rate": fraction(v.mismatched, v.compared),
             "incomplete": v.incomplete,
+            "compared_as_bytes": v.fell_back,
+            "logged": r.info.logged.map(|(seen, written, limit)| json!({
+                "seen": seen, "written": written, "limit": limit,
+            })),
             "judged_on_core": v.judged_on_core,
+            "not_judged": v.not_judged,
+            "judge_queue_peak_bytes": v.judge_queue_peak,
+            "noise": super::noise(r.info, v).map(|n| json!({
+                "twin": n.twin,
+                "noise_only": n.noise_only,
+                "fields": n.fields.iter().map(|f| json!({
+                    "field": f.counts.field,
+                    "reference_pair": f.counts.reference_pair,
+                    "candidate": f.counts.candidate,
+                    "cancelled": f.counts.cancelled,
+                    "only_noise": f.only_noise,
+                })).collect::<Vec<_>>(),
+            })),
             "reference_answered": !super::reference_silent(&run.stats.endpoints),
             "groups": groups,
         },

@@ -148,6 +148,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         parts(out, r, "By method", |s| &s.methods, false)?;
     }
     mismatches(out, r)?;
+    noise(out, r)?;
     thresholds(out, r)
 }
 
@@ -169,8 +170,8 @@ fn table(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 
 /// The summary list: requests compared, requests, their average latency
 /// and errors over every endpoint, the I/O driver, mismatched (or why
-/// there is no such figure), incomplete, and the input's malformed
-/// records.
+/// there is no such figure), incomplete, and the figures only some runs
+/// have (`report::notes`).
 fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let eps = &r.run.stats.endpoints;
     let v = &r.run.stats.verdicts;
@@ -208,8 +209,11 @@ fn summary(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     if v.incomplete > 0 {
         writeln!(out, "- Incomplete: {}", v.incomplete)?;
     }
-    if r.run.input.malformed > 0 {
-        writeln!(out, "- Input: {}", super::input_counts(r.run))?;
+    for (name, value) in super::notes(r.info, r.run) {
+        writeln!(out, "- {name}: {}", cell(&value))?;
+    }
+    if let Some(n) = super::noise(r.info, v) {
+        writeln!(out, "- Noise: {}", cell(&n.sentence()))?;
     }
     Ok(())
 }
@@ -276,6 +280,36 @@ fn mismatches(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             cell(&g.kind),
             cell(&g.endpoint),
             g.count
+        )?;
+    }
+    Ok(())
+}
+
+/// Noise mode: each field where the two reference answers differed, how
+/// often there and at the candidates, and whether that was only noise.
+fn noise(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(n) = super::noise(r.info, &r.run.stats.verdicts) else {
+        return Ok(());
+    };
+    if n.fields.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "## Noise")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| field | reference vs reference | reference vs candidate | only noise |"
+    )?;
+    writeln!(out, "|---|---:|---:|---|")?;
+    for f in &n.fields {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            cell(&f.counts.field),
+            f.reference_pair,
+            f.candidate,
+            if f.only_noise { "yes" } else { "no" }
         )?;
     }
     Ok(())

@@ -176,6 +176,153 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
     }
 }
 
+/// The summary's figures that only some runs have, a name and a value
+/// each, as the Markdown and HTML reports list them (the text report says
+/// the same values in its own words): the warm-up left out, requests
+/// compared as bytes, the mismatch log's lines, the
+/// figures of judging, the input's malformed records and the source's
+/// summary.
+pub fn notes(
+    info: &crate::results::info::RunInfo,
+    run: &crate::engine::RunOutput,
+) -> Vec<(&'static str, String)> {
+    let v = &run.stats.verdicts;
+    let mut out = Vec::new();
+    if let Some(w) = &info.warmup {
+        out.push(("Warm-up", w.clone()));
+    }
+    if v.fell_back > 0 {
+        out.push(("As bytes", format!("{} requests", v.fell_back)));
+    }
+    out.extend(judging(v));
+    if let Some(l) = logged(info) {
+        out.push(("Logged", l));
+    }
+    if run.input.malformed > 0 {
+        out.push(("Input", input_counts(run)));
+    }
+    if let Some(summary) = &run.input.summary {
+        out.push(("Source", summary.clone()));
+    }
+    out
+}
+
+/// `--mismatches`: how many mismatched requests were written, and why
+/// not all when some were not (the summary's `Logged:`).
+pub fn logged(info: &crate::results::info::RunInfo) -> Option<String> {
+    let (seen, written, limit) = info.logged?;
+    let why = if written < seen.min(limit) {
+        " (some lines could not be written)"
+    } else if seen > limit {
+        " (--mismatch-limit reached)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{written} of {seen} mismatched requests written to --mismatches{why}"
+    ))
+}
+
+/// Noise mode's figures (`--noise`), as every format shows them.
+pub struct Noise<'a> {
+    /// The endpoint that is the reference's second copy.
+    pub twin: &'a str,
+    /// Requests that differed only where the two reference answers differ.
+    pub noise_only: u64,
+    /// The fields where the two reference answers differed, most often
+    /// first.
+    pub fields: Vec<NoisyField<'a>>,
+}
+
+/// A field where the two reference answers differed.
+pub struct NoisyField<'a> {
+    /// Its counts.
+    pub counts: &'a crate::stats::NoiseField,
+    /// Share of the compared requests where the reference answers differ
+    /// here.
+    pub reference_pair: String,
+    /// Share of the compared requests where a candidate differs here.
+    pub candidate: String,
+    /// Every candidate difference here was noise.
+    pub only_noise: bool,
+}
+
+impl Noise<'_> {
+    /// The summary's sentence (`Noise:`).
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} is a second copy of the reference; {} requests differed only where the two reference answers differ",
+            self.twin, self.noise_only
+        )
+    }
+}
+
+/// Noise mode's figures, when the run had a second copy of the
+/// reference.
+pub fn noise<'a>(
+    info: &'a crate::results::info::RunInfo,
+    v: &'a crate::stats::VerdictStats,
+) -> Option<Noise<'a>> {
+    let twin = &info.endpoints.get(info.twin?)?.label;
+    let mut fields: Vec<_> = v.noise.iter().filter(|f| f.reference_pair > 0).collect();
+    fields.sort_by(|a, b| {
+        b.reference_pair
+            .cmp(&a.reference_pair)
+            .then_with(|| a.field.cmp(&b.field))
+    });
+    let fields = fields
+        .into_iter()
+        .map(|f| NoisyField {
+            counts: f,
+            reference_pair: percent(f.reference_pair, v.compared),
+            candidate: percent(f.candidate, v.compared),
+            only_noise: f.candidate == f.cancelled,
+        })
+        .collect();
+    Some(Noise {
+        twin,
+        noise_only: v.noise_only,
+        fields,
+    })
+}
+
+/// The summary's figures of judging that are not zero, a name and a
+/// value each: requests a timing core judged itself, the most bytes
+/// waiting for the judge thread, and requests not judged because the run
+/// stopped first.
+pub fn judging(v: &crate::stats::VerdictStats) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if v.judged_on_core > 0 {
+        out.push((
+            "Judged on a timing core",
+            format!("{} requests", v.judged_on_core),
+        ));
+    }
+    if v.judge_queue_peak > 0 {
+        out.push(("Judge queue peak", size(v.judge_queue_peak)));
+    }
+    if v.not_judged > 0 {
+        out.push(("Not judged", format!("{} requests", v.not_judged)));
+    }
+    out
+}
+
+/// A size in bytes in the units the size flags take (`--judge-memory
+/// 256MiB`): `512 B`, `1.5 KiB`, `12.3 MiB`, `1.2 GiB`.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// The figures over every endpoint together: the text summary's
 /// `Completed: ... total requests`, `Timing: ... request avg` and
 /// `Errors:`.

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use super::{duration, escape_terminal, percent, seconds};
 use crate::engine::RunOutput;
 use crate::model::{Failure, TlsReason};
-use crate::stats::{EndpointStats, MismatchGroup, NoiseField, VerdictStats};
+use crate::stats::{EndpointStats, MismatchGroup, VerdictStats};
 
 use crate::results::info::RunInfo;
 
@@ -495,13 +495,7 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
             v.fell_back
         )?;
     }
-    if v.judged_on_core > 0 {
-        writeln!(
-            out,
-            "   Judged on a timing core: {} requests (comparing fell behind; latencies on those cores may include comparison time)",
-            v.judged_on_core
-        )?;
-    }
+    judging(out, v)?;
     logged(out, plan)?;
     if v.incomplete > 0 {
         writeln!(
@@ -566,23 +560,27 @@ fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()
     Ok(())
 }
 
+/// Where answers that differ were judged: on a timing core, how much
+/// waited for the judge thread at most, and what was not judged.
+fn judging(out: &mut dyn Write, v: &VerdictStats) -> io::Result<()> {
+    for (name, value) in super::judging(v) {
+        let why = match name {
+            "Judged on a timing core" => "comparing fell behind; latencies on those cores may include comparison time",
+            "Judge queue peak" => "of differing answers waiting to be judged at once; --judge-memory bounds it",
+            _ => "their answers differ, and the run was stopped before they were judged: compared, counted neither as mismatched nor as agreeing",
+        };
+        writeln!(out, "   {name}: {value} ({why})")?;
+    }
+    Ok(())
+}
+
 /// `--mismatches`: how many mismatched requests were written, and why
 /// not all when some were not.
 fn logged(out: &mut dyn Write, plan: &RunInfo) -> io::Result<()> {
-    let Some((seen, written, limit)) = plan.logged else {
-        return Ok(());
-    };
-    let why = if written < seen.min(limit) {
-        " (some lines could not be written)"
-    } else if seen > limit {
-        " (--mismatch-limit reached)"
-    } else {
-        ""
-    };
-    writeln!(
-        out,
-        "   Logged:     {written} of {seen} mismatched requests written to --mismatches{why}"
-    )
+    match super::logged(plan) {
+        Some(l) => writeln!(out, "   Logged:     {l}"),
+        None => Ok(()),
+    }
 }
 
 /// The input's malformed records (counts and the first few, with where
@@ -717,32 +715,22 @@ fn samples(out: &mut dyn Write, plan: &RunInfo, g: &MismatchGroup) -> io::Result
 /// Noise mode: how often each field differs between the two reference
 /// answers and at the candidates; fields that are only noise apart.
 fn noise(out: &mut dyn Write, plan: &RunInfo, v: &VerdictStats) -> io::Result<()> {
-    let Some(twin) = plan.twin else {
+    let Some(noise) = super::noise(plan, v) else {
         return Ok(());
     };
     writeln!(
         out,
-        "   Noise:      {} is a second copy of the reference; {} requests differed only where the two reference answers differ",
-        super::escape_terminal(&plan.endpoints[twin].label),
-        v.noise_only
+        "   Noise:      {}",
+        super::escape_terminal(&noise.sentence())
     )?;
-    let mut fields: Vec<_> = v.noise.iter().collect();
-    fields.sort_by(|a, b| {
-        b.reference_pair
-            .cmp(&a.reference_pair)
-            .then_with(|| a.field.cmp(&b.field))
-    });
-    let row = |f: &NoiseField| {
+    let row = |f: &super::NoisyField| {
         [
-            f.field.clone(),
-            percent(f.reference_pair, v.compared),
-            percent(f.candidate, v.compared),
+            f.counts.field.clone(),
+            f.reference_pair.clone(),
+            f.candidate.clone(),
         ]
     };
-    let (noisy, mixed): (Vec<_>, Vec<_>) = fields
-        .into_iter()
-        .filter(|f| f.reference_pair > 0)
-        .partition(|f| f.candidate == f.cancelled);
+    let (noisy, mixed): (Vec<_>, Vec<_>) = noise.fields.iter().partition(|f| f.only_noise);
     for (title, list) in [
         (
             "noisy fields (every candidate difference there was noise)",

@@ -76,6 +76,9 @@ pub struct Header {
     /// `epoll`, `io_uring`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<String>,
+    /// `--warmup` as given (`50`, `2s`): sent first, counted nowhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
 }
 
 /// One shard of a merged file.
@@ -431,6 +434,13 @@ pub struct VerdictRecord {
     /// Requests a timing core judged itself (the judge thread was behind).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub judged_on_core: u64,
+    /// Requests whose differing answers were not judged: the run was
+    /// stopped while they waited.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_judged: u64,
+    /// The most bytes of differing answers waiting to be judged at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judge_queue_peak: u64,
     /// Noise mode: requests whose differences were all noise.
     #[serde(default)]
     pub noise_only: u64,
@@ -499,6 +509,10 @@ pub struct TotalsLine {
     pub endpoints: Vec<EndpointRecord>,
     /// Comparison counters and every mismatch group.
     pub verdicts: VerdictRecord,
+    /// `--mismatches`: mismatched requests seen, lines written, and the
+    /// limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged: Option<(u64, u64, u64)>,
 }
 
 /// A histogram as base64 of its V2+DEFLATE serialization.
@@ -719,6 +733,8 @@ impl VerdictRecord {
             methods: v.methods.clone(),
             fell_back: v.fell_back,
             judged_on_core: v.judged_on_core,
+            not_judged: v.not_judged,
+            judge_queue_peak: v.judge_queue_peak,
             noise_only: v.noise_only,
             noise: v.noise.clone(),
         }
@@ -735,6 +751,8 @@ impl VerdictRecord {
             methods: self.methods.clone(),
             fell_back: self.fell_back,
             judged_on_core: self.judged_on_core,
+            not_judged: self.not_judged,
+            judge_queue_peak: self.judge_queue_peak,
             noise_only: self.noise_only,
             noise: self.noise.clone(),
         }

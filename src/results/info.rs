@@ -56,8 +56,8 @@ pub struct RunInfo {
     /// What the run noted before it started (an optional endpoint the
     /// pre-flight check skipped), shown at the top of the report.
     pub notes: Vec<String>,
-    /// `--warmup` of a live run, as given (`50`, `2s`); saved runs do not
-    /// keep it.
+    /// `--warmup`, as given (`50`, `2s`); saved runs keep it from the
+    /// files that wrote it on.
     pub warmup: Option<String>,
     /// The I/O driver of plain-TCP HTTP/1.1 connections (`epoll`,
     /// `io_uring`); saved runs keep it from version 0.1 files on that

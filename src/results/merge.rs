@@ -211,6 +211,11 @@ impl Shards {
                     a.input_error = a.input_error.or(f.input_error);
                     a.interrupted |= f.interrupted;
                     a.complete &= f.complete;
+                    // Each shard wrote its own log: together, their sums.
+                    a.logged = match (a.logged, f.logged) {
+                        (Some(x), Some(y)) => Some((x.0 + y.0, x.1 + y.1, x.2 + y.2)),
+                        (x, y) => x.or(y),
+                    };
                     a.warnings.extend(f.warnings);
                     a
                 }

@@ -63,9 +63,9 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         max_in_flight: f.header.max_in_flight,
         twin: f.header.twin,
         verbose: 0,
-        logged: None,
+        logged: f.logged,
         notes: f.header.notes.clone(),
-        warmup: None,
+        warmup: f.header.warmup.clone(),
         io: f.header.io.clone(),
     };
     Ok(SavedRun {

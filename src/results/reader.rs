@@ -59,6 +59,9 @@ pub struct Finished {
     pub interrupted: bool,
     /// False when the totals line was missing (a killed run).
     pub complete: bool,
+    /// `--mismatches`: mismatched requests seen, lines written, and the
+    /// limit.
+    pub logged: Option<(u64, u64, u64)>,
     /// Warnings.
     pub warnings: Vec<String>,
 }
@@ -247,6 +250,7 @@ impl RunReader {
                 elapsed: Duration::from_nanos(t.elapsed_ns),
                 interrupted: t.interrupted,
                 complete: true,
+                logged: t.logged,
                 header: self.header,
                 warnings: self.warnings,
             }),
@@ -279,6 +283,7 @@ impl RunReader {
                     elapsed,
                     interrupted: true,
                     complete: false,
+                    logged: None,
                     header: self.header,
                     warnings: self.warnings,
                 })

@@ -70,6 +70,7 @@ pub fn header(
         shards: Vec::new(),
         notes: info.notes.clone(),
         io: info.io.clone(),
+        warmup: info.warmup.clone(),
     }
 }
 
@@ -230,7 +231,7 @@ impl RunWriter {
     }
 
     /// Write the totals line of a finished run.
-    pub fn totals(&mut self, run: &RunOutput) {
+    pub fn totals(&mut self, run: &RunOutput, logged: Option<(u64, u64, u64)>) {
         let line = TotalsLine {
             kind: "totals".into(),
             elapsed_ns: u64::try_from(run.elapsed.as_nanos()).unwrap_or(u64::MAX),
@@ -239,6 +240,7 @@ impl RunWriter {
             input_error: run.input_error.as_ref().map(ToString::to_string),
             endpoints: super::format::records_of(&run.stats),
             verdicts: VerdictRecord::from_stats(&run.stats.verdicts),
+            logged,
         };
         self.line(&line);
     }
@@ -274,6 +276,12 @@ impl Observer for Tee<'_> {
     fn interval(&mut self, index: u64, delta: &RunStats, total: &RunStats) {
         for o in &mut self.0 {
             o.interval(index, delta, total);
+        }
+    }
+
+    fn judging(&mut self, left: u64) {
+        for o in &mut self.0 {
+            o.judging(left);
         }
     }
 }

@@ -25,8 +25,9 @@ fn part_holding(micros: u64, k: u64) -> Histogram<u64> {
 
 /// A run of two endpoints whose every counter is `k` times a base (and
 /// whose every histogram holds `k` samples): two such runs merged are the
-/// run of `2k`. Times that merge as the longest (`active`, `held_back`,
-/// `sending`) or the earliest and latest (`sends`) do not scale.
+/// run of `2k`. Figures that merge as the largest (`active`, `held_back`,
+/// `sending`, the judge queue's peak) or the earliest and latest
+/// (`sends`) do not scale.
 pub(crate) fn run(k: u64) -> RunStats {
     RunStats {
         endpoints: vec![endpoint(k, 1), endpoint(k, 2)],
@@ -145,6 +146,8 @@ fn verdicts(k: u64) -> VerdictStats {
             cancelled: 2 * k,
         }],
         judged_on_core: 5 * k,
+        not_judged: 3 * k,
+        judge_queue_peak: 4096,
     }
 }
 

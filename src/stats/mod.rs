@@ -779,6 +779,13 @@ pub struct VerdictStats {
     /// because the judge thread had fallen behind: answers in flight on
     /// that core meanwhile may hold judging time.
     pub judged_on_core: u64,
+    /// Requests whose differing answers were still waiting for the judge
+    /// thread when the run was stopped and judging gave up: neither
+    /// counted as mismatched nor as agreeing.
+    pub not_judged: u64,
+    /// The most bytes of differing answers waiting for the judge thread
+    /// at once (a peak: merged by maximum).
+    pub judge_queue_peak: u64,
 }
 
 /// Most methods counted by name.
@@ -872,6 +879,8 @@ impl VerdictStats {
         }
         self.fell_back += other.fell_back;
         self.judged_on_core += other.judged_on_core;
+        self.not_judged += other.not_judged;
+        self.judge_queue_peak = self.judge_queue_peak.max(other.judge_queue_peak);
         self.noise_only += other.noise_only;
         for f in &other.noise {
             let mine = self.noise_field(&f.field);

@@ -492,12 +492,24 @@ pub fn run_lib_with(
     observer: &mut dyn versus::engine::Observer,
     stop: &versus::engine::Stop,
 ) -> (versus::engine::RunOutput, String) {
+    run_lib_tapped(args, input, observer, stop, None)
+}
+
+/// [`run_lib_with`] with one more tap, which sees what the run's own do.
+pub fn run_lib_tapped(
+    args: &[&str],
+    input: &[u8],
+    observer: &mut dyn versus::engine::Observer,
+    stop: &versus::engine::Stop,
+    tap: Option<Arc<dyn versus::engine::Tap>>,
+) -> (versus::engine::RunOutput, String) {
     use clap::Parser;
     let mut argv = vec!["versus"];
     argv.extend_from_slice(args);
     let cli = versus::cli::Cli::try_parse_from(argv).expect("arguments");
     let mut plan = versus::plan::Plan::from_args(&cli.run, false).expect("plan");
     versus::plan::grpc::setup(&mut plan).expect("gRPC set-up");
+    plan.engine_mut().taps.extend(tap);
     let plan = Arc::new(plan);
     if let Some(log) = &plan.mismatch_log {
         log.open().expect("--mismatches");
@@ -725,4 +737,86 @@ pub fn step_of<'a>(report: &'a serde_json::Value, e: usize, name: &str) -> &'a s
         .iter()
         .find(|s| s["name"] == name)
         .unwrap_or_else(|| panic!("no step {name}: {report}"))
+}
+
+/// Run versus as a process on 1,000 requests whose answers differ at two
+/// endpoints, with `extra` arguments, and Ctrl-C it once every request was
+/// sent, while answers still wait to be judged: its judge thread is held
+/// up writing the mismatch log to a pipe nobody reads until the run is
+/// stopped. `--drain 0s`: judging stops at once.
+pub fn stopped_while_judging(extra: &[&str]) -> Output {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::OpenOptionsExt;
+    let pad = "x".repeat(500);
+    let answer = |v: u32| {
+        let body = format!(r#"{{"v":{v},"pad":"{pad}"}}"#);
+        move |_: &Seen| Reply::ok(body.clone())
+    };
+    let (one, two) = (Server::start(answer(1)), Server::start(answer(2)));
+    let fifo = std::env::temp_dir().join(format!(
+        "versus-judging-{}-{}.fifo",
+        std::process::id(),
+        one.url().rsplit(':').next().unwrap().trim_end_matches('/')
+    ));
+    let _ = std::fs::remove_file(&fifo);
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a NUL-terminated path has no memory effects.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    // The reading end, open (so that versus can open the writing end) and
+    // not read: the pipe fills, and the judge thread waits.
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let (e1, e2) = (format!("a={}", one.url()), format!("b={}", two.url()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
+        .args(["--mismatches", fifo.to_str().unwrap(), "--drain", "0s"])
+        .args(extra)
+        .args(["-c", "4", &e1, &e2])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&lines(1_000)).unwrap();
+    drop(stdin);
+    let (tx, stderr) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Every request sent: the mismatch log's first lines filled the pipe
+    // long before.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while one.requests() + two.requests() < 2_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not every request was sent"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with a valid pid and signal has no memory effects.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    // Stopped once it says so; then let the judge thread go on.
+    while !stderr
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap()
+        .starts_with("versus: stopping;")
+    {}
+    let drained = std::thread::spawn(move || {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&reader);
+        // SAFETY: fcntl(2) on an open descriptor has no memory effects.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, 0) };
+        let mut log = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut log).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    drained.join().unwrap();
+    let _ = std::fs::remove_file(&fifo);
+    out
 }

@@ -4,9 +4,11 @@
 //! bytes, first byte, connections, TLS, failed connects, held back,
 //! abandoned, flows, steps, methods), each paged step's table and
 //! improvements, and the summary (totals, run time, I/O driver, mismatch
-//! and error groups, incomplete). A line of the text report this check
-//! does not know fails it, so a figure added to the text report is added
-//! here, and to every format, too.
+//! and error groups, incomplete, and the lines only some runs have:
+//! warm-up, as bytes, judged on a timing core, judge queue peak, not
+//! judged, logged, input, source, stopped, noise). A line of the text report this check does not know
+//! fails it, so a figure added to the text report is added here, and to
+//! every format, too.
 
 use std::collections::BTreeMap;
 
@@ -83,15 +85,27 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 8] = [
+        const SUMMARY: [&str; 20] = [
             "Completed:",
             "Timing:",
             "Errors:",
             "I/O:",
+            "Warm-up:",
             "Mismatched:",
             "by method and field",
             "Errors by method",
             "Incomplete:",
+            "As bytes:",
+            "Judged on a timing core:",
+            "Judge queue peak:",
+            "Not judged:",
+            "Logged:",
+            "Input:",
+            "Source:",
+            "Stopped:",
+            "Noise:",
+            "noisy fields",
+            "fields that are noisy and also really differ",
         ];
         let summary = self.text.split("\n** Summary for ").nth(1).unwrap();
         let heads = |text: &str, indent: &str| -> Vec<String> {
@@ -425,6 +439,191 @@ impl Reports {
         };
         self.shown(&md, &format!("incomplete: {incomplete}"));
         self.groups(summary);
+        self.notes(summary, endpoint_rows);
+        self.stopped(summary, endpoint_rows);
+        self.noise(summary, endpoint_rows);
+    }
+
+    /// `Noise:` and its tables of fields, in every format.
+    fn noise(&self, summary: &str, endpoint_rows: &[Vec<String>]) {
+        let json = &self.json["comparison"]["noise"];
+        let column = self.col("noise_only");
+        let Some(sentence) = line_after(summary, "Noise:") else {
+            assert!(json.is_null(), "json noise");
+            assert!(endpoint_rows.iter().all(|r| r[column] == "0"));
+            assert!(!self.md.contains("- Noise:") && !self.html.contains("<p>Noise:"));
+            return;
+        };
+        let sentence = sentence.trim_start();
+        let (twin, noise_only) = (json["twin"].as_str().unwrap(), &json["noise_only"]);
+        assert_eq!(
+            sentence,
+            format!("{twin} is a second copy of the reference; {noise_only} requests differed only where the two reference answers differ"),
+            "json noise"
+        );
+        let n = noise_only.to_string();
+        assert!(
+            endpoint_rows.iter().all(|r| r[column] == n),
+            "csv noise_only"
+        );
+        let md = versus::report::markdown::cell(sentence);
+        self.shown(
+            &format!("- Noise: {md}\n"),
+            &format!("<p>Noise: {sentence}.</p>"),
+        );
+        let compared = self.json["comparison"]["compared"].as_u64().unwrap();
+        let mut lines = summary.lines().peekable();
+        while let Some(line) = lines.next() {
+            let only_noise = match line.trim_start() {
+                l if l.starts_with("noisy fields") => "yes",
+                l if l.starts_with("fields that are noisy and also really differ") => "no",
+                _ => continue,
+            };
+            while let Some(row) = lines.next_if(|l| l.starts_with("       ")) {
+                let [field, pair, candidate]: [String; 3] =
+                    cells(row).try_into().unwrap_or_else(|r| panic!("{r:?}"));
+                let f = json["fields"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|f| f["field"] == field.as_str())
+                    .unwrap_or_else(|| panic!("json noise field {field}"));
+                let share = |key: &str| versus::report::percent(f[key].as_u64().unwrap(), compared);
+                assert_eq!(share("reference_pair"), pair, "json noise {field}");
+                assert_eq!(share("candidate"), candidate, "json noise {field}");
+                assert_eq!(f["only_noise"], only_noise == "yes", "json noise {field}");
+                let cell = versus::report::markdown::cell(&field);
+                self.shown(
+                    &format!("| {cell} | {pair} | {candidate} | {only_noise} |"),
+                    &format!("<tr><td class=\"text\">{field}</td><td>{pair}</td><td>{candidate}</td><td>{only_noise}</td></tr>"),
+                );
+                let csv = self.csv_row(twin, "noise", &field);
+                for key in ["reference_pair", "candidate", "cancelled"] {
+                    assert_eq!(
+                        csv[self.col(&format!("noise_{key}"))],
+                        f[key].to_string(),
+                        "csv noise {field} {key}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The summary's lines only some runs have, each in every format, or
+    /// in none: a count of requests, or (`Judge queue peak:`, `Input:`,
+    /// `Source:`) a figure of its own.
+    fn notes(&self, summary: &str, endpoint_rows: &[Vec<String>]) {
+        let v = &self.json["comparison"];
+        let notes = [
+            ("Warm-up", &self.json["run"]["warmup"], "warmup"),
+            ("As bytes", &v["compared_as_bytes"], "compared_as_bytes"),
+            (
+                "Judged on a timing core",
+                &v["judged_on_core"],
+                "judged_on_core",
+            ),
+            (
+                "Judge queue peak",
+                &v["judge_queue_peak_bytes"],
+                "judge_queue_peak_bytes",
+            ),
+            ("Not judged", &v["not_judged"], "not_judged"),
+            ("Logged", &v["logged"], "mismatches_logged"),
+            ("Input", &self.json["input"]["malformed"], "malformed"),
+            ("Source", &self.json["input"]["summary"], ""),
+        ];
+        for (name, json, column) in notes {
+            let csv: Vec<&str> = match column {
+                "" => Vec::new(),
+                c => endpoint_rows
+                    .iter()
+                    .map(|r| r[self.col(c)].as_str())
+                    .collect(),
+            };
+            let Some(line) = line_after(summary, &format!("{name}: ")) else {
+                assert!(
+                    json.is_null() || json == 0,
+                    "json {name} without a text line: {json}"
+                );
+                assert!(
+                    csv.iter().all(|c| *c == "0" || c.is_empty()),
+                    "csv {column}: {csv:?}"
+                );
+                assert!(
+                    !self.md.contains(&format!("\n- {name}: ")),
+                    "markdown {name}"
+                );
+                assert!(!self.html.contains(&format!("<p>{name}: ")), "html {name}");
+                continue;
+            };
+            let line = line.trim_start();
+            let value = match name {
+                "Judge queue peak" => {
+                    let peak = line.split(" (").next().unwrap();
+                    let bytes = json.as_u64().unwrap();
+                    assert_eq!(versus::report::size(bytes), peak, "json {name}");
+                    peak.to_string()
+                }
+                "Input" => {
+                    assert!(line.contains(&format!(" {json} malformed")), "json {name}");
+                    line.to_string()
+                }
+                "Source" => {
+                    assert_eq!(json, line, "json {name}");
+                    line.to_string()
+                }
+                "Logged" => {
+                    let (written, seen) = (json["written"].to_string(), json["seen"].to_string());
+                    let start = format!("{written} of {seen} mismatched requests written");
+                    assert!(line.starts_with(&start), "json {name}: {json}");
+                    let seen_column = self.col("mismatches_seen");
+                    assert!(
+                        csv.iter().all(|c| *c == written)
+                            && endpoint_rows.iter().all(|r| r[seen_column] == seen),
+                        "csv {column}: {csv:?}"
+                    );
+                    line.to_string()
+                }
+                "Warm-up" => {
+                    let w = line.split(" sent first").next().unwrap();
+                    assert_eq!(json, w, "json {name}");
+                    assert!(csv.iter().all(|c| *c == w), "csv {column}: {csv:?}");
+                    w.to_string()
+                }
+                _ => {
+                    let n = line.split(' ').next().unwrap();
+                    assert_eq!(json.to_string(), n, "json {name}");
+                    format!("{n} requests")
+                }
+            };
+            if !matches!(name, "Source" | "Warm-up" | "Logged") {
+                let n = json.to_string();
+                assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
+            }
+            let md = versus::report::markdown::cell(&value);
+            self.shown(
+                &format!("- {name}: {md}\n"),
+                &format!("<p>{name}: {value}.</p>"),
+            );
+        }
+    }
+
+    /// `Stopped:`, when Ctrl-C stopped the run, in every format.
+    fn stopped(&self, summary: &str, endpoint_rows: &[Vec<String>]) {
+        let stopped = line_after(summary, "Stopped:").is_some();
+        assert_eq!(self.json["run"]["interrupted"], stopped, "json interrupted");
+        let column = self.col("interrupted");
+        assert!(
+            endpoint_rows
+                .iter()
+                .all(|r| r[column] == stopped.to_string()),
+            "csv interrupted"
+        );
+        let (md, html) = (
+            self.md.contains(" long, interrupted."),
+            self.html.contains(" long, interrupted, started"),
+        );
+        assert_eq!((md, html), (stopped, stopped), "markdown, html interrupted");
     }
 
     /// The mismatch groups and the errors by method, row for row.
