@@ -794,7 +794,8 @@ impl Core {
                 s.spare_failed += failed;
             }
         }
-        self.tallies.borrow_mut().flush_into(&mut stats);
+        let ends = self.last_done.borrow();
+        (self.tallies.borrow_mut()).flush_into(&mut stats, (self.started, &ends));
         self.kinds.borrow_mut().forget_places();
         stats
     }
@@ -1584,12 +1585,12 @@ fn record(core: &Core, e: usize, req: &Request, outcome: &Outcome, step: Option<
         tap.outcome(settings, e, req, outcome);
     }
     let mut stats = core.stats.borrow_mut();
+    let mut tallies = core.tallies.borrow_mut();
     if let Some(times) = stats.endpoints[e].count(outcome) {
-        core.tallies.borrow_mut().response(e, times);
+        tallies.response(e, times);
     }
-    // The outcome's own instants, no clock read.
-    let start = outcome.start.saturating_duration_since(core.started);
-    stats.endpoints[e].sends.record(start, outcome.latency);
+    tallies.ended(e, outcome.start);
+    drop(tallies);
     if let Some(ledger) = &core.ledgers[e] {
         ledger.blame(outcome, &mut stats.endpoints[e]);
     }

@@ -3,7 +3,7 @@
 //! from (its `Earliest`, `Latest` and `End`), kept per endpoint so that a
 //! fast endpoint beside a slow one shows its own.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The first and last start of an endpoint's counted requests and the
 /// latest end of one, as offsets from the start of the clock of the core
@@ -33,9 +33,9 @@ impl Default for Sends {
 
 impl Sends {
     /// Record a request that started `start` after the clock and took
-    /// `latency`: minima and maxima of values the request has, no clock
-    /// read.
-    #[inline(always)]
+    /// `latency`: for tests that make figures by hand (the engine records
+    /// instants, [`SendInstants`]).
+    #[cfg(test)]
     pub fn record(&mut self, start: Duration, latency: Duration) {
         self.first = self.first.min(start);
         self.last = self.last.max(start);
@@ -68,6 +68,50 @@ impl Sends {
     }
 }
 
+/// What [`Sends`] is made of, as a core records it request by request:
+/// the first and last start as instants. Comparing two instants costs a
+/// few instructions; the offset from the clock's start (a subtraction of
+/// instants and a carry of nanoseconds) is taken once an interval, when
+/// the statistics leave the core, and the latest end is then the core's
+/// last completion, which it reads the clock for anyway.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SendInstants {
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl SendInstants {
+    /// A request that started at `start` ended.
+    #[inline(always)]
+    pub fn record(&mut self, start: Instant) {
+        if self.first.is_none_or(|f| start < f) {
+            self.first = Some(start);
+        }
+        if self.last.is_none_or(|l| start > l) {
+            self.last = Some(start);
+        }
+    }
+
+    /// Into `sends`, as offsets from `origin`; `end` is the latest end
+    /// when known (else the latest start stands for it: merging keeps the
+    /// latest). Starts again from none.
+    pub fn flush_into(&mut self, origin: Instant, end: Option<Instant>, sends: &mut Sends) {
+        let (Some(first), Some(last)) = (self.first.take(), self.last.take()) else {
+            return;
+        };
+        let offset = |t: Instant| t.saturating_duration_since(origin);
+        let mut mine = Sends {
+            first: offset(first),
+            last: offset(last),
+            end: offset(last),
+        };
+        if let Some(end) = end {
+            mine.end = mine.end.max(offset(end));
+        }
+        sends.merge(&mine);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +136,32 @@ mod tests {
         assert_eq!(
             (merged.first, merged.last, merged.end),
             (ms(10), ms(35), ms(250))
+        );
+    }
+
+    #[test]
+    fn instants_recorded_in_any_order_flush_as_offsets_with_the_last_completion() {
+        let origin = Instant::now();
+        let ms = Duration::from_millis;
+        let mut live = SendInstants::default();
+        for at in [30, 10, 50, 20] {
+            live.record(origin + ms(at));
+        }
+        let mut sends = Sends::default();
+        live.flush_into(origin, Some(origin + ms(80)), &mut sends);
+        assert_eq!(
+            (sends.first, sends.last, sends.end),
+            (ms(10), ms(50), ms(80))
+        );
+        // Nothing recorded since: nothing changes.
+        live.flush_into(origin, Some(origin + ms(90)), &mut sends);
+        assert_eq!(sends.end, ms(80));
+        // No completion known yet: the latest start stands for the end.
+        live.record(origin + ms(60));
+        live.flush_into(origin, None, &mut sends);
+        assert_eq!(
+            (sends.first, sends.last, sends.end),
+            (ms(10), ms(60), ms(80))
         );
     }
 }

@@ -10,10 +10,11 @@
 //! test, its minimum and maximum): a tally's record is a bucket index and
 //! an increment.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::sends::SendInstants;
 use super::{RunStats, MAX_MICROS};
 
 /// Counts of samples in the buckets of an HDR histogram with a lowest
@@ -147,6 +148,8 @@ struct EndpointTallies {
     ttfb: Tally,
     /// Into the latency of [`super::EndpointStats::methods`], by index.
     methods: Vec<Tally>,
+    /// Into [`super::EndpointStats::sends`].
+    sends: SendInstants,
 }
 
 impl Tallies {
@@ -159,6 +162,7 @@ impl Tallies {
                     parted: Tally::new(super::SIGFIG),
                     ttfb: Tally::new(super::SIGFIG),
                     methods: Vec::new(),
+                    sends: SendInstants::default(),
                 })
                 .collect(),
         }
@@ -175,6 +179,13 @@ impl Tallies {
         }
     }
 
+    /// A request of endpoint `e` that started at `start` ended (answered
+    /// or failed).
+    #[inline(always)]
+    pub fn ended(&mut self, e: usize, start: Instant) {
+        self.endpoints[e].sends.record(start);
+    }
+
     /// Count a latency of endpoint `e`'s method (or route) at index `i`
     /// of its [`super::EndpointStats::methods`].
     #[inline(always)]
@@ -186,9 +197,23 @@ impl Tallies {
         methods[i].record(latency);
     }
 
-    /// Add every count to `stats`' histograms, and start again from none.
-    pub fn flush_into(&mut self, stats: &mut RunStats) {
-        for (t, s) in self.endpoints.iter_mut().zip(&mut stats.endpoints) {
+    /// Add every count to `stats`' histograms, and the send times to its
+    /// [`super::EndpointStats::sends`] as offsets from `origin` (with each
+    /// endpoint's last completion, when known, in `ends`); start again
+    /// from none.
+    pub fn flush_into(
+        &mut self,
+        stats: &mut RunStats,
+        (origin, ends): (Instant, &[Option<Instant>]),
+    ) {
+        for (e, (t, s)) in self
+            .endpoints
+            .iter_mut()
+            .zip(&mut stats.endpoints)
+            .enumerate()
+        {
+            t.sends
+                .flush_into(origin, ends.get(e).copied().flatten(), &mut s.sends);
             t.ttfb.flush_beside(&t.latency, &mut t.parted, &mut s.ttfb);
             t.latency.flush_into(&mut s.latency);
             for (m, p) in t.methods.iter_mut().zip(&mut s.methods) {
@@ -278,10 +303,10 @@ mod tests {
             record(&mut ttfb, f);
             t.response(0, (l, f));
             if n % 1777 == 0 {
-                t.flush_into(&mut stats);
+                t.flush_into(&mut stats, (Instant::now(), &[]));
             }
         }
-        t.flush_into(&mut stats);
+        t.flush_into(&mut stats, (Instant::now(), &[]));
         let e = &stats.endpoints[0];
         let buckets = |h: &Histogram<u64>| {
             h.iter_recorded()
