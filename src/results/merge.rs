@@ -304,3 +304,28 @@ fn add_input(a: &mut InputStats, b: &InputStats) {
         (x, y) => x.or_else(|| y.clone()),
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shards of one run share their command but for their own share, start
+    /// and files, in either spelling (`-o F`, `--output=F`).
+    #[test]
+    fn a_shards_own_flags_are_left_out_of_the_shared_command() {
+        let command = |args: &str| -> Vec<String> {
+            std::iter::once("versus")
+                .chain(args.split(' '))
+                .map(str::to_string)
+                .collect()
+        };
+        let one = command("--shard 0/2 -o a.jsonl --rate 10 --html=a.html a=http://h/");
+        let two = command("--rate 10 --shard=1/2 --output b.jsonl --start-at 5 a=http://h/");
+        assert_eq!(shared_command(&one), ["--rate", "10", "a=http://h/"]);
+        assert_eq!(shared_command(&one), shared_command(&two));
+        assert_ne!(
+            shared_command(&one),
+            shared_command(&command("--rate 20 a=http://h/"))
+        );
+    }
+}
