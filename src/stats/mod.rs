@@ -1110,4 +1110,20 @@ mod tests {
         let p50 = a.latency.value_at_quantile(0.5);
         assert!((50_000..=51_100).contains(&p50), "{p50}");
     }
+
+    /// The rate counts requests that reached a server: failed connect
+    /// attempts and requests not sent to a stopped endpoint are left out.
+    #[test]
+    fn the_rate_leaves_out_failed_connects_and_requests_never_sent() {
+        let mut s = EndpointStats {
+            responses: 10,
+            active: Duration::from_secs(2),
+            ..EndpointStats::default()
+        };
+        s.failures[Failure::Refused.index()] = 4;
+        s.failures[Failure::Stopped.index()] = 6;
+        assert_eq!(s.completed(), 20);
+        assert_eq!(s.rate(), 5.0);
+        assert_eq!(s.failed_connect_rate(), 2.0);
+    }
 }
