@@ -257,6 +257,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "RATE", help_heading = "Load")]
     pub rate: Option<String>,
 
+    /// Load that changes over time: DURATION:VALUE stages, each ramped
+    /// (A..B) or held (A).
+    ///
+    /// Rates are the open model (30s:0..500/s,2m:500/s,30s:500..0/s); bare
+    /// numbers are the closed model's virtual users (30s:1..50,2m:50). The
+    /// run ends with the last stage.
+    #[arg(long, value_name = "STAGES", help_heading = "Load")]
+    pub stages: Option<String>,
+
     /// Open model: most requests in flight per endpoint; a request due when
     /// none is free starts late and is counted.
     #[arg(

@@ -535,6 +535,24 @@ fn every_format_shows_every_figure_of_an_open_model_run() {
     reports_showing("open.jsonl", &args, &two_methods(200), &shown).check_every_figure();
 }
 
+#[test]
+fn every_format_shows_the_load_of_a_staged_run_in_both_models() {
+    let (a, b) = (
+        Server::start(|_| Reply::ok("{}")),
+        Server::start(|_| Reply::ok("{}").after(Duration::from_millis(2))),
+    );
+    let (a, b) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let open = ["--stages", "1s:50..250/s", &a, &b];
+    let shown = [
+        "   Stages:     1s:50..250/s",
+        "   Offered:    150.00 per second",
+    ];
+    reports_showing("staged-open.jsonl", &open, &two_methods(400), &shown).check_every_figure();
+    let closed = ["--stages", "1s:1..3", &a, &b];
+    let shown = ["   Stages:     1s:1..3", "   Users:      "];
+    reports_showing("staged-closed.jsonl", &closed, &two_methods(400), &shown).check_every_figure();
+}
+
 /// `--format csv` on a run prints on stdout, as the other formats do, the
 /// CSV that `versus report --format csv` makes of the saved run.
 #[test]

@@ -10,6 +10,7 @@ mod judge_thread;
 pub mod pace;
 pub mod preflight;
 pub mod settings;
+pub mod shape;
 mod slots;
 mod stop;
 mod tap;
@@ -372,7 +373,7 @@ impl Cores {
     /// Closed model: no more cores than requests in flight. Open model:
     /// every core shares the schedule, up to --max-in-flight.
     fn of(settings: &Settings) -> Cores {
-        let in_flight = match settings.rate {
+        let in_flight = match settings.open {
             Some(_) => settings.max_in_flight,
             None => settings.concurrency,
         };
@@ -442,7 +443,7 @@ fn core_inputs(
                     .count
                     .map(|n| n + settings.warmup.count.unwrap_or(0)),
                 settings.strict,
-                match (cores.count, settings.rate) {
+                match (cores.count, settings.rate()) {
                     (1, _) => reader::MAX_BATCH_ONE_CORE,
                     (n, Some(rate)) => rate.batch(n).min(reader::MAX_BATCH),
                     (_, None) => reader::MAX_BATCH,
@@ -499,7 +500,7 @@ impl Launch<'_> {
         // Open model: also the connections the rate needs (more open in
         // the background as the run needs them).
         let warm = settings
-            .rate
+            .rate()
             .map_or(0, pace::Rate::connections)
             .max(settings.concurrency);
         let warm = share(warm).clamp(1, slots);
@@ -508,9 +509,9 @@ impl Launch<'_> {
             links,
             slots,
             warm,
-            schedule: settings
-                .rate
-                .map(|r| pace::Schedule::new(r, settings.shard, c, self.cores.count)),
+            schedule: settings.open.as_ref().map(|shape| {
+                pace::Schedule::new(shape.clone(), settings.shard, c, self.cores.count)
+            }),
             // A stream's warm-up goes by position in the input, since the
             // cores take its batches unevenly; anything else each core
             // makes itself, in equal shares.
@@ -527,6 +528,7 @@ impl Launch<'_> {
             stop: self.stop.clone(),
             start_barrier: self.start_barrier.clone(),
             ticks: self.ticks.clone(),
+            part: settings.shard.part(c, self.cores.count),
             judge: self.judge.map(JudgeThread::to),
             core: c,
             ledgers,

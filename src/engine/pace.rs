@@ -1,157 +1,149 @@
 //! The open model's schedule: when each request is due. A pure function of
-//! the request's number (no clock), so it is tested by a table.
+//! the request's number (no clock), so it is tested by a table; the load's
+//! shape over time is a [`Shape`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
+pub use super::shape::Rate;
+use super::shape::{Constant, Shape};
 use crate::model::Share;
-
-/// A rate in requests per second per endpoint, parsed from `500`, `500/s`,
-/// `30000/m`, `2/ms`, `1000/h`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rate(pub f64);
-
-/// How far ahead the connections opened before the clock reach (see
-/// [`Rate::connections`]).
-const AHEAD: Duration = Duration::from_millis(10);
-
-impl Rate {
-    /// The connections this rate needs open before the clock starts: one
-    /// for each request due within [`AHEAD`], so that neither a burst that
-    /// long (a late timer, a core the machine took away a while) nor
-    /// answers that slow put a connect in a request's path. Answers slower
-    /// than that need more, which open in the background as the free ones
-    /// run low.
-    pub fn connections(self) -> usize {
-        (self.0 * AHEAD.as_secs_f64()).ceil() as usize
-    }
-
-    /// The most requests of a stream a batch holds when `cores` cores
-    /// share this rate: what one core is due within [`AHEAD`]. Each core
-    /// keeps its share of the schedule and takes the stream's batches as
-    /// it needs them, so a batch is what a core may take beyond its share:
-    /// 64 at 50 a second a core was 1.3 s, and a run of 200 lines at 100
-    /// a second on two cores ended 0.57 s late, at 78 a second.
-    pub fn batch(self, cores: usize) -> usize {
-        ((self.0 * AHEAD.as_secs_f64() / cores.max(1) as f64).ceil() as usize).max(1)
-    }
-}
-
-impl std::str::FromStr for Rate {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Rate, String> {
-        let (n, per) = match s.trim().split_once('/') {
-            Some((n, unit)) => (n.trim(), unit.trim()),
-            None => (s.trim(), "s"),
-        };
-        let seconds = match per {
-            "ms" => 0.001,
-            "s" | "" => 1.0,
-            "m" | "min" => 60.0,
-            "h" => 3600.0,
-            _ => {
-                return Err(format!(
-                    "--rate {s:?}: unknown unit {per:?}; use /ms, /s, /m or /h"
-                ))
-            }
-        };
-        match n.parse::<f64>() {
-            Ok(v) if v.is_finite() && v > 0.0 => Ok(Rate(v / seconds)),
-            _ => Err(format!(
-                "--rate {s:?}: expected a positive number of requests, like 500, 500/s or 30000/m"
-            )),
-        }
-    }
-}
 
 /// One core's share of a schedule: with `cores` cores, core `c` sends
 /// requests `c, c + cores, c + 2·cores, ...` of its shard's schedule; and
 /// of `--shard I/N`, requests `I, I + N, ...` of the whole run's, so N
 /// shards at `rate` each send the whole run's schedule at `N · rate`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Schedule {
-    /// Nanoseconds between two requests of the whole run's schedule.
-    gap_ns: f64,
+    /// The whole run's load over time.
+    shape: Arc<dyn Shape>,
     /// Which requests of the whole run's schedule are this core's.
     part: Share,
 }
 
 impl Schedule {
-    /// The schedule of core `core` of `cores` of `shard` sending `rate`
-    /// requests per second (its shard's share of the whole rate).
-    pub fn new(rate: Rate, shard: Share, core: usize, cores: usize) -> Schedule {
+    /// The schedule of core `core` of `cores` of `shard`, of the whole
+    /// run's `shape`.
+    pub fn new(shape: Arc<dyn Shape>, shard: Share, core: usize, cores: usize) -> Schedule {
         Schedule {
-            gap_ns: 1e9 / (rate.0 * shard.count as f64),
+            shape,
             part: shard.part(core, cores),
         }
     }
 
-    /// When this core's `k`-th request (from 0) is due, from the start.
-    pub fn due(&self, k: u64) -> Duration {
-        let global = k * self.part.count + self.part.index;
-        Duration::from_nanos((global as f64 * self.gap_ns).round() as u64)
+    /// The schedule of `rate`, this shard's share of a constant rate.
+    pub fn constant(rate: Rate, shard: Share, core: usize, cores: usize) -> Schedule {
+        let whole = Rate(rate.0 * shard.count as f64);
+        Schedule::new(Arc::new(Constant(whole)), shard, core, cores)
     }
+
+    /// The number of this core's `k`-th request (from 0) in the whole
+    /// run's schedule.
+    fn global(&self, k: u64) -> f64 {
+        (k * self.part.count + self.part.index) as f64
+    }
+
+    /// When this core's `k`-th request (from 0) is due, from the start;
+    /// `None` once the shape has ended.
+    pub fn due(&self, k: u64) -> Option<Duration> {
+        self.shape.time_of(self.global(k))
+    }
+
+    /// When the `k`-th request is due after the rate was scaled at
+    /// `anchor`: from there on, the shape's rate times the anchor's scale.
+    pub fn due_after(&self, anchor: &Anchor, k: u64) -> Option<Duration> {
+        let from = self.shape.due_by(anchor.at);
+        let more = (self.global(k) - self.global(anchor.k)) / anchor.scale;
+        self.shape.time_of(from + more).map(|t| t.max(anchor.at))
+    }
+}
+
+/// Where a schedule was re-anchored by a change of rate (the dashboard's
+/// `+` and `-`): from this core's request `k`, due at `at` (time into the
+/// shape), requests follow at `scale` times the shape's rate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Anchor {
+    pub k: u64,
+    pub at: Duration,
+    pub scale: f64,
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::shape::{Stage, Stages};
     use super::*;
-
-    #[test]
-    fn rates_parse_with_units() {
-        for (s, want) in [
-            ("500", 500.0),
-            ("500/s", 500.0),
-            ("30000/m", 500.0),
-            ("2/ms", 2000.0),
-            ("3600/h", 1.0),
-            (" 20000 ", 20000.0),
-        ] {
-            assert_eq!(s.parse::<Rate>(), Ok(Rate(want)), "{s}");
-        }
-        for s in ["0", "-5", "fast", "5/week", "NaN"] {
-            assert!(s.parse::<Rate>().is_err(), "{s}");
-        }
-    }
 
     #[test]
     fn the_schedule_by_table() {
         // 1000 per second over 1 core: one request every 1 ms.
-        let one = Schedule::new(Rate(1000.0), Share::WHOLE, 0, 1);
+        let one = Schedule::constant(Rate(1000.0), Share::WHOLE, 0, 1);
         for (k, ms) in [(0, 0), (1, 1), (2, 2), (1000, 1000)] {
-            assert_eq!(one.due(k), Duration::from_millis(ms), "k={k}");
+            assert_eq!(one.due(k).unwrap(), Duration::from_millis(ms), "k={k}");
         }
         // 1000 per second over 2 cores: core 0 sends the even requests
         // (0, 2, 4 ms), core 1 the odd ones (1, 3, 5 ms).
-        let c0 = Schedule::new(Rate(1000.0), Share::WHOLE, 0, 2);
-        let c1 = Schedule::new(Rate(1000.0), Share::WHOLE, 1, 2);
+        let c0 = Schedule::constant(Rate(1000.0), Share::WHOLE, 0, 2);
+        let c1 = Schedule::constant(Rate(1000.0), Share::WHOLE, 1, 2);
         assert_eq!(
-            [c0.due(0), c0.due(1), c0.due(2)],
+            [c0.due(0).unwrap(), c0.due(1).unwrap(), c0.due(2).unwrap()],
             [0, 2, 4].map(Duration::from_millis)
         );
         assert_eq!(
-            [c1.due(0), c1.due(1), c1.due(2)],
+            [c1.due(0).unwrap(), c1.due(1).unwrap(), c1.due(2).unwrap()],
             [1, 3, 5].map(Duration::from_millis)
         );
         // 3 per second: gaps of 333.33 ms, rounded to the nanosecond.
-        let third = Schedule::new(Rate(3.0), Share::WHOLE, 0, 1);
-        assert_eq!(third.due(1), Duration::from_nanos(333_333_333));
-        assert_eq!(third.due(3), Duration::from_secs(1));
+        let third = Schedule::constant(Rate(3.0), Share::WHOLE, 0, 1);
+        assert_eq!(third.due(1).unwrap(), Duration::from_nanos(333_333_333));
+        assert_eq!(third.due(3).unwrap(), Duration::from_secs(1));
         // 20000 per second: 50 µs apart, no millisecond rounding.
-        let fast = Schedule::new(Rate(20000.0), Share::WHOLE, 0, 1);
-        assert_eq!(fast.due(3), Duration::from_micros(150));
+        let fast = Schedule::constant(Rate(20000.0), Share::WHOLE, 0, 1);
+        assert_eq!(fast.due(3).unwrap(), Duration::from_micros(150));
     }
 
     #[test]
-    fn the_connections_a_rate_needs_are_those_due_within_ten_ms() {
-        for (rate, want) in [
-            (1.0, 1),
-            (100.0, 1),
-            (200.0, 2),
-            (2000.0, 20),
-            (20000.0, 200),
-        ] {
-            assert_eq!(Rate(rate).connections(), want, "{rate}");
+    fn a_change_of_rate_goes_on_from_its_anchor() {
+        // 1000 per second, doubled at request 10 (10 ms): 0.5 ms apart.
+        let one = Schedule::constant(Rate(1000.0), Share::WHOLE, 0, 1);
+        let at = |k, ms: u64, scale| Anchor {
+            k,
+            at: Duration::from_millis(ms),
+            scale,
+        };
+        let doubled = at(10, 10, 2.0);
+        for (k, us) in [(10, 10_000), (11, 10_500), (14, 12_000)] {
+            assert_eq!(
+                one.due_after(&doubled, k),
+                Some(Duration::from_micros(us)),
+                "k={k}"
+            );
         }
+        // Halved at request 10 when it was sent late, at 15 ms.
+        let halved = at(10, 15, 0.5);
+        assert_eq!(one.due_after(&halved, 12), Some(Duration::from_millis(19)));
+        // On a ramp the scale multiplies the rate the shape has then:
+        // 0..1000/s over 2 s has made 250 t² requests due by t s. At twice
+        // its rate from request 250 (1 s), 375 more are due when the shape
+        // has made half as many, 437.5: at the square root of 1.75 s.
+        let ramp = Schedule::new(
+            Arc::new(Stages::new(vec![Stage {
+                length: Duration::from_secs(2),
+                from: 0.0,
+                to: 1000.0,
+            }])),
+            Share::WHOLE,
+            0,
+            1,
+        );
+        let twice = at(250, 1000, 2.0);
+        let got = ramp.due_after(&twice, 250 + 375).unwrap();
+        assert!(
+            got.abs_diff(Duration::from_secs_f64(1.75f64.sqrt())) < Duration::from_micros(1),
+            "{got:?}"
+        );
+        // A scale that outruns the shape's end ends the schedule.
+        assert!(ramp.due_after(&twice, 250 + 1499).is_some());
+        assert_eq!(ramp.due_after(&twice, 250 + 1500), None);
     }
 
     /// N shards of 1000/N per second, each over 1 to 3 cores, send the
@@ -159,7 +151,11 @@ mod tests {
     #[test]
     fn shards_of_a_schedule_make_the_whole() {
         let whole: Vec<Duration> = (0..240)
-            .map(|k| Schedule::new(Rate(1000.0), Share::WHOLE, 0, 1).due(k))
+            .map(|k| {
+                Schedule::constant(Rate(1000.0), Share::WHOLE, 0, 1)
+                    .due(k)
+                    .unwrap()
+            })
             .collect();
         for n in 1..8u64 {
             for cores in 1..4 {
@@ -168,10 +164,10 @@ mod tests {
                     let shard = Share { index: i, count: n };
                     let rate = Rate(1000.0 / n as f64);
                     for c in 0..cores {
-                        let s = Schedule::new(rate, shard, c, cores);
+                        let s = Schedule::constant(rate, shard, c, cores);
                         union.extend(
                             (0..)
-                                .map(|k| s.due(k))
+                                .map(|k| s.due(k).unwrap())
                                 .take_while(|d| *d < whole[240 - 1] + Duration::from_nanos(1)),
                         );
                     }

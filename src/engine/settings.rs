@@ -62,8 +62,12 @@ pub struct Settings {
     /// connections opened before the clock starts (open model, which also
     /// opens those its rate needs).
     pub concurrency: usize,
-    /// Open model: requests per second per endpoint, on a schedule.
-    pub rate: Option<super::pace::Rate>,
+    /// Open model: the whole run's rate per endpoint over time (`--rate`,
+    /// `--stages` of rates), every shard's together.
+    pub open: Option<Arc<dyn super::shape::Shape>>,
+    /// Closed model with `--stages`: the whole run's virtual users over
+    /// time, at most `concurrency` (this shard's share of their peak).
+    pub users: Option<super::shape::Users>,
     /// Open model: most requests in flight per endpoint.
     pub max_in_flight: usize,
     /// Cores to use.
@@ -92,7 +96,7 @@ pub struct Settings {
     /// and the mismatch log, when asked for.
     pub taps: Vec<Arc<dyn super::Tap>>,
     /// This run's share of a sharded run ([`Share::WHOLE`] unsharded):
-    /// `concurrency`, `rate`, and the counts of `stop_after` and `warmup`
+    /// `concurrency`, and the counts of `stop_after` and `warmup`
     /// are already this shard's.
     pub shard: Share,
     /// When to start sending (`--start-at`).
@@ -100,6 +104,12 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Open model: this shard's share of the highest rate.
+    pub fn rate(&self) -> Option<super::pace::Rate> {
+        let open = self.open.as_ref()?;
+        Some(super::pace::Rate(open.peak().0 / self.shard.count as f64))
+    }
+
     /// The method `req` is counted under: as the reference names it, or,
     /// when the reference makes its own request of each record
     /// (`--template`), as it names that request (`GET /items/{id}`, not

@@ -14,7 +14,8 @@ use tokio::sync::Notify;
 
 use super::judge;
 use super::judge_thread::ToJudge;
-use super::pace::Schedule;
+use super::pace::{Anchor, Schedule};
+use super::shape::Users;
 use super::slots::Slots;
 use super::timer::PreciseTimer;
 use super::unit::{self, Event, StepFailure, StepRun, Unit, UnitResult};
@@ -75,6 +76,8 @@ pub(crate) struct CoreJob {
     pub judge: Option<ToJudge>,
     /// This core's number.
     pub core: usize,
+    /// This core's part of the whole run's virtual users (`--stages`).
+    pub part: crate::model::Share,
     /// Per endpoint with faults, the ledger that puts its errors down to
     /// the fault that caused them.
     pub ledgers: Vec<Option<crate::fault::Ledger>>,
@@ -172,6 +175,8 @@ struct Core {
     paused: Cell<Duration>,
     /// Woken when the pause flag above changes.
     pause_changed: Notify,
+    /// Woken when `users` grows (and at the stop).
+    joined: Notify,
     /// Set when the feeder found no more work (the input or the count ran
     /// out), not because the run was stopped: an endpoint idle then had
     /// finished its work.
@@ -186,6 +191,16 @@ struct Core {
     /// Per flow of the mix, its name (empty unless there are several).
     flow_names: Vec<String>,
     live_slots: Cell<usize>,
+    /// Closed model: the slots of each endpoint that may carry requests
+    /// now (the first ones; `--stages` changes it, else all of them).
+    users: Cell<usize>,
+    /// Closed model: since when `users` held, and the time the users were
+    /// active summed over them since the statistics were last taken.
+    users_since: Cell<Instant>,
+    user_time: Cell<Duration>,
+    /// Open model: requests that fell due since the statistics were last
+    /// taken (sent, or counted unsent).
+    offered: Cell<u64>,
     inflight: RefCell<Vec<u32>>,
     /// Slots per endpoint waiting for a request (open model: a request
     /// released when none is free starts late).
@@ -224,6 +239,7 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         ticks,
         judge,
         core: core_number,
+        part,
         ledgers,
         proxies,
     } = job;
@@ -263,6 +279,9 @@ pub(crate) fn run(job: CoreJob) -> std::io::Result<CoreResult> {
         let every = core.settings.interval;
         let intervals = Rc::new(Intervals::new(ticks, core_number, every, started));
         tokio::task::spawn_local(tick(core.clone(), intervals.clone()));
+        if let Some(users) = core.settings.users.clone() {
+            tokio::task::spawn_local(follow_users(core.clone(), users, part, per_endpoint));
+        }
         serve(&core, slots, input, schedule, &intervals, &stop).await
     })?;
     if core.paused_since.get().is_some() {
@@ -338,8 +357,8 @@ async fn serve(
     // Slots first, so they are waiting when the first request is due.
     let mut drives = Slots::new();
     for (e, endpoint_slots) in slots.into_iter().enumerate() {
-        for slot in endpoint_slots {
-            drives.push(drive(core.clone(), e, slot));
+        for (i, slot) in endpoint_slots.into_iter().enumerate() {
+            drives.push(drive(core.clone(), e, i, slot));
         }
     }
     let drives = tokio::task::spawn_local(drives);
@@ -467,9 +486,14 @@ impl Core {
             paused_since: Cell::new(None),
             paused: Cell::new(Duration::ZERO),
             pause_changed: Notify::new(),
+            joined: Notify::new(),
             input_ended: Cell::new(false),
             sent_until: Cell::new(None),
             live_slots: Cell::new(endpoints * per_endpoint),
+            users: Cell::new(per_endpoint),
+            users_since: Cell::new(started),
+            user_time: Cell::new(Duration::ZERO),
+            offered: Cell::new(0),
             inflight: RefCell::new(vec![0; endpoints]),
             idle: RefCell::new(vec![0; endpoints]),
             held_since: RefCell::new(vec![None; endpoints]),
@@ -549,7 +573,7 @@ impl Core {
             // Open model: sending lasts to the stop or to the input's end,
             // whatever the answers take after it; closed model: each send
             // waits for an answer, so it lasts as long as the endpoint ran.
-            s.sending = match self.settings.rate {
+            s.sending = match self.settings.open {
                 Some(_) => sending_until
                     .saturating_duration_since(counted_from)
                     .saturating_sub(paused),
@@ -757,6 +781,20 @@ impl Core {
         for w in &self.work {
             w.notify_waiters();
         }
+        self.joined.notify_waiters();
+    }
+
+    /// Closed model: add the time the users were active since the last
+    /// mark (counted time only, to the stop).
+    fn mark_users(&self) {
+        let now = Instant::now();
+        let until = self.stopping.get().map_or(now, |stop| stop.min(now));
+        let since = self.users_since.replace(until.max(self.users_since.get()));
+        if self.counting_since.get().is_some() && self.settings.open.is_none() {
+            let users = u32::try_from(self.users.get()).unwrap_or(u32::MAX);
+            let active = until.saturating_duration_since(since) * users;
+            self.user_time.set(self.user_time.get() + active);
+        }
     }
 
     /// One more request is claimable: wake one slot per endpoint (or leave
@@ -793,6 +831,12 @@ impl Core {
             if counting {
                 s.spare_failed += failed;
             }
+        }
+        self.mark_users();
+        let (offered, user_time) = (self.offered.take(), self.user_time.take());
+        for s in &mut stats.endpoints {
+            s.offered += offered;
+            s.user_time += user_time;
         }
         let ends = self.last_done.borrow();
         (self.tallies.borrow_mut()).flush_into(&mut stats, (self.started, &ends));
@@ -879,6 +923,36 @@ fn begin_stop(core: &Core) {
     core.wake_all();
     core.space.wake();
     core.done.notify_waiters();
+}
+
+/// Closed model with `--stages`: keep this core's share (`part`) of the
+/// virtual users current, at most its `slots`: a slot beyond them ends its
+/// request and waits, and those that join are woken.
+async fn follow_users(core: Rc<Core>, users: Users, part: crate::model::Share, slots: usize) {
+    loop {
+        let t = core.started.elapsed().saturating_sub(core.paused.get());
+        let now = part.share_of(users.at(t)).min(slots);
+        let before = core.users.get();
+        if now != before {
+            core.mark_users();
+            core.users.set(now);
+            if now > before {
+                core.joined.notify_waiters();
+            }
+        }
+        let Some(next) = users.next_change(t) else {
+            break;
+        };
+        let at = core.started + core.paused.get() + next;
+        let stopped = core.done.notified();
+        if core.stopping.get().is_some() {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+            _ = stopped => break,
+        }
+    }
 }
 
 /// Keep the core's copy of the pause flag; time paused is kept apart.
@@ -1137,14 +1211,15 @@ async fn feed_open(
     // Time spent paused moves the rest of the schedule later.
     let mut shift = Duration::ZERO;
     // A rate change (the dashboard's + and -) re-anchors the schedule: from
-    // request k0, due at t0, requests follow at the new rate. At first k0
-    // is this core's first request, due at its own offset in the schedule
-    // (core c of n starts c gaps after core 0).
+    // request k of this core, due then, requests follow at the new scale.
+    // Times are into the schedule: the start, plus the time paused (shift),
+    // is where it stands on the clock. Core c of n starts at its own
+    // offset in the schedule (c gaps after core 0).
     let mut rate = stop.rate_changes();
-    let offset = schedule.due(0);
-    let mut at = Anchor {
-        k0: 0,
-        t0: started + offset,
+    let offset = schedule.due(0).unwrap_or_default();
+    let mut anchor = Anchor {
+        k: 0,
+        at: offset,
         scale: *rate.borrow_and_update(),
     };
     // Counting starts with the schedule, the same instant on every core
@@ -1156,27 +1231,34 @@ async fn feed_open(
     }
     for k in 0u64.. {
         if rate.has_changed().unwrap_or(false) {
-            let next = at.due(&schedule, k, shift);
-            at = Anchor {
-                k0: k,
-                t0: next.max(Instant::now()) - shift,
+            let next = schedule.due_after(&anchor, k);
+            let now = Instant::now().saturating_duration_since(started + shift);
+            anchor = Anchor {
+                k,
+                at: next.map_or(now, |next| next.max(now)),
                 scale: *rate.borrow_and_update(),
             };
         }
-        let mut due = at.due(&schedule, k, shift);
-        if end().is_some_and(|end| due >= end + shift) {
-            // The schedule is done but the run lasts its duration: the
-            // stop watcher ends it then (a rate too low for another
-            // request before the end still runs the whole time).
-            loop {
-                let stopped = core.done.notified();
-                if core.stopping.get().is_some() {
-                    break;
+        // Past the shape's end nothing more falls due.
+        let due = schedule
+            .due_after(&anchor, k)
+            .map(|at| started + shift + at);
+        let mut due = match due {
+            Some(due) if end().is_none_or(|end| due < end + shift) => due,
+            _ => {
+                // The schedule is done but the run lasts its duration: the
+                // stop watcher ends it then (a rate too low for another
+                // request before the end still runs the whole time).
+                loop {
+                    let stopped = core.done.notified();
+                    if core.stopping.get().is_some() {
+                        break;
+                    }
+                    stopped.await;
                 }
-                stopped.await;
+                break;
             }
-            break;
-        }
+        };
         let stopped = core.done.notified();
         match &mut timer {
             Some(t) => {
@@ -1218,11 +1300,13 @@ async fn feed_open(
             if let (false, Some(stop)) = (warmup, core.stopping.get()) {
                 let stop = end().map_or(stop, |end| stop.min(end + shift));
                 let more = (k + 1..)
-                    .take_while(|j| at.due(&schedule, *j, shift) < stop)
+                    .map_while(|j| schedule.due_after(&anchor, j))
+                    .take_while(|at| started + shift + *at < stop)
                     .take(feed.at_hand())
                     .count() as u64;
                 for s in &mut core.stats.borrow_mut().endpoints {
                     s.unsent += 1 + more;
+                    s.offered += 1 + more;
                 }
             }
             break;
@@ -1231,22 +1315,6 @@ async fn feed_open(
     }
     core.window.borrow_mut().finish_input();
     core.wake_all();
-}
-
-/// Where the open model's schedule stands after rate changes: from request
-/// `k0`, due at `t0`, requests follow at `scale` times the rate.
-struct Anchor {
-    k0: u64,
-    t0: Instant,
-    scale: f64,
-}
-
-impl Anchor {
-    /// When request `k` is due, `shift` (the time paused) later.
-    fn due(&self, schedule: &Schedule, k: u64, shift: Duration) -> Instant {
-        let since = schedule.due(k).saturating_sub(schedule.due(self.k0));
-        self.t0 + shift + since.div_f64(self.scale)
-    }
 }
 
 /// Open model: release `work`, due at `due` (`offset` after the start of
@@ -1268,6 +1336,9 @@ fn release(
         }
     }
     core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
+    if !warmup {
+        core.offered.set(core.offered.get() + 1);
+    }
     let idle = core.idle.borrow();
     let late = |e: usize, waiting: usize| idle[e] as usize <= waiting;
     core.window
@@ -1281,13 +1352,19 @@ fn release(
 /// deliver the result. Not an `async fn`: one would keep its arguments
 /// twice in the task, the `Slot` among them.
 #[allow(clippy::manual_async_fn)]
-fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<Output = ()> {
+fn drive(
+    core: Rc<Core>,
+    e: usize,
+    i: usize,
+    mut slot: Slot,
+) -> impl std::future::Future<Output = ()> {
     async move {
         // The slot's side of carrying requests: the unit it carries, and
         // those a lane claims after it.
         let units = Rc::new(SlotUnits {
             core: core.clone(),
             e,
+            i,
             claimed: RefCell::new(None),
         });
         let dyn_units: Rc<dyn Units> = units.clone();
@@ -1297,12 +1374,12 @@ fn drive(core: Rc<Core>, e: usize, mut slot: Slot) -> impl std::future::Future<O
             let claimed = match next.take() {
                 Some(c) => Some(c),
                 // Most claims find work at hand: only a wait needs a future.
-                None => match look(&core, e) {
+                None => match look(&core, e, i) {
                     Claim::Got(place, unit, due, warmup) => {
                         Some(begin(&core, e, (place, unit, due, warmup)))
                     }
                     Claim::Done => None,
-                    Claim::Wait => claim(&core, e, &mut slot)
+                    Claim::Wait => claim(&core, e, i, &mut slot)
                         .await
                         .map(|got| begin(&core, e, got)),
                 },
@@ -1459,6 +1536,8 @@ fn record_and_deliver(
 struct SlotUnits {
     core: Rc<Core>,
     e: usize,
+    /// The slot's number among the endpoint's on this core.
+    i: usize,
     /// The unit being carried, or claimed after a lane's answer, begun.
     claimed: RefCell<Option<Claimed>>,
 }
@@ -1485,7 +1564,7 @@ impl Units for SlotUnits {
             error: false,
         });
         record_and_deliver(core, e, place, unit, warmup, &mut done);
-        let Claim::Got(place, unit, due, warmup) = look(core, e) else {
+        let Claim::Got(place, unit, due, warmup) = look(core, e, self.i) else {
             return None;
         };
         let claimed = begin(core, e, (place, unit, due, warmup));
@@ -1509,12 +1588,21 @@ impl Units for SlotUnits {
 /// slot's connection given back while it waits); `None` when the run ends.
 /// For a slot whose [`look`] found none: most find some, and never make
 /// this future.
-async fn claim(core: &Core, e: usize, slot: &mut Slot) -> Option<Got> {
+async fn claim(core: &Core, e: usize, i: usize, slot: &mut Slot) -> Option<Got> {
     loop {
+        // A slot beyond the users `--stages` has now waits to join, apart
+        // from the slots waiting for work, so that it takes no wake-up
+        // meant for them.
+        let joined = core.joined.notified();
+        if i >= core.users.get() && core.stopping.get().is_none() {
+            slot.release();
+            joined.await;
+            continue;
+        }
         // Before the look, so that no release between the look and the
         // wait is missed.
         let notified = core.work[e].notified();
-        match look(core, e) {
+        match look(core, e, i) {
             Claim::Got(place, work, due, warmup) => return Some((place, work, due, warmup)),
             Claim::Done => return None,
             Claim::Wait => {
@@ -1527,13 +1615,14 @@ async fn claim(core: &Core, e: usize, slot: &mut Slot) -> Option<Got> {
     }
 }
 
-/// One look for endpoint `e`'s next unit of work, without waiting:
-/// `UnitResult` once the run is stopping.
-fn look(core: &Core, e: usize) -> Claim<Unit> {
+/// One look for endpoint `e`'s next unit of work for its slot `i`,
+/// without waiting: `Done` once the run is stopping, `Wait` while paused
+/// or while the slot is not among the users `--stages` has now.
+fn look(core: &Core, e: usize, i: usize) -> Claim<Unit> {
     if core.stopping.get().is_some() {
         return Claim::Done;
     }
-    if core.paused_since.get().is_some() {
+    if core.paused_since.get().is_some() || i >= core.users.get() {
         return Claim::Wait;
     }
     if let Some(feed) = &core.direct {

@@ -136,7 +136,7 @@ impl Dashboard {
         let done = Arc::new(AtomicBool::new(false));
         let ui = UiState {
             drain: settings.drain,
-            rate: settings.rate.map(|r| r.0),
+            rate: settings.rate().map(|r| r.0),
             rate_scale: 1.0,
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             ..UiState::default()

@@ -20,7 +20,7 @@ use crate::cli::RunArgs;
 use crate::compare::rules::{self as compare_rules, RuleSet, Rules};
 use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{EndpointSpec, HttpVersion, IoDriver, Scheme, TransportOptions};
-use crate::engine::pace::Rate;
+use crate::engine::shape::{parse_stages, Constant, Rate, Shape, Staged, Users};
 use crate::engine::{Settings, StopAfter, Workload};
 use crate::fault::Fault;
 use crate::input::{Format, Source};
@@ -93,6 +93,8 @@ pub struct Plan {
     /// What the run notes before it starts, for the report (an optional
     /// endpoint the pre-flight check skipped).
     pub notes: Vec<String>,
+    /// `--stages` as given, for the reports.
+    pub stages: Option<String>,
     /// Format of the request stream; `None` for stdin without `--input`:
     /// lines, unless its first read shows a HAR file or a capture
     /// ([`crate::input::open`]).
@@ -168,12 +170,13 @@ impl Plan {
                 .collect(),
             window: engine.window,
             comparison: engine.comparer.enabled(),
-            rate: engine.rate.map(|r| r.0),
+            rate: engine.rate().map(|r| r.0),
             max_in_flight: engine.max_in_flight,
             twin: engine.comparer.twin(),
             notes: self.notes.clone(),
             verbose: engine.verbose,
             logged: self.mismatch_log.as_ref().map(|l| l.counts()),
+            stages: self.stages.clone(),
             warmup: match (engine.warmup.count, engine.warmup.duration) {
                 (Some(n), _) => Some(format!("{n} requests")),
                 (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
@@ -203,7 +206,7 @@ impl Plan {
             .map_err(|e| UsageError(format!("--compare: {e}")))?;
         let single = is_single(args, stdin_is_terminal);
         let warmup = warmup_of(args, &stop_after, single)?;
-        let rate = open_model(args)?;
+        let shaped = load_shape(args, &mut stop_after)?;
         let mut endpoints = endpoints_of(args)?;
         template::add_templates(&args.templates, &mut endpoints, single)?;
         let input = StreamInput::of(args)?;
@@ -223,7 +226,7 @@ impl Plan {
             .transpose()
             .map_err(UsageError)?;
         let grpc = GrpcPlan::of(args)?;
-        let load = Load::share(args, shard, rate, stop_after, warmup);
+        let load = Load::share(args, shard, shaped, stop_after, warmup);
         Ok(Plan {
             engine: Arc::new(settings(
                 args,
@@ -235,6 +238,7 @@ impl Plan {
                 start_at,
             )),
             show_secrets: args.show_secrets,
+            stages: args.stages.clone(),
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
             mismatch_log: outputs.mismatch_log,
@@ -337,19 +341,54 @@ fn warmup_of(
     Ok(warmup)
 }
 
-/// The open model: `--rate` (the whole run's, before a shard takes its
-/// share), and `--max-in-flight`, which must not be zero.
-fn open_model(args: &RunArgs) -> Result<Option<Rate>, UsageError> {
-    let rate = args
-        .rate
-        .as_deref()
-        .map(str::parse::<Rate>)
-        .transpose()
-        .map_err(UsageError)?;
+/// The load over time, the whole run's (before a shard takes its share):
+/// the open model's rate (`--rate`, or `--stages` of rates), or the closed
+/// model's virtual users (`--stages` of counts; without it `-c`).
+#[derive(Default)]
+struct Shaped {
+    open: Option<Arc<dyn Shape>>,
+    users: Option<Users>,
+}
+
+/// The load's shape from `--rate` and `--stages`; `--max-in-flight` must
+/// not be zero. Stages end the run when they end, unless `--stop-after`
+/// ends it first.
+fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, UsageError> {
     if args.max_in_flight == 0 {
         return Err(UsageError("--max-in-flight must be at least 1".into()));
     }
-    Ok(rate)
+    let rate = args.rate.as_deref().map(str::parse::<Rate>).transpose();
+    let shaped = match (rate.map_err(UsageError)?, args.stages.as_deref()) {
+        (Some(_), Some(_)) => return Err(UsageError(
+            "--rate with --stages: give one; a held stage is a constant rate (--stages 1m:500/s)"
+                .into(),
+        )),
+        (Some(rate), None) => Shaped {
+            open: Some(Arc::new(Constant(rate))),
+            users: None,
+        },
+        (None, None) => Shaped::default(),
+        (None, Some(stages)) => {
+            if args.warmup.is_some() {
+                return Err(UsageError(
+                    "--warmup with --stages: the stages start at the clock; make the first stage the warm-up (--stages 10s:0..100/s,...)".into(),
+                ));
+            }
+            let (open, users, length) = match parse_stages(stages).map_err(UsageError)? {
+                Staged::Open(s) => {
+                    let length = s.length();
+                    (Some(Arc::new(s) as Arc<dyn Shape>), None, length)
+                }
+                Staged::Closed(u) => {
+                    let length = Some(u.length());
+                    (None, Some(u), length)
+                }
+            };
+            stop_after.duration = stop_after.duration.min(length).or(length);
+            Shaped { open, users }
+        }
+    };
+    Ok(shaped)
 }
 
 /// The endpoints in command-line order, each with every `--header` and
@@ -647,11 +686,12 @@ impl GrpcPlan {
 }
 
 /// The load this process makes: on `--threads` cores, its shard's share of
-/// `--concurrency`, `--rate`, `--max-connections`, and of the counts of
-/// `--stop-after` and `--warmup`.
+/// `--concurrency` (or the stages' most virtual users), `--max-connections`,
+/// and of the counts of `--stop-after` and `--warmup`; and the whole run's
+/// shape, which the schedule shares out.
 struct Load {
     concurrency: usize,
-    rate: Option<Rate>,
+    shaped: Shaped,
     max_connections: Option<usize>,
     threads: usize,
     stop_after: StopAfter,
@@ -660,17 +700,18 @@ struct Load {
 }
 
 impl Load {
-    /// The shard's share of the load; `rate` is the whole run's.
+    /// The shard's share of the load; `shaped` is the whole run's.
     fn share(
         args: &RunArgs,
         shard: Share,
-        rate: Option<Rate>,
+        shaped: Shaped,
         stop_after: StopAfter,
         warmup: StopAfter,
     ) -> Load {
+        let users = shaped.users.as_ref().map_or(args.concurrency, Users::peak);
         Load {
-            concurrency: shard.share_of(args.concurrency).max(1),
-            rate: rate.map(|r| Rate(r.0 / shard.count as f64)),
+            concurrency: shard.share_of(users).max(1),
+            shaped,
             max_connections: args
                 .max_connections
                 .map(|n| usize::try_from(shard.share(n).max(1)).unwrap_or(usize::MAX)),
@@ -715,7 +756,8 @@ fn settings(
         },
         tls: transport.tls,
         concurrency: load.concurrency,
-        rate: load.rate,
+        open: load.shaped.open,
+        users: load.shaped.users,
         max_in_flight: args.max_in_flight,
         threads: load.threads,
         stop_after: load.stop_after,
@@ -1050,7 +1092,7 @@ mod tests {
         .unwrap();
         assert_eq!(p.engine.shard, Share { index: 1, count: 3 });
         assert_eq!(p.engine.concurrency, 1);
-        assert_eq!(p.engine.rate, Some(crate::engine::pace::Rate(300.0)));
+        assert_eq!(p.engine.rate(), Some(crate::engine::pace::Rate(300.0)));
         assert_eq!(p.engine.stop_after.count, Some(3));
         assert_eq!(p.engine.warmup.count, Some(2));
         // Fewer connections than shards: each shard still has one.

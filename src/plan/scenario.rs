@@ -7,15 +7,19 @@ use crate::cli::RunArgs;
 use crate::scenario::{Scenario, ScenarioError, Suite};
 
 /// The run's options for this suite: `args` with the suite's
-/// endpoints and their headers, and `--stop-after 10s` when no stop
-/// was given.
+/// endpoints and their headers, the file's `stages` unless `--stages` or
+/// `--rate` was given, and `--stop-after 10s` when neither a stop nor
+/// stages were.
 pub fn run_args(suite: &Suite, args: &RunArgs) -> RunArgs {
     let mut run = args.clone();
     run.endpoints.clone_from(&suite.endpoints);
     run.endpoint_headers
         .extend(suite.endpoint_headers.iter().cloned());
     run.faults.extend(suite.faults.iter().cloned());
-    if run.stop_after.is_none() {
+    if run.stages.is_none() && run.rate.is_none() {
+        run.stages.clone_from(&suite.stages);
+    }
+    if run.stop_after.is_none() && run.stages.is_none() {
         run.stop_after = Some("10s".to_string());
     }
     run

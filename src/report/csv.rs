@@ -33,7 +33,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 70] = [
+pub const COLUMNS: [&str; 73] = [
     "label",
     "url",
     "rps",
@@ -91,6 +91,8 @@ pub const COLUMNS: [&str; 70] = [
     "late",
     "spare_connects_failed",
     "unsent",
+    "offered",
+    "user_seconds",
     "judged_on_core",
     "not_judged",
     "judge_queue_peak_bytes",
@@ -102,6 +104,7 @@ pub const COLUMNS: [&str; 70] = [
     "noise_candidate",
     "noise_cancelled",
     "warmup",
+    "stages",
     "mismatches_seen",
     "mismatches_logged",
 ];
@@ -295,6 +298,7 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("interrupted", r.run.interrupted)
         .set("noise_only", v.noise_only)
         .set("warmup", field(r.info.warmup.as_deref().unwrap_or("")))
+        .set("stages", field(r.info.stages.as_deref().unwrap_or("")))
         .set("mismatches_seen", r.info.logged.map_or(0, |l| l.0))
         .set("mismatches_logged", r.info.logged.map_or(0, |l| l.1))
         .set("failed_checks", s.failed_checks)
@@ -322,6 +326,8 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("late", s.late)
         .set("spare_connects_failed", s.spare_failed)
         .set("unsent", s.unsent)
+        .set("offered", s.offered)
+        .set("user_seconds", s.user_time.as_secs_f64())
         .set("failed_connects", s.failed_connects())
         .set("held_s", s.held_back.as_secs_f64())
         .set("abandoned", s.abandoned);

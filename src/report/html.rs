@@ -284,6 +284,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         timeline.latency(&mut p);
         p.push_str("<h2>Throughput</h2>\n");
         timeline.throughput(&mut p);
+        timeline.users(&mut p);
         p.push_str("<h2>Errors and mismatches</h2>\n");
         timeline.errors(&mut p);
     }
@@ -530,11 +531,20 @@ impl<'a> Timeline<'a> {
         }
     }
 
-    /// Requests per second over time, a line per endpoint.
+    /// Requests per second over time, a line per endpoint, and the rate
+    /// offered (dashed, black) in the open model.
     fn throughput(&self, p: &mut String) {
         let series = self.series;
         let mut top: f64 = 0.0;
-        let lines: Vec<Line> = self
+        let offered: Vec<(f64, f64)> = series
+            .full_points()
+            .filter_map(|pt| {
+                let v = pt.endpoints.first()?.offered?;
+                top = top.max(v);
+                Some((ended(series, pt), v))
+            })
+            .collect();
+        let mut lines: Vec<Line> = self
             .labels
             .iter()
             .enumerate()
@@ -553,12 +563,49 @@ impl<'a> Timeline<'a> {
                     .collect(),
             })
             .collect();
+        if !offered.is_empty() {
+            lines.push(Line {
+                name: "offered".into(),
+                color: "#000000",
+                dashed: true,
+                points: offered,
+            });
+        }
         p.push_str(&chart(
             "throughput-time",
             "Requests per second over time",
             &self.time,
             &linear_axis(top, "requests/s", trim),
             &lines,
+        ));
+    }
+
+    /// Closed model: the virtual users over time, when they changed
+    /// (`--stages`).
+    fn users(&self, p: &mut String) {
+        let series = self.series;
+        let points: Vec<(f64, f64)> = series
+            .full_points()
+            .filter_map(|pt| Some((ended(series, pt), pt.endpoints.first()?.users?)))
+            .collect();
+        let (lo, hi) = points.iter().fold((f64::MAX, 0.0f64), |(lo, hi), (_, v)| {
+            (lo.min(*v), hi.max(*v))
+        });
+        if hi - lo < 0.5 {
+            return;
+        }
+        let line = Line {
+            name: "virtual users".into(),
+            color: "#000000",
+            dashed: false,
+            points,
+        };
+        p.push_str(&chart(
+            "users-time",
+            "Virtual users over time",
+            &self.time,
+            &linear_axis(hi, "users", trim),
+            &[line],
         ));
     }
 

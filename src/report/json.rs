@@ -101,6 +101,8 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "send_lag_ms": latency(&s.lag),
         "late": s.late,
         "unsent": s.unsent,
+        "offered": s.offered,
+        "user_seconds": s.user_time.as_secs_f64(),
         "ttfb_ms": latency(&s.ttfb),
         "errors": {
             "count": s.errors(),
@@ -256,6 +258,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "shards": r.header.shards.len().max(1),
             "io": r.info.io,
             "warmup": r.info.warmup,
+            "stages": r.info.stages,
         },
         "endpoints": endpoints,
         "totals": {

@@ -191,6 +191,9 @@ pub fn notes(
     if let Some(w) = &info.warmup {
         out.push(("Warm-up", w.clone()));
     }
+    if let Some(s) = &info.stages {
+        out.push(("Stages", s.clone()));
+    }
     if v.fell_back > 0 {
         out.push(("As bytes", format!("{} requests", v.fell_back)));
     }

@@ -125,6 +125,12 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
     responses(out, s)?;
     if let Some(rate) = plan.rate {
         schedule(out, plan, rate, s)?;
+    } else if plan.stages.is_some() {
+        writeln!(
+            out,
+            "   Users:      {:.1} on average over the stages",
+            s.mean_users()
+        )?;
     }
     connections(out, s)?;
     connect_waits(out, plan, s)?;
@@ -269,12 +275,26 @@ fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -
         true => ("", ""),
         false => (" instances", " requests"),
     };
+    // Stages schedule a rate that changes: the line names their peak, and
+    // `Offered:` the average.
+    let how = match plan.stages {
+        Some(_) => "at the peak",
+        None => "scheduled",
+    };
     writeln!(
         out,
-        "   Rate:       {}{scheduled} per second scheduled, {}{sent} per second sent",
+        "   Rate:       {}{scheduled} per second {how}, {}{sent} per second sent",
         super::rate(rate),
         super::rate(s.sent_rate())
     )?;
+    if plan.stages.is_some() {
+        writeln!(
+            out,
+            "   Offered:    {} per second on average over the stages ({} due)",
+            super::rate(s.offered_rate()),
+            s.offered
+        )?;
+    }
     if !s.uncorrected.is_empty() {
         writeln!(
             out,
@@ -556,6 +576,9 @@ fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()
             out,
             "   Warm-up:    {w} sent first at every endpoint, counted nowhere (the rates and run time start after it)"
         )?;
+    }
+    if let Some(s) = &plan.stages {
+        writeln!(out, "   Stages:     {}", escape_terminal(s))?;
     }
     Ok(())
 }

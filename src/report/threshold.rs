@@ -496,6 +496,7 @@ mod tests {
             logged: None,
             notes: Vec::new(),
             warmup: None,
+            stages: None,
             io: None,
         };
         (info, stats)

@@ -79,6 +79,9 @@ pub struct Header {
     /// `--warmup` as given (`50`, `2s`): sent first, counted nowhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<String>,
+    /// `--stages` as given: the load changed over time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<String>,
 }
 
 /// One shard of a merged file.
@@ -175,6 +178,13 @@ pub struct EndpointRecord {
     /// absent when none, and in files written before they were counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unsent: u64,
+    /// Open model: requests that fell due; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offered: u64,
+    /// Closed model: the time virtual users were active, summed over them,
+    /// in nanoseconds; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub user_ns: u64,
     /// How long the endpoint was sending (`EndpointStats::sending`), in
     /// nanoseconds; absent in files written before it was kept (the time
     /// it ran is then taken).
@@ -594,6 +604,8 @@ impl EndpointRecord {
             lag: optional_histogram(&s.lag),
             late: s.late,
             unsent: s.unsent,
+            offered: s.offered,
+            user_ns: u64::try_from(s.user_time.as_nanos()).unwrap_or(u64::MAX),
             sending_ns: (!s.sending.is_zero())
                 .then(|| u64::try_from(s.sending.as_nanos()).unwrap_or(u64::MAX)),
             mismatched: Some(s.mismatched),
@@ -652,6 +664,8 @@ impl EndpointRecord {
             jsonrpc_errors: self.jsonrpc_errors.clone(),
             late: self.late,
             unsent: self.unsent,
+            offered: self.offered,
+            user_time: Duration::from_nanos(self.user_ns),
             spare_failed: self.spare_failed,
             faults: self.faults.clone(),
             fault_errors: self

@@ -63,6 +63,8 @@ pub struct RunInfo {
     /// `io_uring`); saved runs keep it from version 0.1 files on that
     /// wrote it.
     pub io: Option<String>,
+    /// `--stages` as given; saved runs keep it.
+    pub stages: Option<String>,
 }
 
 #[cfg(test)]

@@ -66,6 +66,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         logged: f.logged,
         notes: f.header.notes.clone(),
         warmup: f.header.warmup.clone(),
+        stages: f.header.stages.clone(),
         io: f.header.io.clone(),
     };
     Ok(SavedRun {

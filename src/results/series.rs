@@ -25,6 +25,10 @@ pub struct EndpointPoint {
     pub p99: Option<u64>,
     /// Max.
     pub max: Option<u64>,
+    /// Open model: requests that fell due per second (the load offered).
+    pub offered: Option<f64>,
+    /// Closed model: the virtual users on average.
+    pub users: Option<f64>,
 }
 
 /// One interval of a run.
@@ -64,6 +68,9 @@ impl Point {
                     p95: q(&e.latency, 0.95),
                     p99: q(&e.latency, 0.99),
                     max: (!e.latency.is_empty()).then(|| e.latency.max()),
+                    offered: (e.offered > 0).then(|| e.offered as f64 / seconds.max(1e-9)),
+                    users: (!e.user_time.is_zero())
+                        .then(|| e.user_time.as_secs_f64() / seconds.max(1e-9)),
                 })
                 .collect(),
             compared: s.verdicts.compared,

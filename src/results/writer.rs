@@ -71,6 +71,7 @@ pub fn header(
         notes: info.notes.clone(),
         io: info.io.clone(),
         warmup: info.warmup.clone(),
+        stages: info.stages.clone(),
     }
 }
 

@@ -56,6 +56,9 @@ pub struct Suite {
     /// gRPC methods steps call, by endpoint position: resolved in each
     /// endpoint's schema before the run.
     pub grpc_methods: Vec<(usize, String)>,
+    /// `stages = "..."`: the load over time, as `--stages` writes it
+    /// (checked with the run's other options).
+    pub stages: Option<String>,
 }
 
 /// One named scenario.
@@ -91,6 +94,8 @@ struct FileDoc {
     /// One scenario without a `[[scenario]]` table: its steps.
     #[serde(default)]
     step: Vec<StepDoc>,
+    /// The load over time, as `--stages` writes it.
+    stages: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -357,6 +362,7 @@ impl Suite {
             optional,
             notes: Vec::new(),
             grpc_methods,
+            stages: doc.stages.clone(),
         })
     }
 

@@ -104,6 +104,12 @@ pub struct EndpointStats {
     /// while they waited for a free slot (`--max-in-flight`) or for room
     /// in the lead window (`--lead`).
     pub unsent: u64,
+    /// Open model: requests that fell due (sent, or counted unsent); over
+    /// an interval, the load offered then (`--stages` changes it).
+    pub offered: u64,
+    /// Closed model: the time virtual users were active, summed over them;
+    /// over an interval, the users then (`--stages` changes them).
+    pub user_time: Duration,
     /// How long this endpoint was sending, what the sent rate is over:
     /// open model, from the start of counting to the stop, or to when the
     /// next request would have been due once the input ran out (not the
@@ -434,6 +440,8 @@ impl Default for EndpointStats {
             lag: new_histogram(),
             late: 0,
             unsent: 0,
+            offered: 0,
+            user_time: Duration::ZERO,
             sending: Duration::ZERO,
             mismatched: 0,
             reconnects: 0,
@@ -543,6 +551,21 @@ impl EndpointStats {
         per_second(self.sent, self.sending)
     }
 
+    /// Open model: requests that fell due per second of the time sending
+    /// lasted (the load offered, on average).
+    pub fn offered_rate(&self) -> f64 {
+        per_second(self.offered, self.sending)
+    }
+
+    /// Closed model: the virtual users on average over the time the
+    /// endpoint ran.
+    pub fn mean_users(&self) -> f64 {
+        match self.active.is_zero() {
+            true => 0.0,
+            false => self.user_time.as_secs_f64() / self.active.as_secs_f64(),
+        }
+    }
+
     /// Connect attempts that failed (counted among the failures): requests
     /// that never reached the server.
     pub fn failed_connects(&self) -> u64 {
@@ -646,6 +669,8 @@ impl EndpointStats {
         let _ = self.lag.add(&other.lag);
         self.late += other.late;
         self.unsent += other.unsent;
+        self.offered += other.offered;
+        self.user_time += other.user_time;
         self.sending = self.sending.max(other.sending);
         self.mismatched += other.mismatched;
         self.reconnects += other.reconnects;

@@ -47,6 +47,7 @@ impl Reports {
             let e = Endpoint { r: self, i, block };
             e.rate_and_latency();
             e.schedule();
+            e.load();
             e.errors();
             e.responses();
             e.connections();
@@ -63,9 +64,11 @@ impl Reports {
     /// a figure this check looks for: a figure added to the text report
     /// fails here until it is checked in every format.
     fn knows_every_line(&self) {
-        const ENDPOINT: [&str; 20] = [
+        const ENDPOINT: [&str; 22] = [
             "Requests:",
             "Rate:",
+            "Offered:",
+            "Users:",
             "Uncorrected:",
             "Send lag:",
             "Connect attempts:",
@@ -85,12 +88,13 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 20] = [
+        const SUMMARY: [&str; 21] = [
             "Completed:",
             "Timing:",
             "Errors:",
             "I/O:",
             "Warm-up:",
+            "Stages:",
             "Mismatched:",
             "by method and field",
             "Errors by method",
@@ -516,6 +520,7 @@ impl Reports {
         let v = &self.json["comparison"];
         let notes = [
             ("Warm-up", &self.json["run"]["warmup"], "warmup"),
+            ("Stages", &self.json["run"]["stages"], "stages"),
             ("As bytes", &v["compared_as_bytes"], "compared_as_bytes"),
             (
                 "Judged on a timing core",
@@ -584,7 +589,7 @@ impl Reports {
                     );
                     line.to_string()
                 }
-                "Warm-up" => {
+                "Warm-up" | "Stages" => {
                     let w = line.split(" sent first").next().unwrap();
                     assert_eq!(json, w, "json {name}");
                     assert!(csv.iter().all(|c| *c == w), "csv {column}: {csv:?}");
@@ -596,7 +601,7 @@ impl Reports {
                     format!("{n} requests")
                 }
             };
-            if !matches!(name, "Source" | "Warm-up" | "Logged") {
+            if !matches!(name, "Source" | "Warm-up" | "Stages" | "Logged") {
                 let n = json.to_string();
                 assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
             }
@@ -783,6 +788,24 @@ impl Endpoint<'_> {
         self.r.table_text(row, self.i, text);
     }
 
+    /// With `--stages`: `Offered:` (open model) or `Users:` (closed).
+    fn load(&self) {
+        if let Some(offered) = self.after("   Offered:    ") {
+            let (rate, due) = offered.split_once(" per second").unwrap();
+            let due = due.split('(').nth(1).unwrap().split(' ').next().unwrap();
+            self.r.table_text("Offered per second", self.i, rate);
+            assert_eq!(self.json()["offered"].to_string(), due, "json offered");
+            assert_eq!(self.csv_cell("offered"), due, "csv offered");
+        }
+        if let Some(users) = self.after("   Users:      ") {
+            let users = users.split(' ').next().unwrap();
+            self.r.table_text("Users (mean)", self.i, users);
+            let seconds = self.json()["user_seconds"].to_string();
+            assert!(seconds.parse::<f64>().unwrap() > 0.0, "json user_seconds");
+            assert_eq!(self.csv_cell("user_seconds"), seconds, "csv user_seconds");
+        }
+    }
+
     /// Open model: `Rate:`, `Uncorrected:` and `Send lag:`.
     fn schedule(&self) {
         let run = &self.r.json["run"];
@@ -790,14 +813,21 @@ impl Endpoint<'_> {
             assert!(run["rate"].is_null(), "json run rate");
             return;
         };
-        let (scheduled, sent) = rate.split_once(" per second scheduled, ").unwrap();
+        // Stages name their peak.
+        let (scheduled, sent, row) = match rate.split_once(" per second scheduled, ") {
+            Some((scheduled, sent)) => (scheduled, sent, "Rate scheduled"),
+            None => {
+                let (peak, sent) = rate.split_once(" per second at the peak, ").unwrap();
+                (peak, sent, "Rate at the peak")
+            }
+        };
         // A scenario names its units: instances scheduled, requests sent.
         let scheduled = scheduled.trim_end_matches(" instances");
         let sent = sent.trim_end_matches(" per second sent");
         let sent = sent.trim_end_matches(" requests");
         let json_rate = |v: &Value| versus::report::rate(v.as_f64().unwrap());
         assert_eq!(json_rate(&run["rate"]), scheduled, "json run rate");
-        self.r.table_text("Rate scheduled", self.i, scheduled);
+        self.r.table_text(row, self.i, scheduled);
         assert_eq!(json_rate(&self.json()["sent_rps"]), sent, "json sent_rps");
         assert_eq!(self.csv_cell("sent_rps"), sent, "csv sent_rps");
         self.r.table_text("Rate sent", self.i, sent);
