@@ -266,6 +266,23 @@ pub struct RunArgs {
     #[arg(long, value_name = "STAGES", help_heading = "Load")]
     pub stages: Option<String>,
 
+    /// Load curves: each rate in turn, held for --step-duration after
+    /// --settle; reports give every step's figures.
+    ///
+    /// Rates as 500,1000,2000,4000/s or a range 1000..8000/s+1000 (from,
+    /// to, step).
+    #[arg(long, value_name = "RATES", help_heading = "Load")]
+    pub sweep: Option<String>,
+
+    /// --sweep: how long each step's figures count (whole seconds).
+    #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Load", hide_short_help = true)]
+    pub step_duration: Duration,
+
+    /// --sweep: how long each step runs before its figures count (whole
+    /// seconds).
+    #[arg(long, default_value = "2s", value_parser = parse_duration, help_heading = "Load", hide_short_help = true)]
+    pub settle: Duration,
+
     /// Open model: most requests in flight per endpoint; a request due when
     /// none is free starts late and is counted.
     #[arg(

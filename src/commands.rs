@@ -30,6 +30,8 @@ pub struct OutputFiles {
     /// The `--output` file's writer (its file created by `files`).
     writer: Option<RunWriter>,
     series: Option<SeriesObserver>,
+    /// A sweep's steps, as the run goes.
+    steps: Option<crate::results::steps::Steps>,
     /// Creates the output files, once.
     files: Arc<Files>,
     /// Record requests unmasked (`--show-secrets`).
@@ -204,6 +206,8 @@ impl OutputFiles {
             .as_ref()
             .map(|path| RunWriter::pending(path, &header));
         Ok(OutputFiles {
+            steps: (info.sweep.as_ref())
+                .map(|s| crate::results::steps::Steps::new(s, plan.engine.interval)),
             series: args
                 .html
                 .as_ref()
@@ -285,6 +289,9 @@ impl OutputFiles {
         if let Some(s) = self.series.as_mut() {
             list.push(s);
         }
+        if let Some(s) = self.steps.as_mut() {
+            list.push(s);
+        }
         f(&mut Tee(list))
     }
 
@@ -322,6 +329,7 @@ impl OutputFiles {
             header: &self.header,
             checks: &checks,
             series: series.as_ref(),
+            steps: self.steps.as_ref(),
         };
         outputs::render(out, self.format, &report)
             .and_then(|()| out.flush())
@@ -381,6 +389,7 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         header: &run.header,
         checks: &checks,
         series: Some(&run.series),
+        steps: run.steps.as_ref(),
     };
     let written = outputs::render(out, format, &report).and_then(|()| out.flush());
     if let Err(e) = written.or_else(reader_gone) {

@@ -548,6 +548,21 @@ fn every_format_shows_the_load_of_a_staged_run_in_both_models() {
         "   Offered:    150.00 per second",
     ];
     reports_showing("staged-open.jsonl", &open, &two_methods(400), &shown).check_every_figure();
+    let sweep = [
+        "--sweep",
+        "100,200/s",
+        "--step-duration",
+        "1s",
+        "--settle",
+        "0s",
+        &a,
+        &b,
+    ];
+    let shown = [
+        "   Sweep:      100, 200/s, each 1s after 0s settling",
+        "   Offered:    150.00",
+    ];
+    reports_showing("sweep.jsonl", &sweep, &two_methods(400), &shown).check_every_figure();
     let closed = ["--stages", "1s:1..3", &a, &b];
     let shown = ["   Stages:     1s:1..3", "   Users:      "];
     reports_showing("staged-closed.jsonl", &closed, &two_methods(400), &shown).check_every_figure();

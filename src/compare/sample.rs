@@ -218,4 +218,33 @@ mod tests {
         assert!(s.diff.starts_with("--- old\n+++ new"), "{}", s.diff);
         assert_eq!(cut("héllo", 2), "h... (5 more bytes)");
     }
+
+    /// A compared header's sample shows that header's values, not the
+    /// others an answer carries.
+    #[test]
+    fn a_header_finding_shows_that_headers_values() {
+        let with = |etag: &str| {
+            let mut o = Outcome::test_response(200, "{}");
+            if let Ok(r) = &mut o.result {
+                for (n, v) in [
+                    ("content-type", "application/json"),
+                    ("etag", etag),
+                    ("etag", "w"),
+                ] {
+                    r.headers.push((n.parse().unwrap(), v.parse().unwrap()));
+                }
+            }
+            o
+        };
+        let finding = Finding {
+            endpoint: 1,
+            field: "header etag".into(),
+            at: "header etag".into(),
+            path: None,
+            kind: "changed".into(),
+        };
+        assert_eq!(value(&with("a"), &finding), "a, w");
+        let none = Outcome::test_response(200, "{}");
+        assert_eq!(value(&none, &finding), "(absent)");
+    }
 }

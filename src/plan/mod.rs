@@ -20,7 +20,7 @@ use crate::cli::RunArgs;
 use crate::compare::rules::{self as compare_rules, RuleSet, Rules};
 use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{EndpointSpec, HttpVersion, IoDriver, Scheme, TransportOptions};
-use crate::engine::shape::{parse_stages, Constant, Rate, Shape, Staged, Users};
+use crate::engine::shape::{parse_stages, Constant, Rate, Shape, Staged, Sweep, Users};
 use crate::engine::{Settings, StopAfter, Workload};
 use crate::fault::Fault;
 use crate::input::{Format, Source};
@@ -95,6 +95,8 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// `--stages` as given, for the reports.
     pub stages: Option<String>,
+    /// `--sweep`'s steps, for the reports.
+    pub sweep: Option<Sweep>,
     /// Format of the request stream; `None` for stdin without `--input`:
     /// lines, unless its first read shows a HAR file or a capture
     /// ([`crate::input::open`]).
@@ -177,6 +179,7 @@ impl Plan {
             verbose: engine.verbose,
             logged: self.mismatch_log.as_ref().map(|l| l.counts()),
             stages: self.stages.clone(),
+            sweep: self.sweep.clone(),
             warmup: match (engine.warmup.count, engine.warmup.duration) {
                 (Some(n), _) => Some(format!("{n} requests")),
                 (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
@@ -207,6 +210,7 @@ impl Plan {
         let single = is_single(args, stdin_is_terminal);
         let warmup = warmup_of(args, &stop_after, single)?;
         let shaped = load_shape(args, &mut stop_after)?;
+        let sweep = shaped.sweep.clone();
         let mut endpoints = endpoints_of(args)?;
         template::add_templates(&args.templates, &mut endpoints, single)?;
         let input = StreamInput::of(args)?;
@@ -239,6 +243,7 @@ impl Plan {
             )),
             show_secrets: args.show_secrets,
             stages: args.stages.clone(),
+            sweep,
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
             mismatch_log: outputs.mismatch_log,
@@ -348,6 +353,7 @@ fn warmup_of(
 struct Shaped {
     open: Option<Arc<dyn Shape>>,
     users: Option<Users>,
+    sweep: Option<Sweep>,
 }
 
 /// The load's shape from `--rate` and `--stages`; `--max-in-flight` must
@@ -357,6 +363,9 @@ fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, Usag
     if args.max_in_flight == 0 {
         return Err(UsageError("--max-in-flight must be at least 1".into()));
     }
+    if let Some(sweep) = args.sweep.as_deref() {
+        return swept(args, sweep, stop_after);
+    }
     let rate = args.rate.as_deref().map(str::parse::<Rate>).transpose();
     let shaped = match (rate.map_err(UsageError)?, args.stages.as_deref()) {
         (Some(_), Some(_)) => return Err(UsageError(
@@ -365,7 +374,7 @@ fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, Usag
         )),
         (Some(rate), None) => Shaped {
             open: Some(Arc::new(Constant(rate))),
-            users: None,
+            ..Shaped::default()
         },
         (None, None) => Shaped::default(),
         (None, Some(stages)) => {
@@ -385,10 +394,40 @@ fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, Usag
                 }
             };
             stop_after.duration = stop_after.duration.min(length).or(length);
-            Shaped { open, users }
+            Shaped {
+                open,
+                users,
+                sweep: None,
+            }
         }
     };
     Ok(shaped)
+}
+
+/// `--sweep`: the open model at each rate in turn; the run ends with the
+/// last step unless `--stop-after` ends it first.
+fn swept(args: &RunArgs, sweep: &str, stop_after: &mut StopAfter) -> Result<Shaped, UsageError> {
+    let other = [
+        (args.rate.is_some(), "--rate"),
+        (args.stages.is_some(), "--stages"),
+        (args.warmup.is_some(), "--warmup"),
+    ];
+    if let Some((_, flag)) = other.iter().find(|(given, _)| *given) {
+        return Err(UsageError(format!(
+            "--sweep with {flag}: a sweep sets the rate of each step, and each step settles (--settle) before it counts; give one"
+        )));
+    }
+    let interval = Duration::from_secs(1);
+    let sweep =
+        Sweep::parse(sweep, args.settle, args.step_duration, interval).map_err(UsageError)?;
+    let shape = sweep.shape();
+    let length = shape.length();
+    stop_after.duration = stop_after.duration.min(length).or(length);
+    Ok(Shaped {
+        open: Some(Arc::new(shape)),
+        users: None,
+        sweep: Some(sweep),
+    })
 }
 
 /// The endpoints in command-line order, each with every `--header` and

@@ -20,6 +20,7 @@ use std::io::{self, Write};
 use hdrhistogram::Histogram;
 
 use super::info::Report;
+use crate::engine::shape::Sweep;
 use crate::model::TlsReason;
 use crate::stats::{EndpointStats, PartStats};
 
@@ -33,7 +34,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 73] = [
+pub const COLUMNS: [&str; 74] = [
     "label",
     "url",
     "rps",
@@ -105,6 +106,7 @@ pub const COLUMNS: [&str; 73] = [
     "noise_cancelled",
     "warmup",
     "stages",
+    "sweep",
     "mismatches_seen",
     "mismatches_logged",
 ];
@@ -248,7 +250,35 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
             }
         }
     }
-    pages(out, r)
+    pages(out, r)?;
+    load_curve(out, r)
+}
+
+/// A sweep's load curve: a `load step` row per step, endpoint and part,
+/// named by the step's rate (`500.00/s`, `500.00/s eth_call`).
+fn load_curve(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(steps) = r.steps else {
+        return Ok(());
+    };
+    for p in super::curve::points(steps) {
+        let e = &r.info.endpoints[p.endpoint];
+        let name = match p.part {
+            Some(part) => format!("{} {part}", p.step()),
+            None => p.step(),
+        };
+        let mut row = Row::new(&e.label, &e.url);
+        row.set("part", "load step")
+            .set("name", field(&name))
+            .set("rps", super::rate(p.achieved))
+            .latency(p.latency)
+            .set("errors", p.errors)
+            .set("mismatched", p.mismatched);
+        if let Some(o) = p.offered {
+            row.set("offered", super::rate(o));
+        }
+        row.write(out)?;
+    }
+    Ok(())
 }
 
 /// Noise mode: a `noise` row per field where the two reference answers
@@ -299,6 +329,16 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         .set("noise_only", v.noise_only)
         .set("warmup", field(r.info.warmup.as_deref().unwrap_or("")))
         .set("stages", field(r.info.stages.as_deref().unwrap_or("")))
+        .set(
+            "sweep",
+            field(
+                &r.info
+                    .sweep
+                    .as_ref()
+                    .map(Sweep::describe)
+                    .unwrap_or_default(),
+            ),
+        )
         .set("mismatches_seen", r.info.logged.map_or(0, |l| l.0))
         .set("mismatches_logged", r.info.logged.map_or(0, |l| l.1))
         .set("failed_checks", s.failed_checks)

@@ -288,11 +288,112 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         p.push_str("<h2>Errors and mismatches</h2>\n");
         timeline.errors(&mut p);
     }
+    if let Some(steps) = r.steps {
+        load_curves(&mut p, r, steps);
+    }
     mismatches(&mut p, r, &labels);
     noise(&mut p, r);
     configuration(&mut p, r);
     p.push_str("</body></html>\n");
     out.write_all(p.as_bytes())
+}
+
+/// A sweep's load curves, per endpoint: latency percentiles and the
+/// achieved rate against the rate offered; each method's or scenario
+/// step's latency in a section of its own, opened on demand.
+fn load_curves(p: &mut String, r: &Report<'_>, steps: &crate::results::steps::Steps) {
+    let points = super::curve::points(steps);
+    let top = points.iter().map(|q| q.rate).fold(0.0, f64::max);
+    let x = linear_axis(top, "offered (requests/s)", trim);
+    p.push_str("<h2>Load curve</h2>\n");
+    for (e, info) in r.info.endpoints.iter().enumerate() {
+        let mine: Vec<&super::curve::Point<'_>> =
+            points.iter().filter(|q| q.endpoint == e).collect();
+        let whole: Vec<_> = mine.iter().filter(|q| q.part.is_none()).copied().collect();
+        let id = format!("curve-{e}");
+        p.push_str(&format!("<h3>{}</h3>\n", escape(&info.label)));
+        p.push_str(&percentiles_against_rate(&id, &info.label, &x, &whole));
+        let achieved = Line {
+            name: "achieved".into(),
+            color: color(e),
+            dashed: false,
+            points: whole.iter().map(|q| (q.rate, q.achieved)).collect(),
+        };
+        let offered = Line {
+            name: "offered".into(),
+            color: "#000000",
+            dashed: true,
+            points: whole.iter().map(|q| (q.rate, q.rate)).collect(),
+        };
+        let high = whole.iter().map(|q| q.achieved).fold(top, f64::max);
+        p.push_str(&chart(
+            &format!("{id}-rate"),
+            &format!("{}: achieved against offered (requests/s)", info.label),
+            &x,
+            &linear_axis(high, "achieved (requests/s)", trim),
+            &[achieved, offered],
+        ));
+        let mut parts: Vec<&str> = mine.iter().filter_map(|q| q.part).collect();
+        parts.dedup();
+        for (k, part) in parts.iter().enumerate() {
+            let of_part: Vec<_> = mine
+                .iter()
+                .filter(|q| q.part == Some(part))
+                .copied()
+                .collect();
+            p.push_str(&format!(
+                "<details><summary>{}: {}</summary>\n",
+                escape(&info.label),
+                escape(part)
+            ));
+            let title = format!("{}: {part}", info.label);
+            p.push_str(&percentiles_against_rate(
+                &format!("{id}-{k}"),
+                &title,
+                &x,
+                &of_part,
+            ));
+            p.push_str("</details>\n");
+        }
+    }
+}
+
+/// p50, p90 and p99 of `points` against their step's rate (log scale).
+fn percentiles_against_rate(
+    id: &str,
+    title: &str,
+    x: &Axis,
+    points: &[&super::curve::Point<'_>],
+) -> String {
+    let (mut lo, mut hi) = (f64::MAX, 1.0f64);
+    let lines: Vec<Line> = [("p50", 0.5, false), ("p90", 0.9, true), ("p99", 0.99, true)]
+        .iter()
+        .enumerate()
+        .map(|(i, (name, q, dashed))| Line {
+            name: (*name).to_string(),
+            color: color(i),
+            dashed: *dashed,
+            points: points
+                .iter()
+                .filter_map(|pt| {
+                    let v = super::quantile(pt.latency, *q)?;
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                    Some((pt.rate, v))
+                })
+                .collect(),
+        })
+        .collect();
+    if lo > hi {
+        return String::new();
+    }
+    chart(
+        &format!("{id}-latency"),
+        &format!("{title}: latency against offered (p50 solid; p90, p99 dashed; log scale)"),
+        x,
+        &latency_axis(lo, hi),
+        &lines,
+    )
 }
 
 /// The page's head (its title names the endpoints; the content security

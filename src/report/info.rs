@@ -15,4 +15,6 @@ pub struct Report<'a> {
     pub checks: &'a [super::threshold::Check],
     /// Per-interval figures, when kept.
     pub series: Option<&'a crate::results::series::Series>,
+    /// A sweep's steps.
+    pub steps: Option<&'a crate::results::steps::Steps>,
 }

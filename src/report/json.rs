@@ -259,6 +259,11 @@ pub fn value(r: &Report<'_>) -> Value {
             "io": r.info.io,
             "warmup": r.info.warmup,
             "stages": r.info.stages,
+            "sweep": r.info.sweep.as_ref().map(|s| json!({
+                "rates": s.rates,
+                "settle_s": s.settle_ms as f64 / 1e3,
+                "step_s": s.hold_ms as f64 / 1e3,
+            })),
         },
         "endpoints": endpoints,
         "totals": {
@@ -302,10 +307,55 @@ pub fn value(r: &Report<'_>) -> Value {
             "summary": run.input.summary,
         },
         "pagination": paged(r),
+        "steps": r.steps.map(|s| load_curve(r, s)),
         "notes": r.info.notes,
         "thresholds": r.checks,
         "passed": super::threshold::all_passed(r.checks),
     })
+}
+
+/// A sweep's steps: per step its rate and, per endpoint, its figures
+/// and its methods' or scenario steps'.
+fn load_curve(r: &Report<'_>, steps: &crate::results::steps::Steps) -> Value {
+    let points = super::curve::points(steps);
+    let figures = |p: &super::curve::Point<'_>| {
+        json!({
+            "achieved_rps": p.achieved,
+            "latency_ms": latency(p.latency),
+            "errors": p.errors,
+            "mismatched": p.mismatched,
+        })
+    };
+    let json_steps: Vec<Value> = steps
+        .reached()
+        .map(|step| {
+            let of_step = || points.iter().filter(|p| p.rate == step.rate);
+            let endpoints: Vec<Value> = r
+                .info
+                .endpoints
+                .iter()
+                .enumerate()
+                .map(|(e, info)| {
+                    let mine = || of_step().filter(move |p| p.endpoint == e);
+                    let mut v = mine()
+                        .find(|p| p.part.is_none())
+                        .map_or(Value::Null, figures);
+                    v["label"] = json!(info.label);
+                    v["offered_rps"] = json!(mine().find_map(|p| p.offered));
+                    v["parts"] = mine()
+                        .filter_map(|p| {
+                            let mut f = figures(p);
+                            f["name"] = json!(p.part?);
+                            Some(f)
+                        })
+                        .collect();
+                    v
+                })
+                .collect();
+            json!({"rate": step.rate, "seconds": step.seconds, "endpoints": endpoints})
+        })
+        .collect();
+    Value::Array(json_steps)
 }
 
 /// Write the JSON report (pretty, one trailing newline).

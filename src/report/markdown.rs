@@ -149,7 +149,35 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     }
     mismatches(out, r)?;
     noise(out, r)?;
+    load_curve(out, r)?;
     thresholds(out, r)
+}
+
+/// A sweep's load curve: a row per step, endpoint and part.
+fn load_curve(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(steps) = r.steps else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    writeln!(out, "## Load curve")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| Step | Endpoint | Part | {} |",
+        super::curve::COLUMNS.join(" | ")
+    )?;
+    writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")?;
+    for p in super::curve::points(steps) {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            p.step(),
+            cell(&r.info.endpoints[p.endpoint].label),
+            cell(p.part.unwrap_or("")),
+            p.cells().join(" | ")
+        )?;
+    }
+    Ok(())
 }
 
 /// The table of figures, a column per endpoint: the URL, then the

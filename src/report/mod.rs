@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod curve;
 pub mod html;
 pub mod info;
 pub mod json;
@@ -193,6 +194,9 @@ pub fn notes(
     }
     if let Some(s) = &info.stages {
         out.push(("Stages", s.clone()));
+    }
+    if let Some(s) = &info.sweep {
+        out.push(("Sweep", s.describe()));
     }
     if v.fell_back > 0 {
         out.push(("As bytes", format!("{} requests", v.fell_back)));

@@ -79,6 +79,9 @@ pub fn render(out: &mut dyn Write, format: ReportFormat, r: &Report<'_>) -> io::
     match format {
         ReportFormat::Text => {
             super::text::write(out, r.info, r.run)?;
+            if let Some(steps) = r.steps {
+                super::text::load_curve(out, r.info, steps)?;
+            }
             super::threshold::write_text(out, r.checks)
         }
         ReportFormat::Json => super::json::write(out, r),

@@ -20,9 +20,9 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
     };
     row("Requests per second", &|s| super::rate(s.rate()));
     if let Some(rate) = r.info.rate {
-        match r.info.stages {
-            Some(_) => row("Rate at the peak", &|_| super::rate(rate)),
-            None => row("Rate scheduled", &|_| super::rate(rate)),
+        match r.info.load_varies() {
+            true => row("Rate at the peak", &|_| super::rate(rate)),
+            false => row("Rate scheduled", &|_| super::rate(rate)),
         }
         row("Rate sent", &|s| super::rate(s.sent_rate()));
         row("Uncorrected p50", &|s| latency(&s.uncorrected, 0.5));
@@ -33,7 +33,7 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
         row("Late (max in flight)", &|s| s.late.to_string());
         row("Unsent (stopped)", &|s| s.unsent.to_string());
     }
-    match (r.info.stages.is_some(), r.info.rate.is_some()) {
+    match (r.info.load_varies(), r.info.rate.is_some()) {
         (true, true) => row("Offered per second", &|s| super::rate(s.offered_rate())),
         (true, false) => row("Users (mean)", &|s| format!("{:.1}", s.mean_users())),
         _ => {}

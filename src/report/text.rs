@@ -40,6 +40,52 @@ pub fn write(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result
     summary(out, plan, run)
 }
 
+/// A sweep's load curve: a row per step, endpoint and part, in aligned
+/// columns.
+pub fn load_curve(
+    out: &mut dyn Write,
+    plan: &RunInfo,
+    steps: &crate::results::steps::Steps,
+) -> io::Result<()> {
+    let mut rows = vec![["Step".to_string(), "Endpoint".to_string()]
+        .into_iter()
+        .chain(super::curve::COLUMNS.map(String::from))
+        .collect::<Vec<_>>()];
+    for p in super::curve::points(steps) {
+        let label = &plan.endpoints[p.endpoint].label;
+        let who = match p.part {
+            Some(part) => format!("  {}", escape_terminal(part)),
+            None => escape_terminal(label),
+        };
+        rows.push([p.step(), who].into_iter().chain(p.cells()).collect());
+    }
+    if rows.len() == 1 {
+        writeln!(out)?;
+        return writeln!(
+            out,
+            "** Load curve (--sweep): no step reached its counted time (the run stopped while the first settled)"
+        );
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    writeln!(out)?;
+    writeln!(out, "** Load curve (--sweep):")?;
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| match c {
+                0 | 1 => format!("{cell:<w$}"),
+                _ => format!("{cell:>w$}"),
+            })
+            .collect();
+        writeln!(out, "   {}", cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
 /// The faults set on an endpoint (`--fault`) and how often each acted:
 /// the errors they caused are among the errors above, so a reader can
 /// tell what versus broke from what broke by itself.
@@ -125,12 +171,8 @@ fn endpoint(out: &mut dyn Write, plan: &RunInfo, s: &EndpointStats, grpc: bool) 
     responses(out, s)?;
     if let Some(rate) = plan.rate {
         schedule(out, plan, rate, s)?;
-    } else if plan.stages.is_some() {
-        writeln!(
-            out,
-            "   Users:      {:.1} on average over the stages",
-            s.mean_users()
-        )?;
+    } else if plan.load_varies() {
+        writeln!(out, "   Users:      {:.1} on average", s.mean_users())?;
     }
     connections(out, s)?;
     connect_waits(out, plan, s)?;
@@ -275,11 +317,11 @@ fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -
         true => ("", ""),
         false => (" instances", " requests"),
     };
-    // Stages schedule a rate that changes: the line names their peak, and
-    // `Offered:` the average.
-    let how = match plan.stages {
-        Some(_) => "at the peak",
-        None => "scheduled",
+    // Stages and sweeps schedule a rate that changes: the line names its
+    // peak, and `Offered:` the average.
+    let how = match plan.load_varies() {
+        true => "at the peak",
+        false => "scheduled",
     };
     writeln!(
         out,
@@ -287,10 +329,10 @@ fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -
         super::rate(rate),
         super::rate(s.sent_rate())
     )?;
-    if plan.stages.is_some() {
+    if plan.load_varies() {
         writeln!(
             out,
-            "   Offered:    {} per second on average over the stages ({} due)",
+            "   Offered:    {} per second on average ({} due)",
             super::rate(s.offered_rate()),
             s.offered
         )?;
@@ -579,6 +621,9 @@ fn totals(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<()
     }
     if let Some(s) = &plan.stages {
         writeln!(out, "   Stages:     {}", escape_terminal(s))?;
+    }
+    if let Some(s) = &plan.sweep {
+        writeln!(out, "   Sweep:      {}", s.describe())?;
     }
     Ok(())
 }

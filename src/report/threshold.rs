@@ -497,6 +497,7 @@ mod tests {
             notes: Vec::new(),
             warmup: None,
             stages: None,
+            sweep: None,
             io: None,
         };
         (info, stats)

@@ -82,6 +82,9 @@ pub struct Header {
     /// `--stages` as given: the load changed over time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
+    /// `--sweep`'s steps: the rates, the settling and counted time of each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::engine::shape::Sweep>,
 }
 
 /// One shard of a merged file.

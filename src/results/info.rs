@@ -65,6 +65,15 @@ pub struct RunInfo {
     pub io: Option<String>,
     /// `--stages` as given; saved runs keep it.
     pub stages: Option<String>,
+    /// `--sweep`'s steps; saved runs keep them.
+    pub sweep: Option<crate::engine::shape::Sweep>,
+}
+
+impl RunInfo {
+    /// Whether the load changed over the run (`--stages`, `--sweep`).
+    pub fn load_varies(&self) -> bool {
+        self.stages.is_some() || self.sweep.is_some()
+    }
 }
 
 #[cfg(test)]

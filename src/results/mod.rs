@@ -9,6 +9,7 @@ pub mod info;
 pub mod merge;
 pub mod reader;
 pub mod series;
+pub mod steps;
 pub mod writer;
 
 use std::path::Path;
@@ -32,6 +33,8 @@ pub struct SavedRun {
     pub output: RunOutput,
     /// Per-interval figures.
     pub series: series::Series,
+    /// A sweep's steps.
+    pub steps: Option<steps::Steps>,
     /// Warnings (cut-off lines, missing totals).
     pub warnings: Vec<String>,
 }
@@ -47,8 +50,13 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         points: Vec::new(),
         interval,
     };
+    let mut steps = (shards.header.sweep.as_ref())
+        .map(|sweep| steps::Steps::new(sweep, Duration::from_millis(shards.header.interval_ms)));
     let f = shards.merge(&mut |index, stats| {
         s.points.push(series::Point::of(index, interval, stats));
+        if let Some(steps) = steps.as_mut() {
+            steps.add(index, stats);
+        }
     })?;
     s.close(f.elapsed.as_secs_f64());
     let mut warnings = f.warnings;
@@ -67,6 +75,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         notes: f.header.notes.clone(),
         warmup: f.header.warmup.clone(),
         stages: f.header.stages.clone(),
+        sweep: f.header.sweep.clone(),
         io: f.header.io.clone(),
     };
     Ok(SavedRun {
@@ -79,6 +88,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
             interrupted: f.interrupted,
         },
         series: s,
+        steps,
         warnings,
         header: f.header,
     })

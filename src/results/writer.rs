@@ -72,6 +72,7 @@ pub fn header(
         io: info.io.clone(),
         warmup: info.warmup.clone(),
         stages: info.stages.clone(),
+        sweep: info.sweep.clone(),
     }
 }
 

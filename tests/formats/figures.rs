@@ -58,6 +58,7 @@ impl Reports {
         }
         self.pages();
         self.summary();
+        self.load_curve();
     }
 
     /// Every line of the text report's endpoint blocks and summary heads
@@ -88,13 +89,14 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 21] = [
+        const SUMMARY: [&str; 22] = [
             "Completed:",
             "Timing:",
             "Errors:",
             "I/O:",
             "Warm-up:",
             "Stages:",
+            "Sweep:",
             "Mismatched:",
             "by method and field",
             "Errors by method",
@@ -111,7 +113,7 @@ impl Reports {
             "noisy fields",
             "fields that are noisy and also really differ",
         ];
-        let summary = self.text.split("\n** Summary for ").nth(1).unwrap();
+        let summary = self.summary_text();
         let heads = |text: &str, indent: &str| -> Vec<String> {
             text.lines()
                 .filter(|l| l.starts_with(indent) && !l[indent.len()..].starts_with(' '))
@@ -135,6 +137,101 @@ impl Reports {
                 "unchecked: {head}"
             );
         }
+    }
+
+    /// The text report's summary, without a sweep's load curve after it.
+    fn summary_text(&self) -> &str {
+        let summary = self.text.split("\n** Summary for ").nth(1).unwrap();
+        summary.split("\n** Load curve").next().unwrap()
+    }
+
+    /// A sweep's load curve: each row of the text's table is a row of the
+    /// Markdown table and a `load step` row of the CSV, and the JSON
+    /// `steps` hold its achieved rate.
+    fn load_curve(&self) {
+        let Some(curve) = self.text.split("\n** Load curve (--sweep):\n").nth(1) else {
+            assert!(self.json["steps"].is_null(), "json steps");
+            return;
+        };
+        let rows: Vec<Vec<&str>> = curve
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("   "))
+            .map(|l| {
+                l.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
+            .collect();
+        let steps = self.json["steps"].as_array().unwrap();
+        let labels: Vec<&str> = self.json["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["label"].as_str().unwrap())
+            .collect();
+        let wholes = rows.iter().filter(|r| r[2] != "-").count();
+        assert_eq!(wholes, steps.len() * labels.len(), "{curve}");
+        let mut label = "";
+        for row in &rows {
+            // A method's row (no offered rate) follows its endpoint's.
+            let (step, cells) = (row[0], &row[2..]);
+            let part = match cells[0] {
+                "-" => row[1],
+                _ => {
+                    label = row[1];
+                    ""
+                }
+            };
+            let cell = versus::report::markdown::cell;
+            let md = format!(
+                "| {step} | {} | {} | {} |",
+                cell(label),
+                cell(part),
+                cells.join(" | ")
+            );
+            assert!(self.md.contains(&md), "markdown {md}\n{}", self.md);
+            let name = match part {
+                "" => step.to_string(),
+                p => format!("{step} {p}"),
+            };
+            let csv = self.csv_row(label, "load step", &name);
+            assert_eq!(
+                csv[self.col("rps")],
+                cells[1],
+                "csv achieved {name} {label}"
+            );
+            let offered = csv[self.col("offered")].as_str();
+            assert_eq!(
+                offered,
+                cells[0].replace('-', ""),
+                "csv offered {name} {label}"
+            );
+            let s = steps
+                .iter()
+                .find(|s| {
+                    format!("{}/s", versus::report::rate(s["rate"].as_f64().unwrap())) == step
+                })
+                .unwrap();
+            let e = &s["endpoints"][labels.iter().position(|l| *l == label).unwrap()];
+            let figures = match part {
+                "" => e,
+                p => e["parts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|x| x["name"] == p)
+                    .unwrap(),
+            };
+            let achieved = figures["achieved_rps"].as_f64().unwrap();
+            assert_eq!(
+                versus::report::rate(achieved),
+                cells[1],
+                "json achieved {name} {label}"
+            );
+        }
+        assert!(self.html.contains("<h2>Load curve</h2>"), "html load curve");
     }
 
     fn col(&self, name: &str) -> usize {
@@ -350,7 +447,7 @@ impl Reports {
     /// latency and errors over every endpoint, the run time, the I/O
     /// driver; then [`Reports::comparison`].
     fn summary(&self) {
-        let summary = self.text.split("\n** Summary for ").nth(1).unwrap();
+        let summary = self.summary_text();
         let eps = self.json["endpoints"].as_array().unwrap();
         let endpoint_rows = &self.csv[1..=eps.len()];
         let total_row = self.csv_row("", "total", "");
@@ -521,6 +618,7 @@ impl Reports {
         let notes = [
             ("Warm-up", &self.json["run"]["warmup"], "warmup"),
             ("Stages", &self.json["run"]["stages"], "stages"),
+            ("Sweep", &self.json["run"]["sweep"], "sweep"),
             ("As bytes", &v["compared_as_bytes"], "compared_as_bytes"),
             (
                 "Judged on a timing core",
@@ -589,6 +687,16 @@ impl Reports {
                     );
                     line.to_string()
                 }
+                "Sweep" => {
+                    let rates = json["rates"].as_array().unwrap();
+                    let last = rates.last().unwrap().as_f64().unwrap();
+                    assert!(
+                        line.contains(&format!("{last}/s, each ")),
+                        "json {name}: {json}"
+                    );
+                    assert!(csv.iter().all(|c| *c == line), "csv {column}: {csv:?}");
+                    line.to_string()
+                }
                 "Warm-up" | "Stages" => {
                     let w = line.split(" sent first").next().unwrap();
                     assert_eq!(json, w, "json {name}");
@@ -601,7 +709,7 @@ impl Reports {
                     format!("{n} requests")
                 }
             };
-            if !matches!(name, "Source" | "Warm-up" | "Stages" | "Logged") {
+            if !matches!(name, "Source" | "Warm-up" | "Stages" | "Sweep" | "Logged") {
                 let n = json.to_string();
                 assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
             }

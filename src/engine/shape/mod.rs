@@ -6,6 +6,7 @@
 mod constant;
 mod rate;
 mod stages;
+mod sweep;
 mod users;
 
 use std::time::Duration;
@@ -13,6 +14,7 @@ use std::time::Duration;
 pub use self::constant::Constant;
 pub use self::rate::Rate;
 pub use self::stages::{parse_stages, Stage, Staged, Stages};
+pub use self::sweep::{Sweep, SweepShape};
 pub use self::users::Users;
 
 /// An open model's load: the rate requests fall due at over the whole run
