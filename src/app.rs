@@ -111,6 +111,7 @@ fn try_run(
     })?;
     let plan = Arc::new(plan);
     let mut outputs = OutputFiles::prepare(args, &plan, env.argv).map_err(usage)?;
+    outputs.steer(plan.engine.interval, stop).map_err(usage)?;
     if let Some(late) = outputs.late() {
         let _ = writeln!(
             err,

@@ -239,7 +239,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N|DURATION", help_heading = "Load")]
     pub stop_after: Option<String>,
 
-    /// Send this many requests (or for this long) first without counting them.
+    /// Send this many requests (or for this long) first, uncounted.
     ///
     /// Warm caches, JITs and connection pools; --stop-after counts after it.
     #[arg(long, value_name = "N|DURATION", help_heading = "Load")]
@@ -249,16 +249,14 @@ pub struct RunArgs {
     #[arg(short = 'c', long, default_value_t = 1, help_heading = "Load")]
     pub concurrency: usize,
 
-    /// Open model: start this many requests a second per endpoint, on a
-    /// schedule.
+    /// Open model: start this many requests a second per endpoint.
     ///
-    /// Written `500`, `500/s` or `30000/m`; latency counts from the time each
-    /// request was due.
+    /// On a schedule; written `500`, `500/s` or `30000/m`. Latency counts
+    /// from the time each request was due.
     #[arg(long, value_name = "RATE", help_heading = "Load")]
     pub rate: Option<String>,
 
-    /// Load that changes over time: DURATION:VALUE stages, each ramped
-    /// (A..B) or held (A).
+    /// Load over time: DURATION:VALUE stages, ramped (A..B) or held.
     ///
     /// Rates are the open model (30s:0..500/s,2m:500/s,30s:500..0/s); bare
     /// numbers are the closed model's virtual users (30s:1..50,2m:50). The
@@ -266,13 +264,60 @@ pub struct RunArgs {
     #[arg(long, value_name = "STAGES", help_heading = "Load")]
     pub stages: Option<String>,
 
-    /// Load curves: each rate in turn, held for --step-duration after
-    /// --settle; reports give every step's figures.
+    /// Load curves: each rate in turn, every step's figures reported.
+    ///
+    /// Each step holds for --step-duration after --settle.
     ///
     /// Rates as 500,1000,2000,4000/s or a range 1000..8000/s+1000 (from,
     /// to, step).
     #[arg(long, value_name = "RATES", help_heading = "Load")]
     pub sweep: Option<String>,
+
+    /// Each endpoint's highest rate at which every EXPR ('p99<100ms') holds.
+    ///
+    /// EXPR is in the threshold syntax ('p99 < 100ms', 'errors < 1%');
+    /// repeatable.
+    /// Each endpoint starts at --capacity-start and doubles its rate while
+    /// every step holds, then bisects to --resolution; steps last
+    /// --step-duration after --settle, and the search at most
+    /// --capacity-time.
+    #[arg(long, value_name = "EXPR", help_heading = "Load")]
+    pub find_capacity: Vec<String>,
+
+    /// --find-capacity: the first rate tried.
+    #[arg(
+        long,
+        default_value = "100/s",
+        value_name = "RATE",
+        help_heading = "Load",
+        hide_short_help = true
+    )]
+    pub capacity_start: String,
+
+    /// --find-capacity: the highest rate tried.
+    #[arg(
+        long,
+        default_value = "100000/s",
+        value_name = "RATE",
+        help_heading = "Load",
+        hide_short_help = true
+    )]
+    pub capacity_max: String,
+
+    /// --find-capacity: the most time the search takes.
+    #[arg(long, default_value = "5m", value_parser = parse_duration, help_heading = "Load", hide_short_help = true)]
+    pub capacity_time: Duration,
+
+    /// --find-capacity: the search ends when the rate that held and the
+    /// one that broke are this close.
+    #[arg(
+        long,
+        default_value = "5%",
+        value_name = "PERCENT",
+        help_heading = "Load",
+        hide_short_help = true
+    )]
+    pub resolution: String,
 
     /// --sweep: how long each step's figures count (whole seconds).
     #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Load", hide_short_help = true)]

@@ -32,6 +32,8 @@ pub struct OutputFiles {
     series: Option<SeriesObserver>,
     /// A sweep's steps, as the run goes.
     steps: Option<crate::results::steps::Steps>,
+    /// A capacity search steering the run.
+    steering: Option<crate::search::Steering>,
     /// Creates the output files, once.
     files: Arc<Files>,
     /// Record requests unmasked (`--show-secrets`).
@@ -206,8 +208,8 @@ impl OutputFiles {
             .as_ref()
             .map(|path| RunWriter::pending(path, &header));
         Ok(OutputFiles {
-            steps: (info.sweep.as_ref())
-                .map(|s| crate::results::steps::Steps::new(s, plan.engine.interval)),
+            steps: info.steps(plan.engine.interval),
+            steering: None,
             series: args
                 .html
                 .as_ref()
@@ -274,6 +276,19 @@ impl OutputFiles {
         }
     }
 
+    /// A capacity search (`--find-capacity`) steers the run through `stop`.
+    ///
+    /// # Errors
+    /// Conditions that do not parse.
+    pub fn steer(
+        &mut self,
+        interval: std::time::Duration,
+        stop: &crate::engine::Stop,
+    ) -> Result<(), String> {
+        self.steering = crate::search::Steering::new(&self.info, interval, stop)?;
+        Ok(())
+    }
+
     /// Run `f` with the observer that saves intervals (and keeps the series
     /// for `--html`), and shows them to `view` too.
     pub fn observe<T>(
@@ -290,6 +305,9 @@ impl OutputFiles {
             list.push(s);
         }
         if let Some(s) = self.steps.as_mut() {
+            list.push(s);
+        }
+        if let Some(s) = self.steering.as_mut() {
             list.push(s);
         }
         f(&mut Tee(list))
@@ -323,7 +341,9 @@ impl OutputFiles {
         if let Some(s) = series.as_mut() {
             s.close(run.elapsed.as_secs_f64());
         }
+        let capacity = crate::report::capacity::of_run(&self.info, self.steps.as_ref())?;
         let report = Report {
+            capacity: capacity.as_deref(),
             info: &self.info,
             run,
             header: &self.header,
@@ -383,7 +403,15 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
             return Exit::Usage;
         }
     };
+    let capacity = match crate::report::capacity::of_run(&run.info, run.steps.as_ref()) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(err, "versus: {e}");
+            return Exit::Usage;
+        }
+    };
     let report = Report {
+        capacity: capacity.as_deref(),
         info: &run.info,
         run: &run.output,
         header: &run.header,

@@ -71,5 +71,6 @@ pub mod plan;
 pub mod report;
 pub mod results;
 pub mod scenario;
+pub mod search;
 pub mod slab;
 pub mod stats;

@@ -257,70 +257,6 @@ fn unreadable_missing_and_mismatched_files_are_clear_usage_errors() {
     );
 }
 
-/// nginx serving HTTPS on a free port of 127.0.0.1 from a prefix folder
-/// of its own, stopped when dropped.
-struct Nginx {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Nginx {
-    /// Start nginx with `server` (the body of its `server` block; `@PORT@`
-    /// is the port) under `prefix`, and wait until it listens.
-    fn start(prefix: &Path, server: &str) -> Nginx {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let p = prefix.display();
-        let tmp = format!("{p}/tmp");
-        std::fs::create_dir_all(&tmp).unwrap();
-        let conf = format!(
-            "worker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/error.log warn;\ndaemon off;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  \
-             fastcgi_temp_path {tmp};\n  uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n  \
-             server {{\n{}\n  }}\n}}\n",
-            server.replace("@PORT@", &port.to_string())
-        );
-        let file = prefix.join("nginx.conf");
-        std::fs::write(&file, conf).unwrap();
-        let child = std::process::Command::new("nginx")
-            .args(["-p", &p.to_string(), "-e", &format!("{p}/error.log"), "-c"])
-            .arg(&file)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("nginx is installed (bash .ci/run installs it)");
-        let mut nginx = Nginx { child, port };
-        // Until it listens (or has exited, its log saying why).
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            let exited = nginx.child.try_wait().unwrap();
-            if exited.is_some() || std::time::Instant::now() > deadline {
-                let log = std::fs::read_to_string(prefix.join("error.log")).unwrap_or_default();
-                panic!("nginx did not start ({exited:?}): {log}");
-            }
-            std::thread::yield_now();
-        }
-        nginx
-    }
-}
-
-impl Drop for Nginx {
-    /// SIGTERM, on which the master stops its workers before it exits
-    /// (SIGKILL would leave them running).
-    fn drop(&mut self) {
-        let pid = i32::try_from(self.child.id()).unwrap();
-        // SAFETY: kill(2) on the process this test started and has not
-        // waited for yet, so the pid is still its.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
 /// nginx with `ssl_verify_client on` answers 400 without a client
 /// certificate (its check is at the HTTP level), and 200 with one its CA
 /// signed, given with --cert and --key.
@@ -330,6 +266,7 @@ fn nginx_with_ssl_verify_client_on_takes_the_client_certificate() {
     let pki = Pki::new("nginx");
     let nginx = Nginx::start(
         &pki.dir,
+        "",
         &format!(
             "    listen 127.0.0.1:@PORT@ ssl;\n    ssl_certificate {};\n    \
              ssl_certificate_key {};\n    ssl_client_certificate {};\n    \

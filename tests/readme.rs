@@ -145,6 +145,7 @@ fn localised(
         ("--stop-after 10s", "--stop-after 1s"),
         ("--stop-after 5s", "--stop-after 1s"),
         ("--stop-after=5s", "--stop-after=1s"),
+        ("--capacity-time 2m", "--capacity-time 6s"),
         ("${INFURA_API_KEY}", "KEY"),
     ] {
         line = line.replace(long, short);

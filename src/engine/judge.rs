@@ -346,6 +346,14 @@ fn judge(
     outcomes: &[Option<&Outcome>],
     step: Option<(&str, Option<&str>)>,
 ) {
+    // Compared where the reference and another endpoint both answered:
+    // each at its own rate (a capacity search), one may not have been
+    // sent this request.
+    if let [reference, others @ ..] = outcomes {
+        if !others.is_empty() && (reference.is_none() || others.iter().all(Option::is_none)) {
+            return;
+        }
+    }
     stats.verdicts.compared += 1;
     if outcomes.len() < 2 || settings.comparer.agree(outcomes) {
         return;

@@ -8,6 +8,7 @@
 mod judge;
 mod judge_thread;
 pub mod pace;
+mod pacing;
 pub mod preflight;
 pub mod settings;
 pub mod shape;
@@ -643,7 +644,7 @@ fn run_output(
     RunOutput {
         stats,
         input,
-        interrupted: stop.is_stopped() && input_error.is_none(),
+        interrupted: stop.interrupted() && input_error.is_none(),
         input_error,
         elapsed,
     }

@@ -43,6 +43,16 @@ impl Schedule {
         (k * self.part.count + self.part.index) as f64
     }
 
+    /// When this core's first request is due, from the start.
+    pub fn offset(&self) -> Duration {
+        self.due(0).unwrap_or_default()
+    }
+
+    /// The shape's highest rate, per second.
+    pub fn peak(&self) -> f64 {
+        self.shape.peak().0
+    }
+
     /// When this core's `k`-th request (from 0) is due, from the start;
     /// `None` once the shape has ended.
     pub fn due(&self, k: u64) -> Option<Duration> {

@@ -22,6 +22,10 @@ pub struct Stop {
     cores: Arc<(AtomicUsize, AtomicUsize)>,
     /// Open model: the factor the scheduled rate is multiplied by.
     rate_scale: Arc<watch::Sender<f64>>,
+    /// Open model: each endpoint's own rate (a capacity search), when set.
+    endpoint_rates: Arc<watch::Sender<Option<Vec<f64>>>>,
+    /// Stopped because the run's work was done, not interrupted.
+    done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for Stop {
@@ -39,6 +43,8 @@ impl Stop {
             pause: Arc::new(watch::Sender::new(false)),
             cores: Arc::new((AtomicUsize::new(0), AtomicUsize::new(0))),
             rate_scale: Arc::new(watch::Sender::new(1.0)),
+            endpoint_rates: Arc::new(watch::Sender::new(None)),
+            done: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 
@@ -46,6 +52,19 @@ impl Stop {
     pub fn stop(&self) {
         self.stopped_at.get_or_init(Instant::now);
         self.stop.send_replace(true);
+    }
+
+    /// End the run because its work is done (a capacity search found
+    /// every endpoint's): as [`Stop::stop`], but the run is not reported
+    /// as interrupted.
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::SeqCst);
+        self.stop();
+    }
+
+    /// True when the run was stopped before its work was done.
+    pub fn interrupted(&self) -> bool {
+        self.is_stopped() && !self.done.load(Ordering::SeqCst)
     }
 
     /// How long ago the run was stopped; `None` while it goes.
@@ -108,6 +127,20 @@ impl Stop {
             scale = *s;
         });
         scale
+    }
+
+    /// Open model: give each endpoint its own rate from now on (requests
+    /// per second, the whole run's; 0 sends it nothing). The schedule runs
+    /// at the highest, and each endpoint takes its share of its requests,
+    /// evenly spread; the others' answers are compared with the
+    /// reference's where both answered the same request.
+    pub fn set_endpoint_rates(&self, rates: Vec<f64>) {
+        self.endpoint_rates.send_replace(Some(rates));
+    }
+
+    /// A receiver of each endpoint's rate, for a core's feeder.
+    pub(crate) fn endpoint_rate_changes(&self) -> watch::Receiver<Option<Vec<f64>>> {
+        self.endpoint_rates.subscribe()
     }
 
     /// A receiver of rate changes, for a core's feeder.

@@ -22,6 +22,8 @@ struct Entry<W> {
     warmup: bool,
     /// Endpoints that claimed it.
     started: usize,
+    /// Endpoints it was pushed for (all, unless each has its own rate).
+    assigned: usize,
     /// Endpoints that have not delivered their result.
     pending: usize,
 }
@@ -88,30 +90,38 @@ impl<W: Clone, D> LeadWindow<W, D> {
     }
 
     pub fn push(&mut self, work: W, due: Option<Instant>, warmup: bool) {
-        self.push_marked(work, due, warmup, |_, _| false);
+        self.push_marked(work, due, warmup, |_, _| false, None);
     }
 
-    /// [`LeadWindow::push`], marked late at each endpoint `e` where
-    /// `late(e, waiting)` (`waiting`: the units already waiting there).
+    /// [`LeadWindow::push`] for the endpoints `e` where `only[e]` (all
+    /// when `None`; the others' results stay `None`), marked late at each
+    /// endpoint `e` where `late(e, waiting)` (`waiting`: the units already
+    /// waiting there).
     pub fn push_marked(
         &mut self,
         work: W,
         due: Option<Instant>,
         warmup: bool,
         late: impl Fn(usize, usize) -> bool,
+        only: Option<&[bool]>,
     ) {
         let Some(place) = self.free.pop() else {
             debug_assert!(false, "push into a full window");
             return;
         };
+        let assigned = only.map_or(self.endpoints, |o| o.iter().filter(|a| **a).count());
         self.entries[place] = Some(Entry {
             work: Some(work),
             due,
             warmup,
             started: 0,
-            pending: self.endpoints,
+            assigned,
+            pending: assigned,
         });
         for (e, q) in self.queues.iter_mut().enumerate() {
+            if only.is_some_and(|o| !o[e]) {
+                continue;
+            }
             let mark = if late(e, q.len()) { LATE } else { 0 };
             q.push_back(place | mark);
         }
@@ -136,7 +146,7 @@ impl<W: Clone, D> LeadWindow<W, D> {
                         self.late[e] += 1;
                     }
                     entry.started += 1;
-                    let work = if entry.started == self.endpoints {
+                    let work = if entry.started == entry.assigned {
                         entry.work.take()
                     } else {
                         entry.work.clone()
@@ -250,6 +260,27 @@ mod tests {
             Claim::Got(place, work, ..) => (place, work),
             other => panic!("expected work, got {other:?}"),
         }
+    }
+
+    /// Work pushed for some endpoints only (each at its own rate) is
+    /// claimed by those, judged once they delivered, with `None` for the
+    /// others.
+    #[test]
+    fn work_for_some_endpoints_is_judged_when_those_delivered() {
+        let mut w = W::new(4, 3);
+        w.push_marked(7, None, false, |_, _| false, Some(&[true, false, true]));
+        assert!(matches!(w.claim(1), Claim::Wait));
+        let (p0, work) = got(w.claim(0));
+        assert!(w
+            .complete(0, p0, work, &mut Some("a"), |_, _, _| panic!("early"))
+            .is_none());
+        let (p2, work) = got(w.claim(2));
+        let mut judged = Vec::new();
+        w.complete(2, p2, work, &mut Some("c"), |work, results, _| {
+            judged.push((*work, results.to_vec()));
+        });
+        assert_eq!(judged, [(7, vec![Some("a"), None, Some("c")])]);
+        assert_eq!(w.unclaimed_counted(1), 0);
     }
 
     #[test]
@@ -413,9 +444,9 @@ mod tests {
     fn late_counts_units_claimed_and_unsent_those_left() {
         let mut w = W::new(8, 2);
         // Late at endpoint 0 only, then late at both, then warm-up.
-        w.push_marked(1, None, false, |e, _| e == 0);
-        w.push_marked(2, None, false, |_, _| true);
-        w.push_marked(3, None, true, |_, _| true);
+        w.push_marked(1, None, false, |e, _| e == 0, None);
+        w.push_marked(2, None, false, |_, _| true, None);
+        w.push_marked(3, None, true, |_, _| true, None);
         assert!(matches!(w.claim(0), Claim::Got(_, 1, ..)));
         assert!(matches!(w.claim(1), Claim::Got(_, 1, ..)));
         assert_eq!((w.take_late(0), w.take_late(1)), (1, 0));

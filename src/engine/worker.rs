@@ -14,7 +14,8 @@ use tokio::sync::Notify;
 
 use super::judge;
 use super::judge_thread::ToJudge;
-use super::pace::{Anchor, Schedule};
+use super::pace::Schedule;
+use super::pacing::Pacing;
 use super::shape::Users;
 use super::slots::Slots;
 use super::timer::PreciseTimer;
@@ -199,8 +200,10 @@ struct Core {
     users_since: Cell<Instant>,
     user_time: Cell<Duration>,
     /// Open model: requests that fell due since the statistics were last
-    /// taken (sent, or counted unsent).
+    /// taken (sent, or counted unsent), and per endpoint those of them
+    /// that went to other endpoints only (each at its own rate).
     offered: Cell<u64>,
+    skipped: RefCell<Vec<u64>>,
     inflight: RefCell<Vec<u32>>,
     /// Slots per endpoint waiting for a request (open model: a request
     /// released when none is free starts late).
@@ -494,6 +497,7 @@ impl Core {
             users_since: Cell::new(started),
             user_time: Cell::new(Duration::ZERO),
             offered: Cell::new(0),
+            skipped: RefCell::new(vec![0; endpoints]),
             inflight: RefCell::new(vec![0; endpoints]),
             idle: RefCell::new(vec![0; endpoints]),
             held_since: RefCell::new(vec![None; endpoints]),
@@ -834,8 +838,9 @@ impl Core {
         }
         self.mark_users();
         let (offered, user_time) = (self.offered.take(), self.user_time.take());
-        for s in &mut stats.endpoints {
-            s.offered += offered;
+        let mut skipped = self.skipped.borrow_mut();
+        for (s, skipped) in stats.endpoints.iter_mut().zip(skipped.iter_mut()) {
+            s.offered += offered - std::mem::take(skipped);
             s.user_time += user_time;
         }
         let ends = self.last_done.borrow();
@@ -1208,20 +1213,13 @@ async fn feed_open(
         let d = core.settings.stop_after.duration?;
         core.counting_since.get().map(|since| since + d)
     };
-    // Time spent paused moves the rest of the schedule later.
+    // Time spent paused moves the rest of the schedule later. Times are
+    // into the schedule: the start, plus the time paused (shift), is where
+    // it stands on the clock. Core c of n starts at its own offset in the
+    // schedule (c gaps after core 0).
     let mut shift = Duration::ZERO;
-    // A rate change (the dashboard's + and -) re-anchors the schedule: from
-    // request k of this core, due then, requests follow at the new scale.
-    // Times are into the schedule: the start, plus the time paused (shift),
-    // is where it stands on the clock. Core c of n starts at its own
-    // offset in the schedule (c gaps after core 0).
-    let mut rate = stop.rate_changes();
-    let offset = schedule.due(0).unwrap_or_default();
-    let mut anchor = Anchor {
-        k: 0,
-        at: offset,
-        scale: *rate.borrow_and_update(),
-    };
+    let mut pacing = Pacing::new(schedule, &stop);
+    let offset = pacing.offset();
     // Counting starts with the schedule, the same instant on every core
     // (not at this core's first request, which may be far off at a low
     // rate), or after the warm-up at the first counted request's place in
@@ -1230,19 +1228,21 @@ async fn feed_open(
         core.start_counting(started);
     }
     for k in 0u64.. {
-        if rate.has_changed().unwrap_or(false) {
-            let next = schedule.due_after(&anchor, k);
-            let now = Instant::now().saturating_duration_since(started + shift);
-            anchor = Anchor {
-                k,
-                at: next.map_or(now, |next| next.max(now)),
-                scale: *rate.borrow_and_update(),
-            };
+        pacing.follow(k, Instant::now().saturating_duration_since(started + shift));
+        if pacing.idle() {
+            // No endpoint has a rate: wait for one, or the stop.
+            let stopped = core.done.notified();
+            tokio::select! {
+                () = pacing.changed() => {}
+                () = stopped => {}
+            }
+            if core.stopping.get().is_some() {
+                break;
+            }
+            continue;
         }
         // Past the shape's end nothing more falls due.
-        let due = schedule
-            .due_after(&anchor, k)
-            .map(|at| started + shift + at);
+        let due = pacing.due(k).map(|at| started + shift + at);
         let mut due = match due {
             Some(due) if end().is_none_or(|end| due < end + shift) => due,
             _ => {
@@ -1300,7 +1300,7 @@ async fn feed_open(
             if let (false, Some(stop)) = (warmup, core.stopping.get()) {
                 let stop = end().map_or(stop, |end| stop.min(end + shift));
                 let more = (k + 1..)
-                    .map_while(|j| schedule.due_after(&anchor, j))
+                    .map_while(|j| pacing.due(j))
                     .take_while(|at| started + shift + *at < stop)
                     .take(feed.at_hand())
                     .count() as u64;
@@ -1311,7 +1311,8 @@ async fn feed_open(
             }
             break;
         }
-        release(&core, &intervals, work, due, offset, warmup);
+        let only = pacing.assign();
+        release(&core, &intervals, (work, due, offset, warmup), only);
     }
     core.window.borrow_mut().finish_input();
     core.wake_all();
@@ -1325,10 +1326,8 @@ async fn feed_open(
 fn release(
     core: &Core,
     intervals: &Intervals,
-    work: Unit,
-    due: Instant,
-    offset: Duration,
-    warmup: bool,
+    (work, due, offset, warmup): (Unit, Instant, Duration, bool),
+    only: Option<&[bool]>,
 ) {
     while due >= intervals.end() {
         if !intervals.hand_over(core) {
@@ -1338,12 +1337,18 @@ fn release(
     core.released(warmup, Some(due.checked_sub(offset).unwrap_or(due)));
     if !warmup {
         core.offered.set(core.offered.get() + 1);
+        if let Some(only) = only {
+            let mut skipped = core.skipped.borrow_mut();
+            for (e, taken) in only.iter().enumerate() {
+                skipped[e] += u64::from(!taken);
+            }
+        }
     }
     let idle = core.idle.borrow();
     let late = |e: usize, waiting: usize| idle[e] as usize <= waiting;
     core.window
         .borrow_mut()
-        .push_marked(work, Some(due), warmup, late);
+        .push_marked(work, Some(due), warmup, late, only);
     drop(idle);
     core.wake_one_each();
 }

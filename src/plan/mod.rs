@@ -20,7 +20,7 @@ use crate::cli::RunArgs;
 use crate::compare::rules::{self as compare_rules, RuleSet, Rules};
 use crate::compare::{CompareMode, Comparer};
 use crate::endpoint::{EndpointSpec, HttpVersion, IoDriver, Scheme, TransportOptions};
-use crate::engine::shape::{parse_stages, Constant, Rate, Shape, Staged, Sweep, Users};
+use crate::engine::shape::{parse_stages, Constant, Rate, Search, Shape, Staged, Sweep, Users};
 use crate::engine::{Settings, StopAfter, Workload};
 use crate::fault::Fault;
 use crate::input::{Format, Source};
@@ -97,6 +97,8 @@ pub struct Plan {
     pub stages: Option<String>,
     /// `--sweep`'s steps, for the reports.
     pub sweep: Option<Sweep>,
+    /// `--find-capacity`'s search.
+    pub search: Option<Search>,
     /// Format of the request stream; `None` for stdin without `--input`:
     /// lines, unless its first read shows a HAR file or a capture
     /// ([`crate::input::open`]).
@@ -180,6 +182,7 @@ impl Plan {
             logged: self.mismatch_log.as_ref().map(|l| l.counts()),
             stages: self.stages.clone(),
             sweep: self.sweep.clone(),
+            search: self.search.clone(),
             warmup: match (engine.warmup.count, engine.warmup.duration) {
                 (Some(n), _) => Some(format!("{n} requests")),
                 (None, Some(d)) => Some(humantime::format_duration(d).to_string()),
@@ -210,7 +213,7 @@ impl Plan {
         let single = is_single(args, stdin_is_terminal);
         let warmup = warmup_of(args, &stop_after, single)?;
         let shaped = load_shape(args, &mut stop_after)?;
-        let sweep = shaped.sweep.clone();
+        let (sweep, search) = (shaped.sweep.clone(), shaped.search.clone());
         let mut endpoints = endpoints_of(args)?;
         template::add_templates(&args.templates, &mut endpoints, single)?;
         let input = StreamInput::of(args)?;
@@ -244,6 +247,7 @@ impl Plan {
             show_secrets: args.show_secrets,
             stages: args.stages.clone(),
             sweep,
+            search,
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
             mismatch_log: outputs.mismatch_log,
@@ -354,6 +358,7 @@ struct Shaped {
     open: Option<Arc<dyn Shape>>,
     users: Option<Users>,
     sweep: Option<Sweep>,
+    search: Option<Search>,
 }
 
 /// The load's shape from `--rate` and `--stages`; `--max-in-flight` must
@@ -362,6 +367,9 @@ struct Shaped {
 fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, UsageError> {
     if args.max_in_flight == 0 {
         return Err(UsageError("--max-in-flight must be at least 1".into()));
+    }
+    if !args.find_capacity.is_empty() {
+        return searched(args, stop_after);
     }
     if let Some(sweep) = args.sweep.as_deref() {
         return swept(args, sweep, stop_after);
@@ -397,7 +405,7 @@ fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, Usag
             Shaped {
                 open,
                 users,
-                sweep: None,
+                ..Shaped::default()
             }
         }
     };
@@ -425,8 +433,83 @@ fn swept(args: &RunArgs, sweep: &str, stop_after: &mut StopAfter) -> Result<Shap
     stop_after.duration = stop_after.duration.min(length).or(length);
     Ok(Shaped {
         open: Some(Arc::new(shape)),
-        users: None,
         sweep: Some(sweep),
+        ..Shaped::default()
+    })
+}
+
+/// The least lead window of a capacity search: an endpoint driven past
+/// its capacity for a step leaves a backlog of this many units before the
+/// others are held back (a few MB a core).
+const SEARCH_LEAD: usize = 65_536;
+
+/// `--find-capacity`: the open model from `--capacity-start`, each
+/// endpoint's rate then set by the search step by step.
+fn searched(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, UsageError> {
+    let other = [
+        (args.rate.is_some(), "--rate"),
+        (args.stages.is_some(), "--stages"),
+        (args.sweep.is_some(), "--sweep"),
+        (args.warmup.is_some(), "--warmup"),
+        (args.shard.is_some(), "--shard"),
+    ];
+    if let Some((_, flag)) = other.iter().find(|(given, _)| *given) {
+        return Err(UsageError(format!(
+            "--find-capacity with {flag}: the search sets each endpoint's rate step by step (from --capacity-start, each step settling first); give one"
+        )));
+    }
+    crate::report::capacity::conditions(&args.find_capacity).map_err(UsageError)?;
+    let rate = |flag: &str, s: &str| {
+        s.parse::<Rate>()
+            .map(|r| r.0)
+            .map_err(|e| UsageError(e.replacen("--rate", flag, 1)))
+    };
+    let (start, max) = (
+        rate("--capacity-start", &args.capacity_start)?,
+        rate("--capacity-max", &args.capacity_max)?,
+    );
+    if max < start {
+        return Err(UsageError(format!(
+            "--capacity-max {} is below --capacity-start {}: the search climbs from the start to the highest rate",
+            args.capacity_max, args.capacity_start
+        )));
+    }
+    let resolution = args
+        .resolution
+        .trim()
+        .strip_suffix('%')
+        .and_then(|p| p.trim().parse::<f64>().ok())
+        .filter(|p| *p > 0.0 && *p < 100.0)
+        .ok_or_else(|| {
+            UsageError(format!(
+                "--resolution {:?}: give a percentage between 0 and 100, like 5%",
+                args.resolution
+            ))
+        })?;
+    // The steps' times, checked as a sweep's are.
+    let clock = Sweep::parse("1", args.settle, args.step_duration, Duration::from_secs(1))
+        .map_err(UsageError)?;
+    let search = Search {
+        conditions: args.find_capacity.clone(),
+        start,
+        max,
+        resolution: resolution / 100.0,
+        settle_ms: clock.settle_ms,
+        hold_ms: clock.hold_ms,
+        time_ms: u64::try_from(args.capacity_time.as_millis()).unwrap_or(u64::MAX),
+    };
+    if search.clock().count == 0 {
+        return Err(UsageError(format!(
+            "--capacity-time {}: shorter than one step (--settle plus --step-duration)",
+            humantime::format_duration(args.capacity_time)
+        )));
+    }
+    let length = Some(search.length());
+    stop_after.duration = stop_after.duration.min(length).or(length);
+    Ok(Shaped {
+        open: Some(Arc::new(search.shape())),
+        search: Some(search),
+        ..Shaped::default()
     })
 }
 
@@ -804,7 +887,12 @@ fn settings(
         drain: args.drain,
         comparer: comparison.comparer,
         verbose: args.verbose,
-        window: args.lead,
+        // A search drives an endpoint past its capacity: the others must not
+        // wait for its backlog in the lead window.
+        window: match load.shaped.search {
+            Some(_) => args.lead.max(SEARCH_LEAD),
+            None => args.lead,
+        },
         judge_memory: args.judge_memory,
         strict: args.strict,
         interval: Duration::from_secs(1),

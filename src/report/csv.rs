@@ -251,7 +251,27 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         }
     }
     pages(out, r)?;
-    load_curve(out, r)
+    load_curve(out, r)?;
+    capacity(out, r)
+}
+
+/// A capacity search's result: a `capacity` row per endpoint, `value` the
+/// rate found (empty below the first step), `name` the whole line.
+fn capacity(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(found) = r.capacity else {
+        return Ok(());
+    };
+    for (i, (e, c)) in r.info.endpoints.iter().zip(found).enumerate() {
+        let reference = (i > 0).then(|| &found[0]);
+        let mut row = Row::new(&e.label, &e.url);
+        row.set("part", "capacity")
+            .set("name", field(&super::capacity::line(c, reference)));
+        if let Some(rate) = c.rate {
+            row.set("value", super::rate(rate));
+        }
+        row.write(out)?;
+    }
+    Ok(())
 }
 
 /// A sweep's load curve: a `load step` row per step, endpoint and part,

@@ -8,8 +8,14 @@ use crate::results::steps::Steps;
 
 /// One row of the curve.
 pub struct Point<'a> {
-    /// The step's rate offered, per second per endpoint.
-    pub rate: f64,
+    /// The step's number, from 0.
+    pub step: usize,
+    /// The step's rate offered, per second per endpoint; `None` when each
+    /// endpoint had its own (a capacity search).
+    pub rate: Option<f64>,
+    /// Where it stands on a curve: the step's rate, or this endpoint's
+    /// offered in it.
+    pub x: f64,
     /// Which endpoint.
     pub endpoint: usize,
     /// The method or scenario step; `None` for the endpoint as a whole.
@@ -29,12 +35,18 @@ pub struct Point<'a> {
 /// methods (when it saw more than one) and its scenario steps.
 pub fn points(steps: &Steps) -> Vec<Point<'_>> {
     let mut out = Vec::new();
-    for step in steps.reached() {
+    for (k, step) in steps.steps.iter().enumerate() {
+        let Some(step) = step else {
+            continue;
+        };
         let per_second = |n: u64| n as f64 / step.seconds.max(1e-9);
         let methods = super::shows_methods(&step.stats.endpoints);
         for (e, s) in step.stats.endpoints.iter().enumerate() {
+            let x = step.rate.unwrap_or_else(|| per_second(s.offered));
             out.push(Point {
+                step: k,
                 rate: step.rate,
+                x,
                 endpoint: e,
                 part: None,
                 offered: Some(per_second(s.offered)),
@@ -45,7 +57,9 @@ pub fn points(steps: &Steps) -> Vec<Point<'_>> {
             });
             let parts = s.steps.iter().chain(s.methods.iter().filter(|_| methods));
             out.extend(parts.map(|p| Point {
+                step: k,
                 rate: step.rate,
+                x,
                 endpoint: e,
                 part: Some(&p.name),
                 offered: None,
@@ -89,8 +103,12 @@ impl Point<'_> {
         ]
     }
 
-    /// The step's name, as every format shows it: `500.00/s`.
+    /// The step's name, as every format shows it: its rate (`500.00/s`),
+    /// or its number from 1 when each endpoint had its own.
     pub fn step(&self) -> String {
-        format!("{}/s", super::rate(self.rate))
+        match self.rate {
+            Some(rate) => format!("{}/s", super::rate(rate)),
+            None => format!("step {}", self.step + 1),
+        }
     }
 }

@@ -288,6 +288,14 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
         p.push_str("<h2>Errors and mismatches</h2>\n");
         timeline.errors(&mut p);
     }
+    if let Some(found) = r.capacity {
+        p.push_str("<h2>Capacity</h2>\n");
+        for (i, (e, c)) in r.info.endpoints.iter().zip(found).enumerate() {
+            let reference = (i > 0).then(|| &found[0]);
+            let line = super::capacity::line(c, reference);
+            p.push_str(&format!("<p>{}: {}</p>\n", escape(&e.label), escape(&line)));
+        }
+    }
     if let Some(steps) = r.steps {
         load_curves(&mut p, r, steps);
     }
@@ -303,7 +311,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
 /// step's latency in a section of its own, opened on demand.
 fn load_curves(p: &mut String, r: &Report<'_>, steps: &crate::results::steps::Steps) {
     let points = super::curve::points(steps);
-    let top = points.iter().map(|q| q.rate).fold(0.0, f64::max);
+    let top = points.iter().map(|q| q.x).fold(0.0, f64::max);
     let x = linear_axis(top, "offered (requests/s)", trim);
     p.push_str("<h2>Load curve</h2>\n");
     for (e, info) in r.info.endpoints.iter().enumerate() {
@@ -317,13 +325,13 @@ fn load_curves(p: &mut String, r: &Report<'_>, steps: &crate::results::steps::St
             name: "achieved".into(),
             color: color(e),
             dashed: false,
-            points: whole.iter().map(|q| (q.rate, q.achieved)).collect(),
+            points: whole.iter().map(|q| (q.x, q.achieved)).collect(),
         };
         let offered = Line {
             name: "offered".into(),
             color: "#000000",
             dashed: true,
-            points: whole.iter().map(|q| (q.rate, q.rate)).collect(),
+            points: whole.iter().map(|q| (q.x, q.x)).collect(),
         };
         let high = whole.iter().map(|q| q.achieved).fold(top, f64::max);
         p.push_str(&chart(
@@ -379,7 +387,7 @@ fn percentiles_against_rate(
                     let v = super::quantile(pt.latency, *q)?;
                     lo = lo.min(v);
                     hi = hi.max(v);
-                    Some((pt.rate, v))
+                    Some((pt.x, v))
                 })
                 .collect(),
         })

@@ -17,4 +17,6 @@ pub struct Report<'a> {
     pub series: Option<&'a crate::results::series::Series>,
     /// A sweep's steps.
     pub steps: Option<&'a crate::results::steps::Steps>,
+    /// A capacity search's result, per endpoint.
+    pub capacity: Option<&'a [super::capacity::Capacity]>,
 }

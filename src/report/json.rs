@@ -216,7 +216,7 @@ fn paged(r: &Report<'_>) -> Vec<Value> {
 pub fn value(r: &Report<'_>) -> Value {
     let run = r.run;
     let v = &run.stats.verdicts;
-    let endpoints: Vec<Value> = r
+    let mut endpoints: Vec<Value> = r
         .info
         .endpoints
         .iter()
@@ -224,6 +224,16 @@ pub fn value(r: &Report<'_>) -> Value {
         .enumerate()
         .map(|(i, (e, s))| endpoint(i, &e.label, &e.url, s))
         .collect();
+    for (v, c) in endpoints.iter_mut().zip(r.capacity.unwrap_or_default()) {
+        v["capacity"] = json!({
+            "rate": c.rate,
+            "held_steps": c.held_steps,
+            "broken_by": c.broken_by,
+            "knee": c.knee,
+            "settled": c.settled,
+            "tried": c.tried.iter().map(|t| json!({"rate": t.rate, "broken_by": t.broken_by})).collect::<Vec<_>>(),
+        });
+    }
     let groups: Vec<Value> = v
         .sorted_groups()
         .into_iter()
@@ -326,10 +336,10 @@ fn load_curve(r: &Report<'_>, steps: &crate::results::steps::Steps) -> Value {
             "mismatched": p.mismatched,
         })
     };
-    let json_steps: Vec<Value> = steps
-        .reached()
-        .map(|step| {
-            let of_step = || points.iter().filter(|p| p.rate == step.rate);
+    let json_steps: Vec<Value> = (steps.steps.iter().enumerate())
+        .filter_map(|(k, step)| Some((k, step.as_ref()?)))
+        .map(|(k, step)| {
+            let of_step = || points.iter().filter(move |p| p.step == k);
             let endpoints: Vec<Value> = r
                 .info
                 .endpoints

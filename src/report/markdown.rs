@@ -150,7 +150,28 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     mismatches(out, r)?;
     noise(out, r)?;
     load_curve(out, r)?;
+    capacity(out, r)?;
     thresholds(out, r)
+}
+
+/// A capacity search's result, an endpoint a line.
+fn capacity(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    let Some(found) = r.capacity else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    writeln!(out, "## Capacity")?;
+    writeln!(out)?;
+    for (i, (e, c)) in r.info.endpoints.iter().zip(found).enumerate() {
+        let reference = (i > 0).then(|| &found[0]);
+        writeln!(
+            out,
+            "- {}: {}",
+            cell(&e.label),
+            cell(&super::capacity::line(c, reference))
+        )?;
+    }
+    Ok(())
 }
 
 /// A sweep's load curve: a row per step, endpoint and part.

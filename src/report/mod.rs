@@ -2,6 +2,7 @@
 //! take the stats and a writer; they compute nothing that the stats do not
 //! hold. This module owns formatting, escaping and layout only.
 
+pub mod capacity;
 pub mod compare;
 pub mod csv;
 pub mod curve;

@@ -82,6 +82,9 @@ pub fn render(out: &mut dyn Write, format: ReportFormat, r: &Report<'_>) -> io::
             if let Some(steps) = r.steps {
                 super::text::load_curve(out, r.info, steps)?;
             }
+            if let Some(c) = r.capacity {
+                super::text::capacity(out, r.info, c)?;
+            }
             super::threshold::write_text(out, r.checks)
         }
         ReportFormat::Json => super::json::write(out, r),

@@ -20,9 +20,10 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
     };
     row("Requests per second", &|s| super::rate(s.rate()));
     if let Some(rate) = r.info.rate {
-        match r.info.load_varies() {
-            true => row("Rate at the peak", &|_| super::rate(rate)),
-            false => row("Rate scheduled", &|_| super::rate(rate)),
+        match (r.info.search.is_some(), r.info.load_varies()) {
+            (true, _) => row("Rate at the search's start", &|_| super::rate(rate)),
+            (false, true) => row("Rate at the peak", &|_| super::rate(rate)),
+            (false, false) => row("Rate scheduled", &|_| super::rate(rate)),
         }
         row("Rate sent", &|s| super::rate(s.sent_rate()));
         row("Uncorrected p50", &|s| latency(&s.uncorrected, 0.5));

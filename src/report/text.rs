@@ -63,14 +63,18 @@ pub fn load_curve(
         writeln!(out)?;
         return writeln!(
             out,
-            "** Load curve (--sweep): no step reached its counted time (the run stopped while the first settled)"
+            "** Load curve: no step reached its counted time (the run stopped while the first settled)"
         );
     }
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
     writeln!(out)?;
-    writeln!(out, "** Load curve (--sweep):")?;
+    let by = match plan.search {
+        Some(_) => "--find-capacity",
+        None => "--sweep",
+    };
+    writeln!(out, "** Load curve ({by}):")?;
     for row in rows {
         let cells: Vec<String> = row
             .iter()
@@ -82,6 +86,36 @@ pub fn load_curve(
             })
             .collect();
         writeln!(out, "   {}", cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+/// A capacity search's result: each endpoint's capacity, against the
+/// reference's.
+pub fn capacity(
+    out: &mut dyn Write,
+    plan: &RunInfo,
+    found: &[super::capacity::Capacity],
+) -> io::Result<()> {
+    let conditions = plan
+        .search
+        .as_ref()
+        .map(|s| s.conditions.join("', '"))
+        .unwrap_or_default();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "** Capacity (--find-capacity '{}'):",
+        escape_terminal(&conditions)
+    )?;
+    for (i, (e, c)) in plan.endpoints.iter().zip(found).enumerate() {
+        let reference = (i > 0).then(|| &found[0]);
+        writeln!(
+            out,
+            "   {}: {}",
+            escape_terminal(&e.label),
+            super::capacity::line(c, reference)
+        )?;
     }
     Ok(())
 }
@@ -319,9 +353,10 @@ fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -
     };
     // Stages and sweeps schedule a rate that changes: the line names its
     // peak, and `Offered:` the average.
-    let how = match plan.load_varies() {
-        true => "at the peak",
-        false => "scheduled",
+    let how = match (plan.search.is_some(), plan.load_varies()) {
+        (true, _) => "at the search's start",
+        (false, true) => "at the peak",
+        (false, false) => "scheduled",
     };
     writeln!(
         out,

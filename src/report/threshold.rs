@@ -498,6 +498,7 @@ mod tests {
             warmup: None,
             stages: None,
             sweep: None,
+            search: None,
             io: None,
         };
         (info, stats)

@@ -85,6 +85,9 @@ pub struct Header {
     /// `--sweep`'s steps: the rates, the settling and counted time of each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::engine::shape::Sweep>,
+    /// `--find-capacity`: its conditions, bounds and steps in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::engine::shape::Search>,
 }
 
 /// One shard of a merged file.

@@ -67,12 +67,20 @@ pub struct RunInfo {
     pub stages: Option<String>,
     /// `--sweep`'s steps; saved runs keep them.
     pub sweep: Option<crate::engine::shape::Sweep>,
+    /// `--find-capacity`'s search; saved runs keep it.
+    pub search: Option<crate::engine::shape::Search>,
 }
 
 impl RunInfo {
     /// Whether the load changed over the run (`--stages`, `--sweep`).
     pub fn load_varies(&self) -> bool {
-        self.stages.is_some() || self.sweep.is_some()
+        self.stages.is_some() || self.sweep.is_some() || self.search.is_some()
+    }
+
+    /// The steps of a sweep or a capacity search, none seen yet, of
+    /// intervals `interval` long.
+    pub fn steps(&self, interval: std::time::Duration) -> Option<super::steps::Steps> {
+        super::steps::Steps::of(self.sweep.as_ref(), self.search.as_ref(), interval)
     }
 }
 

@@ -50,8 +50,11 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         points: Vec::new(),
         interval,
     };
-    let mut steps = (shards.header.sweep.as_ref())
-        .map(|sweep| steps::Steps::new(sweep, Duration::from_millis(shards.header.interval_ms)));
+    let mut steps = steps::Steps::of(
+        shards.header.sweep.as_ref(),
+        shards.header.search.as_ref(),
+        Duration::from_millis(shards.header.interval_ms),
+    );
     let f = shards.merge(&mut |index, stats| {
         s.points.push(series::Point::of(index, interval, stats));
         if let Some(steps) = steps.as_mut() {
@@ -76,6 +79,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         warmup: f.header.warmup.clone(),
         stages: f.header.stages.clone(),
         sweep: f.header.sweep.clone(),
+        search: f.header.search.clone(),
         io: f.header.io.clone(),
     };
     Ok(SavedRun {

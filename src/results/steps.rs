@@ -5,14 +5,15 @@
 
 use std::time::Duration;
 
-use crate::engine::shape::Sweep;
+use crate::engine::shape::{Search, StepClock, Sweep};
 use crate::stats::RunStats;
 
 /// One step: its rate and what every endpoint did in its counted time.
 #[derive(Clone, Debug)]
 pub struct Step {
-    /// The rate offered, per second per endpoint (the whole run's).
-    pub rate: f64,
+    /// The rate offered, per second per endpoint (the whole run's); `None`
+    /// when each endpoint had its own (a capacity search).
+    pub rate: Option<f64>,
     /// Its counted time so far, seconds (short of the step's when the run
     /// stopped in it).
     pub seconds: f64,
@@ -23,7 +24,9 @@ pub struct Step {
 /// The steps a run reached, in order.
 #[derive(Clone, Debug)]
 pub struct Steps {
-    sweep: Sweep,
+    clock: StepClock,
+    /// Each step's rate, when every endpoint had the same.
+    rates: Vec<Option<f64>>,
     /// Interval length.
     interval: Duration,
     /// Per step, once one of its counted intervals was seen.
@@ -31,27 +34,47 @@ pub struct Steps {
 }
 
 impl Steps {
-    /// No step seen yet, of intervals `interval` long.
-    pub fn new(sweep: &Sweep, interval: Duration) -> Steps {
+    /// No step of `clock` seen yet, of intervals `interval` long; each
+    /// step's rate, when one (`rates`, as many as the steps).
+    pub fn new(clock: StepClock, rates: Vec<Option<f64>>, interval: Duration) -> Steps {
         Steps {
-            sweep: sweep.clone(),
+            clock,
+            rates,
             interval,
-            steps: vec![None; sweep.rates.len()],
+            steps: vec![None; clock.count],
         }
+    }
+
+    /// The steps of a sweep (each at its rate) or of a capacity search
+    /// (each endpoint at its own), if either.
+    pub fn of(sweep: Option<&Sweep>, search: Option<&Search>, interval: Duration) -> Option<Steps> {
+        match (sweep, search) {
+            (Some(sweep), _) => {
+                let rates = sweep.rates.iter().map(|r| Some(*r)).collect();
+                Some(Steps::new(sweep.clock(), rates, interval))
+            }
+            (None, Some(search)) => {
+                let clock = search.clock();
+                Some(Steps::new(clock, vec![None; clock.count], interval))
+            }
+            (None, None) => None,
+        }
+    }
+
+    /// When step `i`'s counted time starts.
+    pub fn counted_from(&self, i: usize) -> Duration {
+        self.clock.counted_from(i)
     }
 
     /// Add interval `index`'s statistics to its step, if it counts.
     pub fn add(&mut self, index: u64, delta: &RunStats) {
         let start = self.interval * u32::try_from(index).unwrap_or(u32::MAX);
-        let Some(i) = self.sweep.step_of(start) else {
+        let Some(i) = self.clock.step_of(start) else {
             return;
         };
         // Counted time from the step's counted start to this interval's
         // end (an interval with nothing in it is not handed over).
-        let step = Duration::from_millis(self.sweep.settle_ms + self.sweep.hold_ms);
-        let counted = step * u32::try_from(i).unwrap_or(u32::MAX)
-            + Duration::from_millis(self.sweep.settle_ms);
-        let seconds = (start + self.interval - counted).as_secs_f64();
+        let seconds = (start + self.interval - self.clock.counted_from(i)).as_secs_f64();
         match &mut self.steps[i] {
             Some(s) => {
                 s.stats.merge(delta);
@@ -59,7 +82,7 @@ impl Steps {
             }
             slot @ None => {
                 *slot = Some(Step {
-                    rate: self.sweep.rates[i],
+                    rate: self.rates.get(i).copied().flatten(),
                     seconds,
                     stats: delta.clone(),
                 });

@@ -73,6 +73,7 @@ pub fn header(
         warmup: info.warmup.clone(),
         stages: info.stages.clone(),
         sweep: info.sweep.clone(),
+        search: info.search.clone(),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod constant;
 mod rate;
+mod search;
 mod stages;
 mod sweep;
 mod users;
@@ -13,8 +14,9 @@ use std::time::Duration;
 
 pub use self::constant::Constant;
 pub use self::rate::Rate;
+pub use self::search::Search;
 pub use self::stages::{parse_stages, Stage, Staged, Stages};
-pub use self::sweep::{Sweep, SweepShape};
+pub use self::sweep::{StepClock, Sweep, SweepShape};
 pub use self::users::Users;
 
 /// An open model's load: the rate requests fall due at over the whole run

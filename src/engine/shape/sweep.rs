@@ -58,19 +58,18 @@ impl Sweep {
         )
     }
 
-    /// One step's length, settling included.
-    fn step(&self) -> Duration {
-        Duration::from_millis(self.settle_ms + self.hold_ms)
+    /// Its steps in time.
+    pub fn clock(&self) -> StepClock {
+        StepClock {
+            settle_ms: self.settle_ms,
+            hold_ms: self.hold_ms,
+            count: self.rates.len(),
+        }
     }
 
-    /// The step whose counted time holds the interval starting at `start`
-    /// (interval starts fall on step edges: both are whole intervals);
-    /// `None` while settling or past the end.
-    pub fn step_of(&self, start: Duration) -> Option<usize> {
-        let step = self.step();
-        let i = usize::try_from(start.as_nanos() / step.as_nanos()).ok()?;
-        let into = start - step * u32::try_from(i).ok()?;
-        (i < self.rates.len() && into >= Duration::from_millis(self.settle_ms)).then_some(i)
+    /// One step's length, settling included.
+    fn step(&self) -> Duration {
+        self.clock().step()
     }
 
     /// The sweep as stages: each rate held for its step.
@@ -90,6 +89,37 @@ impl Sweep {
     /// The shape the schedule follows.
     pub fn shape(&self) -> SweepShape {
         SweepShape(self.stages())
+    }
+}
+
+/// Steps in time (a sweep's, a capacity search's): each `settle_ms`
+/// uncounted, then `hold_ms` counted, `count` of them; both whole intervals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepClock {
+    pub settle_ms: u64,
+    pub hold_ms: u64,
+    pub count: usize,
+}
+
+impl StepClock {
+    /// One step's length, settling included.
+    pub fn step(&self) -> Duration {
+        Duration::from_millis(self.settle_ms + self.hold_ms)
+    }
+
+    /// The step whose counted time holds the interval starting at `start`
+    /// (interval starts fall on step edges: both are whole intervals);
+    /// `None` while settling or past the end.
+    pub fn step_of(&self, start: Duration) -> Option<usize> {
+        let step = self.step();
+        let i = usize::try_from(start.as_nanos() / step.as_nanos()).ok()?;
+        let into = start - step * u32::try_from(i).ok()?;
+        (i < self.count && into >= Duration::from_millis(self.settle_ms)).then_some(i)
+    }
+
+    /// When step `i`'s counted time starts.
+    pub fn counted_from(&self, i: usize) -> Duration {
+        self.step() * u32::try_from(i).unwrap_or(u32::MAX) + Duration::from_millis(self.settle_ms)
     }
 }
 
@@ -198,7 +228,7 @@ mod tests {
     fn each_interval_belongs_to_its_step_or_to_settling() {
         // 2 s settling, 3 s counted, three steps: 15 s in all.
         let sweep = Sweep::parse("100,200,300/s", secs(2), secs(3), secs(1)).unwrap();
-        let steps: Vec<Option<usize>> = (0..16).map(|s| sweep.step_of(secs(s))).collect();
+        let steps: Vec<Option<usize>> = (0..16).map(|s| sweep.clock().step_of(secs(s))).collect();
         let (n, a, b, c) = (None, Some(0), Some(1), Some(2));
         assert_eq!(steps, [n, n, a, a, a, n, n, b, b, b, n, n, c, c, c, n]);
         // The schedule holds each rate for its whole step.
