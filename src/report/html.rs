@@ -1121,6 +1121,21 @@ fn parts(p: &mut String, r: &Report<'_>, steps: bool) {
 mod tests {
     use super::*;
 
+    /// Axis ticks name a latency in the unit it is round in.
+    #[test]
+    fn ticks_are_in_microseconds_milliseconds_or_seconds() {
+        for (us, shown) in [
+            (1.0, "1µs"),
+            (999.0, "999µs"),
+            (1000.0, "1ms"),
+            (250_000.0, "250ms"),
+            (1e6, "1s"),
+            (2.5e6, "2.5s"),
+        ] {
+            assert_eq!(tick_micros(us), shown, "{us}");
+        }
+    }
+
     #[test]
     fn escapes_markup_and_quotes() {
         assert_eq!(

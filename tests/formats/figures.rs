@@ -807,6 +807,18 @@ impl Reports {
             count,
             "csv group {method} {what}"
         );
+        assert_eq!(
+            csv[self.col("url")],
+            self.url_of(endpoint),
+            "csv group url {method} {what}"
+        );
+    }
+
+    /// The URL of the endpoint labelled `label`, as the JSON report has it.
+    fn url_of(&self, label: &str) -> String {
+        let eps = self.json["endpoints"].as_array().unwrap();
+        let e = eps.iter().find(|e| e["label"] == label).unwrap();
+        e["url"].as_str().unwrap().to_string()
     }
 
     fn error_group(&self, count: &str, endpoint: &str, method: &str, kind: &str) {
@@ -841,6 +853,11 @@ impl Reports {
             csv[self.col("errors")],
             count,
             "csv errors by method {method} {kind}"
+        );
+        assert_eq!(
+            csv[self.col("url")],
+            self.url_of(endpoint),
+            "csv errors by method url {method}"
         );
     }
 }
