@@ -27,8 +27,7 @@ impl Pacing {
     /// Core `schedule`, following the rate changes `stop` hands out.
     pub fn new(schedule: Schedule, stop: &Stop) -> Pacing {
         let mut scale = stop.rate_changes();
-        let mut rates = stop.endpoint_rate_changes();
-        rates.mark_changed();
+        let rates = stop.endpoint_rate_changes();
         let at = schedule.offset();
         let first = *scale.borrow_and_update();
         Pacing {

@@ -34,7 +34,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 74] = [
+pub const COLUMNS: [&str; 75] = [
     "label",
     "url",
     "rps",
@@ -89,6 +89,7 @@ pub const COLUMNS: [&str; 74] = [
     "uncorrected_max_ms",
     "lag_p50_ms",
     "lag_p99_ms",
+    "on_time_percent",
     "late",
     "spare_connects_failed",
     "unsent",
@@ -383,6 +384,10 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
             ],
         )
         .quantiles(&s.lag, &[("lag_p50_ms", 0.5), ("lag_p99_ms", 0.99)])
+        .set(
+            "on_time_percent",
+            s.on_time().map_or(String::new(), |p| format!("{p:.2}")),
+        )
         .set("late", s.late)
         .set("spare_connects_failed", s.spare_failed)
         .set("unsent", s.unsent)

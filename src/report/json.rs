@@ -99,6 +99,7 @@ fn endpoint(i: usize, label: &str, url: &str, s: &EndpointStats) -> Value {
         "latency_ms": latency(&s.latency),
         "uncorrected_ms": latency(&s.uncorrected),
         "send_lag_ms": latency(&s.lag),
+        "on_time_percent": s.on_time(),
         "late": s.late,
         "unsent": s.unsent,
         "offered": s.offered,

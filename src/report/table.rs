@@ -31,6 +31,9 @@ pub fn rows(r: &Report<'_>) -> Vec<Row> {
         row("Uncorrected max", &|s| latency(&s.uncorrected, 1.0));
         row("Send lag p50", &|s| latency(&s.lag, 0.5));
         row("Send lag p99", &|s| latency(&s.lag, 0.99));
+        row("Sent within 1ms", &|s| {
+            s.on_time().map_or("-".into(), |p| format!("{p:.2}%"))
+        });
         row("Late (max in flight)", &|s| s.late.to_string());
         row("Unsent (stopped)", &|s| s.unsent.to_string());
     }

@@ -384,12 +384,13 @@ fn schedule(out: &mut dyn Write, plan: &RunInfo, rate: f64, s: &EndpointStats) -
     if !s.lag.is_empty() {
         writeln!(
             out,
-            "   Send lag:   {} p50, {} p99 behind the schedule; {} {} late because --max-in-flight ({}) was reached",
+            "   Send lag:   {} p50, {} p99 behind the schedule; {} {} late because --max-in-flight ({}) was reached; {:.2}% sent within 1ms of their due time",
             seconds(s.lag.value_at_percentile(50.0)),
             seconds(s.lag.value_at_percentile(99.0)),
             s.late,
             super::scheduled_unit(s),
-            plan.max_in_flight
+            plan.max_in_flight,
+            s.on_time().unwrap_or(0.0)
         )?;
     }
     if s.unsent > 0 {

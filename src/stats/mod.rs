@@ -551,6 +551,14 @@ impl EndpointStats {
         per_second(self.sent, self.sending)
     }
 
+    /// Open model: the share of requests sent within 1 ms of their due
+    /// time (how true the schedule kept), in percent; `None` when none was
+    /// sent on a schedule.
+    pub fn on_time(&self) -> Option<f64> {
+        let n = self.lag.len();
+        (n > 0).then(|| self.lag.count_between(0, 1000) as f64 * 100.0 / n as f64)
+    }
+
     /// Open model: requests that fell due per second of the time sending
     /// lasted (the load offered, on average).
     pub fn offered_rate(&self) -> f64 {

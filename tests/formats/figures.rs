@@ -969,8 +969,18 @@ impl Endpoint<'_> {
             let [p50, p99]: [f64; 2] = figures(times).try_into().unwrap();
             self.latency(p50, "send_lag_ms", "p50", "lag_p50_ms", "Send lag p50");
             self.latency(p99, "send_lag_ms", "p99", "lag_p99_ms", "Send lag p99");
-            let late = late.split(' ').next().unwrap();
-            self.count(late, "late", "late", "Late (max in flight)");
+            let late_n = late.split(' ').next().unwrap();
+            self.count(late_n, "late", "late", "Late (max in flight)");
+            let on_time = late.rsplit("; ").next().unwrap().split('%').next().unwrap();
+            let json = self.json()["on_time_percent"].as_f64().unwrap();
+            assert_eq!(format!("{json:.2}"), on_time, "json on_time_percent");
+            assert_eq!(
+                self.csv_cell("on_time_percent"),
+                on_time,
+                "csv on_time_percent"
+            );
+            self.r
+                .table_text("Sent within 1ms", self.i, &format!("{on_time}%"));
         }
         let unsent = self
             .after("   Unsent:     ")
