@@ -717,29 +717,6 @@ fn the_html_report_escapes_every_body() {
     assert!(html.contains("id=\"throughput-time\""));
 }
 
-fn chromium(page: &Path) -> (String, String) {
-    let profile = temp("chromium-profile");
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            &format!("--user-data-dir={}", profile.display()),
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            &format!("file://{}", page.display()),
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("chromium");
-    (text(&out.stdout), text(&out.stderr))
-}
-
 #[test]
 #[ignore = "needs chromium (installed by .ci/run)"]
 fn the_html_report_loads_in_headless_chromium_without_errors_and_draws_charts() {
@@ -747,7 +724,7 @@ fn the_html_report_loads_in_headless_chromium_without_errors_and_draws_charts() 
     let page = temp("hostile.html");
     let out = versus(&["report", "--format", "html", file.to_str().unwrap()]);
     std::fs::write(&page, &out.stdout).unwrap();
-    let (dom, log) = chromium(&page);
+    let (dom, log) = chromium(&page, &temp("chromium-profile"), &["--dump-dom"]);
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
     // The charts are in the rendered DOM, with lines drawn.
@@ -788,7 +765,7 @@ fn the_html_report_loads_in_headless_chromium_without_errors_and_draws_charts() 
         &lines(50),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let (dom, log) = chromium(&live);
+    let (dom, log) = chromium(&live, &temp("chromium-profile"), &["--dump-dom"]);
     assert!(!log.contains(":CONSOLE"), "{log}");
     assert!(dom.contains("id=\"percentiles\""));
 }

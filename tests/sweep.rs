@@ -190,3 +190,56 @@ fn sweeps_that_do_not_parse_or_do_not_fit_are_refused_before_sending() {
     }
     assert_eq!(server.requests(), 0);
 }
+
+/// The HTML load curves, seen in Chromium: every endpoint's charts drawn,
+/// no console message, and a screenshot of the page.
+#[test]
+#[ignore = "needs chromium (installed by .ci/run)"]
+fn the_html_load_curves_load_in_headless_chromium_and_draw() {
+    let (a, b) = (
+        Server::start(|_| Reply::ok("{}")),
+        Server::start(|_| Reply::ok("{}")),
+    );
+    let (a, b) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let saved = temp("chromium.jsonl");
+    let mut args: Vec<&str> = SWEEP.to_vec();
+    args.extend(["-q", "-o", &saved, &a, &b]);
+    let out = run_bin(&args, &lines(3000));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = temp("curves.html");
+    let html = run_bin(&["report", &saved, "--format", "html"], b"").stdout;
+    std::fs::write(&page, html).unwrap();
+    let profile = std::path::PathBuf::from(temp("chromium-profile"));
+    let (dom, log) = chromium(std::path::Path::new(&page), &profile, &["--dump-dom"]);
+    assert!(!log.contains(":CONSOLE"), "{log}");
+    for id in [
+        "curve-0-latency",
+        "curve-0-rate",
+        "curve-1-latency",
+        "curve-1-rate",
+    ] {
+        let at = dom
+            .find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("no chart {id}"));
+        // Each chart draws its lines: four steps a line.
+        let chart = &dom[at..at + dom[at..].find("</svg>").unwrap()];
+        assert!(chart.contains("<polyline"), "{id}: {chart}");
+    }
+    let shot = temp("curves.png");
+    let screenshot = format!("--screenshot={shot}");
+    chromium(
+        std::path::Path::new(&page),
+        &profile,
+        &[&screenshot, "--window-size=1200,4000"],
+    );
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "{} bytes",
+        png.len()
+    );
+}

@@ -885,3 +885,32 @@ impl Drop for Nginx {
         let _ = self.child.wait();
     }
 }
+
+/// Headless Chromium's DOM of `page` once loaded, and its log (console
+/// messages show as `:CONSOLE`); `more` flags, as a screenshot's.
+pub fn chromium(
+    page: &std::path::Path,
+    profile: &std::path::Path,
+    more: &[&str],
+) -> (String, String) {
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            &format!("--user-data-dir={}", profile.display()),
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(more)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("chromium");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (text(&out.stdout), text(&out.stderr))
+}
