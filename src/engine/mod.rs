@@ -5,14 +5,18 @@
 //! statistics to the collector (the calling thread) once per interval,
 //! where they are merged and shown to an [`Observer`].
 
+mod drive;
+mod feed;
 mod judge;
 mod judge_thread;
 pub mod pace;
 mod pacing;
 pub mod preflight;
+mod record;
 pub mod settings;
 pub mod shape;
 mod slots;
+mod state;
 mod stop;
 mod tap;
 mod timer;
@@ -26,9 +30,10 @@ use std::time::{Duration, Instant};
 
 use self::judge_thread::JudgeThread;
 pub use self::settings::{Settings, StopAfter};
+use self::state::{CoreInput, CoreMsg};
 pub use self::stop::Stop;
 pub use self::tap::Tap;
-use self::worker::{CoreInput, CoreJob, CoreMsg};
+use self::worker::CoreJob;
 use crate::endpoint::{self, Prepared};
 use crate::input::reader::{self, InputError, InputState};
 use crate::input::Source;
