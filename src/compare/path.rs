@@ -488,5 +488,9 @@ mod tests {
         ));
         assert!(!byte_glob_match(&byte_glob("/users/*/posts"), "/users/42"));
         assert!(byte_glob_match(&byte_glob("*"), ""));
+        // A star that must give way more than once: `b` matches at 2 but
+        // `c` does not follow until 4.
+        assert!(byte_glob_match(&byte_glob("a*bc"), "axbxbc"));
+        assert!(!byte_glob_match(&byte_glob("a*bc"), "axbxbx"));
     }
 }

@@ -1072,6 +1072,18 @@ mod tests {
     use super::*;
     use crate::model::Response;
 
+    /// An endpoint never connected when it tried requests and every one
+    /// failed before a connection opened; not when it tried none.
+    #[test]
+    fn never_connected_needs_tried_requests_and_no_connection() {
+        let mut s = RunStats::new(1).endpoints.remove(0);
+        assert!(!s.never_connected(), "nothing tried");
+        s.failures[Failure::Refused.index()] = 3;
+        assert!(s.never_connected());
+        s.record_connect(Duration::from_millis(1));
+        assert!(!s.never_connected(), "a connection opened");
+    }
+
     fn ok(status: u16, ms: u64) -> Outcome {
         Outcome {
             result: Ok(Response {
