@@ -109,6 +109,7 @@ const SEARCH: [&str; 10] = [
 
 #[test]
 fn the_search_finds_a_fixed_worker_servers_capacity() {
+    let _alone = alone();
     let server = Workers::start(4, Duration::from_millis(5));
     let url = server.url();
     let truth = measured(&url);
@@ -146,6 +147,7 @@ fn limited(name: &str, rate: u32) -> Nginx {
 #[test]
 #[ignore = "needs nginx: bash .ci/run installs it"]
 fn the_search_finds_nginxs_limit_req_rate() {
+    let _alone = alone();
     let nginx = limited("alone", 2000);
     let url = format!("http://127.0.0.1:{}/", nginx.port);
     let mut args = vec!["--find-capacity", "errors < 1%", "--method", "GET"];
@@ -167,6 +169,7 @@ fn the_search_finds_nginxs_limit_req_rate() {
 #[test]
 #[ignore = "needs nginx: bash .ci/run installs it"]
 fn two_endpoints_of_one_run_each_find_their_own_capacity() {
+    let _alone = alone();
     let nginx = limited("two", 2000);
     let workers = Workers::start(4, Duration::from_millis(5));
     let truth = measured(&workers.url());
@@ -265,6 +268,7 @@ fn searches_that_do_not_parse_or_do_not_fit_are_refused_before_sending() {
 /// with that step's figures, and is not searched further.
 #[test]
 fn an_endpoint_failing_at_the_first_rate_is_below_the_first_step() {
+    let _alone = alone();
     let server = Server::start(|_| Reply::ok("{}").status(503));
     let url = server.url();
     let mut args = vec![

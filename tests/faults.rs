@@ -12,14 +12,6 @@ use common::*;
 use versus::engine::RunOutput;
 use versus::model::Failure;
 
-/// The tests here measure time: they run one at a time, so one test's
-/// 10,000 requests do not show up as another's latency.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// A file of this test run's own.
 fn temp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("versus-faults-{}", std::process::id()));

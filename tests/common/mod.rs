@@ -914,3 +914,10 @@ pub fn chromium(
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (text(&out.stdout), text(&out.stderr))
 }
+
+/// Tests that measure time run one at a time (hold the guard), so one
+/// test's requests do not show up as another's latency or take its cores.
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
