@@ -160,6 +160,44 @@ fn json_rpc_errors_in_http_200_are_errors_by_code_and_result_vs_error_is_its_own
     assert_eq!(out.stats.verdicts.mismatched, 20);
 }
 
+/// A JSON-RPC batch answered with an error among its results is an
+/// error answer, counted under the batch's own kind; one without is not.
+#[test]
+fn a_batch_with_an_error_among_its_results_is_an_error() {
+    let server = Server::start(|s| {
+        let body = String::from_utf8_lossy(&s.body).into_owned();
+        let error = r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"x"}}"#;
+        let result = r#"{"jsonrpc":"2.0","id":2,"result":"0x2"}"#;
+        let second = if body.contains("\"fail\"") {
+            error
+        } else {
+            result
+        };
+        Reply::ok(format!(
+            r#"[{{"jsonrpc":"2.0","id":1,"result":"0x1"}},{second}]"#
+        ))
+    });
+    let batch = |method: &str| {
+        format!(
+            r#"[{{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}},{{"jsonrpc":"2.0","id":2,"method":"{method}","params":[]}}]"#
+        )
+    };
+    let input = format!(
+        "{}\n{}\n{}\n",
+        batch("fail"),
+        batch("eth_chainId"),
+        batch("fail")
+    );
+    let (out, report) = run_lib(&[&server.url()], input.as_bytes());
+    let e = &out.stats.endpoints[0];
+    assert_eq!(e.errors(), 2, "{report}");
+    assert_eq!(
+        e.jsonrpc_errors.get(&versus::stats::BATCH_ERROR),
+        Some(&2),
+        "{report}"
+    );
+}
+
 #[test]
 fn rules_from_flags_and_a_rules_file() {
     let a = Server::start(|s| {

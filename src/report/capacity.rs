@@ -370,6 +370,29 @@ mod tests {
         assert!(line(&c, None).starts_with("10000.00/s (the highest rate tried held)"));
     }
 
+    /// A step breaks the first condition the endpoint fails, and only at
+    /// that endpoint.
+    #[test]
+    fn a_step_breaks_the_first_condition_its_endpoint_fails() {
+        let label = |l: &str| crate::results::info::EndpointInfo {
+            label: l.into(),
+            named: true,
+            url: String::new(),
+        };
+        let info = RunInfo {
+            endpoints: vec![label("fast"), label("slow")],
+            ..RunInfo::default()
+        };
+        let mut stats = RunStats::new(2);
+        stats.endpoints[0].responses = 100;
+        stats.endpoints[0].latency.record_n(5_000, 100).unwrap();
+        stats.endpoints[1].responses = 100;
+        stats.endpoints[1].latency.record_n(250_000, 100).unwrap();
+        let c = conditions(&["errors < 1%".into(), "p99 < 100ms".into()]).unwrap();
+        assert_eq!(broken(&c, &info, &stats, 0), Ok(None));
+        assert_eq!(broken(&c, &info, &stats, 1), Ok(Some("p99 < 100ms".into())));
+    }
+
     #[test]
     fn conditions_that_the_search_cannot_use_are_refused() {
         assert!(conditions(&["p99 < 100ms".into(), "errors < 1%".into()]).is_ok());

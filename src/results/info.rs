@@ -34,7 +34,7 @@ impl fmt::Display for EndpointInfo {
 }
 
 /// The description of a run that reports render from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunInfo {
     /// Endpoints in command-line order; the first is the reference.
     pub endpoints: Vec<EndpointInfo>,
