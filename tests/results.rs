@@ -715,6 +715,7 @@ fn the_html_report_escapes_every_body() {
     assert!(!html.contains("<img"), "{html}");
     assert!(html.contains("<svg class=\"chart\" id=\"percentiles\""));
     assert!(html.contains("id=\"throughput-time\""));
+    assert!(html.contains("id=\"errors-time\""));
 }
 
 #[test]

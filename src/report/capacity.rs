@@ -278,6 +278,15 @@ pub fn of_run(info: &RunInfo, steps: Option<&Steps>) -> Result<Option<Vec<Capaci
     }
 }
 
+/// Each endpoint's [`line`], the others' against the reference's (the
+/// first).
+pub fn lines(found: &[Capacity]) -> Vec<String> {
+    let reference = found.first();
+    (found.iter().enumerate())
+        .map(|(i, c)| line(c, reference.filter(|_| i > 0)))
+        .collect()
+}
+
 /// How every format says one endpoint's capacity: `1850.00/s (errors < 1%
 /// broke above it), 0.62x reference; knee 1200.00/s`.
 pub fn line(c: &Capacity, reference: Option<&Capacity>) -> String {
@@ -368,6 +377,11 @@ mod tests {
         assert_eq!(rates.last(), Some(&10_000.0));
         assert_eq!(c.rate, Some(10_000.0));
         assert!(line(&c, None).starts_with("10000.00/s (the highest rate tried held)"));
+        // Against the reference's: every endpoint but the reference.
+        let (_, half) = run(5000.0);
+        let shown = lines(&[c, half]);
+        assert!(!shown[0].contains("reference"), "{shown:?}");
+        assert!(shown[1].contains(", 0.50x reference"), "{shown:?}");
     }
 
     /// A step breaks the first condition the endpoint fails, and only at

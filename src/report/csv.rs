@@ -262,11 +262,10 @@ fn capacity(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     let Some(found) = r.capacity else {
         return Ok(());
     };
-    for (i, (e, c)) in r.info.endpoints.iter().zip(found).enumerate() {
-        let reference = (i > 0).then(|| &found[0]);
+    let lines = super::capacity::lines(found);
+    for ((e, c), line) in r.info.endpoints.iter().zip(found).zip(lines) {
         let mut row = Row::new(&e.label, &e.url);
-        row.set("part", "capacity")
-            .set("name", field(&super::capacity::line(c, reference)));
+        row.set("part", "capacity").set("name", field(&line));
         if let Some(rate) = c.rate {
             row.set("value", super::rate(rate));
         }

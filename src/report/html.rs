@@ -290,9 +290,7 @@ pub fn write(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     }
     if let Some(found) = r.capacity {
         p.push_str("<h2>Capacity</h2>\n");
-        for (i, (e, c)) in r.info.endpoints.iter().zip(found).enumerate() {
-            let reference = (i > 0).then(|| &found[0]);
-            let line = super::capacity::line(c, reference);
+        for (e, line) in r.info.endpoints.iter().zip(super::capacity::lines(found)) {
             p.push_str(&format!("<p>{}: {}</p>\n", escape(&e.label), escape(&line)));
         }
     }
@@ -1120,6 +1118,20 @@ fn parts(p: &mut String, r: &Report<'_>, steps: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A linear axis steps by 1, 2 or 5 times a power of ten, to the top.
+    #[test]
+    fn linear_axes_step_by_round_numbers() {
+        for (max, ticks) in [
+            (40.0, vec![0.0, 10.0, 20.0, 30.0, 40.0]),
+            (7.0, vec![0.0, 2.0, 4.0, 6.0, 8.0]),
+            (400.0, vec![0.0, 100.0, 200.0, 300.0, 400.0]),
+        ] {
+            let axis = linear_axis(max, "x", trim);
+            let got: Vec<f64> = axis.ticks.iter().map(|t| t.0).collect();
+            assert_eq!(got, ticks, "{max}");
+        }
+    }
 
     /// Axis ticks name a latency in the unit it is round in.
     #[test]

@@ -162,14 +162,8 @@ fn capacity(out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "## Capacity")?;
     writeln!(out)?;
-    for (i, (e, c)) in r.info.endpoints.iter().zip(found).enumerate() {
-        let reference = (i > 0).then(|| &found[0]);
-        writeln!(
-            out,
-            "- {}: {}",
-            cell(&e.label),
-            cell(&super::capacity::line(c, reference))
-        )?;
+    for (e, line) in r.info.endpoints.iter().zip(super::capacity::lines(found)) {
+        writeln!(out, "- {}: {}", cell(&e.label), cell(&line))?;
     }
     Ok(())
 }

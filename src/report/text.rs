@@ -108,14 +108,8 @@ pub fn capacity(
         "** Capacity (--find-capacity '{}'):",
         escape_terminal(&conditions)
     )?;
-    for (i, (e, c)) in plan.endpoints.iter().zip(found).enumerate() {
-        let reference = (i > 0).then(|| &found[0]);
-        writeln!(
-            out,
-            "   {}: {}",
-            escape_terminal(&e.label),
-            super::capacity::line(c, reference)
-        )?;
+    for (e, line) in plan.endpoints.iter().zip(super::capacity::lines(found)) {
+        writeln!(out, "   {}: {line}", escape_terminal(&e.label))?;
     }
     Ok(())
 }
