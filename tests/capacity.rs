@@ -113,7 +113,16 @@ fn the_search_finds_a_fixed_worker_servers_capacity() {
     let server = Workers::start(4, Duration::from_millis(5));
     let url = server.url();
     let truth = measured(&url);
-    let mut args = vec!["--find-capacity", "p99 < 100ms", "--method", "GET"];
+    let saved = std::env::temp_dir().join(format!("versus-workers-{}.jsonl", std::process::id()));
+    let saved = saved.to_str().unwrap();
+    let mut args = vec![
+        "--find-capacity",
+        "p99 < 100ms",
+        "--method",
+        "GET",
+        "-o",
+        saved,
+    ];
     args.extend(SEARCH);
     args.push(&url);
     let report = json(&args);
@@ -125,6 +134,15 @@ fn the_search_finds_a_fixed_worker_servers_capacity() {
     );
     assert_eq!(c["broken_by"], "p99 < 100ms", "{c}");
     assert_eq!(c["settled"], true, "{c}");
+    // The HTML curve marks the capacity and the knee.
+    let html = run_bin(&["report", saved, "--format", "html"], b"").stdout;
+    let html = String::from_utf8(html).unwrap();
+    let capacity = format!("<title>capacity {}/s</title>", versus::report::rate(found));
+    assert!(
+        html.contains(&capacity) && html.contains("<title>knee "),
+        "{html}"
+    );
+    let _ = std::fs::remove_file(saved);
 }
 
 /// nginx answering 503 above `rate` a second (`limit_req`, keyed by the

@@ -313,12 +313,32 @@ fn load_curves(p: &mut String, r: &Report<'_>, steps: &crate::results::steps::St
     let x = linear_axis(top, "offered (requests/s)", trim);
     p.push_str("<h2>Load curve</h2>\n");
     for (e, info) in r.info.endpoints.iter().enumerate() {
-        let mine: Vec<&super::curve::Point<'_>> =
-            points.iter().filter(|q| q.endpoint == e).collect();
+        // By rate (a search tries rates out of order); a step an endpoint
+        // rested in is not on its curve.
+        let mut mine: Vec<&super::curve::Point<'_>> = points
+            .iter()
+            .filter(|q| q.endpoint == e && q.x > 0.0)
+            .collect();
+        mine.sort_by(|a, b| a.x.total_cmp(&b.x));
         let whole: Vec<_> = mine.iter().filter(|q| q.part.is_none()).copied().collect();
         let id = format!("curve-{e}");
+        // A search's knee and capacity, marked on the latency curve.
+        let found = r.capacity.and_then(|c| c.get(e));
+        let marks: Vec<(&str, f64)> = [
+            ("knee", found.and_then(|c| c.knee)),
+            ("capacity", found.and_then(|c| c.rate)),
+        ]
+        .into_iter()
+        .filter_map(|(name, at)| Some((name, at?)))
+        .collect();
         p.push_str(&format!("<h3>{}</h3>\n", escape(&info.label)));
-        p.push_str(&percentiles_against_rate(&id, &info.label, &x, &whole));
+        p.push_str(&percentiles_against_rate(
+            &id,
+            &info.label,
+            &x,
+            &whole,
+            &marks,
+        ));
         let achieved = Line {
             name: "achieved".into(),
             color: color(e),
@@ -340,6 +360,7 @@ fn load_curves(p: &mut String, r: &Report<'_>, steps: &crate::results::steps::St
             &[achieved, offered],
         ));
         let mut parts: Vec<&str> = mine.iter().filter_map(|q| q.part).collect();
+        parts.sort_unstable();
         parts.dedup();
         for (k, part) in parts.iter().enumerate() {
             let of_part: Vec<_> = mine
@@ -358,21 +379,24 @@ fn load_curves(p: &mut String, r: &Report<'_>, steps: &crate::results::steps::St
                 &title,
                 &x,
                 &of_part,
+                &[],
             ));
             p.push_str("</details>\n");
         }
     }
 }
 
-/// p50, p90 and p99 of `points` against their step's rate (log scale).
+/// p50, p90 and p99 of `points` against their step's rate (log scale),
+/// with a dotted upright line at each of `marks` (a name and a rate).
 fn percentiles_against_rate(
     id: &str,
     title: &str,
     x: &Axis,
     points: &[&super::curve::Point<'_>],
+    marks: &[(&str, f64)],
 ) -> String {
     let (mut lo, mut hi) = (f64::MAX, 1.0f64);
-    let lines: Vec<Line> = [("p50", 0.5, false), ("p90", 0.9, true), ("p99", 0.99, true)]
+    let mut lines: Vec<Line> = [("p50", 0.5, false), ("p90", 0.9, true), ("p99", 0.99, true)]
         .iter()
         .enumerate()
         .map(|(i, (name, q, dashed))| Line {
@@ -393,11 +417,18 @@ fn percentiles_against_rate(
     if lo > hi {
         return String::new();
     }
+    let y = latency_axis(lo, hi);
+    lines.extend(marks.iter().map(|(name, at)| Line {
+        name: format!("{name} {}/s", super::rate(*at)),
+        color: "#888888",
+        dashed: true,
+        points: vec![(*at, y.min), (*at, y.max)],
+    }));
     chart(
         &format!("{id}-latency"),
         &format!("{title}: latency against offered (p50 solid; p90, p99 dashed; log scale)"),
         x,
-        &latency_axis(lo, hi),
+        &y,
         &lines,
     )
 }
