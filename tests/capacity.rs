@@ -241,45 +241,39 @@ fn two_endpoints_of_one_run_each_find_their_own_capacity() {
 #[test]
 fn searches_that_do_not_parse_or_do_not_fit_are_refused_before_sending() {
     let server = Server::start(|_| Reply::ok("{}"));
-    let url = server.url();
-    for (args, says) in [
-        (
-            vec!["--find-capacity", "p42x < 1ms"],
-            "--find-capacity \"p42x < 1ms\"",
-        ),
-        (
-            vec!["--find-capacity", "rps > 5"],
-            "the search sets the rate",
-        ),
-        (
-            vec!["--find-capacity", "p99 < 1s", "--stages", "1s:5/s"],
-            "--find-capacity with --stages",
-        ),
-        (
-            vec!["--find-capacity", "p99 < 1s", "--sweep", "5/s"],
-            "--find-capacity with --sweep",
-        ),
-        (
-            vec!["--find-capacity", "p99 < 1s", "--capacity-max", "10/s"],
-            "below --capacity-start",
-        ),
-        (
-            vec!["--find-capacity", "p99 < 1s", "--resolution", "five"],
-            "--resolution \"five\"",
-        ),
-        (
-            vec!["--find-capacity", "p99 < 1s", "--capacity-time", "5s"],
-            "shorter than one step",
-        ),
-    ] {
-        let mut argv = args.clone();
-        argv.extend(["--method", "GET", url.as_str()]);
-        let out = run_bin(&argv, b"");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-    }
-    assert_eq!(server.requests(), 0);
+    refused(
+        &server,
+        &[
+            (
+                vec!["--find-capacity", "p42x < 1ms"],
+                "--find-capacity \"p42x < 1ms\"",
+            ),
+            (
+                vec!["--find-capacity", "rps > 5"],
+                "the search sets the rate",
+            ),
+            (
+                vec!["--find-capacity", "p99 < 1s", "--stages", "1s:5/s"],
+                "--find-capacity with --stages",
+            ),
+            (
+                vec!["--find-capacity", "p99 < 1s", "--sweep", "5/s"],
+                "--find-capacity with --sweep",
+            ),
+            (
+                vec!["--find-capacity", "p99 < 1s", "--capacity-max", "10/s"],
+                "below --capacity-start",
+            ),
+            (
+                vec!["--find-capacity", "p99 < 1s", "--resolution", "five"],
+                "--resolution \"five\"",
+            ),
+            (
+                vec!["--find-capacity", "p99 < 1s", "--capacity-time", "5s"],
+                "shorter than one step",
+            ),
+        ],
+    );
 }
 
 /// An endpoint that breaks at the first rate is below the first step,

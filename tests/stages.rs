@@ -132,29 +132,23 @@ fn closed_stages_change_the_requests_in_flight() {
 #[test]
 fn stages_that_do_not_parse_or_do_not_fit_are_refused_before_sending() {
     let server = Server::start(|_| Reply::ok("{}"));
-    for (args, says) in [
-        (vec!["--stages", "30s"], "--stages \"30s\""),
-        (vec!["--stages", "10s:fast/s"], "expected a number"),
-        (vec!["--stages", "10s:5/s,10s:5"], "some stages are rates"),
-        (vec!["--stages", "10s:0/s"], "nothing would be sent"),
-        (
-            vec!["--stages", "10s:5/s", "--rate", "5"],
-            "--rate with --stages",
-        ),
-        (
-            vec!["--stages", "10s:5/s", "--warmup", "5"],
-            "--warmup with --stages",
-        ),
-    ] {
-        let mut argv = args.clone();
-        let url = server.url();
-        argv.extend(["--method", "GET", url.as_str()]);
-        let out = run_bin(&argv, b"");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-    }
-    assert_eq!(server.requests(), 0);
+    refused(
+        &server,
+        &[
+            (vec!["--stages", "30s"], "--stages \"30s\""),
+            (vec!["--stages", "10s:fast/s"], "expected a number"),
+            (vec!["--stages", "10s:5/s,10s:5"], "some stages are rates"),
+            (vec!["--stages", "10s:0/s"], "nothing would be sent"),
+            (
+                vec!["--stages", "10s:5/s", "--rate", "5"],
+                "--rate with --stages",
+            ),
+            (
+                vec!["--stages", "10s:5/s", "--warmup", "5"],
+                "--warmup with --stages",
+            ),
+        ],
+    );
 }
 
 #[test]

@@ -164,31 +164,25 @@ fn two_shards_of_a_sweep_merge_into_one_runs_steps() {
 #[test]
 fn sweeps_that_do_not_parse_or_do_not_fit_are_refused_before_sending() {
     let server = Server::start(|_| Reply::ok("{}"));
-    let url = server.url();
-    for (args, says) in [
-        (vec!["--sweep", "0,100/s"], "a rate of 0"),
-        (vec!["--sweep", "fast"], "--sweep \"fast\""),
-        (
-            vec!["--sweep", "100/s", "--rate", "5"],
-            "--sweep with --rate",
-        ),
-        (
-            vec!["--sweep", "100/s", "--stages", "1s:5/s"],
-            "--sweep with --stages",
-        ),
-        (
-            vec!["--sweep", "100/s", "--step-duration", "1500ms"],
-            "--step-duration 1s 500ms",
-        ),
-    ] {
-        let mut argv = args.clone();
-        argv.extend(["--method", "GET", url.as_str()]);
-        let out = run_bin(&argv, b"");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-    }
-    assert_eq!(server.requests(), 0);
+    refused(
+        &server,
+        &[
+            (vec!["--sweep", "0,100/s"], "a rate of 0"),
+            (vec!["--sweep", "fast"], "--sweep \"fast\""),
+            (
+                vec!["--sweep", "100/s", "--rate", "5"],
+                "--sweep with --rate",
+            ),
+            (
+                vec!["--sweep", "100/s", "--stages", "1s:5/s"],
+                "--sweep with --stages",
+            ),
+            (
+                vec!["--sweep", "100/s", "--step-duration", "1500ms"],
+                "--step-duration 1s 500ms",
+            ),
+        ],
+    );
 }
 
 /// The HTML load curves, seen in Chromium: every endpoint's charts drawn,

@@ -921,3 +921,19 @@ pub fn alone() -> std::sync::MutexGuard<'static, ()> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Each of `cases` (flags, and a part of the error they must get) is
+/// refused before any request: exit 2, the message on stderr, nothing
+/// sent to `server`, which each command line names as its endpoint.
+pub fn refused(server: &Server, cases: &[(Vec<&str>, &str)]) {
+    let url = server.url();
+    for (args, says) in cases {
+        let mut argv = args.clone();
+        argv.extend(["--method", "GET", url.as_str()]);
+        let out = run_bin(&argv, b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert_eq!(server.requests(), 0);
+}
