@@ -30,7 +30,7 @@ pub struct OutputFiles {
     /// The `--output` file's writer (its file created by `files`).
     writer: Option<RunWriter>,
     series: Option<SeriesObserver>,
-    /// A sweep's steps, as the run goes.
+    /// A sweep's steps, as the run goes (a search's are its steering's).
     steps: Option<crate::results::steps::Steps>,
     /// A capacity search steering the run.
     steering: Option<crate::search::Steering>,
@@ -286,6 +286,10 @@ impl OutputFiles {
         stop: &crate::engine::Stop,
     ) -> Result<(), String> {
         self.steering = crate::search::Steering::new(&self.info, interval, stop)?;
+        if self.steering.is_some() {
+            // The steering gathers the steps it judges: once is enough.
+            self.steps = None;
+        }
         Ok(())
     }
 
@@ -341,7 +345,10 @@ impl OutputFiles {
         if let Some(s) = series.as_mut() {
             s.close(run.elapsed.as_secs_f64());
         }
-        let capacity = crate::report::capacity::of_run(&self.info, self.steps.as_ref())?;
+        let steps = (self.steering.as_ref())
+            .map(crate::search::Steering::steps)
+            .or(self.steps.as_ref());
+        let capacity = crate::report::capacity::of_run(&self.info, steps)?;
         let report = Report {
             capacity: capacity.as_deref(),
             info: &self.info,
@@ -349,7 +356,7 @@ impl OutputFiles {
             header: &self.header,
             checks: &checks,
             series: series.as_ref(),
-            steps: self.steps.as_ref(),
+            steps,
         };
         outputs::render(out, self.format, &report)
             .and_then(|()| out.flush())

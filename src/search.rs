@@ -60,6 +60,11 @@ impl Steering {
         }))
     }
 
+    /// The steps so far, as the reports show them.
+    pub fn steps(&self) -> &Steps {
+        &self.steps
+    }
+
     /// Judge step `k` at every endpoint still searching, and set the rates
     /// of the next (0 for an endpoint whose search is done).
     fn judge(&mut self, k: usize) {
