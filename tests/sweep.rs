@@ -108,6 +108,12 @@ fn a_sweep_of_four_rates_shows_every_step_in_every_format_and_the_saved_run() {
         }
         if format == "html" {
             assert!(shown.contains("Load curve") && shown.contains("achieved against offered"));
+            // Each endpoint's curve holds its own four steps, no other's.
+            let at = shown.find("id=\"curve-0-rate\"").unwrap();
+            let chart = &shown[at..at + shown[at..].find("</svg>").unwrap()];
+            let line = chart.split("points=\"").nth(1).unwrap();
+            let points = line[..line.find('"').unwrap()].split_whitespace().count();
+            assert_eq!(points, 4, "{chart}");
         }
     }
 }
