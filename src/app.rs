@@ -59,10 +59,11 @@ pub fn stdin_is_idle() -> bool {
 /// Why a run ended early: the exit and the message for stderr.
 struct Early(Exit, String);
 
-/// Carry out a run: validate the command line, check everything that can
-/// keep the run from starting, and only then create the output files (so a
-/// run that cannot start leaves an earlier run's files alone); run with the
-/// live view; write the report to `out`. Messages go to `err`, one line
+/// Carry out a run: make the plan of the command line (with `env`'s
+/// suite, when it has one), check everything that can keep the run from
+/// starting, and only then create the output files (so a run that cannot
+/// start leaves an earlier run's files alone); run with the live view;
+/// write the report to `out`. Messages go to `err`, one line
 /// each; the live view draws on the terminal as [`live::LiveView`] does.
 /// `stop` ends the run early (the caller's Ctrl-C).
 pub fn run(
@@ -72,7 +73,22 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    match try_run(args, env, stop, out, err) {
+    let planned = mode_of(args, &env).and_then(|mode| {
+        let plan = match &env.suite {
+            Some(suite) => crate::plan::scenario::plan(suite, args),
+            None => Plan::from_args(args, env.stdin_is_terminal),
+        };
+        Ok((mode, plan.map_err(usage)?))
+    });
+    ended(
+        planned.and_then(|(mode, plan)| carry_out(args, mode, plan, env, stop, out, err)),
+        err,
+    )
+}
+
+/// The exit of a run, its message (if it ended early) written to `err`.
+fn ended(ran: Result<Exit, Early>, err: &mut dyn Write) -> Exit {
+    match ran {
         Ok(exit) => exit,
         Err(Early(exit, message)) => {
             let _ = writeln!(err, "versus: {message}");
@@ -81,30 +97,38 @@ pub fn run(
     }
 }
 
-fn try_run(
-    args: &RunArgs,
-    env: Env<'_>,
-    stop: &Stop,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Result<Exit, Early> {
-    let usage = |e: String| Early(Exit::Usage, e);
-    let failed = |e: String| Early(Exit::Failed, e);
-    let mode = live::Mode::choose(
+fn usage(e: impl ToString) -> Early {
+    Early(Exit::Usage, e.to_string())
+}
+
+fn failed(e: impl ToString) -> Early {
+    Early(Exit::Failed, e.to_string())
+}
+
+/// How the run shows its progress: the flags, and whether stderr is a
+/// terminal.
+fn mode_of(args: &RunArgs, env: &Env<'_>) -> Result<live::Mode, Early> {
+    live::Mode::choose(
         args.interactive,
         args.quiet,
         args.verbose,
         env.stderr_is_terminal,
     )
-    .map_err(usage)?;
-    // A scenario run never takes its requests from stdin.
-    let mut plan = Plan::from_args(args, env.stdin_is_terminal && env.suite.is_none())
-        .map_err(|e| usage(e.to_string()))?;
+    .map_err(usage)
+}
+
+/// Run `plan`, made of `args` (and of `env`'s suite, when there is one).
+fn carry_out(
+    args: &RunArgs,
+    mode: live::Mode,
+    mut plan: Plan,
+    env: Env<'_>,
+    stop: &Stop,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Exit, Early> {
     let interval = mode.interval(plan.engine.interval);
     plan.engine_mut().interval = interval;
-    if let Some(suite) = &env.suite {
-        crate::plan::scenario::fit(suite, &mut plan).map_err(|e| usage(e.to_string()))?;
-    }
     crate::plan::grpc::setup(&mut plan).map_err(|e| match e {
         crate::plan::grpc::SetupError::Usage(m) => usage(m),
         crate::plan::grpc::SetupError::Failed(m) => failed(m),
@@ -252,19 +276,19 @@ pub fn scenario(
             Err(_) => Exit::Failed,
         };
     }
-    let suite = match preflight(args, suite, err) {
-        Ok(s) => s,
-        Err(exit) => return exit,
-    };
-    let run_args = crate::plan::scenario::run_args(&suite, &args.run);
-    run(
-        &run_args,
-        Env {
-            suite: Some(suite),
-            ..env
-        },
-        stop,
-        out,
+    let planned = mode_of(&args.run, &env).and_then(|mode| {
+        let plan = crate::plan::scenario::plan(&suite, &args.run).map_err(usage)?;
+        let (suite, plan) = preflight(args, suite, plan, err)?;
+        Ok((mode, suite, plan))
+    });
+    ended(
+        planned.and_then(|(mode, suite, plan)| {
+            let env = Env {
+                suite: Some(suite),
+                ..env
+            };
+            carry_out(&args.run, mode, plan, env, stop, out, err)
+        }),
         err,
     )
 }
@@ -272,50 +296,43 @@ pub fn scenario(
 /// The pre-flight check of a scenario run: every endpoint reached once
 /// before the clock starts. An endpoint that cannot be is named with the
 /// reason and the run does not start (exit 1), unless the file marks it
-/// `optional`: then the suite is read again without it, noting why.
-fn preflight(args: &ScenarioArgs, suite: Suite, err: &mut dyn Write) -> Result<Suite, Exit> {
-    // A plan that cannot be made is the run's to report.
-    let Ok(plan) = Plan::from_args(&crate::plan::scenario::run_args(&suite, &args.run), false)
-    else {
-        return Ok(suite);
-    };
-    let failed: Vec<(String, String, String)> = crate::engine::preflight::check(&plan.engine)
+/// `optional`: then the suite is read again without it, noting why, and
+/// its plan made again.
+fn preflight(
+    args: &ScenarioArgs,
+    suite: Suite,
+    plan: Plan,
+    err: &mut dyn Write,
+) -> Result<(Suite, Plan), Early> {
+    let unreached: Vec<(String, String, String)> = crate::engine::preflight::check(&plan.engine)
         .into_iter()
         .zip(&plan.engine.endpoints)
         .filter_map(|(why, spec)| Some((spec.label.clone(), spec.display_url.clone(), why?)))
         .collect();
-    if failed.is_empty() {
-        return Ok(suite);
+    if unreached.is_empty() {
+        return Ok((suite, plan));
     }
-    let required: Vec<_> = failed
+    let required: Vec<String> = unreached
         .iter()
         .filter(|(label, ..)| !suite.optional.contains(label))
+        .map(|(label, url, why)| {
+            format!("pre-flight: endpoint {label} ({url}) cannot be reached: {why}")
+        })
         .collect();
-    for (label, url, why) in &required {
-        let _ = writeln!(
-            err,
-            "versus: pre-flight: endpoint {label} ({url}) cannot be reached: {why}"
-        );
-    }
     if !required.is_empty() {
-        return Err(Exit::Failed);
+        return Err(Early(Exit::Failed, required.join("\nversus: ")));
     }
     let mut notes = Vec::new();
-    for (label, url, why) in &failed {
+    for (label, url, why) in &unreached {
         let note = format!("optional endpoint {label} ({url}) skipped: pre-flight: {why}");
         let _ = writeln!(err, "versus: {note}");
         notes.push(note);
     }
-    let skip: Vec<String> = failed.into_iter().map(|(label, ..)| label).collect();
-    let mut again = Suite::load_without(&args.file, &skip, notes).map_err(|e| {
-        let _ = writeln!(err, "versus: {e}");
-        Exit::Failed
-    })?;
-    again.select(&args.patterns).map_err(|e| {
-        let _ = writeln!(err, "versus: {e}");
-        Exit::Usage
-    })?;
-    Ok(again)
+    let skip: Vec<String> = unreached.into_iter().map(|(label, ..)| label).collect();
+    let mut again = Suite::load_without(&args.file, &skip, notes).map_err(failed)?;
+    again.select(&args.patterns).map_err(usage)?;
+    let plan = crate::plan::scenario::plan(&again, &args.run).map_err(usage)?;
+    Ok((again, plan))
 }
 
 /// `versus gen`: write generated requests to `out` until the count, a

@@ -154,20 +154,76 @@ fn stages_that_do_not_parse_or_do_not_fit_are_refused_before_sending() {
 #[test]
 fn a_scenario_file_takes_its_stages() {
     let server = Server::start(|_| Reply::ok("{}"));
-    let file = scenario_file(
-        "stages.toml",
-        r#"
-stages = "1s:0..100/s"
-
-[[step]]
-name = "ping"
-path = "/ping"
-"#,
-    );
+    let file = ping_scenario("stages.toml", "stages = \"1s:0..100/s\"\n");
     let url = format!("a={}", server.url());
     let report = run_scenario_json(&file, &[&url]);
     // 0 to 100 instances a second over 1 s: 50 due, one step each.
     assert_eq!(server.requests(), 50, "{report}");
     assert_eq!(report["run"]["stages"], "1s:0..100/s", "{report}");
     assert_eq!(report["endpoints"][0]["offered"], 50, "{report}");
+}
+
+#[test]
+fn the_command_lines_sweep_takes_the_place_of_the_files_stages() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let file = ping_scenario("stages-swept.toml", "stages = \"1s:0..100/s\"\n");
+    let url = format!("a={}", server.url());
+    let report = run_scenario_json(
+        &file,
+        &[
+            "--sweep",
+            "20/s,40/s",
+            "--step-duration",
+            "1s",
+            "--settle",
+            "0s",
+            &url,
+        ],
+    );
+    // Two steps of 1 s: 20 and 40 instances, one request each; the run
+    // lasts the sweep, not the file's stages nor a scenario's 10 s.
+    assert_eq!(server.requests(), 60, "{report}");
+    assert!(report["run"]["stages"].is_null(), "{report}");
+    let steps = report["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{report}");
+}
+
+#[test]
+fn a_scenario_files_bad_stages_header_or_fault_names_the_file() {
+    let server = Server::start(|_| Reply::ok("{}"));
+    let cases = [
+        ("stages = \"30s\"\n", "the scenario file's stages \"30s\""),
+        (
+            "[[endpoint]]\nname = \"a\"\nurl = \"URL\"\nheaders = { \"bad header\" = \"x\" }\n",
+            "the scenario file's header \"a=bad header: x\"",
+        ),
+        (
+            "[[endpoint]]\nname = \"a\"\nurl = \"URL\"\nfaults = [\"melt\"]\n",
+            "the scenario file's fault \"a=melt\"",
+        ),
+    ];
+    for (i, (head, says)) in cases.iter().enumerate() {
+        let file = ping_scenario(
+            &format!("bad-{i}.toml"),
+            &head.replace("URL", &server.url()),
+        );
+        let mut argv = vec!["run", file.to_str().unwrap()];
+        let url = format!("a={}", server.url());
+        if !head.contains("[[endpoint]]") {
+            argv.push(&url);
+        }
+        let out = run_bin(&argv, b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{head}: {err}");
+        assert!(err.contains(says), "{head}: {err}");
+    }
+    assert_eq!(server.requests(), 0);
+}
+
+/// A scenario file of `head` and one step, a GET of `/ping`.
+fn ping_scenario(name: &str, head: &str) -> std::path::PathBuf {
+    scenario_file(
+        name,
+        &format!("{head}\n[[step]]\nname = \"ping\"\npath = \"/ping\"\n"),
+    )
 }

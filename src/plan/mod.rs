@@ -5,6 +5,7 @@
 //! [`RunInfo`]): nothing below the app layer sees a flag.
 
 pub mod checked;
+pub mod given;
 pub mod grpc;
 pub mod scenario;
 mod template;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 
+use self::given::{Given, Said};
 use crate::cli::RunArgs;
 use crate::compare::rules::{self as compare_rules, RuleSet, Rules};
 use crate::compare::{CompareMode, Comparer};
@@ -202,25 +204,37 @@ impl Plan {
     /// # Errors
     /// A [`UsageError`] naming the flag or argument and the fix.
     pub fn from_args(args: &RunArgs, stdin_is_terminal: bool) -> Result<Plan, UsageError> {
+        Plan::new(args, &Given::of(args), stdin_is_terminal)
+    }
+
+    /// The plan for `given`'s endpoints and load with the rest of `args`.
+    ///
+    /// # Errors
+    /// As [`Plan::from_args`].
+    pub fn new(
+        args: &RunArgs,
+        given: &Given<'_>,
+        stdin_is_terminal: bool,
+    ) -> Result<Plan, UsageError> {
         // The parts are checked in this order: the first usage error a
         // command line meets is always the same one.
-        check_required(args)?;
-        let mut stop_after = stop_after_of(args)?;
+        check_required(args, given)?;
+        let mut stop_after = stop_after_of(given)?;
         let compare_mode = args
             .compare
             .parse::<CompareMode>()
             .map_err(|e| UsageError(format!("--compare: {e}")))?;
         let single = is_single(args, stdin_is_terminal);
         let warmup = warmup_of(args, &stop_after, single)?;
-        let shaped = load_shape(args, &mut stop_after)?;
+        let shaped = load_shape(args, given.stages, &mut stop_after)?;
         let (sweep, search) = (shaped.sweep.clone(), shaped.search.clone());
-        let mut endpoints = endpoints_of(args)?;
+        let mut endpoints = endpoints_of(args, given)?;
         template::add_templates(&args.templates, &mut endpoints, single)?;
         let input = StreamInput::of(args)?;
         let mode = request_mode(args, single, &mut stop_after)?;
         let comparison = Comparison::of(args, compare_mode, &mut endpoints)?;
         let outputs = Outputs::of(args);
-        let transport = Transport::of(args, &mut endpoints)?;
+        let transport = Transport::of(args, &given.faults, &mut endpoints)?;
         let shard = args
             .shard
             .as_deref()
@@ -245,7 +259,7 @@ impl Plan {
                 start_at,
             )),
             show_secrets: args.show_secrets,
-            stages: args.stages.clone(),
+            stages: given.stages.map(|s| s.text.to_string()),
             sweep,
             search,
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
@@ -293,8 +307,8 @@ impl Plan {
 
 /// An endpoint is named, and `--concurrency`, `--timeout` and `--lead` are
 /// not zero.
-fn check_required(args: &RunArgs) -> Result<(), UsageError> {
-    if args.endpoints.is_empty() {
+fn check_required(args: &RunArgs, given: &Given<'_>) -> Result<(), UsageError> {
+    if given.endpoints.is_empty() {
         return Err(UsageError(
             "no endpoint given: name at least one URL, e.g. `versus http://127.0.0.1:8545/` (or try `versus demo`)".into(),
         ));
@@ -314,8 +328,8 @@ fn check_required(args: &RunArgs) -> Result<(), UsageError> {
 }
 
 /// `--stop-after`; no limit when it is not given.
-fn stop_after_of(args: &RunArgs) -> Result<StopAfter, UsageError> {
-    match &args.stop_after {
+fn stop_after_of(given: &Given<'_>) -> Result<StopAfter, UsageError> {
+    match given.stop_after {
         Some(s) => s.parse::<StopAfter>().map_err(UsageError),
         None => Ok(StopAfter::default()),
     }
@@ -364,18 +378,22 @@ struct Shaped {
 /// The load's shape from `--rate` and `--stages`; `--max-in-flight` must
 /// not be zero. Stages end the run when they end, unless `--stop-after`
 /// ends it first.
-fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, UsageError> {
+fn load_shape(
+    args: &RunArgs,
+    stages: Option<Said<'_>>,
+    stop_after: &mut StopAfter,
+) -> Result<Shaped, UsageError> {
     if args.max_in_flight == 0 {
         return Err(UsageError("--max-in-flight must be at least 1".into()));
     }
     if !args.find_capacity.is_empty() {
-        return searched(args, stop_after);
+        return searched(args, stages.is_some(), stop_after);
     }
     if let Some(sweep) = args.sweep.as_deref() {
-        return swept(args, sweep, stop_after);
+        return swept(args, sweep, stages.is_some(), stop_after);
     }
     let rate = args.rate.as_deref().map(str::parse::<Rate>).transpose();
-    let shaped = match (rate.map_err(UsageError)?, args.stages.as_deref()) {
+    let shaped = match (rate.map_err(UsageError)?, stages) {
         (Some(_), Some(_)) => return Err(UsageError(
             "--rate with --stages: give one; a held stage is a constant rate (--stages 1m:500/s)"
                 .into(),
@@ -391,7 +409,9 @@ fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, Usag
                     "--warmup with --stages: the stages start at the clock; make the first stage the warm-up (--stages 10s:0..100/s,...)".into(),
                 ));
             }
-            let (open, users, length) = match parse_stages(stages).map_err(UsageError)? {
+            let staged = parse_stages(stages.text)
+                .map_err(|e| UsageError(e.replacen("--stages", stages.by, 1)))?;
+            let (open, users, length) = match staged {
                 Staged::Open(s) => {
                     let length = s.length();
                     (Some(Arc::new(s) as Arc<dyn Shape>), None, length)
@@ -414,10 +434,15 @@ fn load_shape(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, Usag
 
 /// `--sweep`: the open model at each rate in turn; the run ends with the
 /// last step unless `--stop-after` ends it first.
-fn swept(args: &RunArgs, sweep: &str, stop_after: &mut StopAfter) -> Result<Shaped, UsageError> {
+fn swept(
+    args: &RunArgs,
+    sweep: &str,
+    staged: bool,
+    stop_after: &mut StopAfter,
+) -> Result<Shaped, UsageError> {
     let other = [
         (args.rate.is_some(), "--rate"),
-        (args.stages.is_some(), "--stages"),
+        (staged, "--stages"),
         (args.warmup.is_some(), "--warmup"),
     ];
     if let Some((_, flag)) = other.iter().find(|(given, _)| *given) {
@@ -445,10 +470,14 @@ const SEARCH_LEAD: usize = 65_536;
 
 /// `--find-capacity`: the open model from `--capacity-start`, each
 /// endpoint's rate then set by the search step by step.
-fn searched(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, UsageError> {
+fn searched(
+    args: &RunArgs,
+    staged: bool,
+    stop_after: &mut StopAfter,
+) -> Result<Shaped, UsageError> {
     let other = [
         (args.rate.is_some(), "--rate"),
-        (args.stages.is_some(), "--stages"),
+        (staged, "--stages"),
         (args.sweep.is_some(), "--sweep"),
         (args.warmup.is_some(), "--warmup"),
         (args.shard.is_some(), "--shard"),
@@ -515,14 +544,14 @@ fn searched(args: &RunArgs, stop_after: &mut StopAfter) -> Result<Shaped, UsageE
 
 /// The endpoints in command-line order, each with every `--header` and
 /// then its own `--endpoint-header`s; no two may share a label.
-fn endpoints_of(args: &RunArgs) -> Result<Vec<EndpointSpec>, UsageError> {
+fn endpoints_of(args: &RunArgs, given: &Given<'_>) -> Result<Vec<EndpointSpec>, UsageError> {
     let global: Vec<(HeaderName, HeaderValue)> = args
         .headers
         .iter()
         .map(|h| parse_header(h).map_err(|e| UsageError(format!("--header {h:?}: {e}"))))
         .collect::<Result<_, _>>()?;
-    let mut endpoints = Vec::with_capacity(args.endpoints.len());
-    for arg in &args.endpoints {
+    let mut endpoints = Vec::with_capacity(given.endpoints.len());
+    for arg in given.endpoints {
         let mut spec = EndpointSpec::parse(arg, args.show_secrets)
             .map_err(|e| UsageError(format!("{e}{}", did_you_mean(arg))))?;
         for (n, v) in &global {
@@ -538,25 +567,23 @@ fn endpoints_of(args: &RunArgs) -> Result<Vec<EndpointSpec>, UsageError> {
             )));
         }
     }
-    for eh in &args.endpoint_headers {
-        add_endpoint_header(&mut endpoints, eh)?;
+    for eh in &given.endpoint_headers {
+        add_endpoint_header(&mut endpoints, *eh)?;
     }
     Ok(endpoints)
 }
 
 /// One `--endpoint-header NAME=Header: value`, set on the endpoint it
 /// names (a label, or a position from 0).
-fn add_endpoint_header(endpoints: &mut [EndpointSpec], eh: &str) -> Result<(), UsageError> {
-    let (who, header) = eh.split_once('=').ok_or_else(|| {
-        UsageError(format!(
-            "--endpoint-header {eh:?}: expected NAME=Header: value"
-        ))
-    })?;
-    let (n, v) =
-        parse_header(header).map_err(|e| UsageError(format!("--endpoint-header {eh:?}: {e}")))?;
+fn add_endpoint_header(endpoints: &mut [EndpointSpec], said: Said<'_>) -> Result<(), UsageError> {
+    let (by, eh) = (said.by, said.text);
+    let (who, header) = eh
+        .split_once('=')
+        .ok_or_else(|| UsageError(format!("{by} {eh:?}: expected NAME=Header: value")))?;
+    let (n, v) = parse_header(header).map_err(|e| UsageError(format!("{by} {eh:?}: {e}")))?;
     let target = endpoint_index(endpoints, who).ok_or_else(|| {
         UsageError(format!(
-            "--endpoint-header {eh:?}: no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
+            "{by} {eh:?}: no endpoint is named {who:?} (use a label given as NAME=URL, or a position from 0)"
         ))
     })?;
     endpoints[target].set_header(n, v);
@@ -760,13 +787,17 @@ impl Transport {
     /// The HTTP version, the faults (which it may rule out), the I/O
     /// driver, and TLS (`src/plan/tls.rs`), which may give an endpoint a
     /// configuration of its own.
-    fn of(args: &RunArgs, endpoints: &mut [EndpointSpec]) -> Result<Transport, UsageError> {
+    fn of(
+        args: &RunArgs,
+        faults: &[Said<'_>],
+        endpoints: &mut [EndpointSpec],
+    ) -> Result<Transport, UsageError> {
         let version = match (args.http1, args.http2) {
             (true, _) => HttpVersion::Http1,
             (_, true) => HttpVersion::Http2,
             _ => HttpVersion::Auto,
         };
-        let faults = faults_of(&args.faults, endpoints, version)?;
+        let faults = faults_of(faults, endpoints, version)?;
         let io = io_driver(args.io).map_err(UsageError)?;
         let tls = tls::configs(args, endpoints, version)?;
         Ok(Transport {
@@ -961,13 +992,13 @@ fn endpoint_index(endpoints: &[EndpointSpec], who: &str) -> Option<usize> {
 /// requests in the proxy, so they are refused where the proxy sees TLS,
 /// HTTP/2 or a WebSocket.
 fn faults_of(
-    list: &[String],
+    list: &[Said<'_>],
     endpoints: &[EndpointSpec],
     version: HttpVersion,
 ) -> Result<Vec<Vec<Fault>>, UsageError> {
     let mut faults = vec![Vec::new(); endpoints.len()];
-    for arg in list {
-        let fail = |problem: String| UsageError(format!("--fault {arg:?}: {problem}"));
+    for &Said { text: arg, by } in list {
+        let fail = |problem: String| UsageError(format!("{by} {arg:?}: {problem}"));
         let (who, spec) = arg
             .split_once('=')
             .ok_or_else(|| fail("expected NAME=FAULT, as in slow='latency 200ms'".into()))?;

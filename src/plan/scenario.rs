@@ -1,28 +1,54 @@
-//! A scenario file's part of the plan: the run's options with the
-//! suite's endpoints, and the plan fitted to its steps (their names,
-//! headers and comparison rules).
+//! A scenario file's part of the plan: the suite's endpoints (with their
+//! headers and faults) and stages given to the plan with the run's other
+//! options, and the plan fitted to its steps (their names, headers and
+//! comparison rules).
 
-use super::Plan;
+use super::given::{Given, Said};
+use super::{Plan, UsageError};
 use crate::cli::RunArgs;
 use crate::scenario::{Scenario, ScenarioError, Suite};
 
-/// The run's options for this suite: `args` with the suite's
-/// endpoints and their headers, the file's `stages` unless `--stages` or
-/// `--rate` was given, and `--stop-after 10s` when neither a stop nor
-/// stages were.
-pub fn run_args(suite: &Suite, args: &RunArgs) -> RunArgs {
-    let mut run = args.clone();
-    run.endpoints.clone_from(&suite.endpoints);
-    run.endpoint_headers
-        .extend(suite.endpoint_headers.iter().cloned());
-    run.faults.extend(suite.faults.iter().cloned());
-    if run.stages.is_none() && run.rate.is_none() {
-        run.stages.clone_from(&suite.stages);
+/// The plan for this suite with the rest of `args`, fitted to its steps.
+///
+/// # Errors
+/// As [`Plan::new`], and a step's rules that are not valid rules.
+pub fn plan(suite: &Suite, args: &RunArgs) -> Result<Plan, UsageError> {
+    let mut plan = Plan::new(args, &given(suite, args), false)?;
+    fit(suite, &mut plan).map_err(|e| UsageError(e.0))?;
+    Ok(plan)
+}
+
+/// What the suite gives the plan: its endpoints with their headers and
+/// faults after the command line's; its `stages` unless the command line
+/// shapes the load itself (`--stages`, `--rate`, `--sweep`,
+/// `--find-capacity`); and a stop after 10 s when nothing else ends the
+/// run.
+fn given<'a>(suite: &'a Suite, args: &'a RunArgs) -> Given<'a> {
+    let mut given = Given::of(args);
+    given.endpoints = &suite.endpoints;
+    given.endpoint_headers.extend(
+        suite
+            .endpoint_headers
+            .iter()
+            .map(Said::by("the scenario file's header")),
+    );
+    given.faults.extend(
+        suite
+            .faults
+            .iter()
+            .map(Said::by("the scenario file's fault")),
+    );
+    let ends = args.sweep.is_some() || !args.find_capacity.is_empty();
+    if given.stages.is_none() && args.rate.is_none() && !ends {
+        given.stages = suite
+            .stages
+            .as_ref()
+            .map(Said::by("the scenario file's stages"));
     }
-    if run.stop_after.is_none() && run.stages.is_none() {
-        run.stop_after = Some("10s".to_string());
+    if given.stop_after.is_none() && given.stages.is_none() && !ends {
+        given.stop_after = Some("10s");
     }
-    run
+    given
 }
 
 /// Refuse the options of a run that a scenario has no use for, before
@@ -44,7 +70,7 @@ pub fn check_args(args: &RunArgs) -> Result<(), ScenarioError> {
 ///
 /// # Errors
 /// A step's rules that are not valid rules.
-pub fn fit(suite: &Suite, plan: &mut Plan) -> Result<(), ScenarioError> {
+fn fit(suite: &Suite, plan: &mut Plan) -> Result<(), ScenarioError> {
     plan.notes.extend(suite.notes.iter().cloned());
     plan.grpc
         .step_methods

@@ -148,24 +148,25 @@ fn parse_rates(s: &str) -> Result<Vec<f64>, String> {
     let bad = |why: String| {
         format!("--sweep {s:?}: {why}; write rates like 500,1000,2000/s or a range like 1000..8000/s+1000")
     };
-    let (list, unit) = match s.rfind('/') {
-        Some(i) => {
-            let (list, unit) = s.split_at(i);
-            let unit = unit.split('+').next().unwrap_or(unit);
-            (list.to_string() + s[i + unit.len()..].trim(), unit)
-        }
-        None => (s.to_string(), "/s"),
-    };
+    // A rate written without a unit takes the last one written.
+    let unit = s.rfind('/').map_or("/s", |i| {
+        let unit = &s[i..];
+        unit[..unit.find(['+', ',']).unwrap_or(unit.len())].trim()
+    });
     let rate = |v: &str| -> Result<f64, String> {
         let v = v.trim();
+        let v = match v.contains('/') {
+            true => v.to_string(),
+            false => format!("{v}{unit}"),
+        };
         // The unit makes it a rate: `with_unit` always answers.
-        match Rate::with_unit(&format!("{v}{unit}")).unwrap_or(Ok(Rate(0.0))) {
+        match Rate::with_unit(&v).unwrap_or(Ok(Rate(0.0))) {
             Ok(Rate(r)) if r > 0.0 => Ok(r),
             Ok(_) => Err(bad(format!("a rate of 0 ({v:?}) sends nothing"))),
             Err(e) => Err(bad(e)),
         }
     };
-    let rates = match list.split_once("..") {
+    let rates = match s.split_once("..") {
         Some((from, rest)) => {
             let (to, by) = rest
                 .split_once('+')
@@ -180,7 +181,7 @@ fn parse_rates(s: &str) -> Result<Vec<f64>, String> {
             }
             (0..n).map(|k| from + by * k as f64).collect()
         }
-        None => list.split(',').map(rate).collect::<Result<Vec<_>, _>>()?,
+        None => s.split(',').map(rate).collect::<Result<Vec<_>, _>>()?,
     };
     Ok(rates)
 }
@@ -202,6 +203,10 @@ mod tests {
             ("1000..4000/s+1000", vec![1000.0, 2000.0, 3000.0, 4000.0]),
             ("1000..3500/s+1000", vec![1000.0, 2000.0, 3000.0]),
             ("1..2/ms+1", vec![1000.0, 2000.0]),
+            ("500/s,1000/s", vec![500.0, 1000.0]),
+            ("1/ms, 2000/s", vec![1000.0, 2000.0]),
+            ("1, 2/ms", vec![1000.0, 2000.0]),
+            ("1000/s..3000/s+1000/s", vec![1000.0, 2000.0, 3000.0]),
         ] {
             let got = Sweep::parse(s, secs(2), secs(10), secs(1)).unwrap().rates;
             assert_eq!(got, want, "{s}");
