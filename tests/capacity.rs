@@ -304,3 +304,40 @@ fn an_endpoint_failing_at_the_first_rate_is_below_the_first_step() {
     );
     assert_eq!(report["run"]["interrupted"], false);
 }
+
+#[test]
+fn a_scenario_is_searched_endpoint_by_endpoint() {
+    let _alone = alone();
+    let good = Server::start(|_| Reply::ok("{}"));
+    let bad = Server::start(|_| Reply::ok("{}").status(503));
+    let file = scenario_file(
+        "capacity.toml",
+        "stages = \"1s:5/s\"\n[[step]]\nname = \"ping\"\npath = \"/ping\"\n",
+    );
+    let (a, b) = (format!("a={}", good.url()), format!("b={}", bad.url()));
+    let mut args = vec![
+        "run",
+        file.to_str().unwrap(),
+        "--find-capacity",
+        "errors < 1%",
+        "--allow-failures",
+    ];
+    args.extend(SEARCH);
+    // Up to 200/s: the search holds at 100 and 200 for `a`, and `b`
+    // fails its first step; neither the file's stages nor a scenario's
+    // default stop ends the run.
+    let max = args.iter().position(|a| *a == "6400/s").unwrap();
+    args[max] = "200/s";
+    args.extend([a.as_str(), b.as_str()]);
+    let report = json(&args);
+    let (ca, cb) = (
+        &report["endpoints"][0]["capacity"],
+        &report["endpoints"][1]["capacity"],
+    );
+    assert_eq!(ca["rate"], 200.0, "{ca}");
+    assert!(cb["rate"].is_null(), "{cb}");
+    assert_eq!(report["steps"].as_array().unwrap().len(), 2, "{report}");
+    // 100 and 200 instances a second, each held for 2 s after 1 s.
+    let sent = good.requests();
+    assert!((880..=920).contains(&sent), "{sent}");
+}
