@@ -2,21 +2,23 @@
 //! location is reported, with its kind. Also extracts the value at a location, to show
 //! samples of a difference.
 //!
-//! Bodies are parsed into a borrowed tree (strings point into the body; object members
-//! are sorted by key once, so comparing objects is a merge), which is several times
-//! cheaper than building `serde_json::Value`s with ordered maps. Nesting is bounded by
-//! serde_json's recursion limit (128), and the comparison recurses no deeper than the
-//! parsed tree.
+//! Both bodies are parsed into tapes (`super::tape`): tokens that point at their
+//! bytes, nothing decoded. The walk goes through both at once and skips every pair of
+//! values whose bytes are equal, so an answer that differs in one field costs its
+//! parse and a walk down to that field; strings are decoded and numbers read only
+//! where their bytes differ. Objects whose keys come in the same order are compared
+//! member by member; others are merged by sorted key. Nesting is bounded at 128, as
+//! serde_json bounds it, and the walk recurses no deeper than the tape.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
-
+use super::node::{self, Node};
 use super::number::Num;
+use super::pairing::{pair_by_hash, pair_up, strict_hash};
 use super::path::{AsSegment, Segment, SegmentRef};
 use super::rules::RuleSet;
+use super::tape::{Kind, Tape};
 
 /// One differing location.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -77,28 +79,41 @@ pub fn compare(
     reference: &[u8],
     candidate: &[u8],
 ) -> Result<Vec<Difference>, NotJson> {
-    let reference = parse(reference).map_err(|e| NotJson::Reference(e.to_string()))?;
-    let candidate = parse(candidate).map_err(|e| NotJson::Candidate(e.to_string()))?;
-    let mut walker = Walker::new(rules);
-    walker.value(&reference, &candidate);
+    let (mut owned_a, mut owned_b) = (Vec::new(), Vec::new());
+    let a = tape(reference, &mut owned_a).map_err(NotJson::Reference)?;
+    let b = tape(candidate, &mut owned_b).map_err(NotJson::Candidate)?;
+    let mut walker = Walker::new(rules, &a, &b);
+    walker.value(0, 0);
     Ok(walker.diffs)
+}
+
+/// The tape of `body`. What the tape parser leaves to serde_json (a
+/// surrogate pair's escape, nesting past 128) serde_json parses: its error,
+/// or the same value written again, into `owned`, and that on a tape.
+fn tape<'a>(body: &'a [u8], owned: &'a mut Vec<u8>) -> Result<Tape<'a>, String> {
+    if let Ok(tape) = Tape::parse(body) {
+        return Ok(tape);
+    }
+    let node = node::parse(body).map_err(|e| e.to_string())?;
+    *owned = serde_json::to_vec(&node).map_err(|e| e.to_string())?;
+    Tape::parse(owned).map_err(|_| "a body over 4 GB".to_string())
 }
 
 /// The compact JSON text of the value at `path` in `body` (object members sorted by
 /// key, so samples from both sides line up), or `None` if the body is not JSON or has
 /// nothing there.
 pub fn value_at(body: &[u8], path: &[Segment]) -> Option<String> {
-    let root = parse(body).ok()?;
+    let root = node::parse(body).ok()?;
     let mut node = &root;
     for segment in path {
         node = match (segment, node) {
             (Segment::Key(key), Node::Object(_)) => node.get(key)?,
             (Segment::Index(index), Node::Array(items)) => items.get(*index)?,
             (Segment::Keyed { field, value }, Node::Array(items)) => {
-                let want = parse(value.as_bytes()).ok()?;
+                let want = node::parse(value.as_bytes()).ok()?;
                 items
                     .iter()
-                    .find(|item| item.get(field).is_some_and(|key| same_json(key, &want)))?
+                    .find(|item| item.get(field).is_some_and(|key| key.same(&want)))?
             }
             _ => return None,
         };
@@ -106,169 +121,24 @@ pub fn value_at(body: &[u8], path: &[Segment]) -> Option<String> {
     serde_json::to_string(node).ok()
 }
 
-fn parse(body: &[u8]) -> Result<Node<'_>, serde_json::Error> {
-    serde_json::from_slice(body)
-}
-
-/// A parsed JSON value borrowing its strings from the body where it can.
-#[derive(Debug)]
-enum Node<'a> {
-    Null,
-    Bool(bool),
-    Number(Num),
-    String(Cow<'a, str>),
-    Array(Vec<Node<'a>>),
-    /// Sorted by key, keys unique (the last duplicate wins, as in serde_json).
-    Object(Vec<(Cow<'a, str>, Node<'a>)>),
-}
-
-impl<'a> Node<'a> {
-    fn object(mut members: Vec<(Cow<'a, str>, Node<'a>)>) -> Self {
-        // After reversing, a stable sort puts the last duplicate first; dedup keeps it.
-        members.reverse();
-        members.sort_by(|a, b| a.0.cmp(&b.0));
-        members.dedup_by(|a, b| a.0 == b.0);
-        Node::Object(members)
-    }
-
-    fn get(&self, key: &str) -> Option<&Node<'a>> {
-        match self {
-            Node::Object(members) => members
-                .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-                .ok()
-                .map(|at| &members[at].1),
-            _ => None,
-        }
-    }
-}
-
-/// serde_json's marker key for a number kept as text (`arbitrary_precision`).
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
-
-impl<'de> Deserialize<'de> for Node<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
-    }
-}
-
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Node<'de>, E> {
-        Ok(Node::Null)
-    }
-
-    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Node<'de>, E> {
-        Ok(Node::Bool(b))
-    }
-
-    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Node<'de>, E> {
-        Ok(Node::Number(Num::U64(n)))
-    }
-
-    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Node<'de>, E> {
-        Ok(Node::Number(Num::I64(n)))
-    }
-
-    fn visit_f64<E: de::Error>(self, x: f64) -> Result<Node<'de>, E> {
-        Ok(Node::Number(Num::Text(x.to_string())))
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Node<'de>, E> {
-        Ok(Node::String(Cow::Borrowed(s)))
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Node<'de>, E> {
-        Ok(Node::String(Cow::Owned(s.to_string())))
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<Node<'de>, E> {
-        Ok(Node::String(Cow::Owned(s)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Node::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
-        let mut members = Vec::new();
-        while let Some(key) = map.next_key_seed(KeySeed)? {
-            members.push((key, map.next_value()?));
-        }
-        match members.as_mut_slice() {
-            [(key, Node::String(text))] if key == NUMBER_TOKEN => {
-                Ok(Node::Number(Num::Text(std::mem::take(text).into_owned())))
-            }
-            _ => Ok(Node::object(members)),
-        }
-    }
-}
-
-/// Object keys, borrowed from the body unless they contain escapes.
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object key")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(s))
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(s.to_string()))
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(s))
-    }
-}
-
-impl Serialize for Node<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Node::Null => serializer.serialize_unit(),
-            Node::Bool(b) => serializer.serialize_bool(*b),
-            Node::Number(n) => n.serialize(serializer),
-            Node::String(s) => serializer.serialize_str(s),
-            Node::Array(items) => serializer.collect_seq(items),
-            Node::Object(members) => serializer.collect_map(members.iter().map(|(k, v)| (k, v))),
-        }
-    }
-}
-
-/// Whether two values are equal with no rules (numbers by value, key order ignored).
-fn same_json(a: &Node<'_>, b: &Node<'_>) -> bool {
-    !Walker::new(&RuleSet::default()).differs(a, b)
-}
-
-/// A step of the location being compared, borrowed from the trees.
+/// Which body a token is of.
 #[derive(Clone, Copy)]
+enum Side {
+    Reference,
+    Candidate,
+}
+
+/// A step of the location being compared, borrowed from the bodies.
+#[derive(Clone)]
 enum Step<'a> {
-    Key(&'a str),
+    Key(Cow<'a, str>),
     Index(usize),
-    Keyed { field: &'a str, value: &'a Node<'a> },
+    /// An element of an array matched by `field`, whose value is token `at`.
+    Keyed {
+        field: &'a str,
+        side: Side,
+        at: u32,
+    },
 }
 
 impl AsSegment for Step<'_> {
@@ -281,39 +151,39 @@ impl AsSegment for Step<'_> {
     }
 }
 
-impl Step<'_> {
-    fn to_segment(self) -> Segment {
-        match self {
-            Step::Key(key) => Segment::Key(key.to_string()),
-            Step::Index(index) => Segment::Index(index),
-            Step::Keyed { field, value } => Segment::Keyed {
-                field: field.to_string(),
-                value: serde_json::to_string(value).unwrap_or_default(),
-            },
-        }
-    }
-}
-
-/// Walks both trees in step, recording differences (or, while probing, only whether
+/// Walks both tapes in step, recording differences (or, while probing, only whether
 /// there is any).
 struct Walker<'a> {
     rules: &'a RuleSet,
+    a: &'a Tape<'a>,
+    b: &'a Tape<'a>,
     path: Vec<Step<'a>>,
     diffs: Vec<Difference>,
     probing: bool,
     found: bool,
 }
 
-type Members<'a> = [(Cow<'a, str>, Node<'a>)];
+/// An object's members as (key, value token), sorted by key, the last of
+/// duplicates kept.
+type Members<'a> = Vec<(Cow<'a, str>, u32)>;
 
 impl<'a> Walker<'a> {
-    fn new(rules: &'a RuleSet) -> Self {
+    fn new(rules: &'a RuleSet, a: &'a Tape<'a>, b: &'a Tape<'a>) -> Self {
         Walker {
             rules,
+            a,
+            b,
             path: Vec::new(),
             diffs: Vec::new(),
             probing: false,
             found: false,
+        }
+    }
+
+    fn tape(&self, side: Side) -> &'a Tape<'a> {
+        match side {
+            Side::Reference => self.a,
+            Side::Candidate => self.b,
         }
     }
 
@@ -326,11 +196,26 @@ impl<'a> Walker<'a> {
         self.rules.ignore.iter().any(|p| p.matches_path(&self.path))
     }
 
+    fn segment(&self, step: &Step<'a>) -> Segment {
+        match step {
+            Step::Key(key) => Segment::Key(key.to_string()),
+            Step::Index(index) => Segment::Index(*index),
+            Step::Keyed { field, side, at } => Segment::Keyed {
+                field: field.to_string(),
+                // As samples show it: compact, members sorted by key.
+                value: node::parse(self.tape(*side).raw(*at))
+                    .ok()
+                    .and_then(|n| serde_json::to_string(&n).ok())
+                    .unwrap_or_default(),
+            },
+        }
+    }
+
     fn report(&mut self, kind: DiffKind) {
         if self.probing {
             self.found = true;
         } else {
-            let path = self.path.iter().map(|step| step.to_segment()).collect();
+            let path = self.path.iter().map(|step| self.segment(step)).collect();
             self.diffs.push(Difference { path, kind });
         }
     }
@@ -345,14 +230,14 @@ impl<'a> Walker<'a> {
     }
 
     /// Compares two values one step below the current location.
-    fn child(&mut self, step: Step<'a>, r: &'a Node<'a>, c: &'a Node<'a>) {
+    fn child(&mut self, step: Step<'a>, r: u32, c: u32) {
         self.path.push(step);
         self.value(r, c);
         self.path.pop();
     }
 
     /// Whether two values differ (at the current location) under the rules.
-    fn differs(&mut self, r: &'a Node<'a>, c: &'a Node<'a>) -> bool {
+    fn differs(&mut self, r: u32, c: u32) -> bool {
         let saved = (self.probing, self.found);
         (self.probing, self.found) = (true, false);
         self.value(r, c);
@@ -361,29 +246,31 @@ impl<'a> Walker<'a> {
         differs
     }
 
-    fn value(&mut self, r: &'a Node<'a>, c: &'a Node<'a>) {
-        if self.ignored() {
+    fn value(&mut self, r: u32, c: u32) {
+        // Equal bytes are equal under every rule.
+        if self.a.raw(r) == self.b.raw(c) || self.ignored() {
             return;
         }
-        let same = match (r, c) {
-            (Node::Object(a), Node::Object(b)) => {
+        let same = match (self.a.kind(r), self.b.kind(c)) {
+            (Kind::Object, Kind::Object) => {
                 if self.rules.jsonrpc && self.at_response_level() {
-                    self.response(a, b);
+                    self.response(r, c);
                 } else {
-                    self.object(a, b, &[]);
+                    self.object(r, c, &[]);
                 }
                 return;
             }
-            (Node::Array(a), Node::Array(b)) => {
-                self.array(a, b);
+            (Kind::Array, Kind::Array) => {
+                self.array(r, c);
                 return;
             }
-            (Node::String(a), Node::String(b)) => {
-                a == b || self.rules.hex_case_insensitive && hex_eq_ignore_case(a, b)
+            (Kind::String, Kind::String) => self.same_string(r, c),
+            (Kind::Number, Kind::Number) => {
+                let (x, y) = (number(self.a, r), number(self.b, c));
+                x.same_value(&y) || self.tolerated(&x, &y)
             }
-            (Node::Number(a), Node::Number(b)) => a.same_value(b) || self.tolerated(a, b),
-            (Node::Bool(a), Node::Bool(b)) => a == b,
-            (Node::Null, Node::Null) => true,
+            // Unequal bytes: `true` and `false`.
+            (Kind::True | Kind::False, Kind::True | Kind::False) => false,
             _ => {
                 self.report(DiffKind::TypeChanged);
                 return;
@@ -392,6 +279,13 @@ impl<'a> Walker<'a> {
         if !same {
             self.report(DiffKind::Changed);
         }
+    }
+
+    /// Two strings whose bytes differ: the same text written with other
+    /// escapes, or hex in another case where the rules allow it.
+    fn same_string(&self, r: u32, c: u32) -> bool {
+        let (x, y) = (self.a.string(r), self.b.string(c));
+        x == y || self.rules.hex_case_insensitive && hex_eq_ignore_case(&x, &y)
     }
 
     fn tolerated(&self, a: &Num, b: &Num) -> bool {
@@ -403,8 +297,61 @@ impl<'a> Walker<'a> {
             .is_some_and(|(_, tolerance)| a.within(b, *tolerance))
     }
 
+    /// Two objects, `skip` keys left out: member by member while both
+    /// have the same keys in the same order, else merged by sorted key.
+    fn object(&mut self, r: u32, c: u32, skip: &[&str]) {
+        let saved = (self.diffs.len(), self.found);
+        if !self.in_order(r, c, skip) {
+            // Keys in another order: what was found so far is found again.
+            self.diffs.truncate(saved.0);
+            self.found = saved.1;
+            self.merged(&sorted(self.a, r), &sorted(self.b, c), skip);
+        }
+    }
+
+    /// Two objects member by member, while their keys are the same in the
+    /// same order (false when they are not); differences put in key
+    /// order, as a merge gives them.
+    fn in_order(&mut self, r: u32, c: u32, skip: &[&str]) -> bool {
+        let (a, b) = (self.a, self.b);
+        let (from, depth) = (self.diffs.len(), self.path.len());
+        let (mut ma, mut mb) = (a.members(r), b.members(c));
+        loop {
+            let ((ka, va), (kb, vb)) = match (ma.next(), mb.next()) {
+                (Some(x), Some(y)) if a.raw(x.0) == b.raw(y.0) => (x, y),
+                (None, None) => break,
+                _ => return false,
+            };
+            if self.done() {
+                return true;
+            }
+            let key = a.string(ka);
+            if skip.contains(&&*key) {
+                continue;
+            }
+            let before = (self.diffs.len(), self.found);
+            self.child(Step::Key(key), va, vb);
+            // Of a key written twice the last counts: an earlier one's
+            // difference is none.
+            let found = self.diffs.len() > before.0 || self.found && !before.1;
+            if found && (again(a, a.next(va), a.next(r), ka) || again(b, b.next(vb), b.next(c), kb))
+            {
+                self.diffs.truncate(before.0);
+                self.found = before.1;
+            }
+        }
+        if self.diffs.len() > from + 1 {
+            let key = |d: &Difference| match &d.path[depth] {
+                Segment::Key(k) => k.clone(),
+                _ => String::new(),
+            };
+            self.diffs[from..].sort_by_cached_key(key);
+        }
+        true
+    }
+
     /// Merges two key-sorted member lists; `skip` keys are left out.
-    fn object(&mut self, a: &'a Members<'a>, b: &'a Members<'a>, skip: &[&str]) {
+    fn merged(&mut self, a: &Members<'a>, b: &Members<'a>, skip: &[&str]) {
         let (mut i, mut j) = (0, 0);
         while !self.done() {
             match (a.get(i), b.get(j)) {
@@ -412,24 +359,38 @@ impl<'a> Walker<'a> {
                     i += 1;
                     j += 1;
                     if !skip.contains(&&**ka) {
-                        self.child(Step::Key(ka), va, vb);
+                        self.child(Step::Key(ka.clone()), *va, *vb);
                     }
                 }
                 (Some((ka, _)), kb) if kb.is_none_or(|(kb, _)| ka < kb) => {
                     i += 1;
                     if !skip.contains(&&**ka) {
-                        self.report_at(Step::Key(ka), DiffKind::Missing);
+                        self.report_at(Step::Key(ka.clone()), DiffKind::Missing);
                     }
                 }
                 (_, Some((kb, _))) => {
                     j += 1;
                     if !self.rules.subset && !skip.contains(&&**kb) {
-                        self.report_at(Step::Key(kb), DiffKind::Added);
+                        self.report_at(Step::Key(kb.clone()), DiffKind::Added);
                     }
                 }
                 (_, None) => break,
             }
         }
+    }
+
+    /// Whether the rules leave two values below here the same only when
+    /// they are equal with no rules, but for the order of array items
+    /// (`unordered`, key rules): what [`strict_hash`] assumes. Ignored
+    /// paths, tolerances, hex case, `subset` and a JSON-RPC batch's
+    /// responses make values the same that are not.
+    fn strict_below(&self) -> bool {
+        let r = self.rules;
+        r.ignore.is_empty()
+            && r.tolerances.is_empty()
+            && !r.subset
+            && !r.hex_case_insensitive
+            && !(r.jsonrpc && self.path.is_empty())
     }
 
     /// The root, or an element of a root array (a JSON-RPC batch).
@@ -441,34 +402,34 @@ impl<'a> Walker<'a> {
     }
 
     /// Two JSON-RPC response objects.
-    fn response(&mut self, a: &'a Members<'a>, b: &'a Members<'a>) {
-        match (outcome(a), outcome(b)) {
+    fn response(&mut self, r: u32, c: u32) {
+        match (outcome(self.a, r), outcome(self.b, c)) {
             (Some(Outcome::Error(ea)), Some(Outcome::Error(eb))) => {
-                self.object(a, b, &["error"]);
-                self.path.push(Step::Key("error"));
+                self.object(r, c, &["error"]);
+                self.path.push(Step::Key("error".into()));
                 self.error(ea, eb);
                 self.path.pop();
             }
             (Some(x), Some(y)) if x.is_error() != y.is_error() => {
                 self.report(DiffKind::ResultVsError);
-                self.object(a, b, &["result", "error"]);
+                self.object(r, c, &["result", "error"]);
             }
-            _ => self.object(a, b, &[]),
+            _ => self.object(r, c, &[]),
         }
     }
 
     /// Two JSON-RPC `error` members.
-    fn error(&mut self, ea: &'a Node<'a>, eb: &'a Node<'a>) {
+    fn error(&mut self, ea: u32, eb: u32) {
         if self.ignored() || self.done() {
             return;
         }
-        let (Node::Object(a), Node::Object(b)) = (ea, eb) else {
+        let (Kind::Object, Kind::Object) = (self.a.kind(ea), self.b.kind(eb)) else {
             self.value(ea, eb);
             return;
         };
-        let code_differs = match (ea.get("code"), eb.get("code")) {
+        let code_differs = match (get(self.a, ea, "code"), get(self.b, eb, "code")) {
             (Some(ca), Some(cb)) => {
-                self.path.push(Step::Key("code"));
+                self.path.push(Step::Key("code".into()));
                 let differs = self.differs(ca, cb);
                 self.path.pop();
                 differs
@@ -476,17 +437,19 @@ impl<'a> Walker<'a> {
             _ => false,
         };
         let skip: &[&str] = if code_differs {
-            self.report_at(Step::Key("code"), DiffKind::ErrorCode);
+            self.report_at(Step::Key("code".into()), DiffKind::ErrorCode);
             &["code"]
         } else if self.rules.ignore_error_message {
             &["message"]
         } else {
             &[]
         };
-        self.object(a, b, skip);
+        // Equal bytes were skipped for the whole object; its members are
+        // compared one by one.
+        self.object(ea, eb, skip);
     }
 
-    fn array(&mut self, a: &'a [Node<'a>], b: &'a [Node<'a>]) {
+    fn array(&mut self, r: u32, c: u32) {
         let rules = self.rules;
         // A JSON-RPC batch is matched by `id`; otherwise the last matching key rule
         // applies. Either needs every element on both sides to have the field.
@@ -497,20 +460,21 @@ impl<'a> Walker<'a> {
             .rev()
             .find(|(p, _)| p.matches_path(&self.path))
             .map(|(_, field)| field.as_str());
+        let (a, b): (Vec<u32>, Vec<u32>) = (self.a.items(r).collect(), self.b.items(c).collect());
         for field in batch_id.into_iter().chain(key_rule) {
-            if let (Some(ka), Some(kb)) = (keys_of(a, field), keys_of(b, field)) {
-                return self.keyed(a, b, field, &ka, &kb);
+            if let (Some(ka), Some(kb)) = (keys_of(self.a, &a, field), keys_of(self.b, &b, field)) {
+                return self.keyed(&a, &b, field, &ka, &kb);
             }
         }
         if rules.unordered.iter().any(|p| p.matches_path(&self.path)) {
-            return self.unordered(a, b);
+            return self.unordered(&a, &b);
         }
         for i in 0..a.len().max(b.len()) {
             if self.done() {
                 return;
             }
             match (a.get(i), b.get(i)) {
-                (Some(x), Some(y)) => self.child(Step::Index(i), x, y),
+                (Some(x), Some(y)) => self.child(Step::Index(i), *x, *y),
                 (Some(_), None) => self.report_at(Step::Index(i), DiffKind::Missing),
                 _ => self.report_at(Step::Index(i), DiffKind::Added),
             }
@@ -518,27 +482,22 @@ impl<'a> Walker<'a> {
     }
 
     /// Elements matched by the value of `field` (`ka`, `kb`: each element's value).
-    fn keyed(
-        &mut self,
-        a: &'a [Node<'a>],
-        b: &'a [Node<'a>],
-        field: &'a str,
-        ka: &[&'a Node<'a>],
-        kb: &[&'a Node<'a>],
-    ) {
+    fn keyed(&mut self, a: &[u32], b: &[u32], field: &'a str, ka: &[u32], kb: &[u32]) {
         let strict = RuleSet::default();
-        let mut keys = Walker::new(&strict);
-        let pairs = pair_up(a.len(), b.len(), |i, j| !keys.differs(ka[i], kb[j]));
+        let mut keys = Walker::new(&strict, self.a, self.b);
+        let hashes = (hashes(self.a, ka), hashes(self.b, kb));
+        let pairs = pair_by_hash((&hashes.0, &hashes.1), |i, j| !keys.differs(ka[i], kb[j]));
         for (i, matched) in pairs.of_reference.iter().enumerate() {
             if self.done() {
                 return;
             }
             let step = Step::Keyed {
                 field,
-                value: ka[i],
+                side: Side::Reference,
+                at: ka[i],
             };
             match matched {
-                Some(j) => self.child(step, &a[i], &b[*j]),
+                Some(j) => self.child(step, a[i], b[*j]),
                 None => self.report_at(step, DiffKind::Missing),
             }
         }
@@ -550,7 +509,8 @@ impl<'a> Walker<'a> {
         {
             let step = Step::Keyed {
                 field,
-                value: kb[j],
+                side: Side::Candidate,
+                at: kb[j],
             };
             self.report_at(step, DiffKind::Added);
         }
@@ -558,13 +518,20 @@ impl<'a> Walker<'a> {
 
     /// Elements compared as a multiset: each reference element is paired with an equal
     /// (under the rules) unused candidate element; the rest are missing or added.
-    fn unordered(&mut self, a: &'a [Node<'a>], b: &'a [Node<'a>]) {
-        let pairs = pair_up(a.len(), b.len(), |i, j| {
+    fn unordered(&mut self, a: &[u32], b: &[u32]) {
+        let hashed = self
+            .strict_below()
+            .then(|| (hashes(self.a, a), hashes(self.b, b)));
+        let same = |i: usize, j: usize| {
             self.path.push(Step::Index(i));
-            let differs = self.differs(&a[i], &b[j]);
+            let differs = self.differs(a[i], b[j]);
             self.path.pop();
             !differs
-        });
+        };
+        let pairs = match &hashed {
+            Some((ha, hb)) => pair_by_hash((ha, hb), same),
+            None => pair_up(a.len(), b.len(), same),
+        };
         for (i, matched) in pairs.of_reference.iter().enumerate() {
             if matched.is_none() {
                 self.report_at(Step::Index(i), DiffKind::Missing);
@@ -578,70 +545,82 @@ impl<'a> Walker<'a> {
     }
 }
 
-/// What a JSON-RPC response object carries.
-enum Outcome<'a> {
-    Result,
-    Error(&'a Node<'a>),
+/// A number token's value, as its text.
+fn number(tape: &Tape<'_>, i: u32) -> Num {
+    Num::Text(tape.text(i).to_string())
 }
 
-impl Outcome<'_> {
+/// Each value's [`strict_hash`].
+fn hashes(tape: &Tape<'_>, values: &[u32]) -> Vec<u64> {
+    values.iter().map(|&v| strict_hash(tape, v)).collect()
+}
+
+/// Whether the key token `key` is written again among the keys from token
+/// `at` to `end`.
+fn again(tape: &Tape<'_>, mut at: u32, end: u32, key: u32) -> bool {
+    while at < end {
+        let escaped = tape.toks[at as usize].escaped || tape.toks[key as usize].escaped;
+        if tape.raw(at) == tape.raw(key) || escaped && tape.string(at) == tape.string(key) {
+            return true;
+        }
+        at = tape.next(at + 1);
+    }
+    false
+}
+
+/// The members of the object at `i`, sorted by key, the last of duplicates
+/// kept (as serde_json keeps it).
+fn sorted<'a>(tape: &Tape<'a>, i: u32) -> Members<'a> {
+    let mut members: Members<'a> = tape.members(i).map(|(k, v)| (tape.string(k), v)).collect();
+    // After reversing, a stable sort puts the last duplicate first; dedup keeps it.
+    members.reverse();
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    members.dedup_by(|a, b| a.0 == b.0);
+    members
+}
+
+/// The value of member `key` of the object at `i` (the last, if the key
+/// is there twice).
+fn get(tape: &Tape<'_>, i: u32, key: &str) -> Option<u32> {
+    tape.members(i)
+        .filter(|(k, _)| tape.string(*k) == key)
+        .last()
+        .map(|(_, v)| v)
+}
+
+/// What a JSON-RPC response object carries.
+enum Outcome {
+    Result,
+    Error(u32),
+}
+
+impl Outcome {
     fn is_error(&self) -> bool {
         matches!(self, Outcome::Error(_))
     }
 }
 
-fn outcome<'a>(members: &'a Members<'a>) -> Option<Outcome<'a>> {
-    let get = |key: &str| {
-        members
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .map(|at| &members[at].1)
-    };
-    match (get("error"), get("result")) {
-        (Some(error), _) if !matches!(error, Node::Null) => Some(Outcome::Error(error)),
+fn outcome(tape: &Tape<'_>, i: u32) -> Option<Outcome> {
+    match (get(tape, i, "error"), get(tape, i, "result")) {
+        (Some(error), _) if tape.kind(error) != Kind::Null => Some(Outcome::Error(error)),
         (_, Some(_)) => Some(Outcome::Result),
         _ => None,
     }
 }
 
 /// Each element's `field` value, if every element is an object that has one.
-fn keys_of<'a>(items: &'a [Node<'a>], field: &str) -> Option<Vec<&'a Node<'a>>> {
-    items.iter().map(|item| item.get(field)).collect()
-}
-
-/// The outcome of pairing two sequences' elements.
-struct Pairing {
-    /// For each reference element, the candidate element paired with it.
-    of_reference: Vec<Option<usize>>,
-    /// Whether each candidate element was paired.
-    candidate_used: Vec<bool>,
-}
-
-/// Pairs each reference element with the first unused candidate element that `same`
-/// accepts, searching from just after the previous pairing so that elements in
-/// (nearly) the same order cost one test each.
-fn pair_up(n: usize, m: usize, mut same: impl FnMut(usize, usize) -> bool) -> Pairing {
-    let mut candidate_used = vec![false; m];
-    let mut of_reference = Vec::with_capacity(n);
-    let mut next = 0;
-    for i in 0..n {
-        let found = (0..m)
-            .map(|k| (next + k) % m)
-            .find(|&j| !candidate_used[j] && same(i, j));
-        if let Some(j) = found {
-            candidate_used[j] = true;
-            next = j + 1;
-        }
-        of_reference.push(found);
-    }
-    Pairing {
-        of_reference,
-        candidate_used,
-    }
+fn keys_of(tape: &Tape<'_>, items: &[u32], field: &str) -> Option<Vec<u32>> {
+    items
+        .iter()
+        .map(|&i| match tape.kind(i) {
+            Kind::Object => get(tape, i, field),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether both strings are `0x`-prefixed hex that differ only in letter case.
-fn hex_eq_ignore_case(a: &str, b: &str) -> bool {
+pub(super) fn hex_eq_ignore_case(a: &str, b: &str) -> bool {
     fn is_hex(s: &str) -> bool {
         s.len() > 2
             && s.as_bytes()[..2].eq_ignore_ascii_case(b"0x")

@@ -6,10 +6,15 @@
 pub mod json;
 pub mod jsonrpc;
 pub mod method;
+mod node;
 pub mod number;
+mod pairing;
 pub mod path;
+#[cfg(test)]
+mod reference;
 pub mod rules;
 pub mod sample;
+mod tape;
 pub mod verdict;
 
 use std::str::FromStr;
