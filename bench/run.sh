@@ -3,7 +3,7 @@
 # workload, all against one local nginx (bench/nginx.conf); and against ghz
 # on a gRPC server (examples/grpc_server.rs, the Items service of the tests).
 #
-#   bench/run.sh [single stream2 h2 flow2 scenario sleep100 memory grpc]   (default: all)
+#   bench/run.sh [single stream2 h2 flow2 scenario sleep100 memory grpc compare]   (default: all)
 #   bench/run.sh quick   the regression guard: versus, wrk and the floor clients,
 #                        a few seconds each, interleaved, best and median
 #
@@ -23,6 +23,8 @@
 #   QUICK_SECS=3 QUICK_REPEAT=5          quick: seconds per run, rounds
 #   VERSUS_BASE=path   quick, sleep100: a second versus binary (e.g. before a change) in the same rounds
 #   QUICK_IO="uring epoll"  quick: versus also with each --io driver named, as versus-io-<driver>
+#   COMPARE_BIN=path   compare: the benches/compare.rs binary (default: built with cargo bench --no-run)
+#   COMPARE_BASE=path  compare: a second one (e.g. before a change), run after it on the same core
 # Raw tool outputs go to bench/.work/run-<time>/.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -39,10 +41,10 @@ H2_STREAMS="${H2_STREAMS:-50}"
 CLIENT_CORE=1
 
 SCENARIOS=("$@")
-[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 scenario sleep100 memory grpc)
+[ ${#SCENARIOS[@]} -eq 0 ] && SCENARIOS=(single stream2 h2 flow2 scenario sleep100 memory grpc compare)
 NEED_NGINX=0
 for s in "${SCENARIOS[@]}"; do
-  case "$s" in single|stream2|h2|flow2|scenario|sleep100|memory|quick) NEED_NGINX=1 ;; grpc) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 scenario sleep100 memory grpc quick)";; esac
+  case "$s" in single|stream2|h2|flow2|scenario|sleep100|memory|quick) NEED_NGINX=1 ;; grpc|compare) ;; *) die "unknown scenario '$s' (single stream2 h2 flow2 scenario sleep100 memory grpc compare quick)";; esac
 done
 GRPC_MEM_SMALL="${GRPC_MEM_SMALL:-100000}"
 GRPC_MEM_BIG="${GRPC_MEM_BIG:-1000000}"
@@ -622,6 +624,27 @@ sc_grpc() {
   out "peak RSS $GRPC_MEM_BIG vs $GRPC_MEM_SMALL calls: $(awk -v big="versus-$GRPC_MEM_BIG" '$1 == "versus" { a = $9 } $1 == big { b = $9 } END { printf "versus %.1f MB vs %.1f MB = %.2fx", b / 1024, a / 1024, b / a }' "$ROWS")$(awk -v big="ghz-$GRPC_MEM_BIG" '$1 == "ghz" { a = $9 } $1 == big { b = $9 } END { if (a > 0) printf "; ghz %.1f MB vs %.1f MB = %.2fx", b / 1024, a / 1024, b / a }' "$ROWS") (versus's target: flat, ≤ 1.10x)"
   commands
   kill "$GRPC_SERVER_PID" 2>/dev/null || true; GRPC_SERVER_PID=""; SERVER_PID="${NGINX_WORKER:-}"
+}
+
+# The JSON comparison alone, on one core: per case, MB/s of both bodies
+# compared, beside serde_json's and simd-json's parse of the same bytes.
+sc_compare() {
+  out ""
+  out "## compare — JSON comparison (benches/compare.rs) on core $CLIENT_CORE, against the parse limit"
+  local bin="${COMPARE_BIN:-}"
+  if [ -z "$bin" ]; then
+    bin="$(cd "$REPO_DIR" && cargo bench --bench compare --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)"
+    [ -n "$bin" ] || die "cargo bench --bench compare --no-run gave no executable"
+    case "$bin" in /*) ;; *) bin="$REPO_DIR/$bin" ;; esac
+  fi
+  out ""
+  taskset -c "$CLIENT_CORE" "$bin" | tee -a "$REPORT"
+  if [ -n "${COMPARE_BASE:-}" ]; then
+    out ""
+    out "before ($COMPARE_BASE):"
+    out ""
+    taskset -c "$CLIENT_CORE" "$COMPARE_BASE" | tee -a "$REPORT"
+  fi
 }
 
 out "# versus benchmark run $(date -u +%Y-%m-%dT%H:%M:%SZ)"

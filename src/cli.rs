@@ -734,6 +734,16 @@ pub struct RunArgs {
     #[arg(long, default_value = "256M", value_parser = crate::model::parse_size, value_name = "SIZE", help_heading = "Comparison", hide_short_help = true)]
     pub judge_memory: u64,
 
+    /// Threads that judge answers that differ, off the timing cores
+    /// (default: the cores --threads leaves free, at least 1).
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "Comparison",
+        hide_short_help = true
+    )]
+    pub judges: Option<usize>,
+
     /// Save the run to FILE as it goes (JSON Lines, for `versus report`).
     ///
     /// Flushed every interval; read it with `versus report`, `merge` or

@@ -714,7 +714,7 @@ fn verbose_samples_keep_their_indentation_after_a_body_ending_in_a_newline() {
     );
 }
 
-/// A tap that holds the judge thread at the first mismatch it judges
+/// A tap that holds a judge thread at the first mismatch it judges
 /// until opened: the cores go on, and what they hand over piles up
 /// behind it (a core judging a unit itself passes).
 #[derive(Debug, Default)]
@@ -739,7 +739,10 @@ impl versus::engine::Tap for Gate {
         _: &[Option<&versus::model::Outcome>],
         _: &[versus::compare::Finding],
     ) {
-        if std::thread::current().name() != Some("versus-judge") {
+        if !std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("versus-judge"))
+        {
             return;
         }
         let mut open = self.open.lock().unwrap();
@@ -789,7 +792,16 @@ fn differing(n: usize) -> (Server, Server, Vec<u8>) {
 fn held_judge(n: usize, extra: &[&str], stop: bool) -> (versus::engine::RunOutput, String, u64) {
     let (one, two, input) = differing(n);
     let (e1, e2) = (format!("a={}", one.url()), format!("b={}", two.url()));
-    let mut args = vec!["--threads", "1", "-c", "4", "--judge-memory", "64K"];
+    let mut args = vec![
+        "--threads",
+        "1",
+        "--judges",
+        "1",
+        "-c",
+        "4",
+        "--judge-memory",
+        "64K",
+    ];
     args.extend_from_slice(extra);
     args.extend([e1.as_str(), e2.as_str()]);
     let gate = Arc::new(Gate::default());
@@ -857,4 +869,43 @@ fn a_stop_during_the_judging_backlog_reports_what_was_judged_and_counts_the_rest
         "{report}"
     );
     assert!(report.contains("Stopped:    interrupted"), "{report}");
+}
+
+#[test]
+fn several_judge_threads_count_every_mismatch_once() {
+    let a = Server::start(|s| Reply::ok(format!(r#"{{"id":{},"v":1}}"#, id_of(&s.body))));
+    let b = Server::start(|s| {
+        let id = id_of(&s.body);
+        Reply::ok(format!(r#"{{"id":{id},"v":{}}}"#, id % 3))
+    });
+    let dir = std::env::temp_dir().join(format!("versus-judges-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("m.jsonl");
+    let (out, _) = run_lib(
+        &[
+            "--judges",
+            "3",
+            "--mismatches",
+            log.to_str().unwrap(),
+            "-c",
+            "16",
+            &a.url(),
+            &format!("b={}", b.url()),
+        ],
+        &lines(3000),
+    );
+    // `v` is 1 at the reference, id % 3 at b: two requests in three differ.
+    let v = &out.stats.verdicts;
+    assert_eq!(v.mismatched, 2000);
+    assert_eq!(v.judged_on_core, 0);
+    // One group, $.v changed at b, counted once per request, merged from
+    // every thread's statistics.
+    assert_eq!(v.groups.len(), 1);
+    assert_eq!(
+        (v.groups[0].field.as_str(), v.groups[0].count),
+        ("$.v", 2000)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 2000);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,5 +1,6 @@
-//! The judge thread: where answers that differ are judged, off the cores
-//! that time answers. A core only checks that every endpoint's answer is
+//! The judge threads: where answers that differ are judged, off the cores
+//! that time answers (`Settings::judges` of them, by default the cores
+//! the timing threads leave free, at least one). A core only checks that every endpoint's answer is
 //! the same by the cheap test (status, compared headers, bytes), so most
 //! units never leave it; a unit whose answers differ comes here with its
 //! own copies of the request and the outcomes, and its findings, samples,
@@ -8,10 +9,10 @@
 //! milliseconds to seconds: on a core, every answer in flight there
 //! waited for it and was timed as the server's.
 //!
-//! The thread records into statistics of its own and hands them to the
+//! Each thread records into statistics of its own and hands them to the
 //! collector at most once an interval; the collector adds them to the
-//! next interval it shows and holds the run's last interval until this
-//! thread has judged everything the cores handed over.
+//! next interval it shows and holds the run's last interval until the
+//! threads have judged everything the cores handed over.
 //!
 //! The queue is bounded by the bytes it holds (`Settings::judge_memory`):
 //! a unit that would take it past the bound is judged by its core, which
@@ -21,9 +22,10 @@
 //! judges any more: what is left is counted as not judged (`not_judged`),
 //! so a long backlog cannot hold the report back.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::time::Instant;
 
 use super::{Settings, Stop};
@@ -162,23 +164,24 @@ impl ToJudge {
     }
 }
 
-/// The judge thread, as the engine sees it.
-pub(crate) struct JudgeThread {
+/// The judge threads, as the engine sees them.
+pub(crate) struct Judges {
     to: ToJudge,
-    thread: std::thread::JoinHandle<()>,
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-impl JudgeThread {
-    /// Start it. `hand_over(stats, last)` gives its statistics to the
-    /// collector (`last` once, after [`JudgeThread::finish`]); it returns
-    /// false once the collector is gone. After `stop`, it judges for at
-    /// most `settings.drain` more.
+impl Judges {
+    /// Start `settings.judges` threads on one queue. `hand_over(stats,
+    /// last)` gives a thread's statistics to the collector (`last` once,
+    /// from the thread that ends last, after [`Judges::finish`]); it
+    /// returns false once the collector is gone. After `stop`, they judge
+    /// for at most `settings.drain` more.
     pub(crate) fn spawn(
         settings: Arc<Settings>,
         stop: Stop,
         hand_over: impl FnMut(RunStats, bool) -> bool + Send + 'static,
-    ) -> std::io::Result<JudgeThread> {
-        let (to, from) = std::sync::mpsc::channel();
+    ) -> std::io::Result<Judges> {
+        let (to, from) = crossbeam_channel::unbounded();
         let backlog = Arc::new(Backlog {
             limit: settings.judge_memory,
             bytes: AtomicU64::new(0),
@@ -187,16 +190,33 @@ impl JudgeThread {
             stop,
             drain: settings.drain,
         });
-        let queue = Queue {
-            from,
-            backlog: backlog.clone(),
-        };
-        let thread = std::thread::Builder::new()
-            .name("versus-judge".to_string())
-            .spawn(move || judge_all(&settings, &queue, hand_over))?;
-        Ok(JudgeThread {
+        let n = settings.judges.max(1);
+        let running = Arc::new(AtomicUsize::new(n));
+        let hand_over = Arc::new(Mutex::new(hand_over));
+        let threads = (0..n)
+            .map(|k| {
+                let queue = Queue {
+                    from: from.clone(),
+                    backlog: backlog.clone(),
+                };
+                let (settings, running, hand_over) =
+                    (settings.clone(), running.clone(), hand_over.clone());
+                // Only the thread that ends last says its statistics are
+                // the last: counted under the lock, so that every other
+                // thread's last statistics were handed over before.
+                let hand = move |stats, finished: bool| {
+                    let mut hand_over = hand_over.lock().unwrap_or_else(|e| e.into_inner());
+                    let last = finished && running.fetch_sub(1, Ordering::AcqRel) == 1;
+                    (*hand_over)(stats, last)
+                };
+                std::thread::Builder::new()
+                    .name(format!("versus-judge-{k}"))
+                    .spawn(move || judge_all(&settings, &queue, hand))
+            })
+            .collect::<std::io::Result<_>>()?;
+        Ok(Judges {
             to: ToJudge { to, backlog },
-            thread,
+            threads,
         })
     }
 
@@ -211,29 +231,33 @@ impl JudgeThread {
     }
 
     /// Every core has ended (what each handed over is in the queue before
-    /// this): the thread judges the rest and hands over its last
+    /// this): the threads judge the rest and hand over their last
     /// statistics.
     pub(crate) fn finish(&self) {
-        let _ = self.to.to.send(Job::Finish);
+        for _ in &self.threads {
+            let _ = self.to.to.send(Job::Finish);
+        }
     }
 
-    /// Wait for the thread to end, after [`JudgeThread::finish`].
+    /// Wait for the threads to end, after [`Judges::finish`].
     pub(crate) fn join(self) {
         drop(self.to);
-        let _ = self.thread.join();
+        for t in self.threads {
+            let _ = t.join();
+        }
     }
 }
 
-/// The judge thread's end of the queue.
+/// A judge thread's end of the queue.
 struct Queue {
     from: Receiver<Job>,
     backlog: Arc<Backlog>,
 }
 
-/// The thread's loop: judge each unit as it comes (once the run has been
+/// A thread's loop: judge each unit as it comes (once the run has been
 /// stopped for the drain period, count it as not judged instead); hand
 /// the statistics over once an interval when there are any, and at the
-/// end.
+/// end (a `Finish` each thread takes one of, after every unit).
 fn judge_all(
     settings: &Settings,
     queue: &Queue,

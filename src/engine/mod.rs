@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use self::judge_thread::JudgeThread;
+use self::judge_thread::Judges;
 pub use self::settings::{Settings, StopAfter};
 use self::state::{CoreInput, CoreMsg};
 pub use self::stop::Stop;
@@ -136,7 +136,7 @@ fn gather(pending: &mut BTreeMap<u64, RunStats>, index: u64, stats: RunStats) {
 /// thread when there is one.
 struct Participants<'a> {
     cores: usize,
-    judge: Option<&'a JudgeThread>,
+    judge: Option<&'a Judges>,
 }
 
 /// Merge the cores' intervals in order as they complete, with what the
@@ -231,7 +231,7 @@ fn collect(
 }
 
 /// Tell `observer` how many units the judge thread has left, if any.
-fn backlog(observer: &mut dyn Observer, judge: &JudgeThread) {
+fn backlog(observer: &mut dyn Observer, judge: &Judges) {
     let left = judge.left();
     if left > 0 {
         observer.judging(left);
@@ -476,7 +476,7 @@ struct Launch<'a> {
     stop: &'a Stop,
     start_barrier: &'a Arc<Barrier>,
     ticks: &'a std::sync::mpsc::Sender<CoreMsg>,
-    judge: Option<&'a JudgeThread>,
+    judge: Option<&'a Judges>,
 }
 
 /// One core's way to every endpoint.
@@ -535,7 +535,7 @@ impl Launch<'_> {
             start_barrier: self.start_barrier.clone(),
             ticks: self.ticks.clone(),
             part: settings.shard.part(c, self.cores.count),
-            judge: self.judge.map(JudgeThread::to),
+            judge: self.judge.map(Judges::to),
             core: c,
             ledgers,
             proxies,
@@ -604,13 +604,13 @@ fn judge_thread(
     settings: &Arc<Settings>,
     stop: &Stop,
     ticks: &std::sync::mpsc::Sender<CoreMsg>,
-) -> Result<Option<JudgeThread>, RunError> {
+) -> Result<Option<Judges>, RunError> {
     if settings.endpoints.len() < 2 || !settings.comparer.enabled() {
         return Ok(None);
     }
     let to = ticks.clone();
     let hand_over = move |stats, last| to.send(CoreMsg::Judged { stats, last }).is_ok();
-    Ok(Some(JudgeThread::spawn(
+    Ok(Some(Judges::spawn(
         settings.clone(),
         stop.clone(),
         hand_over,

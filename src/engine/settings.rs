@@ -84,9 +84,11 @@ pub struct Settings {
     pub verbose: u8,
     /// Lead window per core, in requests.
     pub window: usize,
-    /// Most bytes of differing answers waiting for the judge thread; a
+    /// Most bytes of differing answers waiting for the judge threads; a
     /// unit past it is judged on its core.
     pub judge_memory: u64,
+    /// Threads that judge differing answers, off the timing cores.
+    pub judges: usize,
     /// First malformed record ends the run.
     pub strict: bool,
     /// Length of the intervals the statistics are reported in while the

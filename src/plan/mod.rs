@@ -305,8 +305,8 @@ impl Plan {
     }
 }
 
-/// An endpoint is named, and `--concurrency`, `--timeout` and `--lead` are
-/// not zero.
+/// An endpoint is named, and `--concurrency`, `--timeout`, `--lead` and
+/// `--judges` are not zero.
 fn check_required(args: &RunArgs, given: &Given<'_>) -> Result<(), UsageError> {
     if given.endpoints.is_empty() {
         return Err(UsageError(
@@ -323,6 +323,12 @@ fn check_required(args: &RunArgs, given: &Given<'_>) -> Result<(), UsageError> {
     }
     if args.lead == 0 {
         return Err(UsageError("--lead must be at least 1".into()));
+    }
+    if args.judges == Some(0) {
+        return Err(UsageError(
+            "--judges must be at least 1 (answers that differ are judged off the timing cores)"
+                .into(),
+        ));
     }
     Ok(())
 }
@@ -925,6 +931,10 @@ fn settings(
             None => args.lead,
         },
         judge_memory: args.judge_memory,
+        judges: args.judges.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            cores.saturating_sub(load.threads).max(1)
+        }),
         strict: args.strict,
         interval: Duration::from_secs(1),
         taps,
