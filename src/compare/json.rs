@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::node::{self, Node};
+use super::node;
 use super::number::Num;
 use super::pairing::{pair_by_hash, pair_up, strict_hash};
 use super::path::{AsSegment, Segment, SegmentRef};
@@ -101,24 +101,30 @@ fn tape<'a>(body: &'a [u8], owned: &'a mut Vec<u8>) -> Result<Tape<'a>, String> 
 
 /// The compact JSON text of the value at `path` in `body` (object members sorted by
 /// key, so samples from both sides line up), or `None` if the body is not JSON or has
-/// nothing there.
+/// nothing there. Only that value is decoded: the body is walked on its tape.
 pub fn value_at(body: &[u8], path: &[Segment]) -> Option<String> {
-    let root = node::parse(body).ok()?;
-    let mut node = &root;
+    let mut owned = Vec::new();
+    let doc = tape(body, &mut owned).ok()?;
+    let mut at = 0;
     for segment in path {
-        node = match (segment, node) {
-            (Segment::Key(key), Node::Object(_)) => node.get(key)?,
-            (Segment::Index(index), Node::Array(items)) => items.get(*index)?,
-            (Segment::Keyed { field, value }, Node::Array(items)) => {
-                let want = node::parse(value.as_bytes()).ok()?;
-                items
-                    .iter()
-                    .find(|item| item.get(field).is_some_and(|key| key.same(&want)))?
+        at = match (segment, doc.kind(at)) {
+            (Segment::Key(key), Kind::Object) => get(&doc, at, key)?,
+            (Segment::Index(index), Kind::Array) => doc.items(at).nth(*index)?,
+            (Segment::Keyed { field, value }, Kind::Array) => {
+                let mut owned = Vec::new();
+                let want = tape(value.as_bytes(), &mut owned).ok()?;
+                let strict = RuleSet::default();
+                let mut keys = Walker::new(&strict, &doc, &want);
+                doc.items(at).find(|&item| {
+                    doc.kind(item) == Kind::Object
+                        && get(&doc, item, field).is_some_and(|key| !keys.differs(key, 0))
+                })?
             }
             _ => return None,
         };
     }
-    serde_json::to_string(node).ok()
+    let node = node::parse(doc.raw(at)).ok()?;
+    serde_json::to_string(&node).ok()
 }
 
 /// Which body a token is of.

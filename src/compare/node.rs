@@ -1,7 +1,6 @@
-//! A JSON body as a tree borrowing its strings from the body: what a
-//! sample's value is read from (`value_at`), in the form samples show
-//! (compact, members sorted by key), and what the comparer's reference
-//! in the tests walks. Object members are sorted by key once, the last of
+//! A JSON value as a tree borrowing its strings from the body: how a
+//! sample's value is written (compact, members sorted by key, so both
+//! sides line up), and what the comparer's reference in the tests walks. Object members are sorted by key once, the last of
 //! duplicates kept, as serde_json keeps it.
 
 use std::borrow::Cow;
@@ -41,7 +40,8 @@ impl<'a> Node<'a> {
         Node::Object(members)
     }
 
-    /// The value of member `key` of an object.
+    /// The value of member `key` of an object (the reference walks with it).
+    #[cfg(test)]
     pub fn get(&self, key: &str) -> Option<&Node<'a>> {
         match self {
             Node::Object(members) => members
@@ -165,29 +165,6 @@ impl Serialize for Node<'_> {
             Node::String(s) => serializer.serialize_str(s),
             Node::Array(items) => serializer.collect_seq(items),
             Node::Object(members) => serializer.collect_map(members.iter().map(|(k, v)| (k, v))),
-        }
-    }
-}
-
-impl Node<'_> {
-    /// Whether two values are equal with no rules: numbers by value, key
-    /// order ignored.
-    pub fn same(&self, other: &Node<'_>) -> bool {
-        match (self, other) {
-            (Node::Null, Node::Null) => true,
-            (Node::Bool(a), Node::Bool(b)) => a == b,
-            (Node::Number(a), Node::Number(b)) => a.same_value(b),
-            (Node::String(a), Node::String(b)) => a == b,
-            (Node::Array(a), Node::Array(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
-            }
-            (Node::Object(a), Node::Object(b)) => {
-                a.len() == b.len()
-                    && a.iter()
-                        .zip(b)
-                        .all(|((ka, va), (kb, vb))| ka == kb && va.same(vb))
-            }
-            _ => false,
         }
     }
 }

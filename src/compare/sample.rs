@@ -41,7 +41,7 @@ pub fn sample(
         })
         .collect();
     let diff = match (outcomes.first(), outcomes.get(finding.endpoint)) {
-        (Some(Some(a)), Some(Some(b))) => diff(a, b, labels),
+        (Some(Some(a)), Some(Some(b))) => diff(a, b, finding, labels),
         _ => String::new(),
     };
     MismatchSample {
@@ -133,13 +133,55 @@ fn value(o: &Outcome, finding: &Finding) -> String {
     }
 }
 
+/// Bodies up to this size together are diffed whole, pretty-printed.
+/// Larger ones are diffed around the finding only: two 60 MB answers
+/// pretty-printed and diffed by line held 1.6 GB.
+const WHOLE_DIFF: usize = 256 * 1024;
+
+/// Bytes of text either side of the first difference, when larger bodies
+/// are not JSON or the finding has no place in them to show.
+const WINDOW: usize = 2048;
+
 /// A unified diff of the two bodies, pretty-printed when they are JSON,
-/// its headers the endpoints' labels.
-fn diff(a: &Outcome, b: &Outcome, labels: (&str, &str)) -> String {
+/// its headers the endpoints' labels: of the whole bodies when they are
+/// small, else of the value around the finding (its parent, or itself),
+/// else of a window around the first differing byte.
+fn diff(a: &Outcome, b: &Outcome, finding: &Finding, labels: (&str, &str)) -> String {
     let (Ok(a), Ok(b)) = (&a.result, &b.result) else {
         return String::new();
     };
-    diff_texts(&pretty(&a.body), &pretty(&b.body), labels)
+    if a.body.len() + b.body.len() <= WHOLE_DIFF {
+        return diff_texts(&pretty(&a.body), &pretty(&b.body), labels);
+    }
+    let near = |body: &[u8]| -> Option<String> {
+        let path = finding.path.as_deref()?;
+        (path.len().saturating_sub(1)..=path.len())
+            .filter_map(|k| value_at(body, &path[..k]))
+            .find(|v| v.len() <= WHOLE_DIFF / 2)
+    };
+    match (near(&a.body), near(&b.body)) {
+        (Some(x), Some(y)) => diff_texts(&pretty(x.as_bytes()), &pretty(y.as_bytes()), labels),
+        _ => {
+            let (x, y) = window(&a.body, &b.body);
+            diff_texts(&x, &y, labels)
+        }
+    }
+}
+
+/// Each body's text from [`WINDOW`] bytes before their first difference to
+/// as many after it.
+fn window(a: &[u8], b: &[u8]) -> (String, String) {
+    let first = a
+        .iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let start = first.saturating_sub(WINDOW);
+    let part = |body: &[u8]| {
+        let end = (first + WINDOW).min(body.len());
+        String::from_utf8_lossy(&body[start.min(end)..end]).into_owned() + "\n"
+    };
+    (part(a), part(b))
 }
 
 /// A unified diff of two texts, headed by `labels`, cut to the first lines.
@@ -160,8 +202,12 @@ pub fn diff_texts(pa: &str, pb: &str, labels: (&str, &str)) -> String {
     s
 }
 
-/// Pretty JSON, or the text as it is.
+/// Pretty JSON, or the text as it is; a body larger than [`WHOLE_DIFF`]
+/// as it is, never built into a tree.
 pub fn pretty(body: &[u8]) -> String {
+    if body.len() > WHOLE_DIFF {
+        return String::from_utf8_lossy(body).into_owned();
+    }
     match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(v) => serde_json::to_string_pretty(&v).unwrap_or_default(),
         Err(_) => String::from_utf8_lossy(body).into_owned(),
@@ -217,6 +263,80 @@ mod tests {
         // The diff's headers are the endpoints' labels, not roles.
         assert!(s.diff.starts_with("--- old\n+++ new"), "{}", s.diff);
         assert_eq!(cut("héllo", 2), "h... (5 more bytes)");
+    }
+
+    /// Large answers are diffed around the finding: the object that holds
+    /// the differing field, or for bodies that are not JSON a window
+    /// around the first differing byte; never the whole bodies.
+    #[test]
+    fn a_large_answers_diff_shows_the_finding_and_stays_small() {
+        let c = crate::compare::Comparer::new(crate::compare::CompareMode::Auto);
+        let kind = || crate::compare::method::MethodName {
+            group: "m".into(),
+            selector: "m".into(),
+            jsonrpc: false,
+            step: false,
+        };
+        let items = |changed: u32| {
+            let items: Vec<String> = (0..5000)
+                .map(|i| {
+                    format!(
+                        r#"{{"i":{i},"gas":{},"pad":"{}"}}"#,
+                        if i == 4000 { changed } else { 1 },
+                        "x".repeat(40)
+                    )
+                })
+                .collect();
+            format!(r#"{{"items":[{}]}}"#, items.join(","))
+        };
+        let (a, b) = (resp(&items(1)), resp(&items(2)));
+        let text = |o: &Option<Outcome>| o.as_ref().map(|o| o.result.as_ref().unwrap().body.len());
+        assert!(text(&a).unwrap() > WHOLE_DIFF);
+        let outcomes = [a.as_ref(), b.as_ref()];
+        let j = c.judge(&kind, &outcomes);
+        let s = sample(
+            &Request::line(1, "{}".into()),
+            &outcomes,
+            &j.findings[0],
+            ("a", "b"),
+        );
+        assert_eq!(s.values, ["1", "2"]);
+        assert!(
+            s.diff.contains("-  \"gas\": 1,") && s.diff.contains("+  \"gas\": 2,"),
+            "{}",
+            s.diff
+        );
+        assert!(
+            s.diff.contains("\"i\": 4000") && s.diff.len() < 1000,
+            "{}",
+            s.diff
+        );
+        // Not JSON: the bytes around the first difference.
+        let plain = |c: char| {
+            resp(&format!(
+                "{}{c}{}",
+                "a".repeat(300_000),
+                "b".repeat(300_000)
+            ))
+        };
+        let (a, b) = (plain('1'), plain('2'));
+        let outcomes = [a.as_ref(), b.as_ref()];
+        let j = c.judge(&kind, &outcomes);
+        let s = sample(
+            &Request::line(1, "{}".into()),
+            &outcomes,
+            &j.findings[0],
+            ("a", "b"),
+        );
+        assert!(
+            s.diff.contains(&format!(
+                "-{}1{}",
+                "a".repeat(WINDOW),
+                "b".repeat(WINDOW - 1)
+            )),
+            "{}",
+            &s.diff[..200]
+        );
     }
 
     /// A compared header's sample shows that header's values, not the
