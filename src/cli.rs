@@ -155,6 +155,17 @@ pub enum IoMode {
     Epoll,
 }
 
+/// `--record`: which request lines a saved run keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Record {
+    /// Every request read.
+    Requests,
+    /// Those of requests that mismatched or met an error.
+    Mismatches,
+    /// None: the statistics alone.
+    None,
+}
+
 /// Built-in generators.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Generator {
@@ -745,6 +756,19 @@ pub struct RunArgs {
         help_heading = "Output"
     )]
     pub output: Option<PathBuf>,
+
+    /// Which request lines --output keeps: requests (every one, to replay
+    /// the whole run), mismatches (those that mismatched or met an error:
+    /// a long run's file stays small) or none (the statistics alone).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "mismatches",
+        value_name = "LINES",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub record: Record,
 
     /// Format of the report on stdout: text, json, markdown, csv or vegeta
     /// (vegeta's text report, per endpoint).

@@ -15,7 +15,7 @@ use crate::plan::Plan;
 use crate::report::info::Report;
 use crate::report::outputs::{self, ReportFormat};
 use crate::report::threshold::{self, Threshold};
-use crate::results::format::Header;
+use crate::results::format::{Header, Record};
 use crate::results::info::RunInfo;
 use crate::results::series::SeriesObserver;
 use crate::results::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
@@ -38,6 +38,8 @@ pub struct OutputFiles {
     files: Arc<Files>,
     /// Record requests unmasked (`--show-secrets`).
     show_secrets: bool,
+    /// `--record mismatches`: the tap to hand the stream's recorder to.
+    problem_lines: Option<Arc<crate::results::writer::ProblemLines>>,
 }
 
 /// A live run's output files, created together and once: before the run,
@@ -227,6 +229,7 @@ impl OutputFiles {
             thresholds,
             html: args.html.clone(),
             show_secrets: plan.show_secrets,
+            problem_lines: plan.problem_lines.clone(),
         })
     }
 
@@ -243,8 +246,10 @@ impl OutputFiles {
         self.files.check()
     }
 
-    /// The run's input, its requests recorded into the `--output` file so
-    /// that the saved run can be replayed, and the output files created
+    /// The run's input, its requests recorded into the `--output` file as
+    /// `--record` says (every one, or those that mismatched or met an
+    /// error, or none), so that the saved run can be replayed, and the
+    /// output files created
     /// (every one [`OutputFiles::check`]ed first): a stream's at its first
     /// request, so that an input without one leaves an earlier run's
     /// files alone; any other input's now. A flow's requests are built at
@@ -254,11 +259,19 @@ impl OutputFiles {
     /// A message naming the flag (exit 2).
     pub fn attach(&self, input: Workload) -> Result<Workload, String> {
         let mut recorder = self.writer.as_ref().map(|w| w.recorder(self.show_secrets));
+        let record = self.info.record.unwrap_or_default();
+        if record == Record::None {
+            recorder = None;
+        }
         match input {
             Workload::Stream(source) => {
-                let source = match recorder {
-                    Some(r) => Box::new(Recording::new(source, r)),
-                    None => source,
+                let source = match (recorder, &self.problem_lines) {
+                    (Some(r), Some(problems)) if record == Record::Mismatches => {
+                        problems.attach(r);
+                        source
+                    }
+                    (Some(r), _) => Box::new(Recording::new(source, r)),
+                    (None, _) => source,
                 };
                 Ok(Workload::Stream(Box::new(Creating {
                     source: Some(source),
@@ -444,13 +457,15 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
         );
         return Exit::Usage;
     }
-    let shards = match crate::results::merge::Shards::open(&args.files) {
+    let mut shards = match crate::results::merge::Shards::open(&args.files) {
         Ok(s) => s,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
             return Exit::Usage;
         }
     };
+    // A merge writes the statistics; the request lines stay in the shards.
+    shards.header.record = crate::results::format::Record::None;
     let mut w = match RunWriter::create(&args.output, &shards.header) {
         Ok(w) => w,
         Err(e) => {

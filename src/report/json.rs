@@ -320,6 +320,7 @@ pub fn value(r: &Report<'_>) -> Value {
         "pagination": paged(r),
         "steps": r.steps.map(|s| load_curve(r, s)),
         "notes": r.info.notes,
+        "record": r.info.record.map(crate::results::format::Record::name),
         "thresholds": r.checks,
         "passed": super::threshold::all_passed(r.checks),
     })

@@ -182,7 +182,7 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
 /// each, as the Markdown and HTML reports list them (the text report says
 /// the same values in its own words): the warm-up left out, requests
 /// compared as bytes, the mismatch log's lines, the
-/// figures of judging, the input's malformed records and the source's
+/// figures of judging, the request lines the saved run left out, the input's malformed records and the source's
 /// summary.
 pub fn notes(
     info: &crate::results::info::RunInfo,
@@ -205,6 +205,9 @@ pub fn notes(
     out.extend(judging(v));
     if let Some(l) = logged(info) {
         out.push(("Logged", l));
+    }
+    if let Some(n) = info.record.and_then(crate::results::format::Record::note) {
+        out.push(("Saved", n.to_string()));
     }
     if run.input.malformed > 0 {
         out.push(("Input", input_counts(run)));

@@ -589,6 +589,9 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     judging(out, v)?;
     logged(out, plan)?;
+    if let Some(n) = plan.record.and_then(crate::results::format::Record::note) {
+        writeln!(out, "   Saved:      {n}")?;
+    }
     if v.incomplete > 0 {
         writeln!(
             out,

@@ -500,6 +500,7 @@ mod tests {
             sweep: None,
             search: None,
             io: None,
+            record: None,
         };
         (info, stats)
     }

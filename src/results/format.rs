@@ -88,6 +88,49 @@ pub struct Header {
     /// `--find-capacity`: its conditions, bounds and steps in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::engine::shape::Search>,
+    /// Which request lines the file keeps (`--record`); files written
+    /// before the choice existed kept every one.
+    #[serde(default)]
+    pub record: Record,
+}
+
+/// Which request lines a saved run keeps (`--record`), from the fewest
+/// to the most.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Record {
+    /// None: the statistics alone (a merged file keeps none).
+    None,
+    /// Those of requests whose answers mismatched or that met an error.
+    Mismatches,
+    /// Every request the run read.
+    #[default]
+    Requests,
+}
+
+impl Record {
+    /// The name, as `--record` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Record::None => "none",
+            Record::Mismatches => "mismatches",
+            Record::Requests => "requests",
+        }
+    }
+
+    /// What a report says of a file that does not keep every request
+    /// line; nothing when it does.
+    pub fn note(self) -> Option<&'static str> {
+        match self {
+            Record::Requests => None,
+            Record::Mismatches => Some(
+                "request lines kept only for mismatched and failed requests (--record mismatches)",
+            ),
+            Record::None => {
+                Some("no request lines kept (--record none): the run cannot be replayed")
+            }
+        }
+    }
 }
 
 /// One shard of a merged file.

@@ -69,6 +69,9 @@ pub struct RunInfo {
     pub sweep: Option<crate::engine::shape::Sweep>,
     /// `--find-capacity`'s search; saved runs keep it.
     pub search: Option<crate::engine::shape::Search>,
+    /// The request lines the saved run keeps (`--record`); `None` for a
+    /// live run that saves none.
+    pub record: Option<super::format::Record>,
 }
 
 impl RunInfo {

@@ -158,6 +158,13 @@ impl Shards {
             header.shard = None;
             header.late_ms = None;
             header.comparison = readers.iter().any(|r| r.header.comparison);
+            // Each file's requests are in its own file only: together they
+            // keep as few as the file that keeps fewest.
+            header.record = readers
+                .iter()
+                .map(|r| r.header.record)
+                .min()
+                .unwrap_or_default();
         }
         Ok(Shards {
             readers,

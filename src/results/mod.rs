@@ -81,6 +81,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         sweep: f.header.sweep.clone(),
         search: f.header.search.clone(),
         io: f.header.io.clone(),
+        record: Some(f.header.record),
     };
     Ok(SavedRun {
         info,

@@ -74,6 +74,7 @@ pub fn header(
         stages: info.stages.clone(),
         sweep: info.sweep.clone(),
         search: info.search.clone(),
+        record: info.record.unwrap_or_default(),
     }
 }
 
@@ -341,12 +342,65 @@ pub struct RequestRecorder {
 impl RequestRecorder {
     /// Record one request; `repeat` marks single-request mode's request.
     pub fn record(&mut self, req: &Request, repeat: bool) {
-        let line = RequestLine::of(self.seq, req, repeat, self.show_secrets);
+        self.line(self.seq, req, repeat);
         self.seq += 1;
+    }
+
+    /// Write the line of request number `seq`.
+    fn line(&self, seq: u64, req: &Request, repeat: bool) {
+        let line = RequestLine::of(seq, req, repeat, self.show_secrets);
         if let (Ok(mut bytes), Ok(mut out)) = (serde_json::to_vec(&line), self.out.lock()) {
             bytes.push(b'\n');
             // A failed write shows at the next interval line's check.
             let _ = out.write_all(&bytes);
+        }
+    }
+}
+
+/// `--record mismatches`: a tap that writes the request line of each
+/// request of a stream that mismatched or met an error, as the engine
+/// finds it (on the judge thread, or on the core for an error whose
+/// answers agreed), once each and numbered as read; nothing until a
+/// stream's recorder is attached ([`ProblemLines::attach`]), so a flow or
+/// a repeated request writes none here.
+#[derive(Default)]
+pub struct ProblemLines {
+    recorder: std::sync::OnceLock<RequestRecorder>,
+}
+
+impl std::fmt::Debug for ProblemLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProblemLines")
+            .field("attached", &self.recorder.get().is_some())
+            .finish()
+    }
+}
+
+impl ProblemLines {
+    /// Write the lines with `recorder` from now on (once; later calls are
+    /// ignored).
+    pub fn attach(&self, recorder: RequestRecorder) {
+        let _ = self.recorder.set(recorder);
+    }
+}
+
+impl crate::engine::Tap for ProblemLines {
+    fn mismatch(
+        &self,
+        _: &crate::engine::Settings,
+        req: &Request,
+        _: &str,
+        _: &[Option<&crate::model::Outcome>],
+        _: &[crate::compare::Finding],
+    ) {
+        if let Some(r) = self.recorder.get() {
+            r.line(req.seq, req, false);
+        }
+    }
+
+    fn failed(&self, _: &crate::engine::Settings, req: &Request, seq: u64) {
+        if let Some(r) = self.recorder.get() {
+            r.line(seq, req, false);
         }
     }
 }
