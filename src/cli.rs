@@ -94,6 +94,10 @@ pub struct ReportArgs {
     /// fails.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+    /// Write the verdicts (thresholds, endpoints, flow steps) as JUnit XML
+    /// to FILE, for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Options of `versus merge`.
@@ -791,6 +795,18 @@ pub struct RunArgs {
     /// 50ms' (one endpoint's).
     #[arg(long = "threshold", value_name = "EXPR", help_heading = "Output")]
     pub thresholds: Vec<String>,
+
+    /// Write the verdicts as JUnit XML to FILE, for CI: each threshold,
+    /// each endpoint (failed when it failed every request) and each flow
+    /// step at each endpoint is a test case.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub junit: Option<PathBuf>,
+
     /// Full-screen live dashboard (q ends the run, p pauses).
     ///
     /// It shows per endpoint rates, latency percentiles, errors and mismatches

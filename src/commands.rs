@@ -50,6 +50,7 @@ struct Files {
     output: Option<RunFile>,
     log: Option<Arc<crate::report::mismatch_log::MismatchLog>>,
     html: Option<PathBuf>,
+    junit: Option<PathBuf>,
     created: Mutex<bool>,
 }
 
@@ -60,6 +61,7 @@ impl Files {
             ("--output", self.output.as_ref().map(RunFile::path)),
             ("--mismatches", self.log.as_ref().map(|l| l.path())),
             ("--html", self.html.as_deref()),
+            ("--junit", self.junit.as_deref()),
         ];
         for (flag, path) in paths {
             if let Some(path) = path {
@@ -71,8 +73,9 @@ impl Files {
 
     /// Create the files (replacing earlier ones) unless done already: the
     /// `--output` file with the lines kept for it, the `--mismatches`
-    /// file, and the `--html` file (written at the end; created now so
-    /// that it is replaced with the others or not at all).
+    /// file, and the `--html` and `--junit` files (written at the end;
+    /// created now so that they are replaced with the others or not at
+    /// all).
     fn create(&self) -> Result<(), String> {
         let mut created = self
             .created
@@ -88,8 +91,11 @@ impl Files {
         if let Some(log) = &self.log {
             log.open()?;
         }
-        if let Some(path) = &self.html {
-            std::fs::File::create(path).map_err(|e| format!("--html {}: {e}", path.display()))?;
+        for (flag, path) in [("--html", &self.html), ("--junit", &self.junit)] {
+            if let Some(path) = path {
+                std::fs::File::create(path)
+                    .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+            }
         }
         *created = true;
         Ok(())
@@ -220,6 +226,7 @@ impl OutputFiles {
                 output: writer.as_ref().map(RunWriter::file),
                 log: plan.mismatch_log.clone(),
                 html: args.html.clone(),
+                junit: args.junit.clone(),
                 created: Mutex::new(false),
             }),
             writer,
@@ -375,14 +382,50 @@ impl OutputFiles {
             .and_then(|()| out.flush())
             .or_else(reader_gone)
             .map_err(|e| format!("cannot write the report: {e}"))?;
-        if let Some(path) = self.html.as_ref().filter(|_| self.files.created()) {
-            let mut page = Vec::new();
-            crate::report::html::write(&mut page, &report)
-                .and_then(|()| std::fs::write(path, page))
-                .map_err(|e| format!("--html {}: {e}", path.display()))?;
+        if self.files.created() {
+            if let Some(path) = self.html.as_ref() {
+                let mut page = Vec::new();
+                crate::report::html::write(&mut page, &report)
+                    .and_then(|()| std::fs::write(path, page))
+                    .map_err(|e| format!("--html {}: {e}", path.display()))?;
+            }
+            for_ci(&report, self.files.junit.as_deref())?;
         }
         Ok(threshold::exit(&checks))
     }
+}
+
+/// What a report writes for CI besides itself: the `--junit` file, and
+/// the Markdown report appended to the file `GITHUB_STEP_SUMMARY` names,
+/// when that is set (GitHub Actions shows it on the job's page).
+///
+/// # Errors
+/// A message naming the file that could not be written.
+fn for_ci(report: &Report<'_>, junit: Option<&std::path::Path>) -> Result<(), String> {
+    if let Some(path) = junit {
+        let mut xml = Vec::new();
+        crate::report::junit::write(&mut xml, report)
+            .and_then(|()| std::fs::write(path, xml))
+            .map_err(|e| format!("--junit {}: {e}", path.display()))?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let mut md = Vec::new();
+        crate::report::markdown::write(&mut md, report)
+            .and_then(|()| {
+                let mut file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)?;
+                file.write_all(&md)
+            })
+            .map_err(|e| {
+                format!(
+                    "GITHUB_STEP_SUMMARY {}: {e}",
+                    std::path::Path::new(&path).display()
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// `versus report FILE...`.
@@ -399,7 +442,11 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         ],
     )
     .and_then(|f| Ok((f, outputs::thresholds(&args.thresholds)?)));
-    let (format, thresholds) = match prepared {
+    let checked = prepared.and_then(|p| match &args.junit {
+        Some(path) => writable("--junit", path).map(|()| p),
+        None => Ok(p),
+    });
+    let (format, thresholds) = match checked {
         Ok(p) => p,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
@@ -442,6 +489,10 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
     let written = outputs::render(out, format, &report).and_then(|()| out.flush());
     if let Err(e) = written.or_else(reader_gone) {
         let _ = writeln!(err, "versus: cannot write the report: {e}");
+        return Exit::Failed;
+    }
+    if let Err(e) = for_ci(&report, args.junit.as_deref()) {
+        let _ = writeln!(err, "versus: {e}");
         return Exit::Failed;
     }
     threshold::exit(&checks)

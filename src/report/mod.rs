@@ -9,6 +9,7 @@ pub mod curve;
 pub mod html;
 pub mod info;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod mismatch_log;
 pub mod outputs;
