@@ -15,7 +15,8 @@ use crate::plan::Plan;
 use crate::report::info::Report;
 use crate::report::outputs::{self, ReportFormat};
 use crate::report::threshold::{self, Threshold};
-use crate::results::format::{Header, Record};
+use crate::results::format::Header;
+use crate::results::info::Record;
 use crate::results::info::RunInfo;
 use crate::results::series::SeriesObserver;
 use crate::results::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
@@ -516,7 +517,7 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
         }
     };
     // A merge writes the statistics; the request lines stay in the shards.
-    shards.header.record = crate::results::format::Record::None;
+    shards.header.record = Record::None;
     let mut w = match RunWriter::create(&args.output, &shards.header) {
         Ok(w) => w,
         Err(e) => {

@@ -1320,7 +1320,7 @@ fn every_record_mode_keeps_its_lines_and_the_figures_of_the_live_run() {
         // JSON of the file, and of its merge, holds the live run's figures.
         let live_json = run_json(&["report", "--format", "json", f]);
         assert_eq!(figures(&live_json)[0], "mismatched 300");
-        assert_eq!(live_json["record"], mode);
+        assert_eq!(live_json["run"]["record"], mode);
         let merged = temp(&format!("record-{mode}-merged.jsonl"));
         let m = merged.to_str().unwrap();
         let out = versus(&["merge", f, "-o", m]);
@@ -1328,7 +1328,7 @@ fn every_record_mode_keeps_its_lines_and_the_figures_of_the_live_run() {
         let merged_json = run_json(&["report", "--format", "json", m]);
         assert_eq!(figures(&merged_json), figures(&live_json), "{mode}");
         // A merge carries the statistics, not the request lines.
-        assert_eq!(merged_json["record"], "none");
+        assert_eq!(merged_json["run"]["record"], "none");
         assert!(request_seqs(&merged).is_empty());
 
         // Thresholds and compare read every mode.

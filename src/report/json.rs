@@ -269,6 +269,7 @@ pub fn value(r: &Report<'_>) -> Value {
             "shards": r.header.shards.len().max(1),
             "io": r.info.io,
             "warmup": r.info.warmup,
+            "record": r.info.record.map(crate::results::info::Record::name),
             "stages": r.info.stages,
             "sweep": r.info.sweep.as_ref().map(|s| json!({
                 "rates": s.rates,
@@ -320,7 +321,6 @@ pub fn value(r: &Report<'_>) -> Value {
         "pagination": paged(r),
         "steps": r.steps.map(|s| load_curve(r, s)),
         "notes": r.info.notes,
-        "record": r.info.record.map(crate::results::format::Record::name),
         "thresholds": r.checks,
         "passed": super::threshold::all_passed(r.checks),
     })

@@ -207,7 +207,7 @@ pub fn notes(
     if let Some(l) = logged(info) {
         out.push(("Logged", l));
     }
-    if let Some(n) = info.record.and_then(crate::results::format::Record::note) {
+    if let Some(n) = info.record.and_then(crate::results::info::Record::note) {
         out.push(("Saved", n.to_string()));
     }
     if run.input.malformed > 0 {

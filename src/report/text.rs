@@ -589,7 +589,7 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     judging(out, v)?;
     logged(out, plan)?;
-    if let Some(n) = plan.record.and_then(crate::results::format::Record::note) {
+    if let Some(n) = plan.record.and_then(crate::results::info::Record::note) {
         writeln!(out, "   Saved:      {n}")?;
     }
     if v.incomplete > 0 {

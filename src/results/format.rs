@@ -11,7 +11,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::info::EndpointInfo;
+use super::info::{EndpointInfo, Record};
 use crate::model::Malformed;
 use crate::model::{Failure, TlsReason};
 use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, Sends, VerdictStats};
@@ -92,45 +92,6 @@ pub struct Header {
     /// before the choice existed kept every one.
     #[serde(default)]
     pub record: Record,
-}
-
-/// Which request lines a saved run keeps (`--record`), from the fewest
-/// to the most.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Record {
-    /// None: the statistics alone (a merged file keeps none).
-    None,
-    /// Those of requests whose answers mismatched or that met an error.
-    Mismatches,
-    /// Every request the run read.
-    #[default]
-    Requests,
-}
-
-impl Record {
-    /// The name, as `--record` takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Record::None => "none",
-            Record::Mismatches => "mismatches",
-            Record::Requests => "requests",
-        }
-    }
-
-    /// What a report says of a file that does not keep every request
-    /// line; nothing when it does.
-    pub fn note(self) -> Option<&'static str> {
-        match self {
-            Record::Requests => None,
-            Record::Mismatches => Some(
-                "request lines kept only for mismatched and failed requests (--record mismatches)",
-            ),
-            Record::None => {
-                Some("no request lines kept (--record none): the run cannot be replayed")
-            }
-        }
-    }
 }
 
 /// One shard of a merged file.

@@ -33,6 +33,56 @@ impl fmt::Display for EndpointInfo {
     }
 }
 
+/// Which request lines a saved run keeps (`--record`), from the fewest
+/// to the most.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Record {
+    /// None: the statistics alone (a merged file keeps none).
+    None,
+    /// Those of requests whose answers mismatched or that met an error.
+    Mismatches,
+    /// Every request the run read.
+    #[default]
+    Requests,
+}
+
+impl Record {
+    /// The name, as `--record` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Record::None => "none",
+            Record::Mismatches => "mismatches",
+            Record::Requests => "requests",
+        }
+    }
+
+    /// What a report says of a file that does not keep every request
+    /// line; nothing when it does.
+    pub fn note(self) -> Option<&'static str> {
+        match self {
+            Record::Requests => None,
+            Record::Mismatches => Some(
+                "request lines kept only for mismatched and failed requests (--record mismatches)",
+            ),
+            Record::None => {
+                Some("no request lines kept (--record none): the run cannot be replayed")
+            }
+        }
+    }
+}
+
 /// The description of a run that reports render from.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunInfo {
@@ -71,7 +121,7 @@ pub struct RunInfo {
     pub search: Option<crate::engine::shape::Search>,
     /// The request lines the saved run keeps (`--record`); `None` for a
     /// live run that saves none.
-    pub record: Option<super::format::Record>,
+    pub record: Option<Record>,
 }
 
 impl RunInfo {

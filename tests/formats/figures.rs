@@ -89,7 +89,7 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 22] = [
+        const SUMMARY: [&str; 23] = [
             "Completed:",
             "Timing:",
             "Errors:",
@@ -106,6 +106,7 @@ impl Reports {
             "Judge queue peak:",
             "Not judged:",
             "Logged:",
+            "Saved:",
             "Input:",
             "Source:",
             "Stopped:",
@@ -632,6 +633,7 @@ impl Reports {
             ),
             ("Not judged", &v["not_judged"], "not_judged"),
             ("Logged", &v["logged"], "mismatches_logged"),
+            ("Saved", &self.json["run"]["record"], "record"),
             ("Input", &self.json["input"]["malformed"], "malformed"),
             ("Source", &self.json["input"]["summary"], ""),
         ];
@@ -644,12 +646,15 @@ impl Reports {
                     .collect(),
             };
             let Some(line) = line_after(summary, &format!("{name}: ")) else {
+                // A saved run that keeps every request line says nothing.
+                let every = name == "Saved" && json == "requests";
                 assert!(
-                    json.is_null() || json == 0,
+                    json.is_null() || json == 0 || every,
                     "json {name} without a text line: {json}"
                 );
                 assert!(
-                    csv.iter().all(|c| *c == "0" || c.is_empty()),
+                    csv.iter()
+                        .all(|c| *c == "0" || c.is_empty() || every && *c == "requests"),
                     "csv {column}: {csv:?}"
                 );
                 assert!(
@@ -673,6 +678,12 @@ impl Reports {
                 }
                 "Source" => {
                     assert_eq!(json, line, "json {name}");
+                    line.to_string()
+                }
+                "Saved" => {
+                    let mode = json.as_str().unwrap();
+                    assert!(line.contains(&format!("(--record {mode})")), "json {name}");
+                    assert!(csv.iter().all(|c| *c == mode), "csv {column}: {csv:?}");
                     line.to_string()
                 }
                 "Logged" => {
@@ -709,7 +720,10 @@ impl Reports {
                     format!("{n} requests")
                 }
             };
-            if !matches!(name, "Source" | "Warm-up" | "Stages" | "Sweep" | "Logged") {
+            if !matches!(
+                name,
+                "Source" | "Warm-up" | "Stages" | "Sweep" | "Logged" | "Saved"
+            ) {
                 let n = json.to_string();
                 assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
             }
