@@ -31,10 +31,14 @@ fn attr(tag: &str, name: &str) -> String {
     rest[..rest.find('"').unwrap()].to_string()
 }
 
+/// A test case read back: its name, and its failure's message if it
+/// failed.
+type Case = (String, Option<String>);
+
 /// A JUnit file read back: per suite its name, its `tests` and
 /// `failures`, and its cases (name, failure message); after checking that
 /// the counts of every suite and of the whole file are those of its cases.
-fn suites(xml: &str) -> Vec<(String, Vec<(String, Option<String>)>)> {
+fn suites(xml: &str) -> Vec<(String, Vec<Case>)> {
     assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
     let head = &xml[xml.find("<testsuites ").unwrap()..];
     let head = &head[..head.find('>').unwrap()];
@@ -43,7 +47,7 @@ fn suites(xml: &str) -> Vec<(String, Vec<(String, Option<String>)>)> {
     for part in xml.split("<testsuite ").skip(1) {
         let body = &part[..part.find("</testsuite>").unwrap()];
         let tag = &body[..body.find('>').unwrap()];
-        let cases: Vec<(String, Option<String>)> = body
+        let cases: Vec<Case> = body
             .split("<testcase ")
             .skip(1)
             .map(|c| {
@@ -67,10 +71,7 @@ fn suites(xml: &str) -> Vec<(String, Vec<(String, Option<String>)>)> {
     out
 }
 
-fn suite<'a>(
-    all: &'a [(String, Vec<(String, Option<String>)>)],
-    name: &str,
-) -> &'a [(String, Option<String>)] {
+fn suite<'a>(all: &'a [(String, Vec<Case>)], name: &str) -> &'a [Case] {
     &all.iter().find(|(n, _)| n == name).unwrap().1
 }
 
@@ -320,5 +321,75 @@ fn junit_files_validate_against_the_jenkins_schema() {
             text(&out.stderr)
         );
     }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// The `bash` block of docs/ci.md, the gate a pull request's job runs.
+fn documented_gate() -> String {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md")).unwrap();
+    let block = page.split("```bash\n").nth(1).expect("a bash block");
+    block[..block.find("```").unwrap()].to_string()
+}
+
+/// The gate of docs/ci.md, run as written: it passes this change's run
+/// when it is main's own (p99 equal, no mismatch) and fails one whose
+/// candidate answers 200 ms later, naming the threshold in the JUnit file.
+#[test]
+#[ignore = "needs jq: bash .ci/run installs it"]
+fn the_gate_of_docs_ci_md_passes_the_same_run_and_fails_a_slower_one() {
+    let d = dir("gate");
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_versus"), bin.join("versus")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (old, new) = (
+        Server::start(|_| Reply::ok("{}")),
+        Server::start(|_| Reply::ok("{}")),
+    );
+    let slow = Server::start(|_| Reply::ok("{}").after(std::time::Duration::from_millis(200)));
+    let save = |file: &str, candidate: &Server| {
+        let out = run_bin(
+            &[
+                "-q",
+                "-c",
+                "4",
+                "-o",
+                d.join(file).to_str().unwrap(),
+                &format!("old={}", old.url()),
+                &format!("new={}", candidate.url()),
+            ],
+            &lines(40),
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    };
+    save("main.jsonl", &new);
+    let gate = |pr: &str| {
+        std::fs::copy(d.join(pr), d.join("pr.jsonl")).unwrap();
+        Command::new("bash")
+            .args(["-e", "-c", &documented_gate()])
+            .current_dir(&d)
+            .env("PATH", &path)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .output()
+            .unwrap()
+    };
+    let same = gate("main.jsonl");
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same.stdout));
+    save("slower.jsonl", &slow);
+    let slower = gate("slower.jsonl");
+    assert_eq!(slower.status.code(), Some(3), "{}", text(&slower.stderr));
+    let all = suites(&std::fs::read_to_string(d.join("versus-junit.xml")).unwrap());
+    let failed: Vec<&str> = suite(&all, "thresholds")
+        .iter()
+        .filter(|(_, f)| f.is_some())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(failed.len(), 1, "{all:?}");
+    assert!(failed[0].starts_with("new: p99 &lt;= "), "{failed:?}");
     let _ = std::fs::remove_dir_all(d);
 }
