@@ -1387,3 +1387,45 @@ fn a_saved_run_replays_what_its_record_mode_kept() {
         text(&out.stderr)
     );
 }
+
+/// `--record mismatches` keeps a request that met an error wherever its
+/// verdict is made: answers that agree (the same error at both), answers
+/// that differ only where `--ignore` looks away (judged off the core, not
+/// a mismatch), a mismatch, and a run of one endpoint; once each.
+#[test]
+fn record_mismatches_keeps_each_failed_or_mismatched_request_once_wherever_it_is_judged() {
+    let answer = |candidate: bool| {
+        move |s: &Seen| {
+            let id = id_of(&s.body);
+            let t = if candidate { 2 } else { 1 };
+            if id % 7 == 0 {
+                Reply::ok(r#"{"error":"same"}"#).status(500)
+            } else if id % 11 == 0 {
+                Reply::ok(format!(r#"{{"error":"x","t":{t}}}"#)).status(500)
+            } else if id % 13 == 0 && candidate {
+                Reply::ok(r#"{"r":2}"#)
+            } else {
+                Reply::ok(r#"{"r":1}"#)
+            }
+        }
+    };
+    let (a, b) = (Server::start(answer(false)), Server::start(answer(true)));
+    let file = temp("record-paths.jsonl");
+    let f = file.to_str().unwrap();
+    let args = ["-c", "4", "--ignore", "$.t", "-o", f, &a.url(), &b.url()];
+    let out = run_bin(&args, &lines(1000));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut seqs = request_seqs(&file);
+    seqs.sort_unstable();
+    let kept: Vec<u64> = (0..1000)
+        .filter(|i| i % 7 == 0 || i % 11 == 0 || i % 13 == 0)
+        .collect();
+    assert_eq!(seqs, kept);
+    // One endpoint: its errors alone.
+    let out = run_bin(&["-o", f, &a.url()], &lines(1000));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut seqs = request_seqs(&file);
+    seqs.sort_unstable();
+    let errors: Vec<u64> = (0..1000).filter(|i| i % 7 == 0 || i % 11 == 0).collect();
+    assert_eq!(seqs, errors);
+}
