@@ -774,6 +774,17 @@ pub struct RunArgs {
     )]
     pub record: Record,
 
+    /// --record mismatches: most request lines kept; the requests past it
+    /// are counted, not kept.
+    #[arg(
+        long,
+        default_value_t = 1_000_000,
+        value_name = "N",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub record_limit: u64,
+
     /// Format of the report on stdout: text, json, markdown, csv or vegeta
     /// (vegeta's text report, per endpoint).
     #[arg(

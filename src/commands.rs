@@ -356,8 +356,9 @@ impl OutputFiles {
         if let Some(log) = &self.files.log {
             self.info.logged = Some(log.counts());
         }
+        self.info.recorded = self.problem_lines.as_ref().and_then(|p| p.counts());
         if let Some(w) = self.writer.as_mut() {
-            w.totals(run, self.info.logged);
+            w.totals(run, &self.info);
             w.check()
                 .map_err(|e| format!("--output {}: {e}", w.path().display()))?;
         }
@@ -544,7 +545,12 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
         elapsed: f.elapsed,
         interrupted: f.interrupted,
     };
-    w.totals(&run, f.logged);
+    // The request lines stay in the shards: so do their counts.
+    let kept = RunInfo {
+        logged: f.logged,
+        ..RunInfo::default()
+    };
+    w.totals(&run, &kept);
     if let Err(e) = w.check() {
         let _ = writeln!(err, "versus: --output {}: {e}", args.output.display());
         return Exit::Failed;

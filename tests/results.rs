@@ -1316,6 +1316,10 @@ fn every_record_mode_keeps_its_lines_and_the_figures_of_the_live_run() {
         if let (Some(line), Some(note)) = (&saved_line, note) {
             assert!(line.contains(note), "{line}");
         }
+        if mode == "mismatches" {
+            let line = saved_line.unwrap_or_default();
+            assert!(line.contains("kept for the 300 requests"), "{line}");
+        }
 
         // JSON of the file, and of its merge, holds the live run's figures.
         let live_json = run_json(&["report", "--format", "json", f]);
@@ -1428,4 +1432,29 @@ fn record_mismatches_keeps_each_failed_or_mismatched_request_once_wherever_it_is
     seqs.sort_unstable();
     let errors: Vec<u64> = (0..1000).filter(|i| i % 7 == 0 || i % 11 == 0).collect();
     assert_eq!(seqs, errors);
+}
+
+/// `--record-limit` bounds the request lines `--record mismatches`
+/// keeps; the reports say how many of how many, in the file too.
+#[test]
+fn record_limit_bounds_the_lines_kept_and_the_reports_say_so() {
+    let (a, b) = servers();
+    let file = temp("record-limit.jsonl");
+    let f = file.to_str().unwrap();
+    let args = ["--record-limit", "10", "-o", f, &a.url(), &b.url()];
+    let live = run_bin(&args, &lines(2000));
+    assert_eq!(live.status.code(), Some(0), "{}", text(&live.stderr));
+    assert_eq!(request_seqs(&file).len(), 10);
+    let again = versus(&["report", f]);
+    assert_eq!(text(&live.stdout), text(&again.stdout));
+    assert!(
+        text(&again.stdout).contains(
+            "Saved:      request lines kept for 10 of the 300 requests that mismatched or met an error (--record mismatches, --record-limit reached)"
+        ),
+        "{}",
+        text(&again.stdout)
+    );
+    let json = run_json(&["report", "--format", "json", f]);
+    assert_eq!(json["run"]["recorded"]["seen"], 300);
+    assert_eq!(json["run"]["recorded"]["written"], 10);
 }

@@ -190,6 +190,7 @@ impl Plan {
             verbose: engine.verbose,
             logged: self.mismatch_log.as_ref().map(|l| l.counts()),
             record: self.record,
+            recorded: self.problem_lines.as_ref().and_then(|p| p.counts()),
             stages: self.stages.clone(),
             sweep: self.sweep.clone(),
             search: self.search.clone(),
@@ -787,8 +788,8 @@ impl Outputs {
             crate::cli::Record::Mismatches => Record::Mismatches,
             crate::cli::Record::None => Record::None,
         });
-        let problem_lines =
-            (record == Some(Record::Mismatches)).then(|| Arc::new(ProblemLines::default()));
+        let problem_lines = (record == Some(Record::Mismatches))
+            .then(|| Arc::new(ProblemLines::new(args.record_limit)));
         if let Some(p) = &problem_lines {
             taps.push(p.clone());
         }

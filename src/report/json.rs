@@ -270,6 +270,9 @@ pub fn value(r: &Report<'_>) -> Value {
             "io": r.info.io,
             "warmup": r.info.warmup,
             "record": r.info.record.map(crate::results::info::Record::name),
+            "recorded": r.info.recorded.map(|(seen, written)| json!({
+                "seen": seen, "written": written,
+            })),
             "stages": r.info.stages,
             "sweep": r.info.sweep.as_ref().map(|s| json!({
                 "rates": s.rates,

@@ -207,8 +207,8 @@ pub fn notes(
     if let Some(l) = logged(info) {
         out.push(("Logged", l));
     }
-    if let Some(n) = info.record.and_then(crate::results::info::Record::note) {
-        out.push(("Saved", n.to_string()));
+    if let Some(s) = saved(info) {
+        out.push(("Saved", s));
     }
     if run.input.malformed > 0 {
         out.push(("Input", input_counts(run)));
@@ -233,6 +233,27 @@ pub fn logged(info: &crate::results::info::RunInfo) -> Option<String> {
     Some(format!(
         "{written} of {seen} mismatched requests written to --mismatches{why}"
     ))
+}
+
+/// Which request lines the saved run left out (the summary's `Saved:`);
+/// nothing when it keeps every one, or the run is saved nowhere.
+pub fn saved(info: &crate::results::info::RunInfo) -> Option<String> {
+    use crate::results::info::Record;
+    match info.record? {
+        Record::Requests => None,
+        Record::None => {
+            Some("no request lines kept (--record none): the run cannot be replayed".into())
+        }
+        Record::Mismatches => Some(match info.recorded {
+            Some((seen, written)) if written < seen => format!(
+                "request lines kept for {written} of the {seen} requests that mismatched or met an error (--record mismatches, --record-limit reached)"
+            ),
+            Some((seen, _)) => format!(
+                "request lines kept for the {seen} requests that mismatched or met an error (--record mismatches)"
+            ),
+            None => "request lines kept only for requests that mismatched or met an error (--record mismatches)".into(),
+        }),
+    }
 }
 
 /// Noise mode's figures (`--noise`), as every format shows them.

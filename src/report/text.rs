@@ -589,8 +589,8 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     judging(out, v)?;
     logged(out, plan)?;
-    if let Some(n) = plan.record.and_then(crate::results::info::Record::note) {
-        writeln!(out, "   Saved:      {n}")?;
+    if let Some(s) = super::saved(plan) {
+        writeln!(out, "   Saved:      {s}")?;
     }
     if v.incomplete > 0 {
         writeln!(

@@ -505,6 +505,7 @@ mod tests {
             search: None,
             io: None,
             record: None,
+            recorded: None,
         };
         (info, stats)
     }

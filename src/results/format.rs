@@ -533,6 +533,11 @@ pub struct TotalsLine {
     /// limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged: Option<(u64, u64, u64)>,
+    /// `--record mismatches`: the requests that mismatched or met an
+    /// error, and the request lines written for them (fewer once
+    /// `--record-limit` is reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<(u64, u64)>,
 }
 
 /// A histogram as base64 of its V2+DEFLATE serialization.

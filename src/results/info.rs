@@ -67,20 +67,6 @@ impl Record {
             Record::Requests => "requests",
         }
     }
-
-    /// What a report says of a file that does not keep every request
-    /// line; nothing when it does.
-    pub fn note(self) -> Option<&'static str> {
-        match self {
-            Record::Requests => None,
-            Record::Mismatches => Some(
-                "request lines kept only for mismatched and failed requests (--record mismatches)",
-            ),
-            Record::None => {
-                Some("no request lines kept (--record none): the run cannot be replayed")
-            }
-        }
-    }
 }
 
 /// The description of a run that reports render from.
@@ -122,6 +108,10 @@ pub struct RunInfo {
     /// The request lines the saved run keeps (`--record`); `None` for a
     /// live run that saves none.
     pub record: Option<Record>,
+    /// `--record mismatches`: the requests that mismatched or met an
+    /// error, and the lines written for them (fewer once
+    /// `--record-limit` is reached), when the report was made.
+    pub recorded: Option<(u64, u64)>,
 }
 
 impl RunInfo {

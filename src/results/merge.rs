@@ -223,6 +223,10 @@ impl Shards {
                         (Some(x), Some(y)) => Some((x.0 + y.0, x.1 + y.1, x.2 + y.2)),
                         (x, y) => x.or(y),
                     };
+                    a.recorded = match (a.recorded, f.recorded) {
+                        (Some(x), Some(y)) => Some((x.0 + y.0, x.1 + y.1)),
+                        (x, y) => x.or(y),
+                    };
                     a.warnings.extend(f.warnings);
                     a
                 }

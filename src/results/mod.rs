@@ -75,6 +75,7 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         twin: f.header.twin,
         verbose: 0,
         logged: f.logged,
+        recorded: f.recorded,
         notes: f.header.notes.clone(),
         warmup: f.header.warmup.clone(),
         stages: f.header.stages.clone(),

@@ -6,6 +6,7 @@
 //! in memory.
 
 use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::input::saved::RequestLine;
@@ -235,7 +236,7 @@ impl RunWriter {
     }
 
     /// Write the totals line of a finished run.
-    pub fn totals(&mut self, run: &RunOutput, logged: Option<(u64, u64, u64)>) {
+    pub fn totals(&mut self, run: &RunOutput, info: &RunInfo) {
         let line = TotalsLine {
             kind: "totals".into(),
             elapsed_ns: u64::try_from(run.elapsed.as_nanos()).unwrap_or(u64::MAX),
@@ -244,7 +245,8 @@ impl RunWriter {
             input_error: run.input_error.as_ref().map(ToString::to_string),
             endpoints: super::format::records_of(&run.stats),
             verdicts: VerdictRecord::from_stats(&run.stats.verdicts),
-            logged,
+            logged: info.logged,
+            recorded: info.recorded,
         };
         self.line(&line);
     }
@@ -360,12 +362,15 @@ impl RequestRecorder {
 /// `--record mismatches`: a tap that writes the request line of each
 /// request of a stream that mismatched or met an error, as the engine
 /// finds it (on the judge thread, or on the core for an error whose
-/// answers agreed), once each and numbered as read; nothing until a
-/// stream's recorder is attached ([`ProblemLines::attach`]), so a flow or
-/// a repeated request writes none here.
-#[derive(Default)]
+/// answers agreed), once each and numbered as read, up to `limit` lines
+/// (the rest are counted); nothing until a stream's recorder is attached
+/// ([`ProblemLines::attach`]), so a flow or a repeated request writes
+/// none here.
 pub struct ProblemLines {
     recorder: std::sync::OnceLock<RequestRecorder>,
+    limit: u64,
+    seen: AtomicU64,
+    written: AtomicU64,
 }
 
 impl std::fmt::Debug for ProblemLines {
@@ -377,10 +382,39 @@ impl std::fmt::Debug for ProblemLines {
 }
 
 impl ProblemLines {
+    /// Up to `limit` lines (`--record-limit`), once attached.
+    pub fn new(limit: u64) -> ProblemLines {
+        ProblemLines {
+            recorder: std::sync::OnceLock::new(),
+            limit,
+            seen: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+        }
+    }
+
     /// Write the lines with `recorder` from now on (once; later calls are
     /// ignored).
     pub fn attach(&self, recorder: RequestRecorder) {
         let _ = self.recorder.set(recorder);
+    }
+
+    /// The requests that mismatched or met an error, and the lines
+    /// written for them; `None` when no stream was attached.
+    pub fn counts(&self) -> Option<(u64, u64)> {
+        self.recorder.get()?;
+        Some((
+            self.seen.load(Ordering::Relaxed),
+            self.written.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// Write the line of request `seq`, unless the limit is reached.
+    fn keep(&self, seq: u64, req: &Request) {
+        let Some(r) = self.recorder.get() else { return };
+        if self.seen.fetch_add(1, Ordering::Relaxed) < self.limit {
+            r.line(seq, req, false);
+            self.written.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -393,15 +427,11 @@ impl crate::engine::Tap for ProblemLines {
         _: &[Option<&crate::model::Outcome>],
         _: &[crate::compare::Finding],
     ) {
-        if let Some(r) = self.recorder.get() {
-            r.line(req.seq, req, false);
-        }
+        self.keep(req.seq, req);
     }
 
     fn failed(&self, _: &crate::engine::Settings, req: &Request, seq: u64) {
-        if let Some(r) = self.recorder.get() {
-            r.line(seq, req, false);
-        }
+        self.keep(seq, req);
     }
 }
 

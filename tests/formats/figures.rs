@@ -680,12 +680,7 @@ impl Reports {
                     assert_eq!(json, line, "json {name}");
                     line.to_string()
                 }
-                "Saved" => {
-                    let mode = json.as_str().unwrap();
-                    assert!(line.contains(&format!("(--record {mode})")), "json {name}");
-                    assert!(csv.iter().all(|c| *c == mode), "csv {column}: {csv:?}");
-                    line.to_string()
-                }
+                "Saved" => self.saved(line, json, &csv, endpoint_rows),
                 "Logged" => {
                     let (written, seen) = (json["written"].to_string(), json["seen"].to_string());
                     let start = format!("{written} of {seen} mismatched requests written");
@@ -733,6 +728,40 @@ impl Reports {
                 &format!("<p>{name}: {value}.</p>"),
             );
         }
+    }
+
+    /// The summary's `Saved:` line (`line`), the saved run's `record`
+    /// (`json`, and `csv` of each endpoint row) and, with `--record
+    /// mismatches`, how many requests were seen and kept, in JSON and CSV.
+    fn saved(
+        &self,
+        line: &str,
+        json: &Value,
+        csv: &[&str],
+        endpoint_rows: &[Vec<String>],
+    ) -> String {
+        let mode = json.as_str().unwrap();
+        assert!(line.contains(&format!("(--record {mode}")), "json Saved");
+        assert!(csv.iter().all(|c| *c == mode), "csv record: {csv:?}");
+        let recorded = &self.json["run"]["recorded"];
+        let (seen, written) = (&recorded["seen"], &recorded["written"]);
+        if !recorded.is_null() {
+            let kept = match seen == written {
+                true => format!(" for the {seen} requests"),
+                false => format!(" for {written} of the {seen} requests"),
+            };
+            assert!(line.contains(&kept), "json recorded {recorded}: {line}");
+        }
+        for (key, n) in [("recorded_seen", seen), ("recorded_written", written)] {
+            let c = self.col(key);
+            let n = if n.is_null() {
+                "0".into()
+            } else {
+                n.to_string()
+            };
+            assert!(endpoint_rows.iter().all(|r| r[c] == n), "csv {key}");
+        }
+        line.to_string()
     }
 
     /// `Stopped:`, when Ctrl-C stopped the run, in every format.
