@@ -16,8 +16,7 @@ use crate::report::info::Report;
 use crate::report::outputs::{self, ReportFormat};
 use crate::report::threshold::{self, Threshold};
 use crate::results::format::Header;
-use crate::results::info::Record;
-use crate::results::info::RunInfo;
+use crate::results::info::{Record, RunInfo};
 use crate::results::series::SeriesObserver;
 use crate::results::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
 
@@ -266,11 +265,10 @@ impl OutputFiles {
     /// # Errors
     /// A message naming the flag (exit 2).
     pub fn attach(&self, input: Workload) -> Result<Workload, String> {
-        let mut recorder = self.writer.as_ref().map(|w| w.recorder(self.show_secrets));
         let record = self.info.record.unwrap_or_default();
-        if record == Record::None {
-            recorder = None;
-        }
+        let mut recorder = (self.writer.as_ref())
+            .filter(|_| record != Record::None)
+            .map(|w| w.recorder(self.show_secrets));
         match input {
             Workload::Stream(source) => {
                 let source = match (recorder, &self.problem_lines) {

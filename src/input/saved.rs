@@ -111,8 +111,10 @@ impl SavedRunSource {
     /// The end of the file: a file that kept no request line says why
     /// when its header tells.
     fn end(&self) -> io::Result<Next> {
+        if self.read_one {
+            return Ok(Next::End);
+        }
         let why = match self.record.as_deref() {
-            _ if self.read_one => return Ok(Next::End),
             Some("none") => "it was saved with --record none (or is a merge of shards), which keeps no request lines",
             Some("mismatches") => "it was saved with --record mismatches, which keeps only the requests that mismatched or met an error, and none did",
             _ => return Ok(Next::End),

@@ -28,8 +28,7 @@ use crate::fault::Fault;
 use crate::input::{Format, Source};
 use crate::model::{Request, Share};
 use crate::report::mismatch_log::MismatchLog;
-use crate::results::info::Record;
-use crate::results::info::{EndpointInfo, RunInfo};
+use crate::results::info::{EndpointInfo, Record, RunInfo};
 use crate::results::writer::ProblemLines;
 use std::path::PathBuf;
 
