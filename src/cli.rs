@@ -94,6 +94,10 @@ pub struct ReportArgs {
     /// fails.
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+    /// Write the verdicts (thresholds, endpoints, flow steps) as JUnit XML
+    /// to FILE, for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Options of `versus merge`.
@@ -153,6 +157,17 @@ pub enum IoMode {
     Uring,
     /// tokio's reactor (epoll).
     Epoll,
+}
+
+/// `--record`: which request lines a saved run keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Record {
+    /// Every request read.
+    Requests,
+    /// Those of requests that mismatched or met an error.
+    Mismatches,
+    /// None: the statistics alone.
+    None,
 }
 
 /// Built-in generators.
@@ -756,6 +771,30 @@ pub struct RunArgs {
     )]
     pub output: Option<PathBuf>,
 
+    /// Which request lines --output keeps: requests (every one, to replay
+    /// the whole run), mismatches (those that mismatched or met an error:
+    /// a long run's file stays small) or none (the statistics alone).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "mismatches",
+        value_name = "LINES",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub record: Record,
+
+    /// --record mismatches: most request lines kept; the requests past it
+    /// are counted, not kept.
+    #[arg(
+        long,
+        default_value_t = 1_000_000,
+        value_name = "N",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub record_limit: u64,
+
     /// Format of the report on stdout: text, json, markdown, csv or vegeta
     /// (vegeta's text report, per endpoint).
     #[arg(
@@ -777,6 +816,18 @@ pub struct RunArgs {
     /// 50ms' (one endpoint's).
     #[arg(long = "threshold", value_name = "EXPR", help_heading = "Output")]
     pub thresholds: Vec<String>,
+
+    /// Write the verdicts as JUnit XML to FILE, for CI: each threshold,
+    /// each endpoint (failed when it failed every request) and each flow
+    /// step at each endpoint is a test case.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub junit: Option<PathBuf>,
+
     /// Full-screen live dashboard (q ends the run, p pauses).
     ///
     /// It shows per endpoint rates, latency percentiles, errors and mismatches

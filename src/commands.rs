@@ -16,7 +16,7 @@ use crate::report::info::Report;
 use crate::report::outputs::{self, ReportFormat};
 use crate::report::threshold::{self, Threshold};
 use crate::results::format::Header;
-use crate::results::info::RunInfo;
+use crate::results::info::{Record, RunInfo};
 use crate::results::series::SeriesObserver;
 use crate::results::writer::{self, Recorder, Recording, RunFile, RunWriter, Tee};
 
@@ -38,6 +38,8 @@ pub struct OutputFiles {
     files: Arc<Files>,
     /// Record requests unmasked (`--show-secrets`).
     show_secrets: bool,
+    /// `--record mismatches`: the tap to hand the stream's recorder to.
+    problem_lines: Option<Arc<crate::results::writer::ProblemLines>>,
 }
 
 /// A live run's output files, created together and once: before the run,
@@ -48,6 +50,7 @@ struct Files {
     output: Option<RunFile>,
     log: Option<Arc<crate::report::mismatch_log::MismatchLog>>,
     html: Option<PathBuf>,
+    junit: Option<PathBuf>,
     created: Mutex<bool>,
 }
 
@@ -58,6 +61,7 @@ impl Files {
             ("--output", self.output.as_ref().map(RunFile::path)),
             ("--mismatches", self.log.as_ref().map(|l| l.path())),
             ("--html", self.html.as_deref()),
+            ("--junit", self.junit.as_deref()),
         ];
         for (flag, path) in paths {
             if let Some(path) = path {
@@ -69,8 +73,9 @@ impl Files {
 
     /// Create the files (replacing earlier ones) unless done already: the
     /// `--output` file with the lines kept for it, the `--mismatches`
-    /// file, and the `--html` file (written at the end; created now so
-    /// that it is replaced with the others or not at all).
+    /// file, and the `--html` and `--junit` files (written at the end;
+    /// created now so that they are replaced with the others or not at
+    /// all).
     fn create(&self) -> Result<(), String> {
         let mut created = self
             .created
@@ -86,8 +91,11 @@ impl Files {
         if let Some(log) = &self.log {
             log.open()?;
         }
-        if let Some(path) = &self.html {
-            std::fs::File::create(path).map_err(|e| format!("--html {}: {e}", path.display()))?;
+        for (flag, path) in [("--html", &self.html), ("--junit", &self.junit)] {
+            if let Some(path) = path {
+                std::fs::File::create(path)
+                    .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
+            }
         }
         *created = true;
         Ok(())
@@ -218,6 +226,7 @@ impl OutputFiles {
                 output: writer.as_ref().map(RunWriter::file),
                 log: plan.mismatch_log.clone(),
                 html: args.html.clone(),
+                junit: args.junit.clone(),
                 created: Mutex::new(false),
             }),
             writer,
@@ -227,6 +236,7 @@ impl OutputFiles {
             thresholds,
             html: args.html.clone(),
             show_secrets: plan.show_secrets,
+            problem_lines: plan.problem_lines.clone(),
         })
     }
 
@@ -243,8 +253,10 @@ impl OutputFiles {
         self.files.check()
     }
 
-    /// The run's input, its requests recorded into the `--output` file so
-    /// that the saved run can be replayed, and the output files created
+    /// The run's input, its requests recorded into the `--output` file as
+    /// `--record` says (every one, or those that mismatched or met an
+    /// error, or none), so that the saved run can be replayed, and the
+    /// output files created
     /// (every one [`OutputFiles::check`]ed first): a stream's at its first
     /// request, so that an input without one leaves an earlier run's
     /// files alone; any other input's now. A flow's requests are built at
@@ -253,12 +265,19 @@ impl OutputFiles {
     /// # Errors
     /// A message naming the flag (exit 2).
     pub fn attach(&self, input: Workload) -> Result<Workload, String> {
-        let mut recorder = self.writer.as_ref().map(|w| w.recorder(self.show_secrets));
+        let record = self.info.record.unwrap_or_default();
+        let mut recorder = (self.writer.as_ref())
+            .filter(|_| record != Record::None)
+            .map(|w| w.recorder(self.show_secrets));
         match input {
             Workload::Stream(source) => {
-                let source = match recorder {
-                    Some(r) => Box::new(Recording::new(source, r)),
-                    None => source,
+                let source = match (recorder, &self.problem_lines) {
+                    (Some(r), Some(problems)) if record == Record::Mismatches => {
+                        problems.attach(r);
+                        source
+                    }
+                    (Some(r), _) => Box::new(Recording::new(source, r)),
+                    (None, _) => source,
                 };
                 Ok(Workload::Stream(Box::new(Creating {
                     source: Some(source),
@@ -335,8 +354,9 @@ impl OutputFiles {
         if let Some(log) = &self.files.log {
             self.info.logged = Some(log.counts());
         }
+        self.info.recorded = self.problem_lines.as_ref().and_then(|p| p.counts());
         if let Some(w) = self.writer.as_mut() {
-            w.totals(run, self.info.logged);
+            w.totals(run, &self.info);
             w.check()
                 .map_err(|e| format!("--output {}: {e}", w.path().display()))?;
         }
@@ -362,14 +382,50 @@ impl OutputFiles {
             .and_then(|()| out.flush())
             .or_else(reader_gone)
             .map_err(|e| format!("cannot write the report: {e}"))?;
-        if let Some(path) = self.html.as_ref().filter(|_| self.files.created()) {
-            let mut page = Vec::new();
-            crate::report::html::write(&mut page, &report)
-                .and_then(|()| std::fs::write(path, page))
-                .map_err(|e| format!("--html {}: {e}", path.display()))?;
+        if self.files.created() {
+            if let Some(path) = self.html.as_ref() {
+                let mut page = Vec::new();
+                crate::report::html::write(&mut page, &report)
+                    .and_then(|()| std::fs::write(path, page))
+                    .map_err(|e| format!("--html {}: {e}", path.display()))?;
+            }
+            for_ci(&report, self.files.junit.as_deref())?;
         }
         Ok(threshold::exit(&checks))
     }
+}
+
+/// What a report writes for CI besides itself: the `--junit` file, and
+/// the Markdown report appended to the file `GITHUB_STEP_SUMMARY` names,
+/// when that is set (GitHub Actions shows it on the job's page).
+///
+/// # Errors
+/// A message naming the file that could not be written.
+fn for_ci(report: &Report<'_>, junit: Option<&std::path::Path>) -> Result<(), String> {
+    if let Some(path) = junit {
+        let mut xml = Vec::new();
+        crate::report::junit::write(&mut xml, report)
+            .and_then(|()| std::fs::write(path, xml))
+            .map_err(|e| format!("--junit {}: {e}", path.display()))?;
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let mut md = Vec::new();
+        crate::report::markdown::write(&mut md, report)
+            .and_then(|()| {
+                let mut file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)?;
+                file.write_all(&md)
+            })
+            .map_err(|e| {
+                format!(
+                    "GITHUB_STEP_SUMMARY {}: {e}",
+                    std::path::Path::new(&path).display()
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// `versus report FILE...`.
@@ -386,7 +442,11 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         ],
     )
     .and_then(|f| Ok((f, outputs::thresholds(&args.thresholds)?)));
-    let (format, thresholds) = match prepared {
+    let checked = prepared.and_then(|p| match &args.junit {
+        Some(path) => writable("--junit", path).map(|()| p),
+        None => Ok(p),
+    });
+    let (format, thresholds) = match checked {
         Ok(p) => p,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
@@ -431,6 +491,10 @@ pub fn report(args: &ReportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         let _ = writeln!(err, "versus: cannot write the report: {e}");
         return Exit::Failed;
     }
+    if let Err(e) = for_ci(&report, args.junit.as_deref()) {
+        let _ = writeln!(err, "versus: {e}");
+        return Exit::Failed;
+    }
     threshold::exit(&checks)
 }
 
@@ -444,13 +508,15 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
         );
         return Exit::Usage;
     }
-    let shards = match crate::results::merge::Shards::open(&args.files) {
+    let mut shards = match crate::results::merge::Shards::open(&args.files) {
         Ok(s) => s,
         Err(e) => {
             let _ = writeln!(err, "versus: {e}");
             return Exit::Usage;
         }
     };
+    // A merge writes the statistics; the request lines stay in the shards.
+    shards.header.record = Record::None;
     let mut w = match RunWriter::create(&args.output, &shards.header) {
         Ok(w) => w,
         Err(e) => {
@@ -477,7 +543,12 @@ pub fn merge(args: &MergeArgs, err: &mut dyn Write) -> Exit {
         elapsed: f.elapsed,
         interrupted: f.interrupted,
     };
-    w.totals(&run, f.logged);
+    // The request lines stay in the shards: so do their counts.
+    let kept = RunInfo {
+        logged: f.logged,
+        ..RunInfo::default()
+    };
+    w.totals(&run, &kept);
     if let Err(e) = w.check() {
         let _ = writeln!(err, "versus: --output {}: {e}", args.output.display());
         return Exit::Failed;

@@ -122,6 +122,8 @@ fn a_failed_threshold_ends_the_run_with_exit_threshold_after_the_report() {
             "10",
             "--threshold",
             threshold,
+            "--record",
+            "requests",
             "-o",
             saved,
             &url,

@@ -144,6 +144,7 @@ fn report(file: &Path, format: &str) -> String {
         files: vec![file.to_path_buf()],
         format: format.into(),
         thresholds: Vec::new(),
+        junit: None,
     };
     let code = commands::report(&args, &mut out, &mut err);
     assert_eq!(code.code(), 0, "{}", String::from_utf8_lossy(&err));

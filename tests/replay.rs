@@ -358,6 +358,8 @@ fn a_saved_run_replays_exactly_the_requests_it_read() {
         &[
             "--input-file",
             input.to_str().unwrap(),
+            "--record",
+            "requests",
             "-o",
             saved.to_str().unwrap(),
             &first.url(),

@@ -653,6 +653,8 @@ fn secrets_are_masked_in_saved_files() {
             "5",
             "-H",
             "Authorization: Bearer hunter2",
+            "--record",
+            "requests",
             "-o",
             file.to_str().unwrap(),
             &url,
@@ -1231,4 +1233,228 @@ fn vegeta_blocks_hold_each_endpoints_own_attack_wait_and_throughput() {
     let again = versus(&["report", "--format", "vegeta", f]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
     assert_eq!(text(&again.stdout), report);
+}
+
+/// The `request` lines of a saved run: their numbers, in file order.
+fn request_seqs(file: &std::path::Path) -> Vec<u64> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(r#""type":"request""#))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The figures of a JSON report a saved run must keep whatever request
+/// lines it keeps.
+fn figures(v: &serde_json::Value) -> Vec<String> {
+    let mut out = vec![
+        format!("mismatched {}", v["comparison"]["mismatched"]),
+        format!("compared {}", v["comparison"]["compared"]),
+        format!("input {}", v["input"]["requests"]),
+    ];
+    for e in v["endpoints"].as_array().unwrap() {
+        out.push(format!(
+            "{}: completed {} errors {} status {} latency {}",
+            e["label"], e["completed"], e["errors"]["count"], e["status"], e["latency_ms"]
+        ));
+    }
+    out
+}
+
+/// Each `--record` mode keeps its request lines (every one; those of the
+/// 300 requests that mismatched or met an error, numbered as read; none),
+/// says so in its header and its reports, and gives `report`, `merge`,
+/// `compare` and thresholds the live run's figures.
+#[test]
+fn every_record_mode_keeps_its_lines_and_the_figures_of_the_live_run() {
+    let (a, b) = servers();
+    let a_url = format!("a={}", a.url());
+    let b_url = format!("b={}", b.url());
+    // servers(): b differs where id % 10 == 3 and answers 503 where
+    // id % 20 == 7, which is a mismatch and an error.
+    let problems: Vec<u64> = (0..2000).filter(|i| i % 10 == 3 || i % 20 == 7).collect();
+    for (mode, kept, note) in [
+        ("requests", (0..2000).collect::<Vec<u64>>(), None),
+        ("mismatches", problems.clone(), Some("--record mismatches")),
+        ("none", Vec::new(), Some("--record none")),
+    ] {
+        let file = temp(&format!("record-{mode}.jsonl"));
+        let f = file.to_str().unwrap();
+        let args = ["-c", "4", "--record", mode, "-o", f, &a_url, &b_url];
+        let live = run_bin(&args, &lines(2000));
+        assert_eq!(live.status.code(), Some(0), "{}", text(&live.stderr));
+        let mut seqs = request_seqs(&file);
+        seqs.sort_unstable();
+        assert_eq!(seqs, kept, "{mode}");
+        let header: serde_json::Value = serde_json::from_str(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["record"], mode);
+
+        // The text report again, the same, saying what was left out.
+        let again = versus(&["report", f]);
+        assert_eq!(text(&live.stdout), text(&again.stdout), "{mode}");
+        let saved_line = text(&again.stdout)
+            .lines()
+            .find(|l| l.trim_start().starts_with("Saved:"))
+            .map(str::to_string);
+        assert_eq!(
+            saved_line.is_some(),
+            note.is_some(),
+            "{mode}: {saved_line:?}"
+        );
+        if let (Some(line), Some(note)) = (&saved_line, note) {
+            assert!(line.contains(note), "{line}");
+        }
+        if mode == "mismatches" {
+            let line = saved_line.unwrap_or_default();
+            assert!(line.contains("kept for the 300 requests"), "{line}");
+        }
+
+        // JSON of the file, and of its merge, holds the live run's figures.
+        let live_json = run_json(&["report", "--format", "json", f]);
+        assert_eq!(figures(&live_json)[0], "mismatched 300");
+        assert_eq!(live_json["run"]["record"], mode);
+        let merged = temp(&format!("record-{mode}-merged.jsonl"));
+        let m = merged.to_str().unwrap();
+        let out = versus(&["merge", f, "-o", m]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let merged_json = run_json(&["report", "--format", "json", m]);
+        assert_eq!(figures(&merged_json), figures(&live_json), "{mode}");
+        // A merge carries the statistics, not the request lines.
+        assert_eq!(merged_json["run"]["record"], "none");
+        assert!(request_seqs(&merged).is_empty());
+
+        // Thresholds and compare read every mode.
+        let checked = versus(&["report", f, "--threshold", "mismatches == 0"]);
+        assert_eq!(checked.status.code(), Some(3), "{mode}");
+        assert!(text(&checked.stdout).contains("mismatches = 300"));
+        let compared = versus(&["compare", f, m]);
+        assert_eq!(
+            compared.status.code(),
+            Some(0),
+            "{}",
+            text(&compared.stderr)
+        );
+        assert!(text(&compared.stdout).contains("vs first"));
+    }
+}
+
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = versus(args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A `--record mismatches` run replays the requests that mismatched or
+/// met an error, and nothing else; a `--record none` run has none to
+/// replay and says why.
+#[test]
+fn a_saved_run_replays_what_its_record_mode_kept() {
+    let (a, b) = servers();
+    let (a_url, b_url) = (a.url(), b.url());
+    let kept = temp("replay-mismatches.jsonl");
+    let none = temp("replay-none.jsonl");
+    for (mode, file) in [("mismatches", &kept), ("none", &none)] {
+        let f = file.to_str().unwrap();
+        let out = run_bin(&["--record", mode, "-o", f, &a_url, &b_url], &lines(400));
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let target = Server::start(move |r| {
+        s.lock().unwrap().push(id_of(&r.body));
+        Reply::ok("{}")
+    });
+    let out = versus(&["--input-file", kept.to_str().unwrap(), &target.url()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut ids = seen.lock().unwrap().clone();
+    ids.sort_unstable();
+    let problems: Vec<u64> = (0..400).filter(|i| i % 10 == 3 || i % 20 == 7).collect();
+    assert_eq!(ids, problems);
+
+    let out = versus(&["--input-file", none.to_str().unwrap(), &target.url()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("--record none"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `--record mismatches` keeps a request that met an error wherever its
+/// verdict is made: answers that agree (the same error at both), answers
+/// that differ only where `--ignore` looks away (judged off the core, not
+/// a mismatch), a mismatch, and a run of one endpoint; once each.
+#[test]
+fn record_mismatches_keeps_each_failed_or_mismatched_request_once_wherever_it_is_judged() {
+    let answer = |candidate: bool| {
+        move |s: &Seen| {
+            let id = id_of(&s.body);
+            let t = if candidate { 2 } else { 1 };
+            if id % 7 == 0 {
+                Reply::ok(r#"{"error":"same"}"#).status(500)
+            } else if id % 11 == 0 {
+                Reply::ok(format!(r#"{{"error":"x","t":{t}}}"#)).status(500)
+            } else if id % 13 == 0 && candidate {
+                Reply::ok(r#"{"r":2}"#)
+            } else {
+                Reply::ok(r#"{"r":1}"#)
+            }
+        }
+    };
+    let (a, b) = (Server::start(answer(false)), Server::start(answer(true)));
+    let file = temp("record-paths.jsonl");
+    let f = file.to_str().unwrap();
+    let args = ["-c", "4", "--ignore", "$.t", "-o", f, &a.url(), &b.url()];
+    let out = run_bin(&args, &lines(1000));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut seqs = request_seqs(&file);
+    seqs.sort_unstable();
+    let kept: Vec<u64> = (0..1000)
+        .filter(|i| i % 7 == 0 || i % 11 == 0 || i % 13 == 0)
+        .collect();
+    assert_eq!(seqs, kept);
+    // One endpoint: its errors alone.
+    let out = run_bin(&["-o", f, &a.url()], &lines(1000));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut seqs = request_seqs(&file);
+    seqs.sort_unstable();
+    let errors: Vec<u64> = (0..1000).filter(|i| i % 7 == 0 || i % 11 == 0).collect();
+    assert_eq!(seqs, errors);
+}
+
+/// `--record-limit` bounds the request lines `--record mismatches`
+/// keeps; the reports say how many of how many, in the file too.
+#[test]
+fn record_limit_bounds_the_lines_kept_and_the_reports_say_so() {
+    let (a, b) = servers();
+    let file = temp("record-limit.jsonl");
+    let f = file.to_str().unwrap();
+    let args = ["--record-limit", "10", "-o", f, &a.url(), &b.url()];
+    let live = run_bin(&args, &lines(2000));
+    assert_eq!(live.status.code(), Some(0), "{}", text(&live.stderr));
+    assert_eq!(request_seqs(&file).len(), 10);
+    let again = versus(&["report", f]);
+    assert_eq!(text(&live.stdout), text(&again.stdout));
+    assert!(
+        text(&again.stdout).contains(
+            "Saved:      request lines kept for 10 of the 300 requests that mismatched or met an error (--record mismatches, --record-limit reached)"
+        ),
+        "{}",
+        text(&again.stdout)
+    );
+    let json = run_json(&["report", "--format", "json", f]);
+    assert_eq!(json["run"]["recorded"]["seen"], 300);
+    assert_eq!(json["run"]["recorded"]["written"], 10);
 }

@@ -173,9 +173,10 @@ pub(crate) fn verdict(
     outcomes: &[Option<&Outcome>],
     errors: &[bool],
 ) {
+    let failed = errors.contains(&true);
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
         count_at((stats, tallies), outcomes, errors, p.at);
-        judge(settings, stats, to, (req, seq), outcomes, None);
+        judge(settings, stats, to, (req, seq), outcomes, (None, failed));
         return;
     }
     // A JSON-RPC record named by its method's bytes, when the reference
@@ -189,7 +190,7 @@ pub(crate) fn verdict(
         .flatten();
     if let Some(n) = quick.and_then(|m| kinds.named.iter().find(|n| *n.name == *m)) {
         count_at((stats, tallies), outcomes, errors, n.at);
-        judge(settings, stats, to, (req, seq), outcomes, None);
+        judge(settings, stats, to, (req, seq), outcomes, (None, failed));
         return;
     }
     let quick = quick.and_then(|m| std::str::from_utf8(m).ok());
@@ -214,7 +215,7 @@ pub(crate) fn verdict(
         i
     });
     let counted = stats.verdicts.count_method(name, 1);
-    judge(settings, stats, to, (req, seq), outcomes, None);
+    judge(settings, stats, to, (req, seq), outcomes, (None, failed));
     let places = at.filter(|_| same).map(|part| Places { part, counted });
     if let (Some(at), Some(m)) = (places, quick) {
         if kinds.named.len() < MAX_PARTS {
@@ -306,7 +307,8 @@ pub(crate) fn flow_verdict(
                     .map(|p| p.key());
                 stats.verdicts.count_method(name, 1);
                 let numbered = (reference, reference.seq);
-                judge(settings, stats, to, numbered, outcomes, Some((name, key)));
+                let step = (Some((name.as_str(), key)), false);
+                judge(settings, stats, to, numbered, outcomes, step);
             },
         );
     }
@@ -337,26 +339,34 @@ const ON_STACK: usize = 8;
 /// the item key when it pages) outcomes as compared, and see that they
 /// agree: answers that differ go to the judge thread (`to`), or, when its
 /// queue is full or there is none, are judged here (counted as not judged
-/// instead once judging has given up after a stop).
+/// instead once judging has given up after a stop). A request that met
+/// an error (`failed`) and whose answers agree goes to the taps here.
 fn judge(
     settings: &Settings,
     stats: &mut RunStats,
     to: Option<&ToJudge>,
     (req, seq): (&Request, u64),
     outcomes: &[Option<&Outcome>],
-    step: Option<(&str, Option<&str>)>,
+    (step, failed): (Option<(&str, Option<&str>)>, bool),
 ) {
+    let agreed = || {
+        if failed {
+            for tap in &settings.taps {
+                tap.failed(settings, req, seq);
+            }
+        }
+    };
     // Compared where the reference and another endpoint both answered:
     // each at its own rate (a capacity search), one may not have been
     // sent this request.
     if let [reference, others @ ..] = outcomes {
         if !others.is_empty() && (reference.is_none() || others.iter().all(Option::is_none)) {
-            return;
+            return agreed();
         }
     }
     stats.verdicts.compared += 1;
     if outcomes.len() < 2 || settings.comparer.agree(outcomes) {
-        return;
+        return agreed();
     }
     // A repeat of single-request mode shares one request: the copy judged
     // carries this repeat's number.
@@ -368,9 +378,9 @@ fn judge(
         &numbered
     };
     let Some(to) = to else {
-        return judge_thread::record(settings, stats, req, outcomes, step);
+        return judge_thread::record(settings, stats, req, outcomes, (step, failed));
     };
-    if let Err(unit) = to.hand(Box::new(Differing::new(req, outcomes, step))) {
+    if let Err(unit) = to.hand(Box::new(Differing::new(req, outcomes, (step, failed)))) {
         if to.gave_up() {
             stats.verdicts.not_judged += 1;
             return;

@@ -41,6 +41,8 @@ pub(crate) struct Differing {
     req: Request,
     outcomes: Vec<Option<Outcome>>,
     step: Option<(String, Option<String>)>,
+    /// An endpoint's outcome was an error.
+    failed: bool,
     /// What it holds in memory, about: counted against the queue's bound.
     bytes: u64,
 }
@@ -50,12 +52,13 @@ impl Differing {
     pub(crate) fn new(
         req: &Request,
         outcomes: &[Option<&Outcome>],
-        step: Option<(&str, Option<&str>)>,
+        (step, failed): (Option<(&str, Option<&str>)>, bool),
     ) -> Differing {
         let mut unit = Differing {
             req: req.clone(),
             outcomes: outcomes.iter().map(|o| o.cloned()).collect(),
             step: step.map(|(name, key)| (name.to_string(), key.map(str::to_string))),
+            failed,
             bytes: 0,
         };
         unit.bytes = unit.size();
@@ -85,7 +88,7 @@ impl Differing {
     pub(crate) fn record(&self, settings: &Settings, stats: &mut RunStats) {
         let outcomes: Vec<Option<&Outcome>> = self.outcomes.iter().map(Option::as_ref).collect();
         let step = self.step.as_ref().map(|(n, k)| (n.as_str(), k.as_deref()));
-        record(settings, stats, &self.req, &outcomes, step);
+        record(settings, stats, &self.req, &outcomes, (step, self.failed));
     }
 }
 
@@ -296,13 +299,14 @@ fn judge_all(
 /// Judge the outcomes of one request (or, with `step`, one flow step:
 /// its name, and the item key when it pages) at every endpoint, and
 /// record the verdict (the core counted it as compared, and under its
-/// method).
+/// method); a request that met an error (`failed`) and did not mismatch
+/// goes to the taps as failed.
 pub(crate) fn record(
     settings: &Settings,
     stats: &mut RunStats,
     req: &Request,
     outcomes: &[Option<&Outcome>],
-    step: Option<(&str, Option<&str>)>,
+    (step, failed): (Option<(&str, Option<&str>)>, bool),
 ) {
     let kind = || match step {
         Some((name, _)) => MethodName::step(name),
@@ -348,6 +352,11 @@ pub(crate) fn record(
         }
     }
     if !j.mismatched {
+        if failed {
+            for tap in &settings.taps {
+                tap.failed(settings, req, req.seq);
+            }
+        }
         return;
     }
     v.mismatched += 1;

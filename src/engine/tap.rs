@@ -3,7 +3,8 @@
 //! and `--mismatches` (`report::mismatch_log::MismatchLog`) are taps the
 //! settings holds, called on the core where the request ran. A tap must be
 //! cheap when it has nothing to do: `outcome` is called only for taps that
-//! ask for every outcome, `mismatch` only on a mismatch.
+//! ask for every outcome, `mismatch` only on a mismatch, `failed` only on
+//! a request that met an error.
 
 use super::Settings;
 use crate::compare::Finding;
@@ -35,5 +36,13 @@ pub trait Tap: Send + Sync + std::fmt::Debug {
         findings: &[Finding],
     ) {
         let _ = (settings, req, group, outcomes, findings);
+    }
+
+    /// One request of a stream (number `seq`) that met an error at some
+    /// endpoint (a failure, an error status or answer) and did not
+    /// mismatch: called once for it, on its core, or on the judge thread
+    /// when its answers differed.
+    fn failed(&self, settings: &Settings, req: &Request, seq: u64) {
+        let _ = (settings, req, seq);
     }
 }

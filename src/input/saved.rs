@@ -81,6 +81,18 @@ pub struct SavedRunSource {
     buf: Vec<u8>,
     /// Single-request mode's request, once seen: the replay repeats it.
     repeat: Option<Request>,
+    /// The header's `record` (which request lines the file keeps), once
+    /// read.
+    record: Option<String>,
+    /// Whether a request was read.
+    read_one: bool,
+}
+
+/// The header's word on which request lines the file keeps.
+#[derive(Deserialize)]
+struct Kept {
+    #[serde(default)]
+    record: Option<String>,
 }
 
 impl SavedRunSource {
@@ -91,7 +103,25 @@ impl SavedRunSource {
             line_no: 0,
             buf: Vec::new(),
             repeat: None,
+            record: None,
+            read_one: false,
         }
+    }
+
+    /// The end of the file: a file that kept no request line says why
+    /// when its header tells.
+    fn end(&self) -> io::Result<Next> {
+        if self.read_one {
+            return Ok(Next::End);
+        }
+        let why = match self.record.as_deref() {
+            Some("none") => "it was saved with --record none (or is a merge of shards), which keeps no request lines",
+            Some("mismatches") => "it was saved with --record mismatches, which keeps only the requests that mismatched or met an error, and none did",
+            _ => return Ok(Next::End),
+        };
+        Err(io::Error::other(format!(
+            "the saved run holds no request to replay: {why}; save a run to replay with --record requests"
+        )))
     }
 
     fn request(&self, line: RequestLine) -> Result<Request, String> {
@@ -138,7 +168,7 @@ impl Source for SavedRunSource {
         loop {
             self.buf.clear();
             if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
-                return Ok(Next::End);
+                return self.end();
             }
             self.line_no += 1;
             let location = format!("line {}", self.line_no);
@@ -149,8 +179,14 @@ impl Source for SavedRunSource {
                 }));
             }
             if !is_request_line(&self.buf) {
+                if self.line_no == 1 {
+                    self.record = serde_json::from_slice::<Kept>(&self.buf)
+                        .ok()
+                        .and_then(|k| k.record);
+                }
                 continue;
             }
+            self.read_one = true;
             let parsed = serde_json::from_slice::<RequestLine>(&self.buf)
                 .map_err(|e| e.to_string())
                 .and_then(|line| {

@@ -28,7 +28,8 @@ use crate::fault::Fault;
 use crate::input::{Format, Source};
 use crate::model::{Request, Share};
 use crate::report::mismatch_log::MismatchLog;
-use crate::results::info::{EndpointInfo, RunInfo};
+use crate::results::info::{EndpointInfo, Record, RunInfo};
+use crate::results::writer::ProblemLines;
 use std::path::PathBuf;
 
 /// Parse `--start-at`: RFC 3339 in UTC.
@@ -89,6 +90,11 @@ pub struct Plan {
     pub mode: RequestMode,
     /// Where mismatched requests are written (`--mismatches`).
     pub mismatch_log: Option<Arc<MismatchLog>>,
+    /// The request lines `--output` keeps (`--record`); `None` without
+    /// `--output`.
+    pub record: Option<Record>,
+    /// `--record mismatches`: the tap that writes them.
+    pub problem_lines: Option<Arc<ProblemLines>>,
     /// A scenario run's flow step names, as reports show them (thresholds
     /// may name them); empty otherwise.
     pub steps: Vec<String>,
@@ -182,6 +188,8 @@ impl Plan {
             notes: self.notes.clone(),
             verbose: engine.verbose,
             logged: self.mismatch_log.as_ref().map(|l| l.counts()),
+            record: self.record,
+            recorded: self.problem_lines.as_ref().and_then(|p| p.counts()),
             stages: self.stages.clone(),
             sweep: self.sweep.clone(),
             search: self.search.clone(),
@@ -265,6 +273,8 @@ impl Plan {
             max_line: usize::try_from(args.max_line).unwrap_or(usize::MAX),
             mode,
             mismatch_log: outputs.mismatch_log,
+            record: outputs.record,
+            problem_lines: outputs.problem_lines,
             steps: Vec::new(),
             notes: Vec::new(),
             input_format: input.format,
@@ -750,12 +760,17 @@ fn noise_twin(
 struct Outputs {
     /// `--mismatches`.
     mismatch_log: Option<Arc<MismatchLog>>,
-    /// What sees each request: the `-v` printer, then the mismatch log.
+    /// `--record`, with `--output`.
+    record: Option<Record>,
+    /// `--record mismatches`'s writer of request lines.
+    problem_lines: Option<Arc<ProblemLines>>,
+    /// What sees each request: the `-v` printer, the mismatch log, the
+    /// writer of request lines.
     taps: Vec<Arc<dyn crate::engine::Tap>>,
 }
 
 impl Outputs {
-    /// `--mismatches` and `-v`.
+    /// `--mismatches`, `-v` and `--record`.
     fn of(args: &RunArgs) -> Outputs {
         let mismatch_log = args.mismatches.as_ref().map(|path| {
             Arc::new(MismatchLog::new(
@@ -773,7 +788,22 @@ impl Outputs {
         if let Some(log) = &mismatch_log {
             taps.push(log.clone());
         }
-        Outputs { mismatch_log, taps }
+        let record = args.output.as_ref().map(|_| match args.record {
+            crate::cli::Record::Requests => Record::Requests,
+            crate::cli::Record::Mismatches => Record::Mismatches,
+            crate::cli::Record::None => Record::None,
+        });
+        let problem_lines = (record == Some(Record::Mismatches))
+            .then(|| Arc::new(ProblemLines::new(args.record_limit)));
+        if let Some(p) = &problem_lines {
+            taps.push(p.clone());
+        }
+        Outputs {
+            mismatch_log,
+            record,
+            problem_lines,
+            taps,
+        }
     }
 }
 

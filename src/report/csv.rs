@@ -22,6 +22,7 @@ use hdrhistogram::Histogram;
 use super::info::Report;
 use crate::engine::shape::Sweep;
 use crate::model::TlsReason;
+use crate::results::info::Record;
 use crate::stats::{EndpointStats, PartStats};
 
 /// Quote a CSV field when needed.
@@ -34,7 +35,7 @@ pub fn field(s: &str) -> String {
 }
 
 /// The columns, in order.
-pub const COLUMNS: [&str; 75] = [
+pub const COLUMNS: [&str; 78] = [
     "label",
     "url",
     "rps",
@@ -110,6 +111,9 @@ pub const COLUMNS: [&str; 75] = [
     "sweep",
     "mismatches_seen",
     "mismatches_logged",
+    "record",
+    "recorded_seen",
+    "recorded_written",
 ];
 
 /// Microseconds as the milliseconds of the latency columns.
@@ -361,6 +365,9 @@ fn endpoint(r: &Report<'_>, label: &str, url: &str, s: &EndpointStats, reference
         )
         .set("mismatches_seen", r.info.logged.map_or(0, |l| l.0))
         .set("mismatches_logged", r.info.logged.map_or(0, |l| l.1))
+        .set("record", r.info.record.map_or("", Record::name))
+        .set("recorded_seen", r.info.recorded.map_or(0, |c| c.0))
+        .set("recorded_written", r.info.recorded.map_or(0, |c| c.1))
         .set("failed_checks", s.failed_checks)
         .times(&s.ttfb, "ttfb_mean_ms", ("ttfb_p99_ms", 0.99))
         .set("connects", s.connect.len())

@@ -269,6 +269,10 @@ pub fn value(r: &Report<'_>) -> Value {
             "shards": r.header.shards.len().max(1),
             "io": r.info.io,
             "warmup": r.info.warmup,
+            "record": r.info.record.map(crate::results::info::Record::name),
+            "recorded": r.info.recorded.map(|(seen, written)| json!({
+                "seen": seen, "written": written,
+            })),
             "stages": r.info.stages,
             "sweep": r.info.sweep.as_ref().map(|s| json!({
                 "rates": s.rates,

@@ -9,6 +9,7 @@ pub mod curve;
 pub mod html;
 pub mod info;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod mismatch_log;
 pub mod outputs;
@@ -182,7 +183,7 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
 /// each, as the Markdown and HTML reports list them (the text report says
 /// the same values in its own words): the warm-up left out, requests
 /// compared as bytes, the mismatch log's lines, the
-/// figures of judging, the input's malformed records and the source's
+/// figures of judging, the request lines the saved run left out, the input's malformed records and the source's
 /// summary.
 pub fn notes(
     info: &crate::results::info::RunInfo,
@@ -205,6 +206,9 @@ pub fn notes(
     out.extend(judging(v));
     if let Some(l) = logged(info) {
         out.push(("Logged", l));
+    }
+    if let Some(s) = saved(info) {
+        out.push(("Saved", s));
     }
     if run.input.malformed > 0 {
         out.push(("Input", input_counts(run)));
@@ -229,6 +233,27 @@ pub fn logged(info: &crate::results::info::RunInfo) -> Option<String> {
     Some(format!(
         "{written} of {seen} mismatched requests written to --mismatches{why}"
     ))
+}
+
+/// Which request lines the saved run left out (the summary's `Saved:`);
+/// nothing when it keeps every one, or the run is saved nowhere.
+pub fn saved(info: &crate::results::info::RunInfo) -> Option<String> {
+    use crate::results::info::Record;
+    match info.record? {
+        Record::Requests => None,
+        Record::None => {
+            Some("no request lines kept (--record none): the run cannot be replayed".into())
+        }
+        Record::Mismatches => Some(match info.recorded {
+            Some((seen, written)) if written < seen => format!(
+                "request lines kept for {written} of the {seen} requests that mismatched or met an error (--record mismatches, --record-limit reached)"
+            ),
+            Some((seen, _)) => format!(
+                "request lines kept for the {seen} requests that mismatched or met an error (--record mismatches)"
+            ),
+            None => "request lines kept only for requests that mismatched or met an error (--record mismatches)".into(),
+        }),
+    }
 }
 
 /// Noise mode's figures (`--noise`), as every format shows them.

@@ -589,6 +589,9 @@ fn summary(out: &mut dyn Write, plan: &RunInfo, run: &RunOutput) -> io::Result<(
     }
     judging(out, v)?;
     logged(out, plan)?;
+    if let Some(s) = super::saved(plan) {
+        writeln!(out, "   Saved:      {s}")?;
+    }
     if v.incomplete > 0 {
         writeln!(
             out,

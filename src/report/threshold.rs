@@ -175,7 +175,9 @@ impl std::str::FromStr for Threshold {
                     "m" | "min" => 60e6,
                     u => return Err(bad(&format!("unknown unit {u:?}: use us, ms or s"))),
                 };
-                Limit::Micros(number(n)? * scale)
+                // To whole nanoseconds: `1.023ms`, as a report prints a
+                // latency of 1023µs, is 1023µs, not 1022.9999999999999.
+                Limit::Micros((number(n)? * scale * 1e3).round() / 1e3)
             }
             Metric::Rps => Limit::Number(number(value_s)?),
             Metric::Errors | Metric::Mismatches => match value_s.strip_suffix('%') {
@@ -428,6 +430,8 @@ mod tests {
             (t.metric, t.op, t.limit),
             (Metric::Quantile(0.99), Op::Lt, Limit::Micros(200_000.0))
         );
+        let t: Threshold = "p99 <= 1.023ms".parse().unwrap();
+        assert_eq!(t.limit, Limit::Micros(1023.0));
         let t: Threshold = "new: p99.9 <= 1.5s".parse().unwrap();
         assert_eq!(t.endpoint.as_deref(), Some("new"));
         assert_eq!(t.limit, Limit::Micros(1_500_000.0));
@@ -500,6 +504,8 @@ mod tests {
             sweep: None,
             search: None,
             io: None,
+            record: None,
+            recorded: None,
         };
         (info, stats)
     }

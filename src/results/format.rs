@@ -11,7 +11,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::info::EndpointInfo;
+use super::info::{EndpointInfo, Record};
 use crate::model::Malformed;
 use crate::model::{Failure, TlsReason};
 use crate::stats::{EndpointStats, InputStats, MismatchGroup, RunStats, Sends, VerdictStats};
@@ -88,6 +88,10 @@ pub struct Header {
     /// `--find-capacity`: its conditions, bounds and steps in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::engine::shape::Search>,
+    /// Which request lines the file keeps (`--record`); files written
+    /// before the choice existed kept every one.
+    #[serde(default)]
+    pub record: Record,
 }
 
 /// One shard of a merged file.
@@ -529,6 +533,11 @@ pub struct TotalsLine {
     /// limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logged: Option<(u64, u64, u64)>,
+    /// `--record mismatches`: the requests that mismatched or met an
+    /// error, and the request lines written for them (fewer once
+    /// `--record-limit` is reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<(u64, u64)>,
 }
 
 /// A histogram as base64 of its V2+DEFLATE serialization.

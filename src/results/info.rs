@@ -33,6 +33,42 @@ impl fmt::Display for EndpointInfo {
     }
 }
 
+/// Which request lines a saved run keeps (`--record`), from the fewest
+/// to the most.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Record {
+    /// None: the statistics alone (a merged file keeps none).
+    None,
+    /// Those of requests whose answers mismatched or that met an error.
+    Mismatches,
+    /// Every request the run read.
+    #[default]
+    Requests,
+}
+
+impl Record {
+    /// The name, as `--record` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Record::None => "none",
+            Record::Mismatches => "mismatches",
+            Record::Requests => "requests",
+        }
+    }
+}
+
 /// The description of a run that reports render from.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunInfo {
@@ -69,6 +105,13 @@ pub struct RunInfo {
     pub sweep: Option<crate::engine::shape::Sweep>,
     /// `--find-capacity`'s search; saved runs keep it.
     pub search: Option<crate::engine::shape::Search>,
+    /// The request lines the saved run keeps (`--record`); `None` for a
+    /// live run that saves none.
+    pub record: Option<Record>,
+    /// `--record mismatches`: the requests that mismatched or met an
+    /// error, and the lines written for them (fewer once
+    /// `--record-limit` is reached), when the report was made.
+    pub recorded: Option<(u64, u64)>,
 }
 
 impl RunInfo {

@@ -158,6 +158,13 @@ impl Shards {
             header.shard = None;
             header.late_ms = None;
             header.comparison = readers.iter().any(|r| r.header.comparison);
+            // Each file's requests are in its own file only: together they
+            // keep as few as the file that keeps fewest.
+            header.record = readers
+                .iter()
+                .map(|r| r.header.record)
+                .min()
+                .unwrap_or_default();
         }
         Ok(Shards {
             readers,
@@ -214,6 +221,10 @@ impl Shards {
                     // Each shard wrote its own log: together, their sums.
                     a.logged = match (a.logged, f.logged) {
                         (Some(x), Some(y)) => Some((x.0 + y.0, x.1 + y.1, x.2 + y.2)),
+                        (x, y) => x.or(y),
+                    };
+                    a.recorded = match (a.recorded, f.recorded) {
+                        (Some(x), Some(y)) => Some((x.0 + y.0, x.1 + y.1)),
                         (x, y) => x.or(y),
                     };
                     a.warnings.extend(f.warnings);

@@ -75,12 +75,14 @@ pub fn load(paths: &[impl AsRef<Path>]) -> Result<SavedRun, ReadError> {
         twin: f.header.twin,
         verbose: 0,
         logged: f.logged,
+        recorded: f.recorded,
         notes: f.header.notes.clone(),
         warmup: f.header.warmup.clone(),
         stages: f.header.stages.clone(),
         sweep: f.header.sweep.clone(),
         search: f.header.search.clone(),
         io: f.header.io.clone(),
+        record: Some(f.header.record),
     };
     Ok(SavedRun {
         info,

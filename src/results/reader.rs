@@ -62,6 +62,9 @@ pub struct Finished {
     /// `--mismatches`: mismatched requests seen, lines written, and the
     /// limit.
     pub logged: Option<(u64, u64, u64)>,
+    /// `--record mismatches`: requests that mismatched or met an error,
+    /// and the lines written for them.
+    pub recorded: Option<(u64, u64)>,
     /// Warnings.
     pub warnings: Vec<String>,
 }
@@ -251,6 +254,7 @@ impl RunReader {
                 interrupted: t.interrupted,
                 complete: true,
                 logged: t.logged,
+                recorded: t.recorded,
                 header: self.header,
                 warnings: self.warnings,
             }),
@@ -284,6 +288,7 @@ impl RunReader {
                     interrupted: true,
                     complete: false,
                     logged: None,
+                    recorded: None,
                     header: self.header,
                     warnings: self.warnings,
                 })

@@ -6,6 +6,7 @@
 //! in memory.
 
 use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::input::saved::RequestLine;
@@ -74,6 +75,7 @@ pub fn header(
         stages: info.stages.clone(),
         sweep: info.sweep.clone(),
         search: info.search.clone(),
+        record: info.record.unwrap_or_default(),
     }
 }
 
@@ -234,7 +236,7 @@ impl RunWriter {
     }
 
     /// Write the totals line of a finished run.
-    pub fn totals(&mut self, run: &RunOutput, logged: Option<(u64, u64, u64)>) {
+    pub fn totals(&mut self, run: &RunOutput, info: &RunInfo) {
         let line = TotalsLine {
             kind: "totals".into(),
             elapsed_ns: u64::try_from(run.elapsed.as_nanos()).unwrap_or(u64::MAX),
@@ -243,7 +245,8 @@ impl RunWriter {
             input_error: run.input_error.as_ref().map(ToString::to_string),
             endpoints: super::format::records_of(&run.stats),
             verdicts: VerdictRecord::from_stats(&run.stats.verdicts),
-            logged,
+            logged: info.logged,
+            recorded: info.recorded,
         };
         self.line(&line);
     }
@@ -341,13 +344,94 @@ pub struct RequestRecorder {
 impl RequestRecorder {
     /// Record one request; `repeat` marks single-request mode's request.
     pub fn record(&mut self, req: &Request, repeat: bool) {
-        let line = RequestLine::of(self.seq, req, repeat, self.show_secrets);
+        self.line(self.seq, req, repeat);
         self.seq += 1;
+    }
+
+    /// Write the line of request number `seq`.
+    fn line(&self, seq: u64, req: &Request, repeat: bool) {
+        let line = RequestLine::of(seq, req, repeat, self.show_secrets);
         if let (Ok(mut bytes), Ok(mut out)) = (serde_json::to_vec(&line), self.out.lock()) {
             bytes.push(b'\n');
             // A failed write shows at the next interval line's check.
             let _ = out.write_all(&bytes);
         }
+    }
+}
+
+/// `--record mismatches`: a tap that writes the request line of each
+/// request of a stream that mismatched or met an error, as the engine
+/// finds it (on the judge thread, or on the core for an error whose
+/// answers agreed), once each and numbered as read, up to `limit` lines
+/// (the rest are counted); nothing until a stream's recorder is attached
+/// ([`ProblemLines::attach`]), so a flow or a repeated request writes
+/// none here.
+pub struct ProblemLines {
+    recorder: std::sync::OnceLock<RequestRecorder>,
+    limit: u64,
+    seen: AtomicU64,
+    written: AtomicU64,
+}
+
+impl std::fmt::Debug for ProblemLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProblemLines")
+            .field("attached", &self.recorder.get().is_some())
+            .finish()
+    }
+}
+
+impl ProblemLines {
+    /// Up to `limit` lines (`--record-limit`), once attached.
+    pub fn new(limit: u64) -> ProblemLines {
+        ProblemLines {
+            recorder: std::sync::OnceLock::new(),
+            limit,
+            seen: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// Write the lines with `recorder` from now on (once; later calls are
+    /// ignored).
+    pub fn attach(&self, recorder: RequestRecorder) {
+        let _ = self.recorder.set(recorder);
+    }
+
+    /// The requests that mismatched or met an error, and the lines
+    /// written for them; `None` when no stream was attached.
+    pub fn counts(&self) -> Option<(u64, u64)> {
+        self.recorder.get()?;
+        Some((
+            self.seen.load(Ordering::Relaxed),
+            self.written.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// Write the line of request `seq`, unless the limit is reached.
+    fn keep(&self, seq: u64, req: &Request) {
+        let Some(r) = self.recorder.get() else { return };
+        if self.seen.fetch_add(1, Ordering::Relaxed) < self.limit {
+            r.line(seq, req, false);
+            self.written.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl crate::engine::Tap for ProblemLines {
+    fn mismatch(
+        &self,
+        _: &crate::engine::Settings,
+        req: &Request,
+        _: &str,
+        _: &[Option<&crate::model::Outcome>],
+        _: &[crate::compare::Finding],
+    ) {
+        self.keep(req.seq, req);
+    }
+
+    fn failed(&self, _: &crate::engine::Settings, req: &Request, seq: u64) {
+        self.keep(seq, req);
     }
 }
 

@@ -525,13 +525,23 @@ pub fn run_lib_tapped(
 
 /// Run the versus binary with `stdin` as its input.
 pub fn run_bin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_versus"))
-        .args(args)
+    run_bin_summary(args, stdin, None)
+}
+
+/// [`run_bin`] with GitHub Actions' `GITHUB_STEP_SUMMARY` set to
+/// `summary`; unset without one (a test run on GitHub Actions must not
+/// append its reports to the job's summary).
+pub fn run_bin_summary(args: &[&str], stdin: &[u8], summary: Option<&std::path::Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_versus"));
+    cmd.args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if let Some(path) = summary {
+        cmd.env("GITHUB_STEP_SUMMARY", path);
+    }
+    let mut child = cmd.spawn().unwrap();
     let mut pipe = child.stdin.take().unwrap();
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {

@@ -89,7 +89,7 @@ impl Reports {
             "Steps:",
             "By method:",
         ];
-        const SUMMARY: [&str; 22] = [
+        const SUMMARY: [&str; 23] = [
             "Completed:",
             "Timing:",
             "Errors:",
@@ -106,6 +106,7 @@ impl Reports {
             "Judge queue peak:",
             "Not judged:",
             "Logged:",
+            "Saved:",
             "Input:",
             "Source:",
             "Stopped:",
@@ -632,6 +633,7 @@ impl Reports {
             ),
             ("Not judged", &v["not_judged"], "not_judged"),
             ("Logged", &v["logged"], "mismatches_logged"),
+            ("Saved", &self.json["run"]["record"], "record"),
             ("Input", &self.json["input"]["malformed"], "malformed"),
             ("Source", &self.json["input"]["summary"], ""),
         ];
@@ -644,12 +646,15 @@ impl Reports {
                     .collect(),
             };
             let Some(line) = line_after(summary, &format!("{name}: ")) else {
+                // A saved run that keeps every request line says nothing.
+                let every = name == "Saved" && json == "requests";
                 assert!(
-                    json.is_null() || json == 0,
+                    json.is_null() || json == 0 || every,
                     "json {name} without a text line: {json}"
                 );
                 assert!(
-                    csv.iter().all(|c| *c == "0" || c.is_empty()),
+                    csv.iter()
+                        .all(|c| *c == "0" || c.is_empty() || every && *c == "requests"),
                     "csv {column}: {csv:?}"
                 );
                 assert!(
@@ -675,6 +680,7 @@ impl Reports {
                     assert_eq!(json, line, "json {name}");
                     line.to_string()
                 }
+                "Saved" => self.saved(line, json, &csv, endpoint_rows),
                 "Logged" => {
                     let (written, seen) = (json["written"].to_string(), json["seen"].to_string());
                     let start = format!("{written} of {seen} mismatched requests written");
@@ -709,7 +715,10 @@ impl Reports {
                     format!("{n} requests")
                 }
             };
-            if !matches!(name, "Source" | "Warm-up" | "Stages" | "Sweep" | "Logged") {
+            if !matches!(
+                name,
+                "Source" | "Warm-up" | "Stages" | "Sweep" | "Logged" | "Saved"
+            ) {
                 let n = json.to_string();
                 assert!(csv.iter().all(|c| *c == n), "csv {column}: {csv:?}");
             }
@@ -719,6 +728,40 @@ impl Reports {
                 &format!("<p>{name}: {value}.</p>"),
             );
         }
+    }
+
+    /// The summary's `Saved:` line (`line`), the saved run's `record`
+    /// (`json`, and `csv` of each endpoint row) and, with `--record
+    /// mismatches`, how many requests were seen and kept, in JSON and CSV.
+    fn saved(
+        &self,
+        line: &str,
+        json: &Value,
+        csv: &[&str],
+        endpoint_rows: &[Vec<String>],
+    ) -> String {
+        let mode = json.as_str().unwrap();
+        assert!(line.contains(&format!("(--record {mode}")), "json Saved");
+        assert!(csv.iter().all(|c| *c == mode), "csv record: {csv:?}");
+        let recorded = &self.json["run"]["recorded"];
+        let (seen, written) = (&recorded["seen"], &recorded["written"]);
+        if !recorded.is_null() {
+            let kept = match seen == written {
+                true => format!(" for the {seen} requests"),
+                false => format!(" for {written} of the {seen} requests"),
+            };
+            assert!(line.contains(&kept), "json recorded {recorded}: {line}");
+        }
+        for (key, n) in [("recorded_seen", seen), ("recorded_written", written)] {
+            let c = self.col(key);
+            let n = if n.is_null() {
+                "0".into()
+            } else {
+                n.to_string()
+            };
+            assert!(endpoint_rows.iter().all(|r| r[c] == n), "csv {key}");
+        }
+        line.to_string()
     }
 
     /// `Stopped:`, when Ctrl-C stopped the run, in every format.
