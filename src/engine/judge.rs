@@ -173,7 +173,8 @@ pub(crate) fn verdict(
     outcomes: &[Option<&Outcome>],
     errors: &[bool],
 ) {
-    let failed = errors.contains(&true);
+    // Only a tap takes a failed request (`--record mismatches`).
+    let failed = !settings.taps.is_empty() && errors.contains(&true);
     if let Some(p) = kinds.placed.as_ref().filter(|p| Rc::ptr_eq(&p.req, req)) {
         count_at((stats, tallies), outcomes, errors, p.at);
         judge(settings, stats, to, (req, seq), outcomes, (None, failed));
