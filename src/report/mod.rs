@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod mismatch_log;
 pub mod outputs;
 pub mod pages;
+pub mod remote_write;
 pub mod significance;
 pub mod table;
 pub mod text;

@@ -1,0 +1,311 @@
+//! `--out prometheus=URL`: each interval's figures streamed as Prometheus
+//! remote write to a receiver on 127.0.0.1 that decodes them (snappy,
+//! protobuf). The counters' last values are the report's figures
+//! exactly; a receiver that answers 500, refuses connections or never
+//! answers leaves the run and its report alone, and the report says how
+//! many intervals were not delivered. The real Prometheus takes them too
+//! (ignored without it).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use versus::report::remote_write::proto::WriteRequest;
+
+/// How a test receiver behaves.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Answers 204 No Content.
+    Takes,
+    /// Answers 500.
+    Fails,
+    /// Reads the request and never answers.
+    Stalls,
+}
+
+/// A remote-write receiver keeping every body it decoded, in order.
+struct Receiver {
+    server: RawServer,
+    bodies: Arc<Mutex<Vec<WriteRequest>>>,
+}
+
+/// Read one request from `s`: its head and body.
+fn request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).ok().filter(|n| *n > 0)?;
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+    let length = content_length(&head);
+    let mut body = buf[end..].to_vec();
+    while body.len() < length {
+        let n = s.read(&mut chunk).ok().filter(|n| *n > 0)?;
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, body))
+}
+
+impl Receiver {
+    fn start(mode: Mode) -> Receiver {
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        let server = RawServer::start(move |mut s, _| {
+            let Some((head, body)) = request(&mut s) else {
+                return;
+            };
+            let lower = head.to_ascii_lowercase();
+            for h in [
+                "post /api/v1/write http/1.1\r\n",
+                "content-encoding: snappy\r\n",
+                "content-type: application/x-protobuf\r\n",
+                "x-prometheus-remote-write-version: 0.1.0\r\n",
+            ] {
+                assert!(lower.contains(h), "{h:?} not in {head}");
+            }
+            match mode {
+                Mode::Takes => {
+                    let decoded = WriteRequest::decode_snappy(&body).expect("a WriteRequest");
+                    kept.lock().unwrap().push(decoded);
+                    let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+                }
+                Mode::Fails => {
+                    let _ = s.write_all(
+                        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy",
+                    );
+                }
+                // Held open, unanswered, until the sender gives up.
+                Mode::Stalls => {
+                    let _ = s.read(&mut [0u8; 1]);
+                }
+            }
+        });
+        Receiver { server, bodies }
+    }
+
+    fn url(&self) -> String {
+        format!("prometheus=http://{}/api/v1/write", self.server.addr)
+    }
+}
+
+/// A label's value in a series.
+fn label<'a>(
+    s: &'a versus::report::remote_write::proto::TimeSeries,
+    name: &str,
+) -> Option<&'a str> {
+    s.labels
+        .iter()
+        .find(|l| l.name == name)
+        .map(|l| l.value.as_str())
+}
+
+/// The last value sent of `name` at `endpoint` for the endpoint as a
+/// whole (no method or step), summed over its other labels.
+fn last(bodies: &[WriteRequest], name: &str, endpoint: &str) -> Option<f64> {
+    bodies.iter().rev().find_map(|b| {
+        let values: Vec<f64> = b
+            .timeseries
+            .iter()
+            .filter(|s| {
+                label(s, "__name__") == Some(name)
+                    && label(s, "endpoint") == Some(endpoint)
+                    && label(s, "method").is_none()
+                    && label(s, "step").is_none()
+            })
+            .map(|s| s.samples[0].value)
+            .collect();
+        (!values.is_empty()).then(|| values.iter().sum())
+    })
+}
+
+/// Two endpoints, the second answering differently for every fifth
+/// request and 500 for every seventh: mismatches and errors planted.
+fn endpoints() -> (Server, Server) {
+    let a = Server::start(|_| Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#));
+    let b = Server::start(|seen| {
+        let id = id_of(&seen.body);
+        match (id % 7, id % 5) {
+            (0, _) => Reply::ok("busy").status(500),
+            (_, 0) => Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x2"}"#),
+            _ => Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#),
+        }
+    });
+    (a, b)
+}
+
+/// Run 300 requests against `endpoints()` with `--out` to `receiver`;
+/// the JSON report.
+fn run_to(out: &str, extra: &[&str]) -> serde_json::Value {
+    let (a, b) = endpoints();
+    let (ua, ub) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let mut args = vec![
+        "-q",
+        "--format",
+        "json",
+        "--stop-after",
+        "300",
+        "--rate",
+        "300",
+    ];
+    args.extend_from_slice(&["--out", out]);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[&ua, &ub]);
+    let run = run_bin(&args, &lines(300));
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&run.stdout).unwrap()
+}
+
+/// The report's note on metrics.
+fn metrics_note(report: &serde_json::Value) -> String {
+    let notes = report["notes"].as_array().unwrap();
+    let note = notes
+        .iter()
+        .find_map(|n| n.as_str().filter(|n| n.starts_with("metrics ")));
+    note.unwrap_or_else(|| panic!("no metrics note in {notes:?}"))
+        .to_string()
+}
+
+#[test]
+fn the_last_counters_are_the_reports_figures() {
+    let receiver = Receiver::start(Mode::Takes);
+    let report = run_to(&receiver.url(), &["--run-id", "nightly-7"]);
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    assert!(!bodies.is_empty());
+    let mut mismatched = 0;
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        let figure = |key: &str| last(&bodies, key, name);
+        assert_eq!(
+            figure("versus_requests_total"),
+            e["completed"].as_f64(),
+            "{name}"
+        );
+        let errors = e["errors"]["count"].as_f64().unwrap();
+        assert_eq!(
+            figure("versus_errors_total").unwrap_or(0.0),
+            errors,
+            "{name}"
+        );
+        assert_eq!(
+            figure("versus_mismatches_total"),
+            e["mismatched"].as_f64(),
+            "{name}"
+        );
+        mismatched += e["mismatched"].as_u64().unwrap_or(0);
+        for q in ["p50", "p90", "p99"] {
+            let gauge = figure(&format!("versus_request_duration_{q}_seconds"));
+            assert!(gauge.is_some_and(|v| v > 0.0), "{name} {q}");
+        }
+        let count = figure("versus_request_duration_seconds_count").unwrap();
+        let inf = bodies.last().unwrap().timeseries.iter().find(|s| {
+            label(s, "__name__") == Some("versus_request_duration_seconds_bucket")
+                && label(s, "endpoint") == Some(name)
+                && label(s, "method").is_none()
+                && label(s, "le") == Some("+Inf")
+        });
+        assert_eq!(inf.map(|s| s.samples[0].value), Some(count), "{name}");
+    }
+    // Planted: every fifth request differs, every seventh failed at b.
+    assert!(mismatched > 0);
+    assert!(report["endpoints"][1]["errors"]["count"].as_u64().unwrap() > 0);
+    // Every series names the run and the shard, with labels sorted.
+    for s in bodies.iter().flat_map(|b| &b.timeseries) {
+        assert_eq!(label(s, "run_id"), Some("nightly-7"));
+        assert_eq!(label(s, "shard"), Some("0/1"));
+        let names: Vec<&str> = s.labels.iter().map(|l| l.name.as_str()).collect();
+        assert!(names.is_sorted(), "{names:?}");
+    }
+    // Mismatches by method and field: one field differs, so the
+    // method's requests at b.
+    let by_field: f64 = bodies
+        .last()
+        .unwrap()
+        .timeseries
+        .iter()
+        .filter(|s| {
+            label(s, "__name__") == Some("versus_mismatch_fields_total")
+                && label(s, "endpoint") == Some("b")
+                && label(s, "method") == Some("eth_blockNumber")
+        })
+        .map(|s| s.samples[0].value)
+        .sum();
+    assert_eq!(by_field, mismatched as f64);
+    let note = metrics_note(&report);
+    let n = bodies.len();
+    assert!(note.contains(&format!("run_id nightly-7")), "{note}");
+    assert!(
+        note.contains(&format!("{n} of {n} intervals delivered")),
+        "{note}"
+    );
+}
+
+/// A receiver that fails in `mode` (or a port that refuses): the run's
+/// report is whole and says no interval was delivered.
+fn undelivered(out: &str) {
+    let report = run_to(out, &[]);
+    assert_eq!(report["endpoints"][0]["completed"], 300);
+    assert_eq!(report["endpoints"][1]["completed"], 300);
+    let note = metrics_note(&report);
+    assert!(note.contains(": 0 of "), "{note}");
+    assert!(note.contains(" not delivered"), "{note}");
+    // The run id, random, is said in the note.
+    assert!(note.starts_with("metrics (run_id "), "{note}");
+}
+
+#[test]
+fn a_receiver_answering_500_is_counted_not_felt() {
+    let receiver = Receiver::start(Mode::Fails);
+    undelivered(&receiver.url());
+    // Tried again before being given up.
+    assert!(receiver.server.connections() >= 2);
+}
+
+#[test]
+fn a_receiver_refusing_connections_is_counted_not_felt() {
+    undelivered(&format!(
+        "prometheus=http://127.0.0.1:{}/api/v1/write",
+        closed_port()
+    ));
+}
+
+#[test]
+fn a_receiver_that_never_answers_is_counted_not_felt() {
+    let receiver = Receiver::start(Mode::Stalls);
+    undelivered(&receiver.url());
+}
+
+#[test]
+fn a_bad_out_is_refused_before_any_request() {
+    let server = Server::start(|_| Reply::ok("ok"));
+    for (out, says) in [
+        (
+            "influx=http://127.0.0.1:1/",
+            "unknown kind \"influx\"; the kinds are: prometheus",
+        ),
+        ("prometheus=127.0.0.1:9090", "must start with http://"),
+        ("prometheus=http://127.0.0.1:x/", "bad port"),
+        ("prometheus=https://127.0.0.1/", "https is not supported"),
+        ("prometheus", "give KIND=URL"),
+    ] {
+        let run = run_bin(
+            &["-q", "--stop-after", "3", "--out", out, &server.url()],
+            &lines(3),
+        );
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{out}: {err}");
+        assert!(err.contains("--out") && err.contains(says), "{out}: {err}");
+    }
+    assert_eq!(server.requests(), 0);
+}
