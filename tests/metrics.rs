@@ -309,3 +309,112 @@ fn a_bad_out_is_refused_before_any_request() {
     }
     assert_eq!(server.requests(), 0);
 }
+
+/// A Prometheus of Debian's package on a free port of 127.0.0.1, taking
+/// remote write, its data in a folder of its own; stopped when dropped.
+struct Prometheus {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    dir: std::path::PathBuf,
+}
+
+impl Prometheus {
+    fn start() -> Prometheus {
+        let dir = std::env::temp_dir().join(format!("versus-prometheus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
+        let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--web.enable-remote-write-receiver")
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--config.file={}", config.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .expect("prometheus: bash .ci/run installs it");
+        let p = Prometheus { child, addr, dir };
+        // Ready when /-/ready answers 200 (its storage opened).
+        for _ in 0..300 {
+            if p.get("/-/ready").is_some_and(|(status, _)| status == 200) {
+                return p;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("prometheus not ready: {}", std::fs::read_to_string(p.dir.join("log")).unwrap());
+    }
+
+    /// GET `path`: the status and the body, or `None` when nothing listens.
+    fn get(&self, path: &str) -> Option<(u16, String)> {
+        let mut s = TcpStream::connect(self.addr).ok()?;
+        let head = format!("GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.addr);
+        s.write_all(head.as_bytes()).ok()?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).ok()?;
+        let status = answer.split_whitespace().nth(1)?.parse().ok()?;
+        let body = answer.split_once("\r\n\r\n")?.1.to_string();
+        Some((status, body))
+    }
+
+    /// The value per endpoint of a PromQL `query` (now).
+    fn query(&self, query: &str) -> std::collections::BTreeMap<String, f64> {
+        let encoded: String = query
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (status, body) = self.get(&format!("/api/v1/query?query={encoded}")).unwrap();
+        assert_eq!(status, 200, "{query}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let result = v["data"]["result"].as_array().unwrap();
+        result
+            .iter()
+            .map(|r| {
+                let endpoint = r["metric"]["endpoint"].as_str().unwrap().to_string();
+                (endpoint, r["value"][1].as_str().unwrap().parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+#[ignore = "needs prometheus: bash .ci/run installs it"]
+fn prometheus_holds_the_reports_figures() {
+    let prometheus = Prometheus::start();
+    let out = format!("prometheus=http://{}/api/v1/write", prometheus.addr);
+    let run_id = format!("test-{}", std::process::id());
+    let report = run_to(&out, &["--run-id", &run_id]);
+    let n = report["endpoints"].as_array().unwrap().len();
+    let note = metrics_note(&report);
+    assert!(note.contains(" intervals delivered") && !note.contains("not delivered"), "{note}");
+    let whole = format!("run_id=\"{run_id}\",method=\"\",step=\"\"");
+    let requests = prometheus.query(&format!("versus_requests_total{{{whole}}}"));
+    let errors = prometheus.query(&format!("sum by (endpoint) (versus_errors_total{{{whole}}})"));
+    let mismatches = prometheus.query(&format!("versus_mismatches_total{{{whole}}}"));
+    let p99 = prometheus.query(&format!("versus_request_duration_p99_seconds{{{whole}}}"));
+    assert_eq!(requests.len(), n, "{requests:?}");
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        assert_eq!(requests.get(name).copied(), e["completed"].as_f64(), "{name}");
+        let reported = e["errors"]["count"].as_f64().unwrap();
+        assert_eq!(errors.get(name).copied().unwrap_or(0.0), reported, "{name}");
+        assert_eq!(mismatches.get(name).copied(), e["mismatched"].as_f64(), "{name}");
+        // The same histogram's p99, in seconds against milliseconds.
+        let ms = e["latency_ms"]["p99"].as_f64().unwrap();
+        let s = p99[name];
+        assert!((s * 1000.0 - ms).abs() <= ms * 1e-6 + 1e-9, "{name}: {s} s, {ms} ms");
+    }
+    assert!(mismatches["b"] > 0.0 && errors["b"] > 0.0);
+}
