@@ -244,7 +244,7 @@ fn the_last_counters_are_the_reports_figures() {
     assert_eq!(by_field, mismatched as f64);
     let note = metrics_note(&report);
     let n = bodies.len();
-    assert!(note.contains(&format!("run_id nightly-7")), "{note}");
+    assert!(note.contains("run_id nightly-7"), "{note}");
     assert!(
         note.contains(&format!("{n} of {n} intervals delivered")),
         "{note}"
@@ -325,11 +325,17 @@ impl Prometheus {
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("prometheus.yml");
         std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
-        let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
         let child = std::process::Command::new("prometheus")
             .arg(format!("--web.listen-address={addr}"))
             .arg("--web.enable-remote-write-receiver")
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--config.file={}", config.display()))
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(dir.join("log")).unwrap())
@@ -343,13 +349,19 @@ impl Prometheus {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        panic!("prometheus not ready: {}", std::fs::read_to_string(p.dir.join("log")).unwrap());
+        panic!(
+            "prometheus not ready: {}",
+            std::fs::read_to_string(p.dir.join("log")).unwrap()
+        );
     }
 
     /// GET `path`: the status and the body, or `None` when nothing listens.
     fn get(&self, path: &str) -> Option<(u16, String)> {
         let mut s = TcpStream::connect(self.addr).ok()?;
-        let head = format!("GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.addr);
+        let head = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        );
         s.write_all(head.as_bytes()).ok()?;
         let mut answer = String::new();
         s.read_to_string(&mut answer).ok()?;
@@ -363,7 +375,9 @@ impl Prometheus {
         let encoded: String = query
             .bytes()
             .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => {
+                    (b as char).to_string()
+                }
                 _ => format!("%{b:02X}"),
             })
             .collect();
@@ -398,23 +412,97 @@ fn prometheus_holds_the_reports_figures() {
     let report = run_to(&out, &["--run-id", &run_id]);
     let n = report["endpoints"].as_array().unwrap().len();
     let note = metrics_note(&report);
-    assert!(note.contains(" intervals delivered") && !note.contains("not delivered"), "{note}");
+    assert!(
+        note.contains(" intervals delivered") && !note.contains("not delivered"),
+        "{note}"
+    );
     let whole = format!("run_id=\"{run_id}\",method=\"\",step=\"\"");
     let requests = prometheus.query(&format!("versus_requests_total{{{whole}}}"));
-    let errors = prometheus.query(&format!("sum by (endpoint) (versus_errors_total{{{whole}}})"));
+    let errors = prometheus.query(&format!(
+        "sum by (endpoint) (versus_errors_total{{{whole}}})"
+    ));
     let mismatches = prometheus.query(&format!("versus_mismatches_total{{{whole}}}"));
     let p99 = prometheus.query(&format!("versus_request_duration_p99_seconds{{{whole}}}"));
     assert_eq!(requests.len(), n, "{requests:?}");
     for e in report["endpoints"].as_array().unwrap() {
         let name = e["label"].as_str().unwrap();
-        assert_eq!(requests.get(name).copied(), e["completed"].as_f64(), "{name}");
+        assert_eq!(
+            requests.get(name).copied(),
+            e["completed"].as_f64(),
+            "{name}"
+        );
         let reported = e["errors"]["count"].as_f64().unwrap();
         assert_eq!(errors.get(name).copied().unwrap_or(0.0), reported, "{name}");
-        assert_eq!(mismatches.get(name).copied(), e["mismatched"].as_f64(), "{name}");
+        assert_eq!(
+            mismatches.get(name).copied(),
+            e["mismatched"].as_f64(),
+            "{name}"
+        );
         // The same histogram's p99, in seconds against milliseconds.
         let ms = e["latency_ms"]["p99"].as_f64().unwrap();
         let s = p99[name];
-        assert!((s * 1000.0 - ms).abs() <= ms * 1e-6 + 1e-9, "{name}: {s} s, {ms} ms");
+        assert!(
+            (s * 1000.0 - ms).abs() <= ms * 1e-6 + 1e-9,
+            "{name}: {s} s, {ms} ms"
+        );
     }
     assert!(mismatches["b"] > 0.0 && errors["b"] > 0.0);
+}
+
+/// The last value sent of `name` at `endpoint`'s step `step`.
+fn last_of_step(bodies: &[WriteRequest], name: &str, endpoint: &str, step: &str) -> Option<f64> {
+    bodies.iter().rev().find_map(|b| {
+        b.timeseries
+            .iter()
+            .find(|s| {
+                label(s, "__name__") == Some(name)
+                    && label(s, "endpoint") == Some(endpoint)
+                    && label(s, "step") == Some(step)
+            })
+            .map(|s| s.samples[0].value)
+    })
+}
+
+#[test]
+fn a_scenarios_steps_are_series_of_their_own() {
+    let receiver = Receiver::start(Mode::Takes);
+    let a = Server::start(|_| Reply::ok(r#"{"v":1}"#));
+    let b = Server::start(|seen| match seen.path.as_str() {
+        "/item" => Reply::ok(r#"{"v":2}"#),
+        _ => Reply::ok(r#"{"v":1}"#),
+    });
+    let file = scenario_file(
+        "metrics.toml",
+        "[[step]]\nname = \"list\"\npath = \"/list\"\n\n[[step]]\nname = \"item\"\npath = \"/item\"\n",
+    );
+    let (ua, ub) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let out = receiver.url();
+    let args = ["-c", "1", "--stop-after", "20", "--out", &out, &ua, &ub];
+    let report = run_scenario_json(&file, &args);
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    for (e, name) in [(0, "a"), (1, "b")] {
+        for step in ["list", "item"] {
+            let figures = step_of(&report, e, step);
+            let sent = |key| last_of_step(&bodies, key, name, step);
+            assert_eq!(
+                sent("versus_requests_total"),
+                figures["requests"].as_f64(),
+                "{name} {step}"
+            );
+            assert_eq!(
+                sent("versus_errors_total"),
+                figures["errors"].as_f64(),
+                "{name} {step}"
+            );
+            assert_eq!(
+                sent("versus_mismatches_total"),
+                figures["mismatched"].as_f64().or(Some(0.0)),
+                "{name} {step}"
+            );
+        }
+    }
+    assert_eq!(
+        last_of_step(&bodies, "versus_mismatches_total", "b", "item"),
+        Some(20.0)
+    );
 }
