@@ -274,10 +274,23 @@ fn a_receiver_answering_500_is_counted_not_felt() {
 
 #[test]
 fn a_receiver_refusing_connections_is_counted_not_felt() {
-    undelivered(&format!(
-        "prometheus=http://127.0.0.1:{}/api/v1/write",
-        closed_port()
-    ));
+    let out = format!("prometheus=http://127.0.0.1:{}/api/v1/write", closed_port());
+    undelivered(&out);
+    // The Markdown report (and so the HTML one) says it too.
+    let server = Server::start(|_| Reply::ok("ok"));
+    let args = [
+        "-q",
+        "--format",
+        "markdown",
+        "--stop-after",
+        "5",
+        "--out",
+        &out,
+    ];
+    let run = run_bin(&[&args[..], &[&server.url()]].concat(), &lines(5));
+    let md = String::from_utf8_lossy(&run.stdout);
+    assert!(md.contains("- Note: metrics (run"), "{md}");
+    assert!(md.contains(" not delivered"), "{md}");
 }
 
 #[test]
