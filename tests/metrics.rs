@@ -24,6 +24,8 @@ enum Mode {
     Fails,
     /// Reads the request and never answers.
     Stalls,
+    /// Answers 500 on its first connection, then takes.
+    FailsFirst,
 }
 
 /// A remote-write receiver keeping every body it decoded, in order.
@@ -57,7 +59,7 @@ impl Receiver {
     fn start(mode: Mode) -> Receiver {
         let bodies = Arc::new(Mutex::new(Vec::new()));
         let kept = bodies.clone();
-        let server = RawServer::start(move |mut s, _| {
+        let server = RawServer::start(move |mut s, n| {
             let Some((head, body)) = request(&mut s) else {
                 return;
             };
@@ -70,8 +72,13 @@ impl Receiver {
             ] {
                 assert!(lower.contains(h), "{h:?} not in {head}");
             }
+            let mode = match mode {
+                Mode::FailsFirst if n == 0 => Mode::Fails,
+                Mode::FailsFirst => Mode::Takes,
+                other => other,
+            };
             match mode {
-                Mode::Takes => {
+                Mode::Takes | Mode::FailsFirst => {
                     let decoded = WriteRequest::decode_snappy(&body).expect("a WriteRequest");
                     kept.lock().unwrap().push(decoded);
                     let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
@@ -291,6 +298,23 @@ fn a_receiver_refusing_connections_is_counted_not_felt() {
     let md = String::from_utf8_lossy(&run.stdout);
     assert!(md.contains("- Note: metrics (run"), "{md}");
     assert!(md.contains(" not delivered"), "{md}");
+}
+
+/// A send that failed is tried again, and delivered.
+#[test]
+fn a_failed_send_is_tried_again() {
+    let receiver = Receiver::start(Mode::FailsFirst);
+    let report = run_to(&receiver.url(), &[]);
+    let n = receiver.bodies.lock().unwrap().len();
+    let note = metrics_note(&report);
+    assert!(
+        note.contains(&format!(
+            ": {n} of {n} intervals delivered; 1 send tried again"
+        )),
+        "{note}"
+    );
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    assert_eq!(last(&bodies, "versus_requests_total", "a"), Some(300.0));
 }
 
 #[test]

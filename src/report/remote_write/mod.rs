@@ -116,7 +116,8 @@ fn note(run_id: &str, url: &str, d: &Delivery) -> String {
         }
     }
     if d.retried > 0 {
-        note.push_str(&format!("; {} sends tried again", d.retried));
+        let sends = if d.retried == 1 { "send" } else { "sends" };
+        note.push_str(&format!("; {} {sends} tried again", d.retried));
     }
     note
 }
