@@ -227,6 +227,17 @@ fn the_last_counters_are_the_reports_figures() {
     // Planted: every fifth request differs, every seventh failed at b.
     assert!(mismatched > 0);
     assert!(report["endpoints"][1]["errors"]["count"].as_u64().unwrap() > 0);
+    // One time per interval, each later than the last (a receiver rejects
+    // a second sample of a series at one time).
+    let times: Vec<i64> = bodies
+        .iter()
+        .map(|b| b.timeseries[0].samples[0].timestamp)
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    for b in &bodies {
+        assert!(b.timeseries.iter().all(|s| s.samples.len() == 1
+            && s.samples[0].timestamp == b.timeseries[0].samples[0].timestamp));
+    }
     // Every series names the run and the shard, with labels sorted.
     for s in bodies.iter().flat_map(|b| &b.timeseries) {
         assert_eq!(label(s, "run_id"), Some("nightly-7"));

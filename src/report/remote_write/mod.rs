@@ -73,6 +73,10 @@ pub fn random_run_id() -> String {
 pub struct RemoteWrite {
     labels: RunLabels,
     senders: Vec<Sender>,
+    /// The last interval's timestamp, ms: each is later than the last,
+    /// even when intervals end within a millisecond (at the end of a
+    /// run), since a receiver rejects a second sample at one time.
+    last_ms: i64,
 }
 
 impl RemoteWrite {
@@ -85,7 +89,11 @@ impl RemoteWrite {
             .into_iter()
             .map(Sender::start)
             .collect::<Result<_, _>>()?;
-        Ok(RemoteWrite { labels, senders })
+        Ok(RemoteWrite {
+            labels,
+            senders,
+            last_ms: 0,
+        })
     }
 
     /// Stop sending (the bodies still queued get a bounded time) and say,
@@ -127,7 +135,8 @@ impl Observer for RemoteWrite {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let body = encode(&self.labels, delta, total, now).encode_snappy();
+        self.last_ms = now.max(self.last_ms + 1);
+        let body = encode(&self.labels, delta, total, self.last_ms).encode_snappy();
         for s in &mut self.senders {
             s.send(body.clone());
         }
