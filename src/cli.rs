@@ -795,6 +795,27 @@ pub struct RunArgs {
     )]
     pub record_limit: u64,
 
+    /// Stream each interval's figures while the run goes, to KIND=URL
+    /// (repeatable). KIND: prometheus (remote write, like
+    /// prometheus=http://127.0.0.1:9090/api/v1/write); docs/metrics.md.
+    #[arg(
+        long = "out",
+        value_name = "KIND=URL",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub out: Vec<String>,
+
+    /// The run's name in --out's series (label run_id); default a random
+    /// id, said in the report.
+    #[arg(
+        long,
+        value_name = "ID",
+        help_heading = "Output",
+        hide_short_help = true
+    )]
+    pub run_id: Option<String>,
+
     /// Format of the report on stdout: text, json, markdown, csv or vegeta
     /// (vegeta's text report, per endpoint).
     #[arg(

@@ -14,6 +14,7 @@ use crate::input::{Next, Source};
 use crate::plan::Plan;
 use crate::report::info::Report;
 use crate::report::outputs::{self, ReportFormat};
+use crate::report::remote_write::{self, RemoteWrite, RunLabels};
 use crate::report::threshold::{self, Threshold};
 use crate::results::format::Header;
 use crate::results::info::{Record, RunInfo};
@@ -40,6 +41,8 @@ pub struct OutputFiles {
     show_secrets: bool,
     /// `--record mismatches`: the tap to hand the stream's recorder to.
     problem_lines: Option<Arc<crate::results::writer::ProblemLines>>,
+    /// `--out`: the intervals streamed while the run goes.
+    metrics: Option<RemoteWrite>,
 }
 
 /// A live run's output files, created together and once: before the run,
@@ -215,6 +218,7 @@ impl OutputFiles {
             .output
             .as_ref()
             .map(|path| RunWriter::pending(path, &header));
+        let metrics = metrics(args, plan, &info)?;
         Ok(OutputFiles {
             steps: info.steps(plan.engine.interval),
             steering: None,
@@ -237,6 +241,7 @@ impl OutputFiles {
             html: args.html.clone(),
             show_secrets: plan.show_secrets,
             problem_lines: plan.problem_lines.clone(),
+            metrics,
         })
     }
 
@@ -333,6 +338,9 @@ impl OutputFiles {
         if let Some(s) = self.steering.as_mut() {
             list.push(s);
         }
+        if let Some(m) = self.metrics.as_mut() {
+            list.push(m);
+        }
         f(&mut Tee(list))
     }
 
@@ -355,6 +363,9 @@ impl OutputFiles {
             self.info.logged = Some(log.counts());
         }
         self.info.recorded = self.problem_lines.as_ref().and_then(|p| p.counts());
+        if let Some(m) = self.metrics.take() {
+            self.info.notes.extend(m.finish());
+        }
         if let Some(w) = self.writer.as_mut() {
             w.totals(run, &self.info);
             w.check()
@@ -393,6 +404,29 @@ impl OutputFiles {
         }
         Ok(threshold::exit(&checks))
     }
+}
+
+/// `--out`: the targets checked and their threads started, or `None`
+/// without one. The run is named by `--run-id`, else a random id.
+///
+/// # Errors
+/// A message naming `--out` or `--run-id` (exit 2).
+fn metrics(args: &RunArgs, plan: &Plan, info: &RunInfo) -> Result<Option<RemoteWrite>, String> {
+    let targets = remote_write::targets(&args.out)?;
+    if targets.is_empty() {
+        return Ok(None);
+    }
+    let run_id = match &args.run_id {
+        Some(id) if id.trim().is_empty() => return Err("--run-id: give a name".into()),
+        Some(id) => id.clone(),
+        None => remote_write::random_run_id(),
+    };
+    let labels = RunLabels {
+        run_id,
+        shard: plan.engine.shard.to_string(),
+        endpoints: info.endpoints.iter().map(|e| e.label.clone()).collect(),
+    };
+    RemoteWrite::start(targets, labels).map(Some)
 }
 
 /// What a report writes for CI besides itself: the `--junit` file, and

@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod mismatch_log;
 pub mod outputs;
 pub mod pages;
+pub mod remote_write;
 pub mod significance;
 pub mod table;
 pub mod text;
@@ -181,7 +182,7 @@ pub fn input_counts(run: &crate::engine::RunOutput) -> String {
 
 /// The summary's figures that only some runs have, a name and a value
 /// each, as the Markdown and HTML reports list them (the text report says
-/// the same values in its own words): the warm-up left out, requests
+/// the same values in its own words): the run's notes, the warm-up left out, requests
 /// compared as bytes, the mismatch log's lines, the
 /// figures of judging, the request lines the saved run left out, the input's malformed records and the source's
 /// summary.
@@ -190,7 +191,10 @@ pub fn notes(
     run: &crate::engine::RunOutput,
 ) -> Vec<(&'static str, String)> {
     let v = &run.stats.verdicts;
-    let mut out = Vec::new();
+    // What the text report says first (a skipped endpoint, what `--out`
+    // delivered).
+    let mut out: Vec<(&'static str, String)> =
+        info.notes.iter().map(|n| ("Note", n.clone())).collect();
     if let Some(w) = &info.warmup {
         out.push(("Warm-up", w.clone()));
     }

@@ -1,0 +1,329 @@
+//! Sends remote-write bodies on a thread of its own, over a small
+//! blocking HTTP/1.1 client: a bounded queue (the oldest body is dropped
+//! when it is full; each body holds cumulative counters, so the newest
+//! says most), a bounded number of tries per body, and counts of what
+//! was delivered, so that nothing is lost without the report saying so.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Bodies waiting to be sent at most; past it the oldest is dropped.
+const QUEUE: usize = 16;
+/// Tries per body (a refused connection, a timeout, a 5xx or 429 answer
+/// is tried again; any other answer is final).
+const TRIES: u32 = 3;
+/// The wait before the second try, doubled before each later one.
+const BACKOFF: Duration = Duration::from_millis(200);
+/// Connecting, writing a body, or waiting for the answer, at most.
+const TIMEOUT: Duration = Duration::from_secs(2);
+/// After the run, how long the bodies still queued may take to be sent.
+const FINISH: Duration = Duration::from_secs(3);
+
+/// Where remote write bodies go: an `http://` URL, parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// `host` or `host:port`, as the `Host` header says it.
+    authority: String,
+    /// What to connect to.
+    host: String,
+    /// The port (80 by default).
+    port: u16,
+    /// The request target, `/` at least.
+    path: String,
+}
+
+impl Target {
+    /// Parse `url`: `http://HOST[:PORT][/PATH]`.
+    ///
+    /// # Errors
+    /// What is wrong with it, for the `--out` message.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let rest = if let Some(rest) = url.strip_prefix("http://") {
+            rest
+        } else if url.starts_with("https://") {
+            return Err("https is not supported yet: use an http:// URL (a TLS proxy such as a local Prometheus agent can forward it)".into());
+        } else {
+            return Err("the URL must start with http://".into());
+        };
+        if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err("the URL holds spaces or control characters".into());
+        }
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(at) if rest[at..].starts_with('/') => (&rest[..at], &rest[at..]),
+            Some(at) => (&rest[..at], &rest[at..]),
+            None => (rest, "/"),
+        };
+        let path = match path.starts_with('/') {
+            true => path.to_string(),
+            false => format!("/{path}"),
+        };
+        if authority.contains('@') {
+            return Err("credentials in the URL are not supported".into());
+        }
+        let (host, port) = match authority.strip_prefix('[') {
+            Some(v6) => {
+                let end = v6.find(']').ok_or("an IPv6 host lacks its closing ]")?;
+                (&v6[..end], v6[end + 1..].strip_prefix(':'))
+            }
+            None => match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            },
+        };
+        if host.is_empty() {
+            return Err("the URL has no host".into());
+        }
+        let port = match port {
+            None => 80,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("bad port {p:?}"))?,
+        };
+        Ok(Target {
+            authority: authority.to_string(),
+            host: host.to_string(),
+            port,
+            path,
+        })
+    }
+
+    /// POST `body` once: `Ok` when it was taken (2xx), else why not and
+    /// whether to try again.
+    fn post(&self, body: &[u8]) -> Result<(), (String, bool)> {
+        let retry = |e: std::io::Error| (e.to_string(), true);
+        let addr = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(retry)?
+            .next()
+            .ok_or_else(|| (format!("{} has no address", self.host), true))?;
+        let mut conn = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(retry)?;
+        conn.set_write_timeout(Some(TIMEOUT)).map_err(retry)?;
+        conn.set_read_timeout(Some(TIMEOUT)).map_err(retry)?;
+        let head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: versus/{}\r\n\
+             Content-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n\
+             X-Prometheus-Remote-Write-Version: 0.1.0\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            self.path,
+            self.authority,
+            env!("CARGO_PKG_VERSION"),
+            body.len()
+        );
+        conn.write_all(head.as_bytes()).map_err(retry)?;
+        conn.write_all(body).map_err(retry)?;
+        let status = status_of(&mut conn).map_err(retry)?;
+        match status {
+            200..=299 => Ok(()),
+            429 | 500..=599 => Err((format!("HTTP {status}"), true)),
+            _ => Err((format!("HTTP {status}"), false)),
+        }
+    }
+}
+
+/// The status code of the answer on `conn` (its status line read; the
+/// rest is not needed).
+fn status_of(conn: &mut TcpStream) -> std::io::Result<u16> {
+    let mut head = Vec::with_capacity(64);
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n") && head.len() < 1024 {
+        if conn.read(&mut byte)? == 0 {
+            break;
+        }
+        head.push(byte[0]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let mut words = line.split_whitespace();
+    match (words.next(), words.next().and_then(|c| c.parse().ok())) {
+        (Some(v), Some(code)) if v.starts_with("HTTP/") => Ok(code),
+        _ => Err(std::io::Error::other(format!(
+            "not an HTTP answer: {:?}",
+            line.trim_end()
+        ))),
+    }
+}
+
+/// What became of the bodies handed to a [`Sender`].
+#[derive(Debug, Default)]
+struct Counts {
+    delivered: AtomicU64,
+    /// Sends tried again.
+    retried: AtomicU64,
+}
+
+/// A thread sending bodies to one target.
+pub struct Sender {
+    target: Target,
+    queue: crossbeam_channel::Sender<Vec<u8>>,
+    /// Kept to drop the oldest body when the queue is full.
+    oldest: crossbeam_channel::Receiver<Vec<u8>>,
+    counts: Arc<Counts>,
+    /// Bodies handed over.
+    handed: u64,
+    /// The last error, for the report.
+    last_error: Arc<std::sync::Mutex<Option<String>>>,
+    done: crossbeam_channel::Receiver<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What a [`Sender`] delivered, at the end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Bodies (intervals) handed over.
+    pub intervals: u64,
+    /// Of those, taken by the receiver.
+    pub delivered: u64,
+    /// Sends tried again.
+    pub retried: u64,
+    /// The last failure, if any.
+    pub last_error: Option<String>,
+}
+
+impl Sender {
+    /// Start the thread sending to `target`.
+    ///
+    /// # Errors
+    /// When the thread cannot start.
+    pub fn start(target: Target) -> Result<Sender, String> {
+        let (queue, bodies) = crossbeam_channel::bounded::<Vec<u8>>(QUEUE);
+        let (finished, done) = crossbeam_channel::bounded(1);
+        let counts = Arc::new(Counts::default());
+        let last_error = Arc::new(std::sync::Mutex::new(None));
+        let (to, c, e, rx) = (
+            target.clone(),
+            counts.clone(),
+            last_error.clone(),
+            bodies.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name("versus-metrics".into())
+            .spawn(move || {
+                for body in rx.iter() {
+                    send(&to, &body, &c, &e);
+                }
+                let _ = finished.send(());
+            })
+            .map_err(|e| format!("--out: cannot start its thread: {e}"))?;
+        Ok(Sender {
+            target,
+            queue,
+            oldest: bodies,
+            counts,
+            handed: 0,
+            last_error,
+            done,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queue `body`, dropping the oldest queued one if the queue is full:
+    /// never waits.
+    pub fn send(&mut self, body: Vec<u8>) {
+        self.handed += 1;
+        let mut body = body;
+        loop {
+            match self.queue.try_send(body) {
+                Err(crossbeam_channel::TrySendError::Full(b)) => {
+                    let _ = self.oldest.try_recv();
+                    body = b;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Close the queue, give the bodies still queued [`FINISH`] to be
+    /// sent, and say what was delivered.
+    pub fn finish(self) -> Delivery {
+        let Sender {
+            queue,
+            oldest,
+            counts,
+            handed,
+            last_error,
+            done,
+            thread,
+            ..
+        } = self;
+        drop((queue, oldest));
+        // A thread still sending after that is left to end on its own
+        // timeouts.
+        if done.recv_timeout(FINISH).is_ok() {
+            if let Some(t) = thread {
+                let _ = t.join();
+            }
+        }
+        Delivery {
+            intervals: handed,
+            delivered: counts.delivered.load(Ordering::Relaxed),
+            retried: counts.retried.load(Ordering::Relaxed),
+            last_error: last_error.lock().ok().and_then(|e| e.clone()),
+        }
+    }
+
+    /// The target's URL, as given.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.target.authority, self.target.path)
+    }
+}
+
+/// Send one body, trying again within [`TRIES`].
+fn send(to: &Target, body: &[u8], counts: &Counts, last: &std::sync::Mutex<Option<String>>) {
+    let mut wait = BACKOFF;
+    for attempt in 1..=TRIES {
+        match to.post(body) {
+            Ok(()) => {
+                counts.delivered.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Err((e, again)) => {
+                if let Ok(mut l) = last.lock() {
+                    *l = Some(e);
+                }
+                if !again || attempt == TRIES {
+                    return;
+                }
+                counts.retried.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_or_say_why_not() {
+        let t = Target::parse("http://127.0.0.1:9090/api/v1/write").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("127.0.0.1", 9090, "/api/v1/write")
+        );
+        let t = Target::parse("http://[::1]/w").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.authority.as_str()),
+            ("::1", 80, "[::1]")
+        );
+        assert_eq!(Target::parse("http://h").unwrap().path, "/");
+        for (bad, why) in [
+            ("ftp://h/", "must start with http://"),
+            ("127.0.0.1:9090", "must start with http://"),
+            ("https://h/", "https is not supported"),
+            ("http:///w", "no host"),
+            ("http://h:99999/", "bad port"),
+            ("http://h:x/", "bad port"),
+            ("http://u:p@h/", "credentials"),
+            ("http://h/a b", "spaces"),
+        ] {
+            let e = Target::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+}

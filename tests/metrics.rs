@@ -1,0 +1,556 @@
+//! `--out prometheus=URL`: each interval's figures streamed as Prometheus
+//! remote write to a receiver on 127.0.0.1 that decodes them (snappy,
+//! protobuf). The counters' last values are the report's figures
+//! exactly; a receiver that answers 500, refuses connections or never
+//! answers leaves the run and its report alone, and the report says how
+//! many intervals were not delivered. The real Prometheus takes them too
+//! (ignored without it).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use versus::report::remote_write::proto::WriteRequest;
+
+/// How a test receiver behaves.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Answers 204 No Content.
+    Takes,
+    /// Answers 500.
+    Fails,
+    /// Reads the request and never answers.
+    Stalls,
+    /// Answers 500 on its first connection, then takes.
+    FailsFirst,
+}
+
+/// A remote-write receiver keeping every body it decoded, in order.
+struct Receiver {
+    server: RawServer,
+    bodies: Arc<Mutex<Vec<WriteRequest>>>,
+}
+
+/// Read one request from `s`: its head and body.
+fn request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).ok().filter(|n| *n > 0)?;
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+    let length = content_length(&head);
+    let mut body = buf[end..].to_vec();
+    while body.len() < length {
+        let n = s.read(&mut chunk).ok().filter(|n| *n > 0)?;
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, body))
+}
+
+impl Receiver {
+    fn start(mode: Mode) -> Receiver {
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        let server = RawServer::start(move |mut s, n| {
+            let Some((head, body)) = request(&mut s) else {
+                return;
+            };
+            let lower = head.to_ascii_lowercase();
+            for h in [
+                "post /api/v1/write http/1.1\r\n",
+                "content-encoding: snappy\r\n",
+                "content-type: application/x-protobuf\r\n",
+                "x-prometheus-remote-write-version: 0.1.0\r\n",
+            ] {
+                assert!(lower.contains(h), "{h:?} not in {head}");
+            }
+            let mode = match mode {
+                Mode::FailsFirst if n == 0 => Mode::Fails,
+                Mode::FailsFirst => Mode::Takes,
+                other => other,
+            };
+            match mode {
+                Mode::Takes | Mode::FailsFirst => {
+                    let decoded = WriteRequest::decode_snappy(&body).expect("a WriteRequest");
+                    kept.lock().unwrap().push(decoded);
+                    let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+                }
+                Mode::Fails => {
+                    let _ = s.write_all(
+                        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy",
+                    );
+                }
+                // Held open, unanswered, until the sender gives up.
+                Mode::Stalls => {
+                    let _ = s.read(&mut [0u8; 1]);
+                }
+            }
+        });
+        Receiver { server, bodies }
+    }
+
+    fn url(&self) -> String {
+        format!("prometheus=http://{}/api/v1/write", self.server.addr)
+    }
+}
+
+/// A label's value in a series.
+fn label<'a>(
+    s: &'a versus::report::remote_write::proto::TimeSeries,
+    name: &str,
+) -> Option<&'a str> {
+    s.labels
+        .iter()
+        .find(|l| l.name == name)
+        .map(|l| l.value.as_str())
+}
+
+/// The last value sent of `name` at `endpoint` for the endpoint as a
+/// whole (no method or step), summed over its other labels.
+fn last(bodies: &[WriteRequest], name: &str, endpoint: &str) -> Option<f64> {
+    bodies.iter().rev().find_map(|b| {
+        let values: Vec<f64> = b
+            .timeseries
+            .iter()
+            .filter(|s| {
+                label(s, "__name__") == Some(name)
+                    && label(s, "endpoint") == Some(endpoint)
+                    && label(s, "method").is_none()
+                    && label(s, "step").is_none()
+            })
+            .map(|s| s.samples[0].value)
+            .collect();
+        (!values.is_empty()).then(|| values.iter().sum())
+    })
+}
+
+/// Two endpoints, the second answering differently for every fifth
+/// request and 500 for every seventh: mismatches and errors planted.
+fn endpoints() -> (Server, Server) {
+    let a = Server::start(|_| Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#));
+    let b = Server::start(|seen| {
+        let id = id_of(&seen.body);
+        match (id % 7, id % 5) {
+            (0, _) => Reply::ok("busy").status(500),
+            (_, 0) => Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x2"}"#),
+            _ => Reply::ok(r#"{"jsonrpc":"2.0","id":1,"result":"0x1"}"#),
+        }
+    });
+    (a, b)
+}
+
+/// Run 300 requests against `endpoints()` with `--out` to `receiver`;
+/// the JSON report.
+fn run_to(out: &str, extra: &[&str]) -> serde_json::Value {
+    let (a, b) = endpoints();
+    let (ua, ub) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let mut args = vec![
+        "-q",
+        "--format",
+        "json",
+        "--stop-after",
+        "300",
+        "--rate",
+        "300",
+    ];
+    args.extend_from_slice(&["--out", out]);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[&ua, &ub]);
+    let run = run_bin(&args, &lines(300));
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&run.stdout).unwrap()
+}
+
+/// The report's note on metrics.
+fn metrics_note(report: &serde_json::Value) -> String {
+    let notes = report["notes"].as_array().unwrap();
+    let note = notes
+        .iter()
+        .find_map(|n| n.as_str().filter(|n| n.starts_with("metrics ")));
+    note.unwrap_or_else(|| panic!("no metrics note in {notes:?}"))
+        .to_string()
+}
+
+#[test]
+fn the_last_counters_are_the_reports_figures() {
+    let receiver = Receiver::start(Mode::Takes);
+    let report = run_to(&receiver.url(), &["--run-id", "nightly-7"]);
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    assert!(!bodies.is_empty());
+    let mut mismatched = 0;
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        let figure = |key: &str| last(&bodies, key, name);
+        assert_eq!(
+            figure("versus_requests_total"),
+            e["completed"].as_f64(),
+            "{name}"
+        );
+        let errors = e["errors"]["count"].as_f64().unwrap();
+        assert_eq!(
+            figure("versus_errors_total").unwrap_or(0.0),
+            errors,
+            "{name}"
+        );
+        assert_eq!(
+            figure("versus_mismatches_total"),
+            e["mismatched"].as_f64(),
+            "{name}"
+        );
+        mismatched += e["mismatched"].as_u64().unwrap_or(0);
+        for q in ["p50", "p90", "p99"] {
+            let gauge = figure(&format!("versus_request_duration_{q}_seconds"));
+            assert!(gauge.is_some_and(|v| v > 0.0), "{name} {q}");
+        }
+        let count = figure("versus_request_duration_seconds_count").unwrap();
+        let inf = bodies.last().unwrap().timeseries.iter().find(|s| {
+            label(s, "__name__") == Some("versus_request_duration_seconds_bucket")
+                && label(s, "endpoint") == Some(name)
+                && label(s, "method").is_none()
+                && label(s, "le") == Some("+Inf")
+        });
+        assert_eq!(inf.map(|s| s.samples[0].value), Some(count), "{name}");
+    }
+    // Planted: every fifth request differs, every seventh failed at b.
+    assert!(mismatched > 0);
+    assert!(report["endpoints"][1]["errors"]["count"].as_u64().unwrap() > 0);
+    // One time per interval, each later than the last (a receiver rejects
+    // a second sample of a series at one time).
+    let times: Vec<i64> = bodies
+        .iter()
+        .map(|b| b.timeseries[0].samples[0].timestamp)
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    for b in &bodies {
+        assert!(b.timeseries.iter().all(|s| s.samples.len() == 1
+            && s.samples[0].timestamp == b.timeseries[0].samples[0].timestamp));
+    }
+    // Every series names the run and the shard, with labels sorted.
+    for s in bodies.iter().flat_map(|b| &b.timeseries) {
+        assert_eq!(label(s, "run_id"), Some("nightly-7"));
+        assert_eq!(label(s, "shard"), Some("0/1"));
+        let names: Vec<&str> = s.labels.iter().map(|l| l.name.as_str()).collect();
+        assert!(names.is_sorted(), "{names:?}");
+    }
+    // Mismatches by method and field: one field differs, so the
+    // method's requests at b.
+    let by_field: f64 = bodies
+        .last()
+        .unwrap()
+        .timeseries
+        .iter()
+        .filter(|s| {
+            label(s, "__name__") == Some("versus_mismatch_fields_total")
+                && label(s, "endpoint") == Some("b")
+                && label(s, "method") == Some("eth_blockNumber")
+        })
+        .map(|s| s.samples[0].value)
+        .sum();
+    assert_eq!(by_field, mismatched as f64);
+    let note = metrics_note(&report);
+    let n = bodies.len();
+    assert!(note.contains("run_id nightly-7"), "{note}");
+    assert!(
+        note.contains(&format!("{n} of {n} intervals delivered")),
+        "{note}"
+    );
+}
+
+/// A receiver that fails in `mode` (or a port that refuses): the run's
+/// report is whole and says no interval was delivered.
+fn undelivered(out: &str) {
+    let report = run_to(out, &[]);
+    assert_eq!(report["endpoints"][0]["completed"], 300);
+    assert_eq!(report["endpoints"][1]["completed"], 300);
+    let note = metrics_note(&report);
+    assert!(note.contains(": 0 of "), "{note}");
+    assert!(note.contains(" not delivered"), "{note}");
+    // The run id, random, is said in the note.
+    assert!(note.starts_with("metrics (run_id "), "{note}");
+}
+
+#[test]
+fn a_receiver_answering_500_is_counted_not_felt() {
+    let receiver = Receiver::start(Mode::Fails);
+    undelivered(&receiver.url());
+    // Tried again before being given up.
+    assert!(receiver.server.connections() >= 2);
+}
+
+#[test]
+fn a_receiver_refusing_connections_is_counted_not_felt() {
+    let out = format!("prometheus=http://127.0.0.1:{}/api/v1/write", closed_port());
+    undelivered(&out);
+    // The Markdown report (and so the HTML one) says it too.
+    let server = Server::start(|_| Reply::ok("ok"));
+    let args = [
+        "-q",
+        "--format",
+        "markdown",
+        "--stop-after",
+        "5",
+        "--out",
+        &out,
+    ];
+    let run = run_bin(&[&args[..], &[&server.url()]].concat(), &lines(5));
+    let md = String::from_utf8_lossy(&run.stdout);
+    assert!(md.contains("- Note: metrics (run"), "{md}");
+    assert!(md.contains(" not delivered"), "{md}");
+}
+
+/// A send that failed is tried again, and delivered.
+#[test]
+fn a_failed_send_is_tried_again() {
+    let receiver = Receiver::start(Mode::FailsFirst);
+    let report = run_to(&receiver.url(), &[]);
+    let n = receiver.bodies.lock().unwrap().len();
+    let note = metrics_note(&report);
+    assert!(
+        note.contains(&format!(
+            ": {n} of {n} intervals delivered; 1 send tried again"
+        )),
+        "{note}"
+    );
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    assert_eq!(last(&bodies, "versus_requests_total", "a"), Some(300.0));
+}
+
+#[test]
+fn a_receiver_that_never_answers_is_counted_not_felt() {
+    let receiver = Receiver::start(Mode::Stalls);
+    undelivered(&receiver.url());
+}
+
+#[test]
+fn a_bad_out_is_refused_before_any_request() {
+    let server = Server::start(|_| Reply::ok("ok"));
+    for (out, says) in [
+        (
+            "influx=http://127.0.0.1:1/",
+            "unknown kind \"influx\"; the kinds are: prometheus",
+        ),
+        ("prometheus=127.0.0.1:9090", "must start with http://"),
+        ("prometheus=http://127.0.0.1:x/", "bad port"),
+        ("prometheus=https://127.0.0.1/", "https is not supported"),
+        ("prometheus", "give KIND=URL"),
+    ] {
+        let run = run_bin(
+            &["-q", "--stop-after", "3", "--out", out, &server.url()],
+            &lines(3),
+        );
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{out}: {err}");
+        assert!(err.contains("--out") && err.contains(says), "{out}: {err}");
+    }
+    assert_eq!(server.requests(), 0);
+}
+
+/// A Prometheus of Debian's package on a free port of 127.0.0.1, taking
+/// remote write, its data in a folder of its own; stopped when dropped.
+struct Prometheus {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    dir: std::path::PathBuf,
+}
+
+impl Prometheus {
+    fn start() -> Prometheus {
+        let dir = std::env::temp_dir().join(format!("versus-prometheus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--web.enable-remote-write-receiver")
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--config.file={}", config.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .expect("prometheus: bash .ci/run installs it");
+        let p = Prometheus { child, addr, dir };
+        // Ready when /-/ready answers 200 (its storage opened).
+        for _ in 0..300 {
+            if p.get("/-/ready").is_some_and(|(status, _)| status == 200) {
+                return p;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "prometheus not ready: {}",
+            std::fs::read_to_string(p.dir.join("log")).unwrap()
+        );
+    }
+
+    /// GET `path`: the status and the body, or `None` when nothing listens.
+    fn get(&self, path: &str) -> Option<(u16, String)> {
+        let mut s = TcpStream::connect(self.addr).ok()?;
+        let head = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        );
+        s.write_all(head.as_bytes()).ok()?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).ok()?;
+        let status = answer.split_whitespace().nth(1)?.parse().ok()?;
+        let body = answer.split_once("\r\n\r\n")?.1.to_string();
+        Some((status, body))
+    }
+
+    /// The value per endpoint of a PromQL `query` (now).
+    fn query(&self, query: &str) -> std::collections::BTreeMap<String, f64> {
+        let encoded: String = query
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let (status, body) = self.get(&format!("/api/v1/query?query={encoded}")).unwrap();
+        assert_eq!(status, 200, "{query}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let result = v["data"]["result"].as_array().unwrap();
+        result
+            .iter()
+            .map(|r| {
+                let endpoint = r["metric"]["endpoint"].as_str().unwrap().to_string();
+                (endpoint, r["value"][1].as_str().unwrap().parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+#[ignore = "needs prometheus: bash .ci/run installs it"]
+fn prometheus_holds_the_reports_figures() {
+    let prometheus = Prometheus::start();
+    let out = format!("prometheus=http://{}/api/v1/write", prometheus.addr);
+    let run_id = format!("test-{}", std::process::id());
+    let report = run_to(&out, &["--run-id", &run_id]);
+    let n = report["endpoints"].as_array().unwrap().len();
+    let note = metrics_note(&report);
+    assert!(
+        note.contains(" intervals delivered") && !note.contains("not delivered"),
+        "{note}"
+    );
+    let whole = format!("run_id=\"{run_id}\",method=\"\",step=\"\"");
+    let requests = prometheus.query(&format!("versus_requests_total{{{whole}}}"));
+    let errors = prometheus.query(&format!(
+        "sum by (endpoint) (versus_errors_total{{{whole}}})"
+    ));
+    let mismatches = prometheus.query(&format!("versus_mismatches_total{{{whole}}}"));
+    let p99 = prometheus.query(&format!("versus_request_duration_p99_seconds{{{whole}}}"));
+    assert_eq!(requests.len(), n, "{requests:?}");
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        assert_eq!(
+            requests.get(name).copied(),
+            e["completed"].as_f64(),
+            "{name}"
+        );
+        let reported = e["errors"]["count"].as_f64().unwrap();
+        assert_eq!(errors.get(name).copied().unwrap_or(0.0), reported, "{name}");
+        assert_eq!(
+            mismatches.get(name).copied(),
+            e["mismatched"].as_f64(),
+            "{name}"
+        );
+        // The same histogram's p99, in seconds against milliseconds.
+        let ms = e["latency_ms"]["p99"].as_f64().unwrap();
+        let s = p99[name];
+        assert!(
+            (s * 1000.0 - ms).abs() <= ms * 1e-6 + 1e-9,
+            "{name}: {s} s, {ms} ms"
+        );
+    }
+    assert!(mismatches["b"] > 0.0 && errors["b"] > 0.0);
+}
+
+/// The last value sent of `name` at `endpoint`'s step `step`.
+fn last_of_step(bodies: &[WriteRequest], name: &str, endpoint: &str, step: &str) -> Option<f64> {
+    bodies.iter().rev().find_map(|b| {
+        b.timeseries
+            .iter()
+            .find(|s| {
+                label(s, "__name__") == Some(name)
+                    && label(s, "endpoint") == Some(endpoint)
+                    && label(s, "step") == Some(step)
+            })
+            .map(|s| s.samples[0].value)
+    })
+}
+
+#[test]
+fn a_scenarios_steps_are_series_of_their_own() {
+    let receiver = Receiver::start(Mode::Takes);
+    let a = Server::start(|_| Reply::ok(r#"{"v":1}"#));
+    let b = Server::start(|seen| match seen.path.as_str() {
+        "/item" => Reply::ok(r#"{"v":2}"#),
+        _ => Reply::ok(r#"{"v":1}"#),
+    });
+    let file = scenario_file(
+        "metrics.toml",
+        "[[step]]\nname = \"list\"\npath = \"/list\"\n\n[[step]]\nname = \"item\"\npath = \"/item\"\n",
+    );
+    let (ua, ub) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let out = receiver.url();
+    let args = ["-c", "1", "--stop-after", "20", "--out", &out, &ua, &ub];
+    let report = run_scenario_json(&file, &args);
+    let bodies = receiver.bodies.lock().unwrap().clone();
+    for (e, name) in [(0, "a"), (1, "b")] {
+        for step in ["list", "item"] {
+            let figures = step_of(&report, e, step);
+            let sent = |key| last_of_step(&bodies, key, name, step);
+            assert_eq!(
+                sent("versus_requests_total"),
+                figures["requests"].as_f64(),
+                "{name} {step}"
+            );
+            assert_eq!(
+                sent("versus_errors_total"),
+                figures["errors"].as_f64(),
+                "{name} {step}"
+            );
+            assert_eq!(
+                sent("versus_mismatches_total"),
+                figures["mismatched"].as_f64().or(Some(0.0)),
+                "{name} {step}"
+            );
+        }
+    }
+    assert_eq!(
+        last_of_step(&bodies, "versus_mismatches_total", "b", "item"),
+        Some(20.0)
+    );
+}
