@@ -554,3 +554,74 @@ fn a_scenarios_steps_are_series_of_their_own() {
         Some(20.0)
     );
 }
+
+/// The words of `expr` that start with `prefix`, each to its end.
+fn words<'a>(expr: &'a str, prefix: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find(prefix) {
+        let word = &rest[at..];
+        let end = word
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(word.len());
+        out.push(&word[..end]);
+        rest = &word[end..];
+    }
+    out
+}
+
+/// The labels of every `by (...)` in `expr`.
+fn grouped_by(expr: &str) -> Vec<String> {
+    expr.split("by (")
+        .skip(1)
+        .flat_map(|part| {
+            let list = &part[..part.find(')').unwrap_or(0)];
+            list.split(',').map(|l| l.trim().to_string()).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Every series the Grafana dashboard (`deploy/grafana/versus.json`)
+/// queries, and every label it groups by, is one versus writes: checked
+/// against what a run with mismatches, errors and an offered rate sent.
+#[test]
+fn the_grafana_dashboard_queries_only_series_versus_writes() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let receiver = Receiver::start(Mode::Takes);
+    run_to(&receiver.url(), &[]);
+    let mut written: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for body in receiver.bodies.lock().unwrap().iter() {
+        for s in &body.timeseries {
+            let name = label(s, "__name__").unwrap().to_string();
+            let labels = written.entry(name).or_default();
+            labels.extend(s.labels.iter().map(|l| l.name.clone()));
+        }
+    }
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/grafana/versus.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut queried = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            let names = words(expr, "versus_");
+            assert!(!names.is_empty(), "{expr}");
+            let mut labels = BTreeSet::new();
+            for name in names {
+                let written = written.get(name);
+                assert!(written.is_some(), "{name} is not written: {expr}");
+                labels.extend(written.into_iter().flatten().cloned());
+                queried += 1;
+            }
+            for l in grouped_by(expr) {
+                assert!(labels.contains(&l), "{l} is on none of the series of {expr}");
+            }
+        }
+    }
+    assert!(queried >= 10, "{queried}");
+    // The run-id variable's query too.
+    let variable = &dashboard["templating"]["list"][1]["definition"];
+    for name in words(variable.as_str().unwrap(), "versus_") {
+        assert!(written[name].contains("run_id"), "{variable}");
+    }
+}
