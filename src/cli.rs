@@ -797,7 +797,9 @@ pub struct RunArgs {
 
     /// Stream each interval's figures while the run goes, to KIND=URL
     /// (repeatable). KIND: prometheus (remote write, like
-    /// prometheus=http://127.0.0.1:9090/api/v1/write); docs/metrics.md.
+    /// prometheus=http://127.0.0.1:9090/api/v1/write) or otlp
+    /// (OTLP/HTTP metrics, like otlp=http://127.0.0.1:4318/v1/metrics);
+    /// docs/metrics.md.
     #[arg(
         long = "out",
         value_name = "KIND=URL",

@@ -1,6 +1,6 @@
-//! `--out prometheus=URL`: each interval's figures streamed as Prometheus
-//! remote write to a receiver on 127.0.0.1 that decodes them (snappy,
-//! protobuf). The counters' last values are the report's figures
+//! `--out prometheus=URL` and `--out otlp=URL`: each interval's figures
+//! streamed as Prometheus remote write (snappy, protobuf) or OTLP/HTTP
+//! metrics (protobuf) to a receiver on 127.0.0.1 that decodes them. The counters' last values are the report's figures
 //! exactly; a receiver that answers 500, refuses connections or never
 //! answers leaves the run and its report alone, and the report says how
 //! many intervals were not delivered. The real Prometheus takes them too
@@ -13,6 +13,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 
 use common::*;
+use versus::report::remote_write::otlp_proto::{self, ExportMetricsServiceRequest};
 use versus::report::remote_write::proto::WriteRequest;
 
 /// How a test receiver behaves.
@@ -28,10 +29,58 @@ enum Mode {
     FailsFirst,
 }
 
-/// A remote-write receiver keeping every body it decoded, in order.
+/// What a test receiver takes: its `--out` kind, request line and
+/// headers.
+#[derive(Clone, Copy, PartialEq)]
+enum Wire {
+    Prometheus,
+    Otlp,
+}
+
+impl Wire {
+    /// The kind and the path of its URL.
+    fn kind_and_path(self) -> (&'static str, &'static str) {
+        match self {
+            Wire::Prometheus => ("prometheus", "/api/v1/write"),
+            Wire::Otlp => ("otlp", "/v1/metrics"),
+        }
+    }
+
+    /// The lines (lowercase) every request holds.
+    fn lines(self) -> &'static [&'static str] {
+        match self {
+            Wire::Prometheus => &[
+                "post /api/v1/write http/1.1\r\n",
+                "content-encoding: snappy\r\n",
+                "content-type: application/x-protobuf\r\n",
+                "x-prometheus-remote-write-version: 0.1.0\r\n",
+            ],
+            Wire::Otlp => &[
+                "post /v1/metrics http/1.1\r\n",
+                "content-type: application/x-protobuf\r\n",
+            ],
+        }
+    }
+
+    /// Check that `body` decodes.
+    fn decodes(self, body: &[u8]) {
+        match self {
+            Wire::Prometheus => drop(WriteRequest::decode_snappy(body).expect("a WriteRequest")),
+            Wire::Otlp => drop(otlp(body)),
+        }
+    }
+}
+
+/// An OTLP body decoded.
+fn otlp(body: &[u8]) -> ExportMetricsServiceRequest {
+    prost::Message::decode(body).expect("an ExportMetricsServiceRequest")
+}
+
+/// A receiver keeping every body it took, in order.
 struct Receiver {
     server: RawServer,
-    bodies: Arc<Mutex<Vec<WriteRequest>>>,
+    bodies: Arc<Mutex<Vec<Vec<u8>>>>,
+    wire: Wire,
 }
 
 /// Read one request from `s`: its head and body.
@@ -57,6 +106,10 @@ fn request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
 
 impl Receiver {
     fn start(mode: Mode) -> Receiver {
+        Receiver::start_as(mode, Wire::Prometheus)
+    }
+
+    fn start_as(mode: Mode, wire: Wire) -> Receiver {
         let bodies = Arc::new(Mutex::new(Vec::new()));
         let kept = bodies.clone();
         let server = RawServer::start(move |mut s, n| {
@@ -64,12 +117,7 @@ impl Receiver {
                 return;
             };
             let lower = head.to_ascii_lowercase();
-            for h in [
-                "post /api/v1/write http/1.1\r\n",
-                "content-encoding: snappy\r\n",
-                "content-type: application/x-protobuf\r\n",
-                "x-prometheus-remote-write-version: 0.1.0\r\n",
-            ] {
+            for h in wire.lines() {
                 assert!(lower.contains(h), "{h:?} not in {head}");
             }
             let mode = match mode {
@@ -79,8 +127,8 @@ impl Receiver {
             };
             match mode {
                 Mode::Takes | Mode::FailsFirst => {
-                    let decoded = WriteRequest::decode_snappy(&body).expect("a WriteRequest");
-                    kept.lock().unwrap().push(decoded);
+                    wire.decodes(&body);
+                    kept.lock().unwrap().push(body);
                     let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
                 }
                 Mode::Fails => {
@@ -94,11 +142,33 @@ impl Receiver {
                 }
             }
         });
-        Receiver { server, bodies }
+        Receiver {
+            server,
+            bodies,
+            wire,
+        }
     }
 
     fn url(&self) -> String {
-        format!("prometheus=http://{}/api/v1/write", self.server.addr)
+        let (kind, path) = self.wire.kind_and_path();
+        format!("{kind}=http://{}{path}", self.server.addr)
+    }
+
+    /// The remote-write bodies taken.
+    fn written(&self) -> Vec<WriteRequest> {
+        let bodies = self.bodies.lock().unwrap();
+        let decoded = bodies.iter().map(|b| WriteRequest::decode_snappy(b));
+        decoded.collect::<Result<_, _>>().unwrap()
+    }
+
+    /// The OTLP bodies taken.
+    fn exported(&self) -> Vec<ExportMetricsServiceRequest> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| otlp(b))
+            .collect()
     }
 }
 
@@ -184,37 +254,45 @@ fn metrics_note(report: &serde_json::Value) -> String {
         .to_string()
 }
 
+/// The last values sent for report endpoint `e` (`figure(metric)`) are
+/// its figures exactly: requests, errors (all kinds), mismatches; and its
+/// quantile gauges are set.
+fn assert_sent_figures(e: &serde_json::Value, figure: impl Fn(&str) -> Option<f64>) {
+    let name = e["label"].as_str().unwrap();
+    assert_eq!(
+        figure("versus_requests_total"),
+        e["completed"].as_f64(),
+        "{name}"
+    );
+    let errors = e["errors"]["count"].as_f64().unwrap();
+    assert_eq!(
+        figure("versus_errors_total").unwrap_or(0.0),
+        errors,
+        "{name}"
+    );
+    assert_eq!(
+        figure("versus_mismatches_total"),
+        e["mismatched"].as_f64(),
+        "{name}"
+    );
+    for q in ["p50", "p90", "p99"] {
+        let gauge = figure(&format!("versus_request_duration_{q}_seconds"));
+        assert!(gauge.is_some_and(|v| v > 0.0), "{name} {q}");
+    }
+}
+
 #[test]
 fn the_last_counters_are_the_reports_figures() {
     let receiver = Receiver::start(Mode::Takes);
     let report = run_to(&receiver.url(), &["--run-id", "nightly-7"]);
-    let bodies = receiver.bodies.lock().unwrap().clone();
+    let bodies = receiver.written();
     assert!(!bodies.is_empty());
     let mut mismatched = 0;
     for e in report["endpoints"].as_array().unwrap() {
         let name = e["label"].as_str().unwrap();
         let figure = |key: &str| last(&bodies, key, name);
-        assert_eq!(
-            figure("versus_requests_total"),
-            e["completed"].as_f64(),
-            "{name}"
-        );
-        let errors = e["errors"]["count"].as_f64().unwrap();
-        assert_eq!(
-            figure("versus_errors_total").unwrap_or(0.0),
-            errors,
-            "{name}"
-        );
-        assert_eq!(
-            figure("versus_mismatches_total"),
-            e["mismatched"].as_f64(),
-            "{name}"
-        );
+        assert_sent_figures(e, figure);
         mismatched += e["mismatched"].as_u64().unwrap_or(0);
-        for q in ["p50", "p90", "p99"] {
-            let gauge = figure(&format!("versus_request_duration_{q}_seconds"));
-            assert!(gauge.is_some_and(|v| v > 0.0), "{name} {q}");
-        }
         let count = figure("versus_request_duration_seconds_count").unwrap();
         let inf = bodies.last().unwrap().timeseries.iter().find(|s| {
             label(s, "__name__") == Some("versus_request_duration_seconds_bucket")
@@ -324,7 +402,7 @@ fn a_failed_send_is_tried_again() {
         )),
         "{note}"
     );
-    let bodies = receiver.bodies.lock().unwrap().clone();
+    let bodies = receiver.written();
     assert_eq!(last(&bodies, "versus_requests_total", "a"), Some(300.0));
 }
 
@@ -340,8 +418,9 @@ fn a_bad_out_is_refused_before_any_request() {
     for (out, says) in [
         (
             "influx=http://127.0.0.1:1/",
-            "unknown kind \"influx\"; the kinds are: prometheus",
+            "unknown kind \"influx\"; the kinds are: prometheus, otlp",
         ),
+        ("otlp=127.0.0.1:4318/v1/metrics", "must start with http://"),
         ("prometheus=127.0.0.1:9090", "must start with http://"),
         ("prometheus=http://127.0.0.1:x/", "bad port"),
         ("prometheus=https://127.0.0.1/", "https is not supported"),
@@ -356,6 +435,147 @@ fn a_bad_out_is_refused_before_any_request() {
         assert!(err.contains("--out") && err.contains(says), "{out}: {err}");
     }
     assert_eq!(server.requests(), 0);
+}
+
+/// The metrics of an OTLP request.
+fn otlp_metrics(b: &ExportMetricsServiceRequest) -> impl Iterator<Item = &otlp_proto::Metric> {
+    let scopes = b.resource_metrics.iter().flat_map(|r| &r.scope_metrics);
+    scopes.flat_map(|s| &s.metrics)
+}
+
+/// An attribute's value.
+fn attr<'a>(attributes: &'a [otlp_proto::KeyValue], key: &str) -> Option<&'a str> {
+    let kv = attributes.iter().find(|kv| kv.key == key)?;
+    kv.value.as_ref()?.string_value.as_deref()
+}
+
+/// Whether `attributes` name `endpoint` as a whole (no method or step).
+fn whole(attributes: &[otlp_proto::KeyValue], endpoint: &str) -> bool {
+    attr(attributes, "endpoint") == Some(endpoint)
+        && attr(attributes, "method").is_none()
+        && attr(attributes, "step").is_none()
+}
+
+/// The last value sent of the sum or gauge `name` at `endpoint` as a
+/// whole, summed over its other attributes.
+fn last_point(bodies: &[ExportMetricsServiceRequest], name: &str, endpoint: &str) -> Option<f64> {
+    use otlp_proto::Data;
+    bodies.iter().rev().find_map(|b| {
+        let values: Vec<f64> = otlp_metrics(b)
+            .filter(|m| m.name == name)
+            .flat_map(|m| match &m.data {
+                Some(Data::Sum(s)) => s.data_points.clone(),
+                Some(Data::Gauge(g)) => g.data_points.clone(),
+                _ => Vec::new(),
+            })
+            .filter(|p| whole(&p.attributes, endpoint))
+            .filter_map(|p| p.as_double)
+            .collect();
+        (!values.is_empty()).then(|| values.iter().sum())
+    })
+}
+
+/// Checks on the last OTLP request's metrics: counters are cumulative
+/// monotonic sums from one start, the latency a histogram with the
+/// Prometheus buckets whose count is `completed` per endpoint, every
+/// point names the run.
+fn check_otlp_shapes(last: &ExportMetricsServiceRequest, completed: &[(&str, u64)], run_id: &str) {
+    use otlp_proto::Data;
+    let resource = last.resource_metrics[0].resource.as_ref().unwrap();
+    assert_eq!(attr(&resource.attributes, "service.name"), Some("versus"));
+    let scope = last.resource_metrics[0].scope_metrics[0].scope.as_ref();
+    assert_eq!(scope.map(|s| s.name.as_str()), Some("versus"));
+    let mut histograms = 0;
+    for m in otlp_metrics(last) {
+        let points: Vec<(&[otlp_proto::KeyValue], u64, u64)> = match &m.data {
+            Some(Data::Sum(s)) => {
+                assert!(s.is_monotonic, "{}", m.name);
+                assert_eq!(s.aggregation_temporality, otlp_proto::CUMULATIVE);
+                let p = s.data_points.iter();
+                p.map(|p| (&p.attributes[..], p.start_time_unix_nano, p.time_unix_nano))
+                    .collect()
+            }
+            Some(Data::Gauge(g)) => {
+                let p = g.data_points.iter();
+                p.map(|p| (&p.attributes[..], p.time_unix_nano, p.time_unix_nano))
+                    .collect()
+            }
+            Some(Data::Histogram(h)) => {
+                assert_eq!(m.name, "versus_request_duration_seconds");
+                assert_eq!(h.aggregation_temporality, otlp_proto::CUMULATIVE);
+                for p in &h.data_points {
+                    assert_eq!(p.explicit_bounds, versus::report::remote_write::BUCKETS);
+                    assert_eq!(p.bucket_counts.len(), p.explicit_bounds.len() + 1);
+                    // Per bucket, not cumulative: they add up to the count.
+                    assert_eq!(p.bucket_counts.iter().sum::<u64>(), p.count);
+                    for (name, n) in completed {
+                        if whole(&p.attributes, name) {
+                            assert_eq!(p.count, *n, "{name}");
+                            assert!(p.sum.is_some_and(|s| s > 0.0), "{name}");
+                            histograms += 1;
+                        }
+                    }
+                }
+                let p = h.data_points.iter();
+                p.map(|p| (&p.attributes[..], p.start_time_unix_nano, p.time_unix_nano))
+                    .collect()
+            }
+            None => panic!("{} has no data", m.name),
+        };
+        assert!(!points.is_empty(), "{}", m.name);
+        for (attributes, start, at) in points {
+            assert!(0 < start && start <= at, "{}: {start} {at}", m.name);
+            assert_eq!(attr(attributes, "run_id"), Some(run_id), "{}", m.name);
+            assert_eq!(attr(attributes, "shard"), Some("0/1"), "{}", m.name);
+            assert!(attr(attributes, "endpoint").is_some(), "{}", m.name);
+        }
+    }
+    assert_eq!(histograms, completed.len());
+}
+
+#[test]
+fn otlp_carries_the_reports_figures() {
+    let receiver = Receiver::start_as(Mode::Takes, Wire::Otlp);
+    let report = run_to(&receiver.url(), &["--run-id", "nightly-8"]);
+    let bodies = receiver.exported();
+    assert!(!bodies.is_empty());
+    let mut completed = Vec::new();
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        let figure = |key: &str| last_point(&bodies, key, name);
+        assert_sent_figures(e, figure);
+        completed.push((name, e["completed"].as_u64().unwrap()));
+    }
+    // Planted: every fifth request differs, every seventh failed at b.
+    assert!(report["endpoints"][1]["mismatched"].as_u64().unwrap() > 0);
+    assert!(report["endpoints"][1]["errors"]["count"].as_u64().unwrap() > 0);
+    check_otlp_shapes(bodies.last().unwrap(), &completed, "nightly-8");
+    // One time per interval, each later than the last.
+    let times: Vec<u64> = bodies
+        .iter()
+        .map(|b| {
+            let m = otlp_metrics(b).next().unwrap();
+            match &m.data {
+                Some(otlp_proto::Data::Sum(s)) => s.data_points[0].time_unix_nano,
+                _ => panic!("{} first", m.name),
+            }
+        })
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    let note = metrics_note(&report);
+    let n = bodies.len();
+    assert!(note.contains("/v1/metrics: "), "{note}");
+    assert!(
+        note.contains(&format!("{n} of {n} intervals delivered")),
+        "{note}"
+    );
+}
+
+#[test]
+fn an_otlp_receiver_answering_500_is_counted_not_felt() {
+    let receiver = Receiver::start_as(Mode::Fails, Wire::Otlp);
+    undelivered(&receiver.url());
+    assert!(receiver.server.connections() >= 2);
 }
 
 /// A Prometheus of Debian's package on a free port of 127.0.0.1, taking
@@ -527,7 +747,7 @@ fn a_scenarios_steps_are_series_of_their_own() {
     let out = receiver.url();
     let args = ["-c", "1", "--stop-after", "20", "--out", &out, &ua, &ub];
     let report = run_scenario_json(&file, &args);
-    let bodies = receiver.bodies.lock().unwrap().clone();
+    let bodies = receiver.written();
     for (e, name) in [(0, "a"), (1, "b")] {
         for step in ["list", "item"] {
             let figures = step_of(&report, e, step);
@@ -576,7 +796,9 @@ fn grouped_by(expr: &str) -> Vec<String> {
         .skip(1)
         .flat_map(|part| {
             let list = &part[..part.find(')').unwrap_or(0)];
-            list.split(',').map(|l| l.trim().to_string()).collect::<Vec<_>>()
+            list.split(',')
+                .map(|l| l.trim().to_string())
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -590,7 +812,7 @@ fn the_grafana_dashboard_queries_only_series_versus_writes() {
     let receiver = Receiver::start(Mode::Takes);
     run_to(&receiver.url(), &[]);
     let mut written: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for body in receiver.bodies.lock().unwrap().iter() {
+    for body in &receiver.written() {
         for s in &body.timeseries {
             let name = label(s, "__name__").unwrap().to_string();
             let labels = written.entry(name).or_default();
@@ -614,7 +836,10 @@ fn the_grafana_dashboard_queries_only_series_versus_writes() {
                 queried += 1;
             }
             for l in grouped_by(expr) {
-                assert!(labels.contains(&l), "{l} is on none of the series of {expr}");
+                assert!(
+                    labels.contains(&l),
+                    "{l} is on none of the series of {expr}"
+                );
             }
         }
     }

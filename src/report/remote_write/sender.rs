@@ -1,4 +1,4 @@
-//! Sends remote-write bodies on a thread of its own, over a small
+//! Sends `--out` bodies (remote write, OTLP) on a thread of its own, over a small
 //! blocking HTTP/1.1 client: a bounded queue (the oldest body is dropped
 //! when it is full; each body holds cumulative counters, so the newest
 //! says most), a bounded number of tries per body, and counts of what
@@ -22,7 +22,8 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 /// After the run, how long the bodies still queued may take to be sent.
 const FINISH: Duration = Duration::from_secs(3);
 
-/// Where remote write bodies go: an `http://` URL, parsed.
+/// Where bodies go: an `http://` URL, parsed, and the headers their
+/// format asks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     /// `host` or `host:port`, as the `Host` header says it.
@@ -33,14 +34,17 @@ pub struct Target {
     port: u16,
     /// The request target, `/` at least.
     path: String,
+    /// The format's headers (`Content-Type`, ...), each ending in CRLF.
+    headers: &'static str,
 }
 
 impl Target {
-    /// Parse `url`: `http://HOST[:PORT][/PATH]`.
+    /// Parse `url`: `http://HOST[:PORT][/PATH]`; each request sends
+    /// `headers` (lines ending in CRLF).
     ///
     /// # Errors
     /// What is wrong with it, for the `--out` message.
-    pub fn parse(url: &str) -> Result<Target, String> {
+    pub fn parse(url: &str, headers: &'static str) -> Result<Target, String> {
         let rest = if let Some(rest) = url.strip_prefix("http://") {
             rest
         } else if url.starts_with("https://") {
@@ -89,6 +93,7 @@ impl Target {
             host: host.to_string(),
             port,
             path,
+            headers,
         })
     }
 
@@ -105,13 +110,12 @@ impl Target {
         conn.set_write_timeout(Some(TIMEOUT)).map_err(retry)?;
         conn.set_read_timeout(Some(TIMEOUT)).map_err(retry)?;
         let head = format!(
-            "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: versus/{}\r\n\
-             Content-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n\
-             X-Prometheus-Remote-Write-Version: 0.1.0\r\n\
+            "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: versus/{}\r\n{}\
              Content-Length: {}\r\nConnection: close\r\n\r\n",
             self.path,
             self.authority,
             env!("CARGO_PKG_VERSION"),
+            self.headers,
             body.len()
         );
         conn.write_all(head.as_bytes()).map_err(retry)?;
@@ -301,17 +305,17 @@ mod tests {
 
     #[test]
     fn urls_parse_or_say_why_not() {
-        let t = Target::parse("http://127.0.0.1:9090/api/v1/write").unwrap();
+        let t = Target::parse("http://127.0.0.1:9090/api/v1/write", "").unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.path.as_str()),
             ("127.0.0.1", 9090, "/api/v1/write")
         );
-        let t = Target::parse("http://[::1]/w").unwrap();
+        let t = Target::parse("http://[::1]/w", "").unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.authority.as_str()),
             ("::1", 80, "[::1]")
         );
-        assert_eq!(Target::parse("http://h").unwrap().path, "/");
+        assert_eq!(Target::parse("http://h", "").unwrap().path, "/");
         for (bad, why) in [
             ("ftp://h/", "must start with http://"),
             ("127.0.0.1:9090", "must start with http://"),
@@ -322,7 +326,7 @@ mod tests {
             ("http://u:p@h/", "credentials"),
             ("http://h/a b", "spaces"),
         ] {
-            let e = Target::parse(bad).unwrap_err();
+            let e = Target::parse(bad, "").unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
     }
