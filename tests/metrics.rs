@@ -850,3 +850,144 @@ fn the_grafana_dashboard_queries_only_series_versus_writes() {
         assert!(written[name].contains("run_id"), "{variable}");
     }
 }
+
+/// The OpenTelemetry Collector of `tests/otelcol` (OTLP receiver, file
+/// exporter; `bash .ci/run` builds it into `target/versus-otelcol`, or
+/// `VERSUS_OTELCOL` names it) on a free port of 127.0.0.1, every batch it
+/// takes written as a line of OTLP JSON; stopped when dropped.
+struct Collector {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    dir: std::path::PathBuf,
+}
+
+impl Collector {
+    fn start() -> Collector {
+        let bin = std::env::var("VERSUS_OTELCOL").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/target/versus-otelcol").to_string()
+        });
+        let dir = std::env::temp_dir().join(format!("versus-otelcol-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let config = dir.join("config.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: {addr}\n\
+                 exporters:\n  file:\n    path: {}\n\
+                 service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n    metrics:\n      receivers: [otlp]\n      exporters: [file]\n",
+                dir.join("metrics.jsonl").display()
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new(&bin)
+            .arg(format!("--config={}", config.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{bin}: {e} (bash .ci/run builds it)"));
+        let c = Collector { child, addr, dir };
+        // Ready when its OTLP receiver accepts connections.
+        for _ in 0..300 {
+            if TcpStream::connect(c.addr).is_ok() {
+                return c;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "collector not ready: {}",
+            std::fs::read_to_string(c.dir.join("log")).unwrap()
+        );
+    }
+
+    /// What it has written so far: a request (OTLP JSON) a line.
+    fn written(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.dir.join("metrics.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The last value the collector wrote of the sum or gauge `name` at
+/// `endpoint` as a whole (no method or step), summed over its other
+/// attributes, from its OTLP JSON.
+fn last_written(lines: &[serde_json::Value], name: &str, endpoint: &str) -> Option<f64> {
+    let attr = |p: &serde_json::Value, key: &str| -> Option<String> {
+        let kv = p["attributes"]
+            .as_array()?
+            .iter()
+            .find(|kv| kv["key"] == key)?;
+        kv["value"]["stringValue"].as_str().map(str::to_string)
+    };
+    lines.iter().rev().find_map(|line| {
+        let mut values = Vec::new();
+        for r in line["resourceMetrics"].as_array()? {
+            for s in r["scopeMetrics"].as_array()? {
+                for m in s["metrics"]
+                    .as_array()?
+                    .iter()
+                    .filter(|m| m["name"] == name)
+                {
+                    let points = m["sum"]["dataPoints"]
+                        .as_array()
+                        .or(m["gauge"]["dataPoints"].as_array());
+                    for p in points.into_iter().flatten() {
+                        let whole = attr(p, "endpoint").as_deref() == Some(endpoint)
+                            && attr(p, "method").is_none()
+                            && attr(p, "step").is_none();
+                        if whole {
+                            values.push(p["asDouble"].as_f64()?);
+                        }
+                    }
+                }
+            }
+        }
+        (!values.is_empty()).then(|| values.iter().sum())
+    })
+}
+
+/// A real OpenTelemetry Collector takes `--out otlp=URL` and writes out
+/// the report's figures: each endpoint's last requests, errors and
+/// mismatches, and its latency quantiles.
+#[test]
+#[ignore = "needs the collector of tests/otelcol: bash .ci/run builds it"]
+fn an_opentelemetry_collector_holds_the_reports_figures() {
+    let collector = Collector::start();
+    let out = format!("otlp=http://{}/v1/metrics", collector.addr);
+    let report = run_to(&out, &["--run-id", "otel-1"]);
+    let note = metrics_note(&report);
+    assert!(
+        note.contains(" intervals delivered") && !note.contains("not delivered"),
+        "{note}"
+    );
+    // Each request was answered once the collector took it; its file
+    // exporter writes it as it comes: wait for the last interval's.
+    let last = &report["endpoints"][0];
+    let label = last["label"].as_str().unwrap();
+    let mut lines = collector.written();
+    for _ in 0..100 {
+        if last_written(&lines, "versus_requests_total", label) == last["completed"].as_f64() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        lines = collector.written();
+    }
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        assert_sent_figures(e, |key| last_written(&lines, key, name));
+    }
+    assert!(report["endpoints"][1]["mismatched"].as_u64().unwrap() > 0);
+}
