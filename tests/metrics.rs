@@ -27,6 +27,9 @@ enum Mode {
     Stalls,
     /// Answers 500 on its first connection, then takes.
     FailsFirst,
+    /// Answers a body holding native histograms as a Prometheus not set
+    /// to take them does (500, naming them); takes the others.
+    NoNative,
 }
 
 /// What a test receiver takes: its `--out` kind, request line and
@@ -120,13 +123,23 @@ impl Receiver {
             for h in wire.lines() {
                 assert!(lower.contains(h), "{h:?} not in {head}");
             }
+            let native = |body: &[u8]| {
+                let request = WriteRequest::decode_snappy(body).expect("a WriteRequest");
+                request.timeseries.iter().any(|s| !s.histograms.is_empty())
+            };
+            if mode == Mode::NoNative && native(&body) {
+                let _ = s.write_all(
+                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 31\r\nConnection: close\r\n\r\nnative histograms are disabled\n",
+                );
+                return;
+            }
             let mode = match mode {
                 Mode::FailsFirst if n == 0 => Mode::Fails,
-                Mode::FailsFirst => Mode::Takes,
+                Mode::FailsFirst | Mode::NoNative => Mode::Takes,
                 other => other,
             };
             match mode {
-                Mode::Takes | Mode::FailsFirst => {
+                Mode::Takes | Mode::FailsFirst | Mode::NoNative => {
                     wire.decodes(&body);
                     kept.lock().unwrap().push(body);
                     let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
@@ -301,6 +314,28 @@ fn the_last_counters_are_the_reports_figures() {
                 && label(s, "le") == Some("+Inf")
         });
         assert_eq!(inf.map(|s| s.samples[0].value), Some(count), "{name}");
+        // The same latency as a native histogram: every answer in a
+        // bucket, the buckets' counts rebuilt from their deltas.
+        let native = bodies.last().unwrap().timeseries.iter().find_map(|s| {
+            let whole = label(s, "endpoint") == Some(name) && label(s, "method").is_none();
+            let named = label(s, "__name__") == Some("versus_request_duration_seconds");
+            (whole && named).then(|| s.histograms[0].clone())
+        });
+        let native = native.unwrap_or_else(|| panic!("no native histogram for {name}"));
+        assert_eq!(native.count_int as f64, count, "{name}");
+        let (mut running, mut sum) = (0i64, 0i64);
+        for d in &native.positive_deltas {
+            running += d;
+            assert!(running > 0, "{name}: {:?}", native.positive_deltas);
+            sum += running;
+        }
+        let spanned: u32 = native.positive_spans.iter().map(|s| s.length).sum();
+        assert_eq!(spanned as usize, native.positive_deltas.len(), "{name}");
+        assert_eq!(
+            sum as u64 + native.zero_count_int,
+            native.count_int,
+            "{name}"
+        );
     }
     // Planted: every fifth request differs, every seventh failed at b.
     assert!(mismatched > 0);
@@ -312,9 +347,14 @@ fn the_last_counters_are_the_reports_figures() {
         .map(|b| b.timeseries[0].samples[0].timestamp)
         .collect();
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    // Each series one sample (or one native histogram) at that time.
     for b in &bodies {
-        assert!(b.timeseries.iter().all(|s| s.samples.len() == 1
-            && s.samples[0].timestamp == b.timeseries[0].samples[0].timestamp));
+        let at = b.timeseries[0].samples[0].timestamp;
+        assert!(b.timeseries.iter().all(|s| match s.histograms.as_slice() {
+            [] => s.samples.len() == 1 && s.samples[0].timestamp == at,
+            [h] => s.samples.is_empty() && h.timestamp == at,
+            _ => false,
+        }));
     }
     // Every series names the run and the shard, with labels sorted.
     for s in bodies.iter().flat_map(|b| &b.timeseries) {
@@ -587,8 +627,10 @@ struct Prometheus {
 }
 
 impl Prometheus {
-    fn start() -> Prometheus {
-        let dir = std::env::temp_dir().join(format!("versus-prometheus-{}", std::process::id()));
+    /// Started taking native histograms when `native`.
+    fn start(native: bool) -> Prometheus {
+        let dir =
+            std::env::temp_dir().join(format!("versus-prometheus-{}-{native}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("prometheus.yml");
@@ -605,6 +647,7 @@ impl Prometheus {
                 dir.join("data").display()
             ))
             .arg(format!("--config.file={}", config.display()))
+            .args(native.then_some("--enable-feature=native-histograms"))
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(dir.join("log")).unwrap())
             .spawn()
@@ -671,20 +714,28 @@ impl Drop for Prometheus {
     }
 }
 
+/// A Prometheus (taking native histograms when `native`), the JSON report
+/// of a run sending to it, and the selector of an endpoint's whole
+/// figures in that run.
+fn run_to_prometheus(native: bool) -> (Prometheus, serde_json::Value, String) {
+    let prometheus = Prometheus::start(native);
+    let out = format!("prometheus=http://{}/api/v1/write", prometheus.addr);
+    let run_id = format!("test-{}-{native}", std::process::id());
+    let report = run_to(&out, &["--run-id", &run_id]);
+    let whole = format!("run_id=\"{run_id}\",method=\"\",step=\"\"");
+    (prometheus, report, whole)
+}
+
 #[test]
 #[ignore = "needs prometheus: bash .ci/run installs it"]
 fn prometheus_holds_the_reports_figures() {
-    let prometheus = Prometheus::start();
-    let out = format!("prometheus=http://{}/api/v1/write", prometheus.addr);
-    let run_id = format!("test-{}", std::process::id());
-    let report = run_to(&out, &["--run-id", &run_id]);
+    let (prometheus, report, whole) = run_to_prometheus(true);
     let n = report["endpoints"].as_array().unwrap().len();
     let note = metrics_note(&report);
     assert!(
         note.contains(" intervals delivered") && !note.contains("not delivered"),
         "{note}"
     );
-    let whole = format!("run_id=\"{run_id}\",method=\"\",step=\"\"");
     let requests = prometheus.query(&format!("versus_requests_total{{{whole}}}"));
     let errors = prometheus.query(&format!(
         "sum by (endpoint) (versus_errors_total{{{whole}}})"
@@ -715,6 +766,50 @@ fn prometheus_holds_the_reports_figures() {
         );
     }
     assert!(mismatches["b"] > 0.0 && errors["b"] > 0.0);
+    // The native histogram: every answer counted, its p99 the report's
+    // within one bucket (schema 3: a bucket's bounds 9 % apart).
+    let native = format!("versus_request_duration_seconds{{{whole}}}");
+    let count = prometheus.query(&format!("histogram_count({native})"));
+    let q99 = prometheus.query(&format!("histogram_quantile(0.99, {native})"));
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        assert_eq!(count.get(name).copied(), e["completed"].as_f64(), "{name}");
+        let ms = e["latency_ms"]["p99"].as_f64().unwrap();
+        let ratio = q99[name] * 1000.0 / ms;
+        assert!(
+            (0.91..=1.10).contains(&ratio),
+            "{name}: {} s, {ms} ms",
+            q99[name]
+        );
+    }
+}
+
+/// A Prometheus not set to take native histograms gets every interval,
+/// the latency as fixed buckets, and its counters are the report's.
+#[test]
+#[ignore = "needs prometheus: bash .ci/run installs it"]
+fn a_prometheus_without_native_histograms_gets_fixed_buckets() {
+    let (prometheus, report, whole) = run_to_prometheus(false);
+    let note = metrics_note(&report);
+    assert!(!note.contains("not delivered"), "{note}");
+    assert!(note.contains("refused native histograms"), "{note}");
+    let requests = prometheus.query(&format!("versus_requests_total{{{whole}}}"));
+    let buckets = prometheus.query(&format!(
+        "versus_request_duration_seconds_bucket{{{whole},le=\"+Inf\"}}"
+    ));
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        assert_eq!(
+            requests.get(name).copied(),
+            e["completed"].as_f64(),
+            "{name}"
+        );
+        assert_eq!(
+            buckets.get(name).copied(),
+            e["completed"].as_f64(),
+            "{name}"
+        );
+    }
 }
 
 /// The last value sent of `name` at `endpoint`'s step `step`.
@@ -990,4 +1085,24 @@ fn an_opentelemetry_collector_holds_the_reports_figures() {
         assert_sent_figures(e, |key| last_written(&lines, key, name));
     }
     assert!(report["endpoints"][1]["mismatched"].as_u64().unwrap() > 0);
+}
+
+/// A receiver that refuses native histograms (as Prometheus does unless
+/// told to take them) gets every interval all the same, its latency as
+/// fixed buckets, and the report says so.
+#[test]
+fn a_receiver_refusing_native_histograms_gets_fixed_buckets() {
+    let receiver = Receiver::start(Mode::NoNative);
+    let report = run_to(&receiver.url(), &[]);
+    let note = metrics_note(&report);
+    assert!(!note.contains("not delivered"), "{note}");
+    assert!(note.contains("refused native histograms"), "{note}");
+    let bodies = receiver.written();
+    assert!(bodies
+        .iter()
+        .all(|b| b.timeseries.iter().all(|s| s.histograms.is_empty())));
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        assert_sent_figures(e, |key| last(&bodies, key, name));
+    }
 }

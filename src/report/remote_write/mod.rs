@@ -18,7 +18,7 @@ mod sender;
 use crate::engine::Observer;
 use crate::stats::RunStats;
 pub use figures::{RunLabels, BUCKETS};
-use sender::{Delivery, Sender, Target};
+use sender::{Body, Delivery, Sender, Target};
 
 /// A wire format `--out` sends.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -141,6 +141,9 @@ fn note(run_id: &str, url: &str, d: &Delivery) -> String {
             note.push_str(&format!(" (last error: {e})"));
         }
     }
+    if d.plain {
+        note.push_str("; the receiver refused native histograms: latency sent as fixed buckets");
+    }
     if d.retried > 0 {
         let sends = if d.retried == 1 { "send" } else { "sends" };
         note.push_str(&format!("; {} {sends} tried again", d.retried));
@@ -164,15 +167,24 @@ impl Observer for RemoteWrite {
         let (mut prom, mut otlp) = (None, None);
         for (kind, s) in &mut self.senders {
             let body = match kind {
+                // With native histograms, and without for a receiver that
+                // refuses them.
                 Kind::Prometheus => prom.get_or_insert_with(|| {
-                    prometheus::encode(&self.labels, delta, total, self.last_ms).encode_snappy()
+                    let with = |native| {
+                        prometheus::encode(&self.labels, delta, total, self.last_ms, native)
+                            .encode_snappy()
+                    };
+                    (with(true), Some(with(false)))
                 }),
                 Kind::Otlp => otlp.get_or_insert_with(|| {
                     let request = otlp::encode(&self.labels, delta, total, self.start_ns, at_ns);
-                    prost::Message::encode_to_vec(&request)
+                    (prost::Message::encode_to_vec(&request), None)
                 }),
             };
-            s.send(body.clone());
+            s.send(Body {
+                main: body.0.clone(),
+                plain: body.1.clone(),
+            });
         }
     }
 }

@@ -121,16 +121,37 @@ impl Target {
         conn.write_all(head.as_bytes()).map_err(retry)?;
         conn.write_all(body).map_err(retry)?;
         let status = status_of(&mut conn).map_err(retry)?;
-        match status {
-            200..=299 => Ok(()),
-            429 | 500..=599 => Err((format!("HTTP {status}"), true)),
-            _ => Err((format!("HTTP {status}"), false)),
+        if (200..=299).contains(&status) {
+            return Ok(());
         }
+        let why = format!("HTTP {status}{}", reason(&mut conn));
+        Err((why, matches!(status, 429 | 500..=599)))
+    }
+}
+
+/// What a failed answer's body says, as `: text` (its first line, at most
+/// 200 bytes), or nothing.
+fn reason(conn: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    let _ = conn.take(4096).read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let line: String = body
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(200)
+        .collect();
+    match line.is_empty() {
+        true => String::new(),
+        false => format!(": {line}"),
     }
 }
 
 /// The status code of the answer on `conn` (its status line read; the
-/// rest is not needed).
+/// rest is read only when it failed, for its reason).
 fn status_of(conn: &mut TcpStream) -> std::io::Result<u16> {
     let mut head = Vec::with_capacity(64);
     let mut byte = [0u8; 1];
@@ -151,20 +172,33 @@ fn status_of(conn: &mut TcpStream) -> std::io::Result<u16> {
     }
 }
 
+/// One interval as a target's format writes it: `main`, and `plain`, the
+/// same without what a receiver may refuse (native histograms), sent
+/// instead once the receiver refused a `main` (a 4xx answer).
+pub struct Body {
+    /// The interval whole.
+    pub main: Vec<u8>,
+    /// Without native histograms, for a receiver that refuses them.
+    pub plain: Option<Vec<u8>>,
+}
+
 /// What became of the bodies handed to a [`Sender`].
 #[derive(Debug, Default)]
 struct Counts {
     delivered: AtomicU64,
     /// Sends tried again.
     retried: AtomicU64,
+    /// The receiver refused a body that had a plain form: plain ones are
+    /// sent from then on.
+    plain: std::sync::atomic::AtomicBool,
 }
 
 /// A thread sending bodies to one target.
 pub struct Sender {
     target: Target,
-    queue: crossbeam_channel::Sender<Vec<u8>>,
+    queue: crossbeam_channel::Sender<Body>,
     /// Kept to drop the oldest body when the queue is full.
-    oldest: crossbeam_channel::Receiver<Vec<u8>>,
+    oldest: crossbeam_channel::Receiver<Body>,
     counts: Arc<Counts>,
     /// Bodies handed over.
     handed: u64,
@@ -185,6 +219,9 @@ pub struct Delivery {
     pub retried: u64,
     /// The last failure, if any.
     pub last_error: Option<String>,
+    /// The receiver refused native histograms: the latency went as fixed
+    /// buckets alone.
+    pub plain: bool,
 }
 
 impl Sender {
@@ -193,7 +230,7 @@ impl Sender {
     /// # Errors
     /// When the thread cannot start.
     pub fn start(target: Target) -> Result<Sender, String> {
-        let (queue, bodies) = crossbeam_channel::bounded::<Vec<u8>>(QUEUE);
+        let (queue, bodies) = crossbeam_channel::bounded::<Body>(QUEUE);
         let (finished, done) = crossbeam_channel::bounded(1);
         let counts = Arc::new(Counts::default());
         let last_error = Arc::new(std::sync::Mutex::new(None));
@@ -207,7 +244,7 @@ impl Sender {
             .name("versus-metrics".into())
             .spawn(move || {
                 for body in rx.iter() {
-                    send(&to, &body, &c, &e);
+                    deliver(&to, body, &c, &e);
                 }
                 let _ = finished.send(());
             })
@@ -226,7 +263,7 @@ impl Sender {
 
     /// Queue `body`, dropping the oldest queued one if the queue is full:
     /// never waits.
-    pub fn send(&mut self, body: Vec<u8>) {
+    pub fn send(&mut self, body: Body) {
         self.handed += 1;
         let mut body = body;
         loop {
@@ -266,6 +303,7 @@ impl Sender {
             delivered: counts.delivered.load(Ordering::Relaxed),
             retried: counts.retried.load(Ordering::Relaxed),
             last_error: last_error.lock().ok().and_then(|e| e.clone()),
+            plain: counts.plain.load(Ordering::Relaxed),
         }
     }
 
@@ -275,21 +313,65 @@ impl Sender {
     }
 }
 
+/// Send one interval: its plain form once the receiver refused a main
+/// one; else its main form, and if the receiver refuses that (a 4xx), its
+/// plain form, and plain ones from then on.
+fn deliver(to: &Target, body: Body, counts: &Counts, last: &std::sync::Mutex<Option<String>>) {
+    let Body { main, plain } = body;
+    match plain {
+        Some(plain) if counts.plain.load(Ordering::Relaxed) => {
+            send(to, &plain, counts, last);
+        }
+        Some(plain) => {
+            if send(to, &main, counts, last) == Sent::Refused {
+                counts.plain.store(true, Ordering::Relaxed);
+                send(to, &plain, counts, last);
+            }
+        }
+        None => {
+            send(to, &main, counts, last);
+        }
+    }
+}
+
+/// How a send ended.
+#[derive(PartialEq)]
+enum Sent {
+    Taken,
+    /// A 4xx answer (but 429), or one naming histograms: the receiver
+    /// will not take this body.
+    Refused,
+    /// Tried [`TRIES`] times, or refused for another reason.
+    Failed,
+}
+
 /// Send one body, trying again within [`TRIES`].
-fn send(to: &Target, body: &[u8], counts: &Counts, last: &std::sync::Mutex<Option<String>>) {
+fn send(
+    to: &Target,
+    body: &[u8],
+    counts: &Counts,
+    last: &std::sync::Mutex<Option<String>>,
+) -> Sent {
     let mut wait = BACKOFF;
     for attempt in 1..=TRIES {
         match to.post(body) {
             Ok(()) => {
                 counts.delivered.fetch_add(1, Ordering::Relaxed);
-                return;
+                return Sent::Taken;
             }
             Err((e, again)) => {
+                // An answer's failure reads `HTTP {status}: {reason}`
+                // (`Target::post`); Prometheus refuses native histograms
+                // it is not set to take with a 500 that names them.
+                let refused = e.starts_with("HTTP 4") || e.contains("histogram");
                 if let Ok(mut l) = last.lock() {
                     *l = Some(e);
                 }
+                if refused {
+                    return Sent::Refused;
+                }
                 if !again || attempt == TRIES {
-                    return;
+                    return Sent::Failed;
                 }
                 counts.retried.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(wait);
@@ -297,6 +379,7 @@ fn send(to: &Target, body: &[u8], counts: &Counts, last: &std::sync::Mutex<Optio
             }
         }
     }
+    Sent::Failed
 }
 
 #[cfg(test)]
