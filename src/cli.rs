@@ -808,8 +808,8 @@ pub struct RunArgs {
     )]
     pub out: Vec<String>,
 
-    /// The run's name in --out's series (label run_id); default a random
-    /// id, said in the report.
+    /// The run's id, kept in the saved run's header and named in --out's
+    /// series (label run_id); default a random id, said in the report.
     #[arg(
         long,
         value_name = "ID",

@@ -214,11 +214,17 @@ impl OutputFiles {
         );
         header.shard =
             (plan.engine.shard != crate::model::Share::WHOLE).then_some(plan.engine.shard);
+        let run_id = match &args.run_id {
+            Some(id) if id.trim().is_empty() => return Err("--run-id: give a name".into()),
+            Some(id) => id.clone(),
+            None => remote_write::random_run_id(),
+        };
+        header.run_id = Some(run_id.clone());
         let writer = args
             .output
             .as_ref()
             .map(|path| RunWriter::pending(path, &header));
-        let metrics = metrics(args, plan, &info)?;
+        let metrics = metrics(args, plan, &info, run_id)?;
         Ok(OutputFiles {
             steps: info.steps(plan.engine.interval),
             steering: None,
@@ -407,20 +413,20 @@ impl OutputFiles {
 }
 
 /// `--out`: the targets checked and their threads started, or `None`
-/// without one. The run is named by `--run-id`, else a random id.
+/// without one. The run is named `run_id` (the saved run's id).
 ///
 /// # Errors
-/// A message naming `--out` or `--run-id` (exit 2).
-fn metrics(args: &RunArgs, plan: &Plan, info: &RunInfo) -> Result<Option<RemoteWrite>, String> {
+/// A message naming `--out` (exit 2).
+fn metrics(
+    args: &RunArgs,
+    plan: &Plan,
+    info: &RunInfo,
+    run_id: String,
+) -> Result<Option<RemoteWrite>, String> {
     let targets = remote_write::targets(&args.out)?;
     if targets.is_empty() {
         return Ok(None);
     }
-    let run_id = match &args.run_id {
-        Some(id) if id.trim().is_empty() => return Err("--run-id: give a name".into()),
-        Some(id) => id.clone(),
-        None => remote_write::random_run_id(),
-    };
     let labels = RunLabels {
         run_id,
         shard: plan.engine.shard.to_string(),

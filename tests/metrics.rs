@@ -1106,3 +1106,21 @@ fn a_receiver_refusing_native_histograms_gets_fixed_buckets() {
         assert_sent_figures(e, |key| last(&bodies, key, name));
     }
 }
+
+/// Without `--run-id`, the series are named by the saved run's own id,
+/// which its header keeps.
+#[test]
+fn the_series_carry_the_saved_runs_id() {
+    let receiver = Receiver::start(Mode::Takes);
+    let saved = std::env::temp_dir().join(format!("versus-run-id-{}.jsonl", std::process::id()));
+    run_to(&receiver.url(), &["-o", saved.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let id = header["run_id"].as_str().expect("the header's run_id");
+    assert_eq!(id.len(), 16, "{header}");
+    let bodies = receiver.written();
+    let series = bodies.iter().flat_map(|b| &b.timeseries);
+    assert!(series.clone().count() > 0);
+    assert!(series.into_iter().all(|s| label(s, "run_id") == Some(id)));
+    let _ = std::fs::remove_file(saved);
+}

@@ -61,6 +61,10 @@ pub struct Header {
     /// `--shard`: which shard of a run this file is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::model::Share>,
+    /// The run's id: `--run-id`, else a random one; `--out`'s series carry
+    /// it as their `run_id` label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// `--start-at` had passed when the run was set up: by how many
     /// milliseconds it started late.
     #[serde(default, skip_serializing_if = "Option::is_none")]

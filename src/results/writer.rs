@@ -67,6 +67,7 @@ pub fn header(
         max_in_flight: info.max_in_flight,
         twin: info.twin,
         shard: None,
+        run_id: None,
         late_ms: late.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         shards: Vec::new(),
         notes: info.notes.clone(),
