@@ -25,8 +25,8 @@ enum Mode {
     Fails,
     /// Reads the request and never answers.
     Stalls,
-    /// Answers 500 on its first connection, then takes.
-    FailsFirst,
+    /// Answers 500 on its first N connections, then takes.
+    FailsFirst(u64),
     /// Answers a body holding native histograms as a Prometheus not set
     /// to take them does (500, naming them); takes the others.
     NoNative,
@@ -134,12 +134,12 @@ impl Receiver {
                 return;
             }
             let mode = match mode {
-                Mode::FailsFirst if n == 0 => Mode::Fails,
-                Mode::FailsFirst | Mode::NoNative => Mode::Takes,
+                Mode::FailsFirst(first) if n < first => Mode::Fails,
+                Mode::FailsFirst(_) | Mode::NoNative => Mode::Takes,
                 other => other,
             };
             match mode {
-                Mode::Takes | Mode::FailsFirst | Mode::NoNative => {
+                Mode::Takes | Mode::FailsFirst(_) | Mode::NoNative => {
                     wire.decodes(&body);
                     kept.lock().unwrap().push(body);
                     let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
@@ -233,8 +233,14 @@ fn endpoints() -> (Server, Server) {
 /// Run 300 requests against `endpoints()` with `--out` to `receiver`;
 /// the JSON report.
 fn run_to(out: &str, extra: &[&str]) -> serde_json::Value {
+    run_at(out, extra, 300)
+}
+
+/// [`run_to`], sending 300 requests at `rate` a second.
+fn run_at(out: &str, extra: &[&str], rate: u32) -> serde_json::Value {
     let (a, b) = endpoints();
     let (ua, ub) = (format!("a={}", a.url()), format!("b={}", b.url()));
+    let rate = rate.to_string();
     let mut args = vec![
         "-q",
         "--format",
@@ -242,7 +248,7 @@ fn run_to(out: &str, extra: &[&str]) -> serde_json::Value {
         "--stop-after",
         "300",
         "--rate",
-        "300",
+        &rate,
     ];
     args.extend_from_slice(&["--out", out]);
     args.extend_from_slice(extra);
@@ -432,7 +438,7 @@ fn a_receiver_refusing_connections_is_counted_not_felt() {
 /// A send that failed is tried again, and delivered.
 #[test]
 fn a_failed_send_is_tried_again() {
-    let receiver = Receiver::start(Mode::FailsFirst);
+    let receiver = Receiver::start(Mode::FailsFirst(1));
     let report = run_to(&receiver.url(), &[]);
     let n = receiver.bodies.lock().unwrap().len();
     let note = metrics_note(&report);
@@ -1123,4 +1129,25 @@ fn the_series_carry_the_saved_runs_id() {
     assert!(series.clone().count() > 0);
     assert!(series.into_iter().all(|s| label(s, "run_id") == Some(id)));
     let _ = std::fs::remove_file(saved);
+}
+
+/// A receiver gone for a while (its first six answers 500: two intervals'
+/// three tries each) loses those intervals, counted, and no figure: the
+/// counters are totals, so the next interval it takes carries them all.
+#[test]
+fn a_receiver_gone_for_a_while_loses_intervals_not_figures() {
+    let receiver = Receiver::start(Mode::FailsFirst(6));
+    let report = run_at(&receiver.url(), &[], 60);
+    let note = metrics_note(&report);
+    let n = receiver.bodies.lock().unwrap().len();
+    assert!(note.contains(&format!(": {n} of ")), "{note}");
+    assert!(
+        note.contains(" 2 not delivered (last error: HTTP 500"),
+        "{note}"
+    );
+    let bodies = receiver.written();
+    for e in report["endpoints"].as_array().unwrap() {
+        let name = e["label"].as_str().unwrap();
+        assert_sent_figures(e, |key| last(&bodies, key, name));
+    }
 }
