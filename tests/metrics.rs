@@ -626,26 +626,82 @@ fn an_otlp_receiver_answering_500_is_counted_not_felt() {
 
 /// A Prometheus of Debian's package on a free port of 127.0.0.1, taking
 /// remote write, its data in a folder of its own; stopped when dropped.
-struct Prometheus {
+/// A program a test started on a free port of 127.0.0.1, its files (and
+/// its stderr, `log`) in a folder of its own: stopped, and the folder
+/// removed, when dropped.
+struct Started {
     child: std::process::Child,
     addr: std::net::SocketAddr,
     dir: std::path::PathBuf,
 }
 
-impl Prometheus {
-    /// Started taking native histograms when `native`.
-    fn start(native: bool) -> Prometheus {
-        let dir =
-            std::env::temp_dir().join(format!("versus-prometheus-{}-{native}", std::process::id()));
+impl Started {
+    /// A free port of 127.0.0.1 and an empty folder named `name`.
+    fn place(name: &str) -> (std::net::SocketAddr, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("versus-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("prometheus.yml");
-        std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
         let addr = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap();
-        let child = std::process::Command::new("prometheus")
+        (addr, dir)
+    }
+
+    /// Run `command` with its stderr in `dir`'s `log`, and wait (30 s at
+    /// most) until `ready` says it is.
+    fn run(
+        mut command: std::process::Command,
+        (addr, dir): (std::net::SocketAddr, std::path::PathBuf),
+        ready: impl Fn(&Started) -> bool,
+    ) -> Started {
+        let child = command
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{command:?}: {e} (bash .ci/run installs it)"));
+        let started = Started { child, addr, dir };
+        for _ in 0..300 {
+            if ready(&started) {
+                return started;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "{command:?} not ready: {}",
+            std::fs::read_to_string(started.dir.join("log")).unwrap()
+        );
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Debian's Prometheus, taking remote write.
+struct Prometheus(Started);
+
+impl std::ops::Deref for Prometheus {
+    type Target = Started;
+
+    fn deref(&self) -> &Started {
+        &self.0
+    }
+}
+
+impl Prometheus {
+    /// Started taking native histograms when `native`; ready when
+    /// `/-/ready` answers 200 (its storage opened).
+    fn start(native: bool) -> Prometheus {
+        let (addr, dir) = Started::place(&format!("prometheus-{native}"));
+        let config = dir.join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 1m\n").unwrap();
+        let mut command = std::process::Command::new("prometheus");
+        command
             .arg(format!("--web.listen-address={addr}"))
             .arg("--web.enable-remote-write-receiver")
             .arg(format!(
@@ -653,38 +709,10 @@ impl Prometheus {
                 dir.join("data").display()
             ))
             .arg(format!("--config.file={}", config.display()))
-            .args(native.then_some("--enable-feature=native-histograms"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.join("log")).unwrap())
-            .spawn()
-            .expect("prometheus: bash .ci/run installs it");
-        let p = Prometheus { child, addr, dir };
-        // Ready when /-/ready answers 200 (its storage opened).
-        for _ in 0..300 {
-            if p.get("/-/ready").is_some_and(|(status, _)| status == 200) {
-                return p;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        panic!(
-            "prometheus not ready: {}",
-            std::fs::read_to_string(p.dir.join("log")).unwrap()
-        );
-    }
-
-    /// GET `path`: the status and the body, or `None` when nothing listens.
-    fn get(&self, path: &str) -> Option<(u16, String)> {
-        let mut s = TcpStream::connect(self.addr).ok()?;
-        let head = format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.addr
-        );
-        s.write_all(head.as_bytes()).ok()?;
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).ok()?;
-        let status = answer.split_whitespace().nth(1)?.parse().ok()?;
-        let body = answer.split_once("\r\n\r\n")?.1.to_string();
-        Some((status, body))
+            .args(native.then_some("--enable-feature=native-histograms"));
+        Prometheus(Started::run(command, (addr, dir), |s| {
+            get(s.addr, "/-/ready").is_some_and(|(status, _)| status == 200)
+        }))
     }
 
     /// The value per endpoint of a PromQL `query` (now).
@@ -698,7 +726,7 @@ impl Prometheus {
                 _ => format!("%{b:02X}"),
             })
             .collect();
-        let (status, body) = self.get(&format!("/api/v1/query?query={encoded}")).unwrap();
+        let (status, body) = get(self.addr, &format!("/api/v1/query?query={encoded}")).unwrap();
         assert_eq!(status, 200, "{query}: {body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         let result = v["data"]["result"].as_array().unwrap();
@@ -712,12 +740,16 @@ impl Prometheus {
     }
 }
 
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// GET `path`: the status and the body, or `None` when nothing listens.
+fn get(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(head.as_bytes()).ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    let status = answer.split_whitespace().nth(1)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n")?.1.to_string();
+    Some((status, body))
 }
 
 /// A Prometheus (taking native histograms when `native`), the JSON report
@@ -954,26 +986,25 @@ fn the_grafana_dashboard_queries_only_series_versus_writes() {
 
 /// The OpenTelemetry Collector of `tests/otelcol` (OTLP receiver, file
 /// exporter; `bash .ci/run` builds it into `target/versus-otelcol`, or
-/// `VERSUS_OTELCOL` names it) on a free port of 127.0.0.1, every batch it
-/// takes written as a line of OTLP JSON; stopped when dropped.
-struct Collector {
-    child: std::process::Child,
-    addr: std::net::SocketAddr,
-    dir: std::path::PathBuf,
+/// `VERSUS_OTELCOL` names it), every batch it takes written as a line of
+/// OTLP JSON.
+struct Collector(Started);
+
+impl std::ops::Deref for Collector {
+    type Target = Started;
+
+    fn deref(&self) -> &Started {
+        &self.0
+    }
 }
 
 impl Collector {
+    /// Ready when its OTLP receiver accepts connections.
     fn start() -> Collector {
         let bin = std::env::var("VERSUS_OTELCOL").unwrap_or_else(|_| {
             concat!(env!("CARGO_MANIFEST_DIR"), "/target/versus-otelcol").to_string()
         });
-        let dir = std::env::temp_dir().join(format!("versus-otelcol-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
+        let (addr, dir) = Started::place("otelcol");
         let config = dir.join("config.yaml");
         std::fs::write(
             &config,
@@ -985,24 +1016,11 @@ impl Collector {
             ),
         )
         .unwrap();
-        let child = std::process::Command::new(&bin)
-            .arg(format!("--config={}", config.display()))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(dir.join("log")).unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{bin}: {e} (bash .ci/run builds it)"));
-        let c = Collector { child, addr, dir };
-        // Ready when its OTLP receiver accepts connections.
-        for _ in 0..300 {
-            if TcpStream::connect(c.addr).is_ok() {
-                return c;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        panic!(
-            "collector not ready: {}",
-            std::fs::read_to_string(c.dir.join("log")).unwrap()
-        );
+        let mut command = std::process::Command::new(&bin);
+        command.arg(format!("--config={}", config.display()));
+        Collector(Started::run(command, (addr, dir), |s| {
+            TcpStream::connect(s.addr).is_ok()
+        }))
     }
 
     /// What it has written so far: a request (OTLP JSON) a line.
@@ -1011,14 +1029,6 @@ impl Collector {
         text.lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
-    }
-}
-
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -270,13 +270,6 @@ mod tests {
     /// around the first differing byte; never the whole bodies.
     #[test]
     fn a_large_answers_diff_shows_the_finding_and_stays_small() {
-        let c = crate::compare::Comparer::new(crate::compare::CompareMode::Auto);
-        let kind = || crate::compare::method::MethodName {
-            group: "m".into(),
-            selector: "m".into(),
-            jsonrpc: false,
-            step: false,
-        };
         let items = |changed: u32| {
             let items: Vec<String> = (0..5000)
                 .map(|i| {
@@ -289,17 +282,8 @@ mod tests {
                 .collect();
             format!(r#"{{"items":[{}]}}"#, items.join(","))
         };
-        let (a, b) = (resp(&items(1)), resp(&items(2)));
-        let text = |o: &Option<Outcome>| o.as_ref().map(|o| o.result.as_ref().unwrap().body.len());
-        assert!(text(&a).unwrap() > WHOLE_DIFF);
-        let outcomes = [a.as_ref(), b.as_ref()];
-        let j = c.judge(&kind, &outcomes);
-        let s = sample(
-            &Request::line(1, "{}".into()),
-            &outcomes,
-            &j.findings[0],
-            ("a", "b"),
-        );
+        assert!(items(1).len() > WHOLE_DIFF);
+        let s = first_sample(&items(1), &items(2));
         assert_eq!(s.values, ["1", "2"]);
         assert!(
             s.diff.contains("-  \"gas\": 1,") && s.diff.contains("+  \"gas\": 2,"),
@@ -312,31 +296,26 @@ mod tests {
             s.diff
         );
         // Not JSON: the bytes around the first difference.
-        let plain = |c: char| {
-            resp(&format!(
-                "{}{c}{}",
-                "a".repeat(300_000),
-                "b".repeat(300_000)
-            ))
+        let plain = |c: char| format!("{}{c}{}", "a".repeat(300_000), "b".repeat(300_000));
+        let s = first_sample(&plain('1'), &plain('2'));
+        let window = format!("-{}1{}", "a".repeat(WINDOW), "b".repeat(WINDOW - 1));
+        assert!(s.diff.contains(&window), "{}", &s.diff[..200]);
+    }
+
+    /// The sample of the first finding between answers `a` and `b`.
+    fn first_sample(a: &str, b: &str) -> MismatchSample {
+        let c = crate::compare::Comparer::new(crate::compare::CompareMode::Auto);
+        let kind = || crate::compare::method::MethodName {
+            group: "m".into(),
+            selector: "m".into(),
+            jsonrpc: false,
+            step: false,
         };
-        let (a, b) = (plain('1'), plain('2'));
+        let (a, b) = (resp(a), resp(b));
         let outcomes = [a.as_ref(), b.as_ref()];
         let j = c.judge(&kind, &outcomes);
-        let s = sample(
-            &Request::line(1, "{}".into()),
-            &outcomes,
-            &j.findings[0],
-            ("a", "b"),
-        );
-        assert!(
-            s.diff.contains(&format!(
-                "-{}1{}",
-                "a".repeat(WINDOW),
-                "b".repeat(WINDOW - 1)
-            )),
-            "{}",
-            &s.diff[..200]
-        );
+        let req = Request::line(1, "{}".into());
+        sample(&req, &outcomes, &j.findings[0], ("a", "b"))
     }
 
     /// A compared header's sample shows that header's values, not the
